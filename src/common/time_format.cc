@@ -1,0 +1,74 @@
+// Time formatting in UTC without locale or time-zone state.
+#include "common/time_format.h"
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace icestream {
+namespace {
+
+std::tm Utc(int64_t epoch_ms) {
+  std::time_t t = static_cast<std::time_t>(epoch_ms >= 0 ? epoch_ms / 1000 : (epoch_ms - 999) / 1000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return tm;
+}
+
+constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+}  // namespace
+
+std::string FormatHttpDate(int64_t epoch_ms) {
+  std::tm tm = Utc(epoch_ms);
+  return fmt::format("{}, {:02d} {} {} {:02d}:{:02d}:{:02d} GMT", kDays[tm.tm_wday], tm.tm_mday,
+                     kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::string FormatIso8601Ms(int64_t epoch_ms) {
+  std::tm tm = Utc(epoch_ms);
+  int ms = static_cast<int>(((epoch_ms % 1000) + 1000) % 1000);
+  return fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:03d}Z", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+std::string FormatAmzDate(int64_t epoch_ms) {
+  std::tm tm = Utc(epoch_ms);
+  return fmt::format("{:04d}{:02d}{:02d}T{:02d}{:02d}{:02d}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::optional<int64_t> ParseAmzDate(std::string_view s) {
+  if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') return std::nullopt;
+  auto num = [&](size_t pos, size_t len) -> int {
+    int v = 0;
+    for (size_t i = pos; i < pos + len; ++i) {
+      if (s[i] < '0' || s[i] > '9') return -1;
+      v = v * 10 + (s[i] - '0');
+    }
+    return v;
+  };
+  std::tm tm{};
+  tm.tm_year = num(0, 4) - 1900;
+  tm.tm_mon = num(4, 2) - 1;
+  tm.tm_mday = num(6, 2);
+  tm.tm_hour = num(9, 2);
+  tm.tm_min = num(11, 2);
+  tm.tm_sec = num(13, 2);
+  if (tm.tm_year < 0 || tm.tm_mon < 0 || tm.tm_mday < 1 || tm.tm_hour < 0 || tm.tm_min < 0 ||
+      tm.tm_sec < 0) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(timegm(&tm)) * 1000;
+}
+
+std::string FormatJavaDate(int64_t epoch_ms) {
+  std::tm tm = Utc(epoch_ms);
+  return fmt::format("{} {} {:02d} {:02d}:{:02d}:{:02d} UTC {}", kDays[tm.tm_wday],
+                     kMonths[tm.tm_mon], tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     tm.tm_year + 1900);
+}
+
+}  // namespace icestream
