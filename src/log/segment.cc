@@ -1,0 +1,196 @@
+// Segment files: create, open (with torn-tail recovery), seal, index.
+#include "log/segment.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/bytes.h"
+#include "common/fs.h"
+
+namespace icestream::log {
+
+Segment::Segment(std::string dir, uint64_t base_offset, int fd)
+    : dir_(std::move(dir)),
+      path_(fs::Join(dir_, FileName(base_offset))),
+      base_offset_(base_offset),
+      fd_(fd),
+      end_offset_(base_offset) {}
+
+Segment::~Segment() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string Segment::FileName(uint64_t base_offset) { return fmt::format("{:020d}.log", base_offset); }
+std::string Segment::IndexFileName(uint64_t base_offset) {
+  return fmt::format("{:020d}.idx", base_offset);
+}
+
+Result<std::shared_ptr<Segment>> Segment::Create(const std::string& dir, uint64_t base_offset) {
+  std::string path = fs::Join(dir, FileName(base_offset));
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("create segment " + path, errno);
+  std::shared_ptr<Segment> seg(new Segment(dir, base_offset, fd));
+  std::string header = EncodeSegmentHeader(base_offset);
+  RETURN_IF_ERROR(fs::PWriteAll(fd, header.data(), header.size(), 0, path));
+  if (::fsync(fd) != 0) return ErrnoError("fsync " + path, errno);
+  RETURN_IF_ERROR(fs::SyncDir(dir));
+  return seg;
+}
+
+Result<uint64_t> Segment::Scan(uint64_t index_interval_bytes, uint64_t file_size) {
+  entries_.clear();
+  std::string buf;
+  uint64_t pos = kSegmentHeaderSize;
+  uint64_t expect = base_offset_;
+  int64_t first_arrival = 0, last_arrival = 0;
+  size_t chunk = 4 << 20;
+  bool done = false;
+  while (!done && pos < file_size) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(chunk, file_size - pos));
+    buf.resize(want);
+    ASSIGN_OR_RETURN(size_t got, fs::PReadFull(fd_, buf.data(), want, pos, path_));
+    buf.resize(got);
+    size_t at = 0;
+    size_t need_more = 0;
+    while (at < buf.size()) {
+      FrameView f;
+      std::string_view rest = std::string_view(buf).substr(at);
+      FrameParse r = ParseFrame(rest, &f);
+      if (r == FrameParse::kIncomplete) {
+        uint64_t frame_pos = pos + at;
+        // The frame's full size is known once its fixed header is in the buffer.
+        if (rest.size() >= kFrameHeaderSize) {
+          uint64_t total = uint64_t{GetFixed32(rest.data() + 4)} + 8;
+          if (frame_pos + total <= file_size) need_more = static_cast<size_t>(total);
+        }
+        if (need_more == 0 && frame_pos + kFrameHeaderSize <= file_size &&
+            rest.size() < kFrameHeaderSize) {
+          need_more = kFrameHeaderSize;
+        }
+        if (need_more == 0) done = true;  // the file ends inside this frame: torn tail
+        break;
+      }
+      if (r == FrameParse::kCorrupt || f.offset != expect) {
+        done = true;
+        break;
+      }
+      uint64_t frame_pos = pos + at;
+      if (entries_.empty() || frame_pos - last_indexed_position_ >= index_interval_bytes) {
+        entries_.push_back({f.offset, frame_pos, f.arrival_ms});
+        last_indexed_position_ = frame_pos;
+      }
+      if (expect == base_offset_) first_arrival = f.arrival_ms;
+      last_arrival = f.arrival_ms;
+      ++expect;
+      at += f.frame_size;
+    }
+    pos += at;
+    if (got < want) done = true;  // the file shrank under us; stop at what we have
+    if (need_more > 0 && at == 0) chunk = std::max(chunk, need_more);
+  }
+  Publish(pos, expect, first_arrival, last_arrival);
+  return pos;
+}
+
+Result<std::shared_ptr<Segment>> Segment::OpenSealed(const std::string& dir, uint64_t base_offset,
+                                                     uint64_t index_interval_bytes) {
+  std::string path = fs::Join(dir, FileName(base_offset));
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open segment " + path, errno);
+  std::shared_ptr<Segment> seg(new Segment(dir, base_offset, fd));
+  std::string header(kSegmentHeaderSize, '\0');
+  ASSIGN_OR_RETURN(size_t got, fs::PReadFull(fd, header.data(), header.size(), 0, path));
+  header.resize(got);
+  ASSIGN_OR_RETURN(uint64_t hdr_base, DecodeSegmentHeader(header));
+  if (hdr_base != base_offset) return Corruption("segment " + path + " names the wrong offset");
+
+  auto idx_bytes = fs::ReadFile(fs::Join(dir, IndexFileName(base_offset)));
+  if (idx_bytes.ok()) {
+    auto idx = DecodeIndex(*idx_bytes);
+    if (idx.ok() && idx->base_offset == base_offset) {
+      seg->entries_ = std::move(idx->entries);
+      int64_t first = seg->entries_.empty() ? 0 : seg->entries_.front().arrival_ms;
+      seg->Publish(idx->valid_bytes, idx->end_offset, first, idx->last_arrival_ms);
+      if (!seg->entries_.empty()) seg->last_indexed_position_ = seg->entries_.back().position;
+      return seg;
+    }
+    spdlog::warn("index of {} is damaged ({}); rebuilding", path,
+                 idx.ok() ? "wrong base offset" : idx.status().ToString());
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return ErrnoError("stat " + path, errno);
+  ASSIGN_OR_RETURN(uint64_t valid, seg->Scan(index_interval_bytes, static_cast<uint64_t>(st.st_size)));
+  if (valid != static_cast<uint64_t>(st.st_size)) {
+    spdlog::error("sealed segment {} has {} damaged bytes after offset {}; they are skipped",
+                  path, static_cast<uint64_t>(st.st_size) - valid, seg->end_offset());
+  }
+  return seg;
+}
+
+Result<std::shared_ptr<Segment>> Segment::OpenActive(const std::string& dir, uint64_t base_offset,
+                                                     uint64_t index_interval_bytes,
+                                                     uint64_t* truncated_bytes) {
+  std::string path = fs::Join(dir, FileName(base_offset));
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open segment " + path, errno);
+  std::shared_ptr<Segment> seg(new Segment(dir, base_offset, fd));
+  std::string header(kSegmentHeaderSize, '\0');
+  ASSIGN_OR_RETURN(size_t got, fs::PReadFull(fd, header.data(), header.size(), 0, path));
+  header.resize(got);
+  ASSIGN_OR_RETURN(uint64_t hdr_base, DecodeSegmentHeader(header));
+  if (hdr_base != base_offset) return Corruption("segment " + path + " names the wrong offset");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return ErrnoError("stat " + path, errno);
+  auto size = static_cast<uint64_t>(st.st_size);
+  ASSIGN_OR_RETURN(uint64_t valid, seg->Scan(index_interval_bytes, size));
+  *truncated_bytes = size - valid;
+  if (valid < size) {
+    if (::ftruncate(fd, static_cast<off_t>(valid)) != 0) return ErrnoError("truncate " + path, errno);
+    if (::fsync(fd) != 0) return ErrnoError("fsync " + path, errno);
+  }
+  // An active segment never has an index file; a stale one (from a seal interrupted by a
+  // crash, or a segment that became active again) would lie about the length.
+  RETURN_IF_ERROR(fs::RemoveFile(fs::Join(dir, IndexFileName(base_offset))));
+  return seg;
+}
+
+Status Segment::Seal() {
+  SegmentIndex idx;
+  idx.base_offset = base_offset_;
+  idx.end_offset = end_offset();
+  idx.valid_bytes = durable_bytes();
+  idx.last_arrival_ms = last_arrival_ms();
+  idx.entries = entries_;
+  return fs::WriteFileAtomic(fs::Join(dir_, IndexFileName(base_offset_)), EncodeIndex(idx));
+}
+
+Status Segment::WriteAt(const char* data, size_t n, uint64_t position) {
+  return fs::PWriteAll(fd_, data, n, position, path_);
+}
+
+Status Segment::Sync() {
+  if (::fdatasync(fd_) != 0) return ErrnoError("fdatasync " + path_, errno);
+  return Status::OK();
+}
+
+void Segment::Unlink() {
+  (void)fs::RemoveFile(fs::Join(dir_, IndexFileName(base_offset_)));
+  (void)fs::RemoveFile(path_);
+}
+
+void Segment::Publish(uint64_t durable_bytes, uint64_t end_offset, int64_t first_arrival_ms,
+                      int64_t last_arrival_ms) {
+  first_arrival_ms_.store(first_arrival_ms, std::memory_order_release);
+  last_arrival_ms_.store(last_arrival_ms, std::memory_order_release);
+  durable_bytes_.store(durable_bytes, std::memory_order_release);
+  end_offset_.store(end_offset, std::memory_order_release);
+}
+
+}  // namespace icestream::log

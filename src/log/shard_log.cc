@@ -1,0 +1,404 @@
+// ShardLog: append queue, recovery, reads, time lookup, retention.
+#include "log/shard_log.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "common/bytes.h"
+#include "common/fs.h"
+#include "log/committer.h"
+
+namespace icestream::log {
+
+ShardLog::ShardLog(std::string dir, LogOptions options, const Clock* clock, Committer* committer)
+    : dir_(std::move(dir)), options_(options), clock_(clock), committer_(committer) {}
+
+ShardLog::~ShardLog() = default;
+
+Result<std::shared_ptr<ShardLog>> ShardLog::Open(std::string dir, LogOptions options,
+                                                 const Clock* clock, Committer* committer) {
+  std::shared_ptr<ShardLog> log(new ShardLog(std::move(dir), options, clock, committer));
+  log->committer_slot_ = committer->AssignSlot();
+  RETURN_IF_ERROR(log->Recover());
+  return log;
+}
+
+Status ShardLog::Recover() {
+  RETURN_IF_ERROR(fs::MakeDirs(dir_));
+  ASSIGN_OR_RETURN(auto names, fs::ListDir(dir_));
+  std::vector<uint64_t> bases;
+  for (const auto& n : names) {
+    if (n.size() == 24 && n.ends_with(".log")) {
+      bases.push_back(std::stoull(n.substr(0, 20)));
+    } else if (n.ends_with(".tmp")) {
+      RETURN_IF_ERROR(fs::RemoveFile(fs::Join(dir_, n)));
+    }
+  }
+  std::sort(bases.begin(), bases.end());
+  // A last segment whose header never became durable is an interrupted roll: drop it.
+  while (!bases.empty()) {
+    std::string path = fs::Join(dir_, Segment::FileName(bases.back()));
+    auto bytes = fs::ReadFile(path);
+    if (bytes.ok() && DecodeSegmentHeader(*bytes).ok()) break;
+    spdlog::warn("removing segment {} with an incomplete header", path);
+    RETURN_IF_ERROR(fs::RemoveFile(path));
+    bases.pop_back();
+  }
+  if (bases.empty()) {
+    ASSIGN_OR_RETURN(auto seg, Segment::Create(dir_, 0));
+    segments_.push_back(std::move(seg));
+  } else {
+    for (size_t i = 0; i + 1 < bases.size(); ++i) {
+      ASSIGN_OR_RETURN(auto seg, Segment::OpenSealed(dir_, bases[i], options_.index_interval_bytes));
+      segments_.push_back(std::move(seg));
+    }
+    uint64_t cut = 0;
+    ASSIGN_OR_RETURN(auto active, Segment::OpenActive(dir_, bases.back(),
+                                                      options_.index_interval_bytes, &cut));
+    if (cut > 0) {
+      spdlog::warn("{}: truncated a torn tail of {} bytes after offset {}", active->path(), cut,
+                   active->end_offset());
+    }
+    segments_.push_back(std::move(active));
+  }
+  const auto& last = segments_.back();
+  next_offset_ = last->end_offset();
+  pending_first_offset_ = next_offset_;
+  committed_end_.store(next_offset_);
+  int64_t last_arrival = 0;
+  for (const auto& s : segments_) {
+    if (!s->empty()) last_arrival = std::max(last_arrival, s->last_arrival_ms());
+  }
+  last_arrival_ms_ = last_arrival;
+  last_committed_arrival_.store(last_arrival);
+  return Status::OK();
+}
+
+Result<AppendInfo> ShardLog::Append(const std::vector<AppendRecord>& records,
+                                    DurableCallback on_durable) {
+  size_t bytes = 0;
+  for (const auto& r : records) bytes += FrameSize(r.partition_key.size(), r.data.size());
+  bool schedule = false;
+  AppendInfo info;
+  {
+    std::lock_guard lock(append_mu_);
+    if (closed_) return ShuttingDown("shard log is closed");
+    if (!failed_.ok()) return failed_;
+    if (pending_.size() + bytes > options_.max_pending_bytes && !pending_.empty()) {
+      return Throttled("write queue of the shard is full");
+    }
+    int64_t now = clock_->NowMillis();
+    last_arrival_ms_ = std::max(last_arrival_ms_, now);
+    info.first_offset = next_offset_;
+    info.arrival_ms = last_arrival_ms_;
+    size_t at = pending_.size();
+    pending_.resize(at + bytes);
+    for (const auto& r : records) {
+      pending_frames_.emplace_back(static_cast<uint32_t>(at), info.arrival_ms);
+      EncodeFrame(pending_.data() + at, next_offset_++, info.arrival_ms, r.partition_key, r.data);
+      at += FrameSize(r.partition_key.size(), r.data.size());
+    }
+    pending_callbacks_.push_back(std::move(on_durable));
+    if (!scheduled_) {
+      scheduled_ = true;
+      schedule = true;
+    }
+  }
+  if (schedule) committer_->Schedule(shared_from_this(), committer_slot_);
+  return info;
+}
+
+bool ShardLog::TakeAndWrite(FlushJob* job) {
+  {
+    std::lock_guard lock(append_mu_);
+    scheduled_ = false;
+    job->bytes.swap(pending_);
+    job->frames.swap(pending_frames_);
+    job->callbacks.swap(pending_callbacks_);
+    job->first_offset = pending_first_offset_;
+    pending_first_offset_ = next_offset_;
+    job->roll_only = job->bytes.empty() && roll_requested_;
+    if (!failed_.ok()) {
+      Status st = failed_;
+      for (auto& cb : job->callbacks) cb(st);
+      job->callbacks.clear();
+      return false;
+    }
+  }
+  int64_t now = clock_->NowMillis();
+  Status st;
+  {
+    std::unique_lock lock(seg_mu_);
+    auto active = segments_.back();
+    bool full = active->durable_bytes() >= options_.segment_bytes;
+    bool old = !active->empty() && now - active->first_arrival_ms() >= options_.segment_ms;
+    bool requested = false;
+    {
+      std::lock_guard alock(append_mu_);
+      requested = roll_requested_;
+      roll_requested_ = false;
+    }
+    if (!active->empty() && (full || old || requested)) st = RollLocked(job->first_offset);
+    if (st.ok() && !job->bytes.empty()) {
+      job->segment = segments_.back();
+      job->position = job->segment->durable_bytes();
+      // Index entries for frames that start a new interval (readers only use entries
+      // below the committed end, so adding them before the sync is safe).
+      auto& seg = *job->segment;
+      for (size_t i = 0; i < job->frames.size(); ++i) {
+        uint64_t pos = job->position + job->frames[i].first;
+        if (seg.entries().empty() ||
+            pos - seg.last_indexed_position() >= options_.index_interval_bytes) {
+          seg.entries().push_back({job->first_offset + i, pos, job->frames[i].second});
+          seg.set_last_indexed_position(pos);
+        }
+      }
+    }
+  }
+  if (st.ok() && !job->bytes.empty()) {
+    st = job->segment->WriteAt(job->bytes.data(), job->bytes.size(), job->position);
+  }
+  if (!st.ok()) {
+    spdlog::error("shard log {}: write failed, the shard stops accepting writes: {}", dir_,
+                  st.ToString());
+    std::lock_guard lock(append_mu_);
+    failed_ = st;
+    for (auto& cb : job->callbacks) cb(st);
+    job->callbacks.clear();
+    return false;
+  }
+  return !job->bytes.empty();
+}
+
+void ShardLog::SyncAndPublish(FlushJob* job) {
+  Status st = options_.fsync ? job->segment->Sync() : Status::OK();
+  if (!st.ok()) {
+    // After a failed fdatasync the page cache state is unknowable; never acknowledge.
+    spdlog::error("shard log {}: fdatasync failed, the shard stops accepting writes: {}", dir_,
+                  st.ToString());
+    std::lock_guard lock(append_mu_);
+    failed_ = st;
+  } else {
+    uint64_t end = job->first_offset + job->frames.size();
+    int64_t first = job->segment->empty() ? job->frames.front().second
+                                          : job->segment->first_arrival_ms();
+    int64_t last = job->frames.back().second;
+    job->segment->Publish(job->position + job->bytes.size(), end, first, last);
+    last_committed_arrival_.store(last, std::memory_order_release);
+    committed_end_.store(end, std::memory_order_release);
+  }
+  for (auto& cb : job->callbacks) cb(st);
+  job->callbacks.clear();
+}
+
+Status ShardLog::RollLocked(uint64_t next_base) {
+  auto& active = segments_.back();
+  RETURN_IF_ERROR(active->Seal());
+  ASSIGN_OR_RETURN(auto seg, Segment::Create(dir_, next_base));
+  // The sealed segment's descriptor stays read-write; harmless, it is never written again.
+  segments_.push_back(std::move(seg));
+  return Status::OK();
+}
+
+std::shared_ptr<Segment> ShardLog::FindSegment(uint64_t offset) const {
+  auto it = std::upper_bound(
+      segments_.begin(), segments_.end(), offset,
+      [](uint64_t o, const std::shared_ptr<Segment>& s) { return o < s->base_offset(); });
+  if (it == segments_.begin()) return segments_.front();
+  return *(it - 1);
+}
+
+uint64_t ShardLog::PositionFor(const Segment& seg, uint64_t offset) const {
+  const auto& e = seg.entries();
+  auto it = std::upper_bound(e.begin(), e.end(), offset,
+                             [](uint64_t o, const IndexEntry& x) { return o < x.offset; });
+  if (it == e.begin()) return kSegmentHeaderSize;
+  return (it - 1)->position;
+}
+
+uint64_t ShardLog::start_offset() const {
+  std::shared_lock lock(seg_mu_);
+  return segments_.front()->base_offset();
+}
+
+uint64_t ShardLog::next_offset() const {
+  std::lock_guard lock(append_mu_);
+  return next_offset_;
+}
+
+size_t ShardLog::segment_count() const {
+  std::shared_lock lock(seg_mu_);
+  return segments_.size();
+}
+
+Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_bytes,
+                                  uint64_t stop_before) const {
+  ReadResult out;
+  uint64_t end = std::min(committed_end(), stop_before);
+  from = std::max(from, start_offset());
+  out.next_offset = from;
+  if (from >= end || max_records == 0) return out;
+
+  uint64_t offset = from;
+  std::string buf;
+  while (offset < end && out.records.size() < max_records) {
+    std::shared_ptr<Segment> seg;
+    uint64_t pos;
+    {
+      std::shared_lock lock(seg_mu_);
+      seg = FindSegment(offset);
+      if (offset < seg->base_offset()) offset = seg->base_offset();  // trimmed meanwhile
+      pos = PositionFor(*seg, offset);
+    }
+    uint64_t seg_end_pos = seg->durable_bytes();
+    uint64_t seg_end_off = seg->end_offset();
+    if (offset >= seg_end_off) {
+      // Past this segment: a gap left by a damaged sealed segment, or a race with a roll.
+      std::shared_lock lock(seg_mu_);
+      auto it = std::find(segments_.begin(), segments_.end(), seg);
+      if (it == segments_.end() || it + 1 == segments_.end()) break;
+      offset = std::max(offset, (*(it + 1))->base_offset());
+      continue;
+    }
+    bool progressed = false;
+    size_t min_read = 0;  // set when one frame is larger than the default read size
+    while (pos < seg_end_pos && offset < end && out.records.size() < max_records) {
+      uint64_t default_read = std::max<uint64_t>(256 << 10, max_bytes - out.bytes + 4096);
+      size_t want = static_cast<size_t>(
+          std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
+      buf.resize(want);
+      ASSIGN_OR_RETURN(size_t got, fs::PReadFull(seg->fd(), buf.data(), want, pos, seg->path()));
+      buf.resize(got);
+      min_read = 0;
+      size_t at = 0;
+      while (at < buf.size() && offset < end && out.records.size() < max_records) {
+        FrameView f;
+        FrameParse r = ParseFrame(std::string_view(buf).substr(at), &f);
+        if (r == FrameParse::kIncomplete) {
+          if (at == 0) {
+            uint64_t total = buf.size() >= 8 ? uint64_t{GetFixed32(buf.data() + 4)} + 8 : 0;
+            if (total <= buf.size() || pos + total > seg_end_pos) {
+              return Corruption("truncated frame in " + seg->path());
+            }
+            min_read = static_cast<size_t>(total);
+          }
+          break;
+        }
+        if (r == FrameParse::kCorrupt) {
+          return Corruption("checksum mismatch in " + seg->path() + " at position " +
+                            std::to_string(pos + at));
+        }
+        if (f.offset >= offset) {
+          if (f.offset != offset) {
+            return Corruption("offset gap in " + seg->path() + ": expected " +
+                              std::to_string(offset) + ", found " + std::to_string(f.offset));
+          }
+          size_t rec_bytes = f.partition_key.size() + f.data.size();
+          if (!out.records.empty() && out.bytes + rec_bytes > max_bytes) {
+            out.next_offset = offset;
+            return out;
+          }
+          out.records.push_back({f.offset, f.arrival_ms, std::string(f.partition_key),
+                                 std::string(f.data)});
+          out.bytes += rec_bytes;
+          ++offset;
+          progressed = true;
+        }
+        at += f.frame_size;
+      }
+      if (min_read > 0) continue;
+      pos += at;
+      if (at == 0) break;
+    }
+    if (!progressed && offset < seg_end_off) {
+      return Corruption("could not read offset " + std::to_string(offset) + " from " + seg->path());
+    }
+  }
+  out.next_offset = offset;
+  return out;
+}
+
+Result<uint64_t> ShardLog::OffsetAtTime(int64_t t_ms) const {
+  uint64_t end = committed_end();
+  std::shared_ptr<Segment> seg;
+  uint64_t base_offset = 0;
+  {
+    std::shared_lock lock(seg_mu_);
+    for (const auto& s : segments_) {
+      if (!s->empty() && s->last_arrival_ms() >= t_ms) {
+        seg = s;
+        break;
+      }
+    }
+    if (!seg) return end;
+    const auto& e = seg->entries();
+    auto it = std::lower_bound(e.begin(), e.end(), t_ms,
+                               [](const IndexEntry& x, int64_t t) { return x.arrival_ms < t; });
+    base_offset = it != e.begin() ? (it - 1)->offset : seg->base_offset();
+  }
+  // Scan frames from the index entry to the first record at or after t.
+  uint64_t offset = base_offset;
+  while (offset < end) {
+    ASSIGN_OR_RETURN(auto batch, Read(offset, 1000, 8 << 20, end));
+    if (batch.records.empty()) break;
+    for (const auto& r : batch.records) {
+      if (r.arrival_ms >= t_ms) return r.offset;
+    }
+    offset = batch.next_offset;
+  }
+  return end;
+}
+
+Result<int64_t> ShardLog::ArrivalOf(uint64_t offset) const {
+  ASSIGN_OR_RETURN(auto r, Read(offset, 1, 1, offset + 1));
+  if (r.records.empty() || r.records[0].offset != offset) {
+    return NotFound("offset " + std::to_string(offset) + " is not stored");
+  }
+  return r.records[0].arrival_ms;
+}
+
+Result<int> ShardLog::ApplyRetention(int64_t cutoff_ms, uint64_t keep_from) {
+  std::vector<std::shared_ptr<Segment>> doomed;
+  bool roll = false;
+  {
+    std::unique_lock lock(seg_mu_);
+    while (segments_.size() > 1) {
+      const auto& s = segments_.front();
+      bool expired = s->empty() || s->last_arrival_ms() < cutoff_ms;
+      if (!expired || s->end_offset() > keep_from) break;
+      doomed.push_back(s);
+      segments_.pop_front();
+    }
+    const auto& active = segments_.back();
+    if (segments_.size() == 1 && !active->empty() && active->last_arrival_ms() < cutoff_ms &&
+        active->end_offset() <= keep_from) {
+      roll = true;
+    }
+  }
+  for (auto& s : doomed) s->Unlink();
+  if (!doomed.empty()) (void)fs::SyncDir(dir_);
+  if (roll) {
+    bool schedule = false;
+    {
+      std::lock_guard lock(append_mu_);
+      if (!closed_ && !roll_requested_) {
+        roll_requested_ = true;
+        if (!scheduled_) {
+          scheduled_ = true;
+          schedule = true;
+        }
+      }
+    }
+    if (schedule) committer_->Schedule(shared_from_this(), committer_slot_);
+  }
+  return static_cast<int>(doomed.size());
+}
+
+void ShardLog::Close() {
+  std::lock_guard lock(append_mu_);
+  closed_ = true;
+}
+
+}  // namespace icestream::log
