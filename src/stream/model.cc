@@ -1,0 +1,149 @@
+// Stream model helpers and the meta.db JSON document codec.
+#include "stream/model.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace icestream::stream {
+
+std::string_view StreamStatusName(StreamStatus s) {
+  switch (s) {
+    case StreamStatus::kCreating: return "CREATING";
+    case StreamStatus::kActive: return "ACTIVE";
+    case StreamStatus::kUpdating: return "UPDATING";
+    case StreamStatus::kDeleting: return "DELETING";
+  }
+  return "ACTIVE";
+}
+
+std::string_view StreamModeName(StreamMode m) {
+  return m == StreamMode::kOnDemand ? "ON_DEMAND" : "PROVISIONED";
+}
+
+std::string ShardIdString(uint32_t index) { return fmt::format("shardId-{:012d}", index); }
+
+std::optional<uint32_t> ParseShardId(std::string_view id) {
+  size_t dash = id.rfind('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 >= id.size()) return std::nullopt;
+  std::string_view digits = id.substr(dash + 1);
+  if (digits.size() > 20) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > UINT32_MAX) return std::nullopt;
+  return static_cast<uint32_t>(v);
+}
+
+const ShardInfo* StreamInfo::FindShard(uint32_t index) const {
+  for (const auto& s : shards) {
+    if (s.index == index) return &s;
+  }
+  return nullptr;
+}
+
+size_t StreamInfo::OpenShardCount() const {
+  size_t n = 0;
+  for (const auto& s : shards) n += s.open() ? 1 : 0;
+  return n;
+}
+
+std::string StreamArn(std::string_view region, std::string_view account, std::string_view name) {
+  return fmt::format("arn:aws:kinesis:{}:{}:stream/{}", region, account, name);
+}
+
+namespace {
+using nlohmann::json;
+
+json ShardToJson(const ShardInfo& s) {
+  json j = {{"index", s.index},
+            {"start", ToDecimal(s.range.start)},
+            {"end", ToDecimal(s.range.end)},
+            {"created_ms", s.created_ms}};
+  if (s.parent) j["parent"] = *s.parent;
+  if (s.adjacent_parent) j["adjacent_parent"] = *s.adjacent_parent;
+  if (s.closed_ms) j["closed_ms"] = *s.closed_ms;
+  if (s.end_offset) j["end_offset"] = *s.end_offset;
+  return j;
+}
+
+Result<ShardInfo> ShardFromJson(const json& j) {
+  ShardInfo s;
+  s.index = j.at("index").get<uint32_t>();
+  auto start = ParseDecimal128(j.at("start").get<std::string>());
+  auto end = ParseDecimal128(j.at("end").get<std::string>());
+  if (!start || !end) return Corruption("bad hash range in stream metadata");
+  s.range = {*start, *end};
+  s.created_ms = j.at("created_ms").get<int64_t>();
+  if (j.contains("parent")) s.parent = j["parent"].get<uint32_t>();
+  if (j.contains("adjacent_parent")) s.adjacent_parent = j["adjacent_parent"].get<uint32_t>();
+  if (j.contains("closed_ms")) s.closed_ms = j["closed_ms"].get<int64_t>();
+  if (j.contains("end_offset")) s.end_offset = j["end_offset"].get<uint64_t>();
+  return s;
+}
+
+}  // namespace
+
+std::string StreamInfoToJson(const StreamInfo& info) {
+  json shards = json::array();
+  for (const auto& s : info.shards) shards.push_back(ShardToJson(s));
+  json j = {{"name", info.name},
+            {"uid", info.uid},
+            {"arn", info.arn},
+            {"status", StreamStatusName(info.status)},
+            {"mode", StreamModeName(info.mode)},
+            {"retention_hours", info.retention_hours},
+            {"created_ms", info.created_ms},
+            {"max_record_kib", info.max_record_kib},
+            {"next_shard_index", info.next_shard_index},
+            {"shards", shards},
+            {"tags", info.tags},
+            {"encryption_type", info.encryption_type},
+            {"key_id", info.key_id},
+            {"shard_level_metrics", info.shard_level_metrics},
+            {"resource_policy", info.resource_policy},
+            {"scaling_events_ms", info.scaling_events_ms}};
+  if (info.warm_throughput_mibps) j["warm_throughput_mibps"] = *info.warm_throughput_mibps;
+  return j.dump();
+}
+
+Result<StreamInfo> StreamInfoFromJson(std::string_view text) {
+  try {
+    json j = json::parse(text);
+    StreamInfo info;
+    info.name = j.at("name").get<std::string>();
+    info.uid = j.at("uid").get<uint64_t>();
+    info.arn = j.at("arn").get<std::string>();
+    std::string status = j.at("status").get<std::string>();
+    info.status = status == "CREATING"   ? StreamStatus::kCreating
+                  : status == "UPDATING" ? StreamStatus::kUpdating
+                  : status == "DELETING" ? StreamStatus::kDeleting
+                                         : StreamStatus::kActive;
+    info.mode = j.at("mode").get<std::string>() == "ON_DEMAND" ? StreamMode::kOnDemand
+                                                               : StreamMode::kProvisioned;
+    info.retention_hours = j.at("retention_hours").get<int>();
+    info.created_ms = j.at("created_ms").get<int64_t>();
+    info.max_record_kib = j.value("max_record_kib", 1024);
+    info.next_shard_index = j.at("next_shard_index").get<uint32_t>();
+    for (const auto& s : j.at("shards")) {
+      ASSIGN_OR_RETURN(ShardInfo shard, ShardFromJson(s));
+      info.shards.push_back(std::move(shard));
+    }
+    info.tags = j.value("tags", std::map<std::string, std::string>{});
+    info.encryption_type = j.value("encryption_type", std::string("NONE"));
+    info.key_id = j.value("key_id", std::string());
+    info.shard_level_metrics = j.value("shard_level_metrics", std::vector<std::string>{});
+    info.resource_policy = j.value("resource_policy", std::string());
+    info.scaling_events_ms = j.value("scaling_events_ms", std::vector<int64_t>{});
+    if (j.contains("warm_throughput_mibps")) {
+      info.warm_throughput_mibps = j["warm_throughput_mibps"].get<int>();
+    }
+    return info;
+  } catch (const std::exception& e) {
+    return Corruption(std::string("stream metadata: ") + e.what());
+  }
+}
+
+}  // namespace icestream::stream

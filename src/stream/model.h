@@ -1,0 +1,70 @@
+// The stream data model: plain structs persisted in meta.db and copied into API
+// responses. No behaviour here; see stream_manager.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "stream/hash_key.h"
+
+namespace icestream::stream {
+
+enum class StreamStatus { kCreating, kActive, kUpdating, kDeleting };
+enum class StreamMode { kProvisioned, kOnDemand };
+
+std::string_view StreamStatusName(StreamStatus s);  // "ACTIVE", ...
+std::string_view StreamModeName(StreamMode m);      // "PROVISIONED" | "ON_DEMAND"
+
+// "shardId-000000000007" for index 7.
+std::string ShardIdString(uint32_t index);
+// Accepts "shardId-000000000007" and, like AWS, any "<prefix>-<digits>" ("shard-7").
+std::optional<uint32_t> ParseShardId(std::string_view id);
+
+struct ShardInfo {
+  uint32_t index = 0;
+  std::optional<uint32_t> parent;
+  std::optional<uint32_t> adjacent_parent;
+  HashRange range;
+  int64_t created_ms = 0;
+  std::optional<int64_t> closed_ms;
+  // Offsets [0, end_offset) belong to a closed shard.
+  std::optional<uint64_t> end_offset;
+
+  bool open() const { return !closed_ms.has_value(); }
+};
+
+struct StreamInfo {
+  std::string name;
+  uint64_t uid = 0;  // 15-digit id; names the stream's folder and sequence numbers
+  std::string arn;
+  StreamStatus status = StreamStatus::kActive;
+  StreamMode mode = StreamMode::kProvisioned;
+  int retention_hours = 24;
+  int64_t created_ms = 0;
+  int max_record_kib = 1024;
+  uint32_t next_shard_index = 0;
+  std::vector<ShardInfo> shards;  // unexpired shards, by index
+  std::map<std::string, std::string> tags;
+  std::string encryption_type = "NONE";
+  std::string key_id;
+  std::vector<std::string> shard_level_metrics;
+  std::optional<int> warm_throughput_mibps;
+  std::string resource_policy;
+  // UpdateShardCount history (epoch ms) for the 10-per-24h limit.
+  std::vector<int64_t> scaling_events_ms;
+
+  const ShardInfo* FindShard(uint32_t index) const;
+  size_t OpenShardCount() const;
+};
+
+std::string StreamArn(std::string_view region, std::string_view account, std::string_view name);
+
+// JSON document stored per stream in meta.db.
+std::string StreamInfoToJson(const StreamInfo& info);
+Result<StreamInfo> StreamInfoFromJson(std::string_view json);
+
+}  // namespace icestream::stream

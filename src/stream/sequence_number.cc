@@ -1,0 +1,52 @@
+// Sequence number codec.
+#include "stream/sequence_number.h"
+
+#include <fmt/format.h>
+
+namespace icestream::stream {
+namespace {
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t Check(uint64_t uid, uint32_t shard, uint64_t position) {
+  return Mix(Mix(Mix(uid) ^ shard) ^ position) % 10000000000ull;
+}
+
+bool ParseDigits(std::string_view s, uint64_t* out) {
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+std::string SequenceNumber::ToString() const {
+  return fmt::format("4{:015d}{:010d}{:020d}{:010d}", stream_uid, shard_index, position,
+                     Check(stream_uid, shard_index, position));
+}
+
+std::optional<SequenceNumber> SequenceNumber::Parse(std::string_view s) {
+  if (s.size() != kSequenceNumberDigits || s[0] != '4') return std::nullopt;
+  uint64_t uid, shard, pos, check;
+  if (!ParseDigits(s.substr(1, 15), &uid) || !ParseDigits(s.substr(16, 10), &shard) ||
+      !ParseDigits(s.substr(26, 20), &pos) || !ParseDigits(s.substr(46, 10), &check)) {
+    return std::nullopt;
+  }
+  if (shard > UINT32_MAX) return std::nullopt;
+  SequenceNumber sn{uid, static_cast<uint32_t>(shard), pos};
+  if (Check(uid, sn.shard_index, pos) != check) return std::nullopt;
+  return sn;
+}
+
+}  // namespace icestream::stream
