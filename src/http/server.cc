@@ -1,0 +1,308 @@
+// Boost.Beast implementation of the HTTP/1.1 server. This is the only file that includes
+// Beast for serving; keep it that way (Beast makes translation units slow to compile).
+#include "http/server.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "common/clock.h"
+#include "common/time_format.h"
+
+namespace icestream::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+
+class Session;
+
+struct Server::Impl {
+  ServerOptions options;
+  Handler handler;
+  net::io_context ioc;
+  // Keeps run() going while a request waits for its handler and nothing else is queued.
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::optional<tcp::acceptor> acceptor;
+  std::vector<std::thread> threads;
+  std::atomic<int> inflight{0};
+  std::atomic<bool> stopping{false};
+  uint16_t port = 0;
+  std::mutex sessions_mu;
+  std::set<std::weak_ptr<Session>, std::owner_less<std::weak_ptr<Session>>> sessions;
+
+  explicit Impl(ServerOptions o, Handler h) : options(std::move(o)), handler(std::move(h)) {}
+  void Accept();
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, Server::Impl* server)
+      : stream_(std::move(socket)), server_(server) {}
+
+  void Start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+  }
+
+  // Called from Stop(): closes the socket on the session's strand.
+  void Shutdown() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->stream_.close();
+    });
+  }
+
+ private:
+  void ReadHeader() {
+    if (server_->stopping) return Close();
+    parser_.emplace();
+    parser_->body_limit(server_->options.max_body_bytes);
+    parser_->header_limit(64 * 1024);
+    stream_.expires_after(std::chrono::seconds(server_->options.idle_timeout_seconds));
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code ec, size_t) {
+                               self->OnHeader(ec);
+                             });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    // Beast checks Content-Length against the body limit while parsing the header.
+    if (ec == bhttp::error::body_limit) return RespondTooLarge();
+    if (ec) return Close();
+    auto& msg = parser_->get();
+    auto len = parser_->content_length();
+    if (len && *len > server_->options.max_body_bytes) return RespondTooLarge();
+    if (beast::iequals(msg[bhttp::field::expect], "100-continue")) {
+      auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_,
+                                                                         msg.version());
+      bhttp::async_write(stream_, *cont,
+                         [self = shared_from_this(), cont](beast::error_code wec, size_t) {
+                           if (wec) return self->Close();
+                           self->ReadBody();
+                         });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    stream_.expires_after(std::chrono::seconds(120));
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        self->OnRead(ec);
+                      });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) return RespondTooLarge();
+    if (ec) return Close();
+    stream_.expires_never();
+    auto msg = parser_->release();
+    parser_.reset();
+    auto req = std::make_shared<Request>();
+    req->method = std::string(msg.method_string());
+    req->target = std::string(msg.target());
+    auto q = req->target.find('?');
+    req->path = req->target.substr(0, q);
+    if (q != std::string::npos) req->query = req->target.substr(q + 1);
+    req->headers.reserve(16);
+    for (const auto& f : msg) {
+      std::string name(f.name_string());
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      req->headers.push_back({std::move(name), std::string(f.value())});
+    }
+    req->body = std::move(msg.body());
+    beast::error_code rec;
+    auto ep = stream_.socket().remote_endpoint(rec);
+    if (!rec) req->remote_address = ep.address().to_string();
+    keep_alive_ = msg.keep_alive();
+    version_ = msg.version();
+    server_->inflight.fetch_add(1);
+    auto self = shared_from_this();
+    Responder respond = [self](Response r) {
+      net::post(self->stream_.get_executor(),
+                [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
+    };
+    try {
+      server_->handler(std::move(req), std::move(respond));
+    } catch (const std::exception& e) {
+      // Handlers report errors as responses; an exception here is a bug, but the
+      // connection must still get an answer.
+      spdlog::error("http handler threw: {}", e.what());
+      Response r;
+      r.status = 500;
+      r.close = true;
+      Write(std::move(r));
+    }
+  }
+
+  void RespondTooLarge() {
+    keep_alive_ = false;
+    drain_after_write_ = true;
+    server_->inflight.fetch_add(1);
+    Response r;
+    r.status = 413;
+    r.close = true;
+    Write(std::move(r));
+  }
+
+  // After refusing a body the client may still be sending it; closing at once would make
+  // the kernel answer with a reset that destroys our response before the client reads
+  // it. So stop sending, then read and discard until the client closes (bounded).
+  void DrainThenClose() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(std::chrono::seconds(5));
+    drain_buf_.resize(64 * 1024);
+    stream_.async_read_some(net::buffer(drain_buf_),
+                            [self = shared_from_this()](beast::error_code rec, size_t n) {
+                              self->drained_ += n;
+                              if (rec || self->drained_ > (64u << 20)) {
+                                self->stream_.close();
+                                return;
+                              }
+                              self->DrainThenClose();
+                            });
+  }
+
+  void Write(Response r) {
+    res_.emplace();
+    res_->version(version_);
+    res_->result(static_cast<unsigned>(r.status));
+    for (auto& h : r.headers) res_->set(h.name, h.value);
+    res_->set(bhttp::field::date, FormatHttpDate(SystemClock::Default()->NowMillis()));
+    res_->body() = std::move(r.body);
+    bool keep = keep_alive_ && !r.close && !server_->stopping;
+    res_->keep_alive(keep);
+    res_->prepare_payload();
+    bhttp::async_write(stream_, *res_,
+                       [self = shared_from_this(), keep](beast::error_code ec, size_t) {
+                         self->server_->inflight.fetch_sub(1);
+                         self->res_.reset();
+                         if (!ec && self->drain_after_write_) return self->DrainThenClose();
+                         if (ec || !keep) return self->Close();
+                         self->ReadHeader();
+                       });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::response<bhttp::string_body>> res_;
+  Server::Impl* server_;
+  bool keep_alive_ = true;
+  bool drain_after_write_ = false;
+  std::string drain_buf_;
+  size_t drained_ = 0;
+  unsigned version_ = 11;
+};
+
+void Server::Impl::Accept() {
+  acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (stopping) return;
+    if (!ec) {
+      socket.set_option(tcp::no_delay(true), ec);
+      auto s = std::make_shared<Session>(std::move(socket), this);
+      {
+        std::lock_guard lock(sessions_mu);
+        for (auto it = sessions.begin(); it != sessions.end();) {
+          it = it->expired() ? sessions.erase(it) : std::next(it);
+        }
+        sessions.insert(s);
+      }
+      s->Start();
+    } else if (ec != net::error::operation_aborted) {
+      spdlog::warn("accept: {}", ec.message());
+    }
+    Accept();
+  });
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Stop(); }
+
+Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler handler) {
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(handler));
+  beast::error_code ec;
+  auto addr = net::ip::make_address(impl->options.host, ec);
+  if (ec) return InvalidArgument("bad listen address '" + impl->options.host + "': " + ec.message());
+  tcp::endpoint ep(addr, impl->options.port);
+  impl->acceptor.emplace(impl->ioc);
+  impl->acceptor->open(ep.protocol(), ec);
+  if (!ec) impl->acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor->bind(ep, ec);
+  if (!ec) impl->acceptor->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return IOError("listen on " + impl->options.host + ":" + std::to_string(impl->options.port) +
+                   ": " + ec.message());
+  }
+  impl->port = impl->acceptor->local_endpoint().port();
+  impl->work.emplace(impl->ioc.get_executor());
+  impl->Accept();
+  size_t n = std::max<size_t>(1, impl->options.threads);
+  Impl* raw = impl.get();
+  for (size_t i = 0; i < n; ++i) {
+    impl->threads.emplace_back([raw] {
+      for (;;) {
+        try {
+          raw->ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("I/O thread: {}", e.what());
+        }
+      }
+    });
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+uint16_t Server::port() const { return impl_->port; }
+
+void Server::Post(std::function<void()> fn) { net::post(impl_->ioc, std::move(fn)); }
+
+void Server::Stop() {
+  if (!impl_ || impl_->stopping.exchange(true)) return;
+  net::post(impl_->ioc, [this] {
+    beast::error_code ec;
+    impl_->acceptor->close(ec);
+  });
+  // In-flight requests finish (their appends become durable and get answered).
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::seconds(impl_->options.stop_grace_seconds);
+  while (impl_->inflight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  {
+    std::lock_guard lock(impl_->sessions_mu);
+    for (auto& w : impl_->sessions) {
+      if (auto s = w.lock()) s->Shutdown();
+    }
+  }
+  impl_->work.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads) {
+    if (t.joinable()) t.join();
+  }
+}
+
+}  // namespace icestream::http

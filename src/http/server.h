@@ -1,0 +1,48 @@
+// HTTP/1.1 server (Boost.Beast behind a pimpl): keep-alive, Expect: 100-continue,
+// body limit (413), handlers that complete asynchronously from any thread.
+//
+// Lifetime: Start() listens and runs the I/O threads; Stop() stops accepting, waits
+// (bounded) for in-flight requests to be answered, then closes every connection and
+// joins the threads. Thread-safety: Stop may be called from any thread, once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "http/message.h"
+
+namespace icestream::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 4567;  // 0 = any free port
+  size_t threads = 2;
+  size_t max_body_bytes = 16u << 20;
+  int idle_timeout_seconds = 300;
+  int stop_grace_seconds = 30;
+};
+
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> Start(ServerOptions options, Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t port() const;
+  // Runs `fn` on one of the I/O threads (used to move work off other threads).
+  void Post(std::function<void()> fn);
+  void Stop();
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace icestream::http
