@@ -1,0 +1,80 @@
+// Reading AWS JSON 1.1 request members with the service's two kinds of failure
+// (aws-api.md §A.6): a member of the wrong JSON type is a SerializationException; a
+// member that breaks a model constraint (required, length, pattern, range, enum) adds one
+// item to a ValidationException ("N validation errors detected: ...", at most 10 items).
+//
+// Not thread-safe; one per request.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "aws/error.h"
+
+namespace icestream::aws {
+
+class Params {
+ public:
+  explicit Params(const nlohmann::json& object) : obj_(object) {}
+
+  const nlohmann::json& object() const { return obj_; }
+  bool Has(std::string_view name) const;
+
+  // Typed getters; absent or null → nullopt. Wrong type → records a serialization error.
+  std::optional<std::string> Str(std::string_view name);
+  std::optional<int64_t> Int(std::string_view name);  // 32-bit model integers (clamped)
+  std::optional<int64_t> Long(std::string_view name);
+  std::optional<bool> Bool(std::string_view name);
+  // Epoch seconds (integer or fractional), returned in milliseconds.
+  std::optional<int64_t> TimestampMs(std::string_view name);
+  const nlohmann::json* List(std::string_view name);
+  const nlohmann::json* Map(std::string_view name);
+  const nlohmann::json* Struct(std::string_view name);
+
+  // Constraint checks on a member path (e.g. "records.1.member.partitionKey"). Each
+  // failed check adds one validation item.
+  void Required(std::string_view path, bool present);
+  void Length(std::string_view path, std::string_view value, size_t min, size_t max);
+  void ListLength(std::string_view path, size_t size, const std::string& rendered, size_t min,
+                  size_t max);
+  // `ok` is the result of matching `pattern` (the pattern text goes into the message).
+  void Pattern(std::string_view path, std::string_view value, bool ok, std::string_view pattern);
+  void Range(std::string_view path, int64_t value, int64_t min, int64_t max);
+  void Enum(std::string_view path, std::string_view value,
+            std::initializer_list<std::string_view> allowed);
+  void AddViolation(std::string text);
+
+  bool failed() const { return serialization_.has_value() || !violations_.empty(); }
+  // The error to return: a serialization error first, else the validation error.
+  std::optional<ApiError> Error() const;
+
+  // Member path of a top-level member: first letter lower-cased ("StreamName" →
+  // "streamName").
+  static std::string PathOf(std::string_view member);
+  // Renders a value for a validation message: 'text', numbers as is, null.
+  static std::string Quote(std::string_view s);
+
+ private:
+  const nlohmann::json* Get(std::string_view name) const;
+  void TypeError(std::string_view name, std::string message);
+
+  const nlohmann::json& obj_;
+  std::optional<ApiError> serialization_;
+  std::vector<std::string> violations_;
+};
+
+// Number of Unicode code points in UTF-8 text (how AWS counts string lengths).
+size_t Utf8Length(std::string_view s);
+bool IsValidUtf8(std::string_view s);
+
+// Character-class checks for the common Kinesis patterns.
+bool MatchesNameChars(std::string_view s);  // [a-zA-Z0-9_.-]+
+bool MatchesDecimal(std::string_view s, size_t max_digits);  // 0|([1-9]\d{0,max-1})
+
+}  // namespace icestream::aws

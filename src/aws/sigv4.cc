@@ -1,0 +1,296 @@
+// SigV4 implementation (AWS General Reference, "Signature Version 4 signing process").
+#include "aws/sigv4.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/crypto.h"
+#include "common/time_format.h"
+
+namespace icestream::aws {
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Header value as SigV4 canonicalizes it: trimmed, inner runs of spaces collapsed.
+std::string CanonicalValue(std::string_view v) {
+  v = Trim(v);
+  std::string out;
+  bool space = false;
+  for (char c : v) {
+    if (c == ' ' || c == '\t') {
+      if (!space) out.push_back(' ');
+      space = true;
+    } else {
+      out.push_back(c);
+      space = false;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ParsedAuthorization> ParseAuthorization(std::string_view h) {
+  constexpr std::string_view kAlgo = "AWS4-HMAC-SHA256";
+  if (!h.starts_with(kAlgo)) return InvalidArgument("Authorization header requires AWS4-HMAC-SHA256");
+  h.remove_prefix(kAlgo.size());
+  ParsedAuthorization out;
+  bool have_cred = false, have_sh = false, have_sig = false;
+  while (!h.empty()) {
+    size_t comma = h.find(',');
+    std::string_view part = Trim(h.substr(0, comma));
+    h = comma == std::string_view::npos ? std::string_view() : h.substr(comma + 1);
+    size_t eq = part.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view key = part.substr(0, eq), val = part.substr(eq + 1);
+    if (key == "Credential") {
+      std::vector<std::string_view> f;
+      size_t start = 0;
+      for (size_t i = 0; i <= val.size(); ++i) {
+        if (i == val.size() || val[i] == '/') {
+          f.push_back(val.substr(start, i - start));
+          start = i + 1;
+        }
+      }
+      if (f.size() != 5 || f[4] != "aws4_request") {
+        return InvalidArgument("Credential should be scoped to a valid region, service and date");
+      }
+      out.access_key_id = f[0];
+      out.date = f[1];
+      out.region = f[2];
+      out.service = f[3];
+      have_cred = true;
+    } else if (key == "SignedHeaders") {
+      size_t start = 0;
+      for (size_t i = 0; i <= val.size(); ++i) {
+        if (i == val.size() || val[i] == ';') {
+          if (i > start) out.signed_headers.emplace_back(val.substr(start, i - start));
+          start = i + 1;
+        }
+      }
+      have_sh = true;
+    } else if (key == "Signature") {
+      out.signature = val;
+      have_sig = !val.empty();
+    }
+  }
+  std::string missing;
+  if (!have_cred) missing += "Authorization header requires 'Credential' parameter. ";
+  if (!have_sh) missing += "Authorization header requires 'SignedHeaders' parameter. ";
+  if (!have_sig) missing += "Authorization header requires 'Signature' parameter. ";
+  if (!missing.empty()) return InvalidArgument(missing);
+  return out;
+}
+
+std::string UriEncode(std::string_view s, bool keep_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.' || c == '~';
+    if (unreserved || (keep_slash && c == '/')) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string UriDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hexval = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hexval(s[i + 1]) * 16 + hexval(s[i + 2])));
+      i += 2;
+    } else if (s[i] == '+') {
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::string CanonicalQuery(std::string_view raw) {
+  std::vector<std::pair<std::string, std::string>> params;
+  size_t start = 0;
+  for (size_t i = 0; i <= raw.size(); ++i) {
+    if (i == raw.size() || raw[i] == '&') {
+      std::string_view kv = raw.substr(start, i - start);
+      start = i + 1;
+      if (kv.empty()) continue;
+      size_t eq = kv.find('=');
+      std::string k = UriDecode(kv.substr(0, eq));
+      std::string v = eq == std::string_view::npos ? "" : UriDecode(kv.substr(eq + 1));
+      params.emplace_back(UriEncode(k, false), UriEncode(v, false));
+    }
+  }
+  std::sort(params.begin(), params.end());
+  std::string out;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (i) out.push_back('&');
+    out += params[i].first + "=" + params[i].second;
+  }
+  return out;
+}
+
+std::string CanonicalRequest(const CanonicalInput& in,
+                             const std::vector<std::string>& signed_headers) {
+  std::string out;
+  out += in.method;
+  out += '\n';
+  out += in.path.empty() ? std::string_view("/") : in.path;
+  out += '\n';
+  out += CanonicalQuery(in.query);
+  out += '\n';
+  std::vector<std::string> names = signed_headers;
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    std::string joined;
+    for (const auto& h : *in.headers) {
+      if (h.name == n) {
+        if (!joined.empty()) joined += ',';
+        joined += CanonicalValue(h.value);
+      }
+    }
+    out += n + ":" + joined + "\n";
+  }
+  out += '\n';
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += ';';
+    out += names[i];
+  }
+  out += '\n';
+  out += in.payload_sha256_hex;
+  return out;
+}
+
+std::string ComputeSignature(std::string_view secret, std::string_view date8,
+                             std::string_view region, std::string_view service,
+                             std::string_view amz_date, std::string_view canonical_request) {
+  std::string scope = fmt::format("{}/{}/{}/aws4_request", date8, region, service);
+  std::string to_sign = fmt::format("AWS4-HMAC-SHA256\n{}\n{}\n{}", amz_date, scope,
+                                    crypto::Hex(crypto::Sha256(canonical_request)));
+  auto k_date = crypto::HmacSha256("AWS4" + std::string(secret), date8);
+  auto k_region = crypto::HmacSha256(crypto::AsString(k_date), region);
+  auto k_service = crypto::HmacSha256(crypto::AsString(k_region), service);
+  auto k_signing = crypto::HmacSha256(crypto::AsString(k_service), "aws4_request");
+  return crypto::Hex(crypto::HmacSha256(crypto::AsString(k_signing), to_sign));
+}
+
+void SignRequest(std::string_view method, std::string_view path, std::string_view query,
+                 std::vector<http::Header>* headers, std::string_view payload_sha256_hex,
+                 const Credentials& creds, std::string_view region, std::string_view service,
+                 int64_t now_ms) {
+  std::string amz_date = FormatAmzDate(now_ms);
+  auto set = [&](std::string name, std::string value) {
+    for (auto& h : *headers) {
+      if (h.name == name) {
+        h.value = std::move(value);
+        return;
+      }
+    }
+    headers->push_back({std::move(name), std::move(value)});
+  };
+  set("x-amz-date", amz_date);
+  set("x-amz-content-sha256", std::string(payload_sha256_hex));
+  if (!creds.session_token.empty()) set("x-amz-security-token", creds.session_token);
+  std::vector<std::string> signed_names;
+  for (const auto& h : *headers) {
+    if (h.name == "host" || h.name.starts_with("x-amz-") || h.name == "content-type" ||
+        h.name == "content-md5") {
+      if (std::find(signed_names.begin(), signed_names.end(), h.name) == signed_names.end()) {
+        signed_names.push_back(h.name);
+      }
+    }
+  }
+  std::sort(signed_names.begin(), signed_names.end());
+  CanonicalInput in{method, path, query, headers, payload_sha256_hex};
+  std::string canonical = CanonicalRequest(in, signed_names);
+  std::string date8 = amz_date.substr(0, 8);
+  std::string sig = ComputeSignature(creds.secret_access_key, date8, region, service, amz_date,
+                                     canonical);
+  std::string joined;
+  for (size_t i = 0; i < signed_names.size(); ++i) {
+    if (i) joined += ';';
+    joined += signed_names[i];
+  }
+  set("authorization",
+      fmt::format("AWS4-HMAC-SHA256 Credential={}/{}/{}/{}/aws4_request, SignedHeaders={}, "
+                  "Signature={}",
+                  creds.access_key_id, date8, region, service, joined, sig));
+}
+
+std::optional<ApiError> Authenticator::Check(const http::Request& req) const {
+  std::string_view auth = req.GetHeader("authorization");
+  bool query_auth = req.query.find("X-Amz-Algorithm=") != std::string::npos;
+  if (auth.empty() && !query_auth) {
+    return ApiError{"MissingAuthenticationTokenException", "Missing Authentication Token", 400};
+  }
+  if (!auth.empty() && query_auth) {
+    return ApiError{"InvalidSignatureException",
+                    "Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as "
+                    "HTTP header.",
+                    400};
+  }
+  if (query_auth) {
+    // Presigned URLs are not used by the Kinesis or Glue SDKs.
+    if (secrets_.empty()) return std::nullopt;
+    return ApiError{"InvalidSignatureException",
+                    "Query-string authentication is not supported by this server.", 400};
+  }
+  auto parsed = ParseAuthorization(auth);
+  if (!parsed.ok()) {
+    return ApiError{"IncompleteSignatureException",
+                    parsed.status().message() + "Authorization=" + std::string(auth), 400};
+  }
+  std::string_view amz_date = req.GetHeader("x-amz-date");
+  if (amz_date.empty() && req.GetHeader("date").empty()) {
+    return ApiError{"IncompleteSignatureException",
+                    "Authorization header requires existence of either a 'X-Amz-Date' or a "
+                    "'Date' header. Authorization=" +
+                        std::string(auth),
+                    400};
+  }
+  if (secrets_.empty()) return std::nullopt;
+  auto it = secrets_.find(parsed->access_key_id);
+  if (it == secrets_.end()) {
+    return ApiError{"UnrecognizedClientException",
+                    "The security token included in the request is invalid.", 400};
+  }
+  std::string payload_hash(req.GetHeader("x-amz-content-sha256"));
+  if (payload_hash.empty() || payload_hash == "UNSIGNED-PAYLOAD") {
+    payload_hash = payload_hash.empty() ? crypto::Hex(crypto::Sha256(req.body)) : payload_hash;
+  }
+  CanonicalInput in{req.method, req.path, req.query, &req.headers, payload_hash};
+  std::string canonical = CanonicalRequest(in, parsed->signed_headers);
+  std::string expected = ComputeSignature(it->second, parsed->date, parsed->region,
+                                          parsed->service, amz_date, canonical);
+  if (expected != parsed->signature) {
+    return ApiError{"InvalidSignatureException",
+                    "The request signature we calculated does not match the signature you "
+                    "provided. Check your AWS Secret Access Key and signing method. Consult the "
+                    "service documentation for details.",
+                    400};
+  }
+  return std::nullopt;
+}
+
+}  // namespace icestream::aws
