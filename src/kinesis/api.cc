@@ -1,0 +1,232 @@
+// Kinesis API dispatch, the Call helpers and the shared member checks.
+#include "kinesis/api.h"
+
+#include <regex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "common/crypto.h"
+#include "kinesis/context.h"
+#include "stream/sequence_number.h"
+
+namespace icestream::kinesis {
+
+using nlohmann::json;
+
+void Call::Reply(const json& body) const { ReplyRaw(body.dump()); }
+void Call::ReplyRaw(std::string body) const {
+  respond(aws::JsonResponse(std::move(body), request_id));
+}
+void Call::ReplyEmpty() const { respond(aws::JsonResponse("", request_id)); }
+void Call::Fail(const aws::ApiError& e) const { respond(aws::ErrorResponse(e, request_id)); }
+void Call::Fail(const Status& st) const { Fail(aws::KinesisError(st)); }
+
+double EpochSeconds(int64_t ms) { return static_cast<double>(ms) / 1000.0; }
+
+std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
+                                             std::string_view path, const std::string& arn) {
+  static const std::regex kArn(R"(arn:aws.*:kinesis:.*:\d{12}:stream/\S+)");
+  p.Length(path, arn, 1, 2048);
+  bool ok = std::regex_match(arn, kArn);
+  p.Pattern(path, arn, ok, "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
+  if (!ok) return std::nullopt;
+  // arn:aws:kinesis:<region>:<account>:stream/<name>
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (int i = 0; i < 5; ++i) {
+    size_t c = arn.find(':', start);
+    parts.push_back(arn.substr(start, c - start));
+    start = c + 1;
+  }
+  std::string resource = arn.substr(start);
+  std::string name = resource.substr(std::string_view("stream/").size());
+  if (name.find('/') != std::string::npos) name = name.substr(0, name.find('/'));
+  if (parts[3] != ctx.options.region || parts[4] != ctx.options.account) {
+    // Another region's or account's stream: it does not exist here. Return a name that
+    // cannot exist so the caller reports ResourceNotFound with the ARN's name.
+    return "\x01" + name;
+  }
+  return name;
+}
+
+std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
+                                         std::optional<aws::ApiError>* err) {
+  auto name = p.Str("StreamName");
+  auto arn = p.Str("StreamARN");
+  if (name) {
+    p.Pattern("streamName", *name, aws::MatchesNameChars(*name), "[a-zA-Z0-9_.-]+");
+    p.Length("streamName", *name, 1, 128);
+  }
+  std::optional<std::string> from_arn;
+  if (arn) from_arn = StreamNameFromArn(ctx, p, "streamARN", *arn);
+  if (p.failed()) return std::nullopt;
+  if (!name && !arn) {
+    *err = aws::InvalidArgumentError("Neither StreamARN nor StreamName was provided.");
+    return std::nullopt;
+  }
+  if (name && from_arn && *name != *from_arn) {
+    *err = aws::InvalidArgumentError(fmt::format(
+        "StreamARN {} and StreamName {} do not name the same stream.", *arn, *name));
+    return std::nullopt;
+  }
+  if (name) return name;
+  return from_arn;
+}
+
+void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string& value) {
+  p.Pattern(path, value, aws::MatchesNameChars(value), "[a-zA-Z0-9_.-]+");
+  p.Length(path, value, 1, 128);
+}
+
+void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t max_entries) {
+  if (map.size() > max_entries || map.empty()) {
+    p.AddViolation(fmt::format(
+        "Value '{}' at '{}' failed to satisfy constraint: Member must have length {} {}",
+        map.dump(), path, map.empty() ? "greater than or equal to" : "less than or equal to",
+        map.empty() ? 1 : max_entries));
+  }
+  bool bad_key = false, bad_value = false;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    size_t klen = aws::Utf8Length(it.key());
+    bad_key |= klen < 1 || klen > 128;
+    if (!it.value().is_string()) {
+      bad_value = true;
+      continue;
+    }
+    bad_value |= aws::Utf8Length(it.value().get<std::string>()) > 256;
+  }
+  if (bad_key) {
+    p.AddViolation(fmt::format(
+        "Value '{}' at '{}' failed to satisfy constraint: Map keys must satisfy constraint: "
+        "[Member must have length less than or equal to 128, Member must have length greater "
+        "than or equal to 1]",
+        map.dump(), path));
+  }
+  if (bad_value) {
+    p.AddViolation(fmt::format(
+        "Value '{}' at '{}' failed to satisfy constraint: Map value must satisfy constraint: "
+        "[Member must have length less than or equal to 256, Member must have length greater "
+        "than or equal to 0]",
+        map.dump(), path));
+  }
+}
+
+json ShardJson(const stream::StreamInfo& info, const stream::ShardInfo& s) {
+  json j = {{"ShardId", stream::ShardIdString(s.index)},
+            {"HashKeyRange",
+             {{"StartingHashKey", ToDecimal(s.range.start)},
+              {"EndingHashKey", ToDecimal(s.range.end)}}}};
+  if (s.parent) j["ParentShardId"] = stream::ShardIdString(*s.parent);
+  if (s.adjacent_parent) j["AdjacentParentShardId"] = stream::ShardIdString(*s.adjacent_parent);
+  json range = {{"StartingSequenceNumber",
+                 stream::SequenceNumber::ShardStart(info.uid, s.index).ToString()}};
+  if (s.end_offset) {
+    range["EndingSequenceNumber"] =
+        stream::SequenceNumber{info.uid, s.index, *s.end_offset}.ToString();
+  }
+  j["SequenceNumberRange"] = range;
+  return j;
+}
+
+namespace {
+
+// Operations of the Kinesis model that this server does not offer (yet). They get a
+// clear error instead of UnknownOperationException, which would suggest a typo.
+constexpr std::string_view kUnsupported[] = {
+    "RegisterStreamConsumer", "DeregisterStreamConsumer", "DescribeStreamConsumer",
+    "ListStreamConsumers",    "SubscribeToShard",         "UpdateStreamRecordDistributionStrategy"};
+
+const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
+  static const std::unordered_map<std::string_view, HandlerFn> kHandlers = {
+      {"CreateStream", CreateStream},
+      {"DeleteStream", DeleteStream},
+      {"DescribeStream", DescribeStream},
+      {"DescribeStreamSummary", DescribeStreamSummary},
+      {"ListStreams", ListStreams},
+      {"DescribeLimits", DescribeLimits},
+      {"IncreaseStreamRetentionPeriod", IncreaseStreamRetentionPeriod},
+      {"DecreaseStreamRetentionPeriod", DecreaseStreamRetentionPeriod},
+      {"UpdateStreamMode", UpdateStreamMode},
+      {"EnableEnhancedMonitoring", EnableEnhancedMonitoring},
+      {"DisableEnhancedMonitoring", DisableEnhancedMonitoring},
+      {"StartStreamEncryption", StartStreamEncryption},
+      {"StopStreamEncryption", StopStreamEncryption},
+      {"UpdateMaxRecordSize", UpdateMaxRecordSize},
+      {"UpdateStreamWarmThroughput", UpdateStreamWarmThroughput},
+      {"DescribeAccountSettings", DescribeAccountSettings},
+      {"UpdateAccountSettings", UpdateAccountSettings},
+      {"ListShards", ListShards},
+      {"SplitShard", SplitShard},
+      {"MergeShards", MergeShards},
+      {"UpdateShardCount", UpdateShardCount},
+      {"PutRecord", PutRecord},
+      {"GetShardIterator", GetShardIterator},
+      {"GetRecords", GetRecords},
+      {"AddTagsToStream", AddTagsToStream},
+      {"RemoveTagsFromStream", RemoveTagsFromStream},
+      {"ListTagsForStream", ListTagsForStream},
+      {"TagResource", TagResource},
+      {"UntagResource", UntagResource},
+      {"ListTagsForResource", ListTagsForResource},
+      {"PutResourcePolicy", PutResourcePolicy},
+      {"GetResourcePolicy", GetResourcePolicy},
+      {"DeleteResourcePolicy", DeleteResourcePolicy},
+  };
+  return kHandlers;
+}
+
+}  // namespace
+
+KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, const Clock* clock,
+                       std::string token_secret, std::function<void(std::function<void()>)> post)
+    : ctx_(std::make_unique<Context>(Context{std::move(options), streams, clock,
+                                             TokenCodec(std::move(token_secret)), std::move(post),
+                                             {}})) {}
+
+KinesisApi::~KinesisApi() = default;
+
+void KinesisApi::AddOperation(std::string op, ExternalHandler handler) {
+  ctx_->external[std::move(op)] = std::move(handler);
+}
+
+bool KinesisApi::Knows(std::string_view op) const {
+  if (op == "PutRecords" || Handlers().count(op) || ctx_->external.count(op)) return true;
+  for (auto u : kUnsupported) {
+    if (u == op) return true;
+  }
+  return false;
+}
+
+void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
+                        http::Responder respond) {
+  Call call{std::move(req), std::move(respond), crypto::RandomUuid()};
+  if (auto ext = ctx_->external.find(op); ext != ctx_->external.end()) {
+    ext->second(call.req, call.respond, call.request_id);
+    return;
+  }
+  for (auto u : kUnsupported) {
+    if (u == op) {
+      call.Fail(aws::InvalidArgumentError(fmt::format(
+          "{} (enhanced fan-out) is not supported by this server; use GetRecords.", op)));
+      return;
+    }
+  }
+  if (op == "PutRecords") return PutRecordsRaw(*ctx_, call);
+  auto it = Handlers().find(op);
+  if (it == Handlers().end()) return call.Fail(aws::UnknownOperationError());
+  json body = json::parse(call.req->body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return call.Fail(aws::SerializationError(
+        body.is_discarded() ? "Request body is not valid JSON." : "Expected a JSON object."));
+  }
+  aws::Params p(body);
+  try {
+    it->second(*ctx_, call, p);
+  } catch (const std::exception& e) {
+    // nlohmann throws on type confusion the checks above missed: a client error.
+    call.Fail(aws::SerializationError(e.what()));
+  }
+}
+
+}  // namespace icestream::kinesis

@@ -1,0 +1,51 @@
+// KinesisApi: the Kinesis Data Streams API (JSON 1.1, `X-Amz-Target:
+// Kinesis_20131202.<Op>`) over the stream manager. One handler file per API family in
+// handlers/; this class only parses the body and dispatches.
+//
+// Thread-safety: Handle may be called from any number of threads.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "http/message.h"
+#include "stream/stream_manager.h"
+
+namespace icestream::kinesis {
+
+struct KinesisOptions {
+  std::string region = "us-east-1";
+  std::string account = "000000000000";
+  // Enforce every AWS limit exactly (see README); off by default.
+  bool aws_strict = false;
+  int64_t iterator_ttl_ms = 300 * 1000;
+  int64_t next_token_ttl_ms = 300 * 1000;
+};
+
+struct Context;
+
+class KinesisApi {
+ public:
+  // `post` runs a function on an I/O thread; used to build responses off the log threads.
+  KinesisApi(KinesisOptions options, stream::StreamManager* streams, const Clock* clock,
+             std::string token_secret, std::function<void(std::function<void()>)> post);
+  ~KinesisApi();
+
+  // `op` is the operation name after "Kinesis_20131202.". The envelope (method, content
+  // type, authentication) has been checked by the caller.
+  void Handle(std::string_view op, std::shared_ptr<http::Request> req, http::Responder respond);
+  bool Knows(std::string_view op) const;
+
+  // Registers an extra operation handled elsewhere (channels live in delivery/).
+  using ExternalHandler =
+      std::function<void(std::shared_ptr<http::Request>, http::Responder, std::string request_id)>;
+  void AddOperation(std::string op, ExternalHandler handler);
+
+ private:
+  std::unique_ptr<Context> ctx_;
+};
+
+}  // namespace icestream::kinesis

@@ -1,0 +1,101 @@
+// Shared state and helpers of the Kinesis handlers (internal to kinesis/).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "aws/error.h"
+#include "aws/params.h"
+#include "common/clock.h"
+#include "http/message.h"
+#include "kinesis/api.h"
+#include "kinesis/tokens.h"
+#include "stream/stream_manager.h"
+
+namespace icestream::kinesis {
+
+// One API call: the request and the way to answer it (exactly once).
+struct Call {
+  std::shared_ptr<http::Request> req;
+  http::Responder respond;
+  std::string request_id;
+
+  void Reply(const nlohmann::json& body) const;
+  void ReplyRaw(std::string body) const;
+  void ReplyEmpty() const;
+  void Fail(const aws::ApiError& e) const;
+  void Fail(const Status& st) const;
+};
+
+struct Context {
+  KinesisOptions options;
+  stream::StreamManager* streams;
+  const Clock* clock;
+  TokenCodec tokens;
+  std::function<void(std::function<void()>)> post;
+  std::map<std::string, KinesisApi::ExternalHandler, std::less<>> external;
+};
+
+// Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and
+// checks it. Returns the stream name; on failure records the error in `p` or `err`.
+std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
+                                         std::optional<aws::ApiError>* err);
+// Checks a StreamARN value; returns the stream name or nullopt (violation recorded).
+std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
+                                             std::string_view path, const std::string& arn);
+// Validates a ShardId member (1–128, [a-zA-Z0-9_.-]+).
+void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string& value);
+// Validates a Tags-style map (keys 1–128, values 0–256).
+void CheckTagMap(aws::Params& p, std::string_view path, const nlohmann::json& map, size_t max_entries);
+
+// JSON shapes.
+nlohmann::json ShardJson(const stream::StreamInfo& info, const stream::ShardInfo& shard);
+double EpochSeconds(int64_t ms);
+
+// Handlers, named after the operation. `p` wraps the parsed body object.
+using HandlerFn = void (*)(Context&, Call&, aws::Params&);
+void CreateStream(Context&, Call&, aws::Params&);
+void DeleteStream(Context&, Call&, aws::Params&);
+void DescribeStream(Context&, Call&, aws::Params&);
+void DescribeStreamSummary(Context&, Call&, aws::Params&);
+void ListStreams(Context&, Call&, aws::Params&);
+void DescribeLimits(Context&, Call&, aws::Params&);
+void IncreaseStreamRetentionPeriod(Context&, Call&, aws::Params&);
+void DecreaseStreamRetentionPeriod(Context&, Call&, aws::Params&);
+void UpdateStreamMode(Context&, Call&, aws::Params&);
+void EnableEnhancedMonitoring(Context&, Call&, aws::Params&);
+void DisableEnhancedMonitoring(Context&, Call&, aws::Params&);
+void StartStreamEncryption(Context&, Call&, aws::Params&);
+void StopStreamEncryption(Context&, Call&, aws::Params&);
+void UpdateMaxRecordSize(Context&, Call&, aws::Params&);
+void UpdateStreamWarmThroughput(Context&, Call&, aws::Params&);
+void DescribeAccountSettings(Context&, Call&, aws::Params&);
+void UpdateAccountSettings(Context&, Call&, aws::Params&);
+
+void ListShards(Context&, Call&, aws::Params&);
+void SplitShard(Context&, Call&, aws::Params&);
+void MergeShards(Context&, Call&, aws::Params&);
+void UpdateShardCount(Context&, Call&, aws::Params&);
+
+void PutRecord(Context&, Call&, aws::Params&);
+void GetShardIterator(Context&, Call&, aws::Params&);
+void GetRecords(Context&, Call&, aws::Params&);
+// PutRecords parses its own body (simdjson; the hot path).
+void PutRecordsRaw(Context&, Call&);
+
+void AddTagsToStream(Context&, Call&, aws::Params&);
+void RemoveTagsFromStream(Context&, Call&, aws::Params&);
+void ListTagsForStream(Context&, Call&, aws::Params&);
+void TagResource(Context&, Call&, aws::Params&);
+void UntagResource(Context&, Call&, aws::Params&);
+void ListTagsForResource(Context&, Call&, aws::Params&);
+void PutResourcePolicy(Context&, Call&, aws::Params&);
+void GetResourcePolicy(Context&, Call&, aws::Params&);
+void DeleteResourcePolicy(Context&, Call&, aws::Params&);
+
+}  // namespace icestream::kinesis

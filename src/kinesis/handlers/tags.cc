@@ -1,0 +1,233 @@
+// Tags and resource policies: AddTagsToStream, RemoveTagsFromStream, ListTagsForStream,
+// TagResource, UntagResource, ListTagsForResource, Put/Get/DeleteResourcePolicy
+// (aws-api.md §B.8).
+#include <fmt/format.h>
+
+#include "kinesis/context.h"
+
+namespace icestream::kinesis {
+
+using nlohmann::json;
+using stream::StreamInfo;
+
+namespace {
+
+constexpr size_t kMaxTagsPerStream = 50;
+
+std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
+  std::optional<aws::ApiError> err;
+  auto name = ResolveStream(ctx, p, &err);
+  if (auto e = p.Error()) {
+    call.Fail(*e);
+    return std::nullopt;
+  }
+  if (err) {
+    call.Fail(*err);
+    return std::nullopt;
+  }
+  return name;
+}
+
+// Tag keys and values: Unicode letters, digits, white space and _ . / = + - @ : .
+bool ValidTagText(std::string_view s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) continue;  // non-ASCII letters
+    if (std::isalnum(c) || std::isspace(c)) continue;
+    if (std::string_view("_./=+-@:").find(static_cast<char>(c)) != std::string_view::npos) continue;
+    return false;
+  }
+  return true;
+}
+
+Status AddTags(Context& ctx, const std::string& name, const json& tags) {
+  return ctx.streams->Mutate(name, [&](StreamInfo& info) -> Status {
+    for (auto it = tags.begin(); it != tags.end(); ++it) {
+      std::string value = it.value().is_string() ? it.value().get<std::string>() : "";
+      if (it.key().rfind("aws:", 0) == 0) {
+        return InvalidArgument("Tag keys starting with 'aws:' are reserved for AWS use.");
+      }
+      if (!ValidTagText(it.key()) || !ValidTagText(value)) {
+        return InvalidArgument(fmt::format(
+            "Tag '{}' contains characters that are not allowed: use Unicode letters, digits, white "
+            "space, and _ . / = + - @ :",
+            it.key()));
+      }
+      info.tags[it.key()] = value;
+    }
+    if (info.tags.size() > kMaxTagsPerStream) {
+      return InvalidArgument(fmt::format(
+          "Failed to add tags to stream {} under account {} because a given stream cannot have "
+          "more than {} tags associated with it.",
+          info.name, ctx.options.account, kMaxTagsPerStream));
+    }
+    return Status::OK();
+  });
+}
+
+Status RemoveTags(Context& ctx, const std::string& name, const json& keys) {
+  return ctx.streams->Mutate(name, [&](StreamInfo& info) {
+    for (const auto& k : keys) {
+      if (k.is_string()) info.tags.erase(k.get<std::string>());
+    }
+    return Status::OK();
+  });
+}
+
+void CheckTagKeyList(aws::Params& p, std::string_view path, const json& keys) {
+  p.ListLength(path, keys.size(), keys.dump(), 1, 50);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string k = keys[i].is_string() ? keys[i].get<std::string>() : keys[i].dump();
+    p.Length(fmt::format("{}.{}.member", path, i + 1), k, 1, 128);
+  }
+}
+
+// ResourceARN: a stream ARN (consumers are not supported).
+std::optional<std::string> StreamFromResourceArn(Context& ctx, Call& call, aws::Params& p) {
+  auto arn = p.Str("ResourceARN");
+  p.Required("resourceARN", arn.has_value());
+  std::optional<std::string> name;
+  if (arn) {
+    p.Length("resourceARN", *arn, 1, 2048);
+    if (arn->find("/consumer/") != std::string::npos) {
+      if (auto e = p.Error()) {
+        call.Fail(*e);
+        return std::nullopt;
+      }
+      call.Fail(NotFound(fmt::format("Consumer {} under account {} not found.", *arn,
+                                     ctx.options.account)));
+      return std::nullopt;
+    }
+    name = StreamNameFromArn(ctx, p, "resourceARN", *arn);
+  }
+  if (auto e = p.Error()) {
+    call.Fail(*e);
+    return std::nullopt;
+  }
+  return name;
+}
+
+json TagList(const StreamInfo& info) {
+  json out = json::array();
+  for (const auto& [k, v] : info.tags) out.push_back({{"Key", k}, {"Value", v}});
+  return out;
+}
+
+}  // namespace
+
+void AddTagsToStream(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamOrFail(ctx, call, p);
+  if (!name) return;
+  const json* tags = p.Map("Tags");
+  p.Required("tags", tags != nullptr);
+  if (tags) CheckTagMap(p, "tags", *tags, 200);
+  if (auto e = p.Error()) return call.Fail(*e);
+  Status st = AddTags(ctx, *name, *tags);
+  if (!st.ok()) return call.Fail(st);
+  call.ReplyEmpty();
+}
+
+void RemoveTagsFromStream(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamOrFail(ctx, call, p);
+  if (!name) return;
+  const json* keys = p.List("TagKeys");
+  p.Required("tagKeys", keys != nullptr);
+  if (keys) CheckTagKeyList(p, "tagKeys", *keys);
+  if (auto e = p.Error()) return call.Fail(*e);
+  Status st = RemoveTags(ctx, *name, *keys);
+  if (!st.ok()) return call.Fail(st);
+  call.ReplyEmpty();
+}
+
+void ListTagsForStream(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamOrFail(ctx, call, p);
+  if (!name) return;
+  auto start = p.Str("ExclusiveStartTagKey");
+  auto limit = p.Int("Limit");
+  if (start) p.Length("exclusiveStartTagKey", *start, 1, 128);
+  if (limit) p.Range("limit", *limit, 1, 50);
+  if (auto e = p.Error()) return call.Fail(*e);
+  auto info = ctx.streams->Describe(*name);
+  if (!info.ok()) return call.Fail(info.status());
+  size_t max = static_cast<size_t>(limit.value_or(50));
+  json tags = json::array();
+  bool more = false;
+  for (const auto& [k, v] : info->tags) {
+    if (start && k <= *start) continue;
+    if (tags.size() == max) {
+      more = true;
+      break;
+    }
+    tags.push_back({{"Key", k}, {"Value", v}});
+  }
+  call.Reply({{"Tags", tags}, {"HasMoreTags", more}});
+}
+
+void TagResource(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamFromResourceArn(ctx, call, p);
+  if (!name) return;
+  const json* tags = p.Map("Tags");
+  p.Required("tags", tags != nullptr);
+  if (tags) CheckTagMap(p, "tags", *tags, 200);
+  if (auto e = p.Error()) return call.Fail(*e);
+  Status st = AddTags(ctx, *name, *tags);
+  if (!st.ok()) return call.Fail(st);
+  call.ReplyEmpty();
+}
+
+void UntagResource(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamFromResourceArn(ctx, call, p);
+  if (!name) return;
+  const json* keys = p.List("TagKeys");
+  p.Required("tagKeys", keys != nullptr);
+  if (keys) CheckTagKeyList(p, "tagKeys", *keys);
+  if (auto e = p.Error()) return call.Fail(*e);
+  Status st = RemoveTags(ctx, *name, *keys);
+  if (!st.ok()) return call.Fail(st);
+  call.ReplyEmpty();
+}
+
+void ListTagsForResource(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamFromResourceArn(ctx, call, p);
+  if (!name) return;
+  auto info = ctx.streams->Describe(*name);
+  if (!info.ok()) return call.Fail(info.status());
+  call.Reply({{"Tags", TagList(*info)}});
+}
+
+void PutResourcePolicy(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamFromResourceArn(ctx, call, p);
+  if (!name) return;
+  auto policy = p.Str("Policy");
+  p.Required("policy", policy.has_value());
+  if (auto e = p.Error()) return call.Fail(*e);
+  if (json::parse(*policy, nullptr, false).is_discarded()) {
+    return call.Fail(aws::InvalidArgumentError("Policy is not a valid JSON document."));
+  }
+  Status st = ctx.streams->Mutate(*name, [&](StreamInfo& info) {
+    info.resource_policy = *policy;
+    return Status::OK();
+  });
+  if (!st.ok()) return call.Fail(st);
+  call.ReplyEmpty();
+}
+
+void GetResourcePolicy(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamFromResourceArn(ctx, call, p);
+  if (!name) return;
+  auto info = ctx.streams->Describe(*name);
+  if (!info.ok()) return call.Fail(info.status());
+  call.Reply({{"Policy", info->resource_policy.empty() ? "{}" : info->resource_policy}});
+}
+
+void DeleteResourcePolicy(Context& ctx, Call& call, aws::Params& p) {
+  auto name = StreamFromResourceArn(ctx, call, p);
+  if (!name) return;
+  Status st = ctx.streams->Mutate(*name, [&](StreamInfo& info) {
+    info.resource_policy.clear();
+    return Status::OK();
+  });
+  if (!st.ok()) return call.Fail(st);
+  call.ReplyEmpty();
+}
+
+}  // namespace icestream::kinesis

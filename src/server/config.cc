@@ -1,0 +1,85 @@
+// TOML configuration loading.
+#include "server/config.h"
+
+#include <toml++/toml.h>
+
+namespace icestream::server {
+
+std::string Config::host() const {
+  auto colon = listen.rfind(':');
+  std::string h = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  return h;
+}
+
+uint16_t Config::port() const {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return 4567;
+  return static_cast<uint16_t>(std::stoul(listen.substr(colon + 1)));
+}
+
+Result<Config> LoadConfigFile(const std::string& path, Config c) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument("config " + path + ": " + std::string(e.description()));
+  }
+  c.data_dir = t["data_dir"].value_or(c.data_dir);
+  c.listen = t["listen"].value_or(c.listen);
+  c.region = t["region"].value_or(c.region);
+  c.account = t["account"].value_or(c.account);
+  c.log_level = t["log_level"].value_or(c.log_level);
+  c.aws_strict = t["aws_strict"].value_or(c.aws_strict);
+  if (auto* creds = t["credentials"].as_array()) {
+    for (const auto& e : *creds) {
+      const auto* tab = e.as_table();
+      if (!tab) return InvalidArgument("config: [[credentials]] entries must be tables");
+      auto ak = (*tab)["access_key_id"].value<std::string>();
+      auto sk = (*tab)["secret_access_key"].value<std::string>();
+      if (!ak || !sk) {
+        return InvalidArgument("config: credentials need access_key_id and secret_access_key");
+      }
+      c.credentials[*ak] = *sk;
+    }
+  }
+  if (auto* s = t["storage"].as_table()) {
+    c.fsync = (*s)["fsync"].value_or(c.fsync);
+    c.segment_bytes = (*s)["segment_bytes"].value_or(c.segment_bytes);
+    c.segment_ms = (*s)["segment_ms"].value_or(c.segment_ms);
+    c.index_interval_bytes = (*s)["index_interval_bytes"].value_or(c.index_interval_bytes);
+    c.commit_threads = (*s)["commit_threads"].value_or(c.commit_threads);
+    c.retention_check_interval_ms =
+        (*s)["retention_check_interval_ms"].value_or(c.retention_check_interval_ms);
+  }
+  if (auto* s = t["server"].as_table()) {
+    c.io_threads = (*s)["io_threads"].value_or(c.io_threads);
+  }
+  if (auto* s = t["limits"].as_table()) {
+    c.shard_limit = (*s)["shard_limit"].value_or(c.shard_limit);
+    c.on_demand_stream_limit = (*s)["on_demand_stream_limit"].value_or(c.on_demand_stream_limit);
+  }
+  return c;
+}
+
+Status Validate(const Config& c) {
+  auto colon = c.listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == c.listen.size()) {
+    return InvalidArgument("--listen must be HOST:PORT, got '" + c.listen + "'");
+  }
+  for (char ch : c.listen.substr(colon + 1)) {
+    if (ch < '0' || ch > '9') return InvalidArgument("bad port in --listen '" + c.listen + "'");
+  }
+  if (std::stoul(c.listen.substr(colon + 1)) > 65535) return InvalidArgument("port out of range");
+  if (c.account.size() != 12) return InvalidArgument("account must have 12 digits");
+  for (char ch : c.account) {
+    if (ch < '0' || ch > '9') return InvalidArgument("account must have 12 digits");
+  }
+  if (c.segment_bytes < 4096) return InvalidArgument("storage.segment_bytes must be >= 4096");
+  if (c.commit_threads == 0 || c.commit_threads > 64) {
+    return InvalidArgument("storage.commit_threads must be 1..64");
+  }
+  return Status::OK();
+}
+
+}  // namespace icestream::server

@@ -1,0 +1,47 @@
+// Server configuration: defaults (the embedded mode), a TOML file, then command-line
+// flags, in that order of precedence (docs/operations.md lists every key).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "common/status.h"
+
+namespace icestream::server {
+
+struct Config {
+  std::string data_dir = "./icestream-data";
+  std::string listen = "127.0.0.1:4567";
+  std::string region = "us-east-1";
+  std::string account = "000000000000";
+  // Access key id → secret. Empty: any well-formed signature is accepted.
+  std::map<std::string, std::string> credentials;
+  std::string log_level = "info";
+  bool aws_strict = false;
+
+  // Storage.
+  bool fsync = true;
+  uint64_t segment_bytes = 128ull << 20;
+  int64_t segment_ms = 3600 * 1000;
+  uint64_t index_interval_bytes = 64 << 10;
+  size_t commit_threads = 4;
+  int64_t retention_check_interval_ms = 60 * 1000;
+
+  // Serving.
+  size_t io_threads = 0;  // 0 = one per core (at least 2)
+
+  // Account limits (DescribeLimits).
+  uint32_t shard_limit = 20000;
+  uint32_t on_demand_stream_limit = 50;
+
+  std::string host() const;
+  uint16_t port() const;
+};
+
+// Reads a TOML file over the defaults of `base`.
+Result<Config> LoadConfigFile(const std::string& path, Config base);
+// Checks values and the listen address.
+Status Validate(const Config& c);
+
+}  // namespace icestream::server

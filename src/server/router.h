@@ -1,0 +1,45 @@
+// Router: one port for everything (ARCHITECTURE.md §7). JSON 1.1 services are chosen by
+// the X-Amz-Target prefix; other endpoints by path (/health, later /metrics and
+// /iceberg/v1/...).
+//
+// Thread-safety: Handle may run on any I/O thread; routes are added before serving.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aws/error.h"
+#include "aws/sigv4.h"
+#include "http/message.h"
+
+namespace icestream::server {
+
+// A JSON 1.1 service: `prefix` is the X-Amz-Target prefix ("Kinesis_20131202.").
+struct JsonService {
+  std::string prefix;
+  aws::ErrorFlavor flavor = aws::ErrorFlavor::kKinesis;
+  std::function<bool(std::string_view op)> knows;
+  std::function<void(std::string_view op, std::shared_ptr<http::Request>, http::Responder)> handle;
+};
+
+struct PathRoute {
+  std::string prefix;  // matched against the request path
+  http::Handler handler;
+};
+
+class Router {
+ public:
+  explicit Router(aws::Authenticator auth) : auth_(std::move(auth)) {}
+  void AddService(JsonService service) { services_.push_back(std::move(service)); }
+  void AddPath(PathRoute route) { paths_.push_back(std::move(route)); }
+  void Handle(std::shared_ptr<http::Request> req, http::Responder respond) const;
+
+ private:
+  aws::Authenticator auth_;
+  std::vector<JsonService> services_;
+  std::vector<PathRoute> paths_;
+};
+
+}  // namespace icestream::server

@@ -1,0 +1,133 @@
+// Server wiring.
+#include "server/server.h"
+
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/crypto.h"
+#include "common/fs.h"
+#include "common/sqlite.h"
+#include "http/server.h"
+#include "kinesis/api.h"
+#include "server/router.h"
+#include "stream/stream_manager.h"
+
+namespace icestream::server {
+
+struct IcestreamServer::Parts {
+  Config config;
+  std::unique_ptr<Database> db;
+  std::unique_ptr<stream::StreamManager> streams;
+  std::unique_ptr<kinesis::KinesisApi> kinesis;
+  std::unique_ptr<Router> router;
+  std::unique_ptr<http::Server> http;
+  std::atomic<http::Server*> http_raw{nullptr};
+  bool stopped = false;
+};
+
+namespace {
+
+// A random secret kept in meta.db: it keys shard iterators and NextTokens so they stay
+// valid across restarts and cannot be forged.
+Result<std::string> TokenSecret(Database* db) {
+  RETURN_IF_ERROR(
+      db->Exec("CREATE TABLE IF NOT EXISTS server_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
+  ASSIGN_OR_RETURN(auto rows, db->Query("SELECT value FROM server_meta WHERE key = 'token_secret'"));
+  if (!rows.empty()) return AsText(rows[0][0]);
+  uint8_t b[32];
+  crypto::RandomBytes(b, sizeof b);
+  std::string secret = crypto::Hex(b, sizeof b);
+  RETURN_IF_ERROR(db->Query("INSERT INTO server_meta(key, value) VALUES ('token_secret', ?1)",
+                            {secret})
+                      .status());
+  return secret;
+}
+
+}  // namespace
+
+IcestreamServer::IcestreamServer(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
+
+IcestreamServer::~IcestreamServer() { Stop(); }
+
+Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& config) {
+  RETURN_IF_ERROR(Validate(config));
+  auto p = std::make_unique<Parts>();
+  p->config = config;
+  RETURN_IF_ERROR(fs::MakeDirs(config.data_dir));
+  ASSIGN_OR_RETURN(p->db, Database::Open(fs::Join(config.data_dir, "meta.db")));
+  ASSIGN_OR_RETURN(std::string secret, TokenSecret(p->db.get()));
+
+  stream::StreamManagerOptions so;
+  so.data_dir = config.data_dir;
+  so.region = config.region;
+  so.account = config.account;
+  so.log.fsync = config.fsync;
+  so.log.segment_bytes = config.segment_bytes;
+  so.log.segment_ms = config.segment_ms;
+  so.log.index_interval_bytes = config.index_interval_bytes;
+  so.commit_threads = config.commit_threads;
+  so.retention_check_interval_ms = config.retention_check_interval_ms;
+  so.shard_limit = config.shard_limit;
+  so.on_demand_stream_limit = config.on_demand_stream_limit;
+  ASSIGN_OR_RETURN(p->streams,
+                   stream::StreamManager::Open(so, SystemClock::Default(), p->db.get()));
+
+  kinesis::KinesisOptions ko;
+  ko.region = config.region;
+  ko.account = config.account;
+  ko.aws_strict = config.aws_strict;
+  Parts* raw = p.get();
+  auto post = [raw](std::function<void()> fn) {
+    if (auto* h = raw->http_raw.load()) {
+      h->Post(std::move(fn));
+    } else {
+      fn();
+    }
+  };
+  p->kinesis = std::make_unique<kinesis::KinesisApi>(ko, p->streams.get(), SystemClock::Default(),
+                                                      secret, post);
+
+  p->router = std::make_unique<Router>(aws::Authenticator(config.credentials));
+  kinesis::KinesisApi* k = p->kinesis.get();
+  p->router->AddService({"Kinesis_20131202.", aws::ErrorFlavor::kKinesis,
+                         [k](std::string_view op) { return k->Knows(op); },
+                         [k](std::string_view op, std::shared_ptr<http::Request> req,
+                             http::Responder respond) {
+                           k->Handle(op, std::move(req), std::move(respond));
+                         }});
+  p->router->AddPath({"/health", [](std::shared_ptr<http::Request>, http::Responder respond) {
+                        http::Response r;
+                        r.SetHeader("Content-Type", "application/json");
+                        r.body = R"({"status":"ok"})";
+                        respond(std::move(r));
+                      }});
+
+  http::ServerOptions ho;
+  ho.host = config.host();
+  ho.port = config.port();
+  ho.threads = config.io_threads ? config.io_threads
+                                 : std::max<size_t>(2, std::thread::hardware_concurrency());
+  Router* router = p->router.get();
+  ASSIGN_OR_RETURN(p->http,
+                   http::Server::Start(ho, [router](std::shared_ptr<http::Request> req,
+                                                    http::Responder respond) {
+                     router->Handle(std::move(req), std::move(respond));
+                   }));
+  p->http_raw.store(p->http.get());
+  return std::unique_ptr<IcestreamServer>(new IcestreamServer(std::move(p)));
+}
+
+uint16_t IcestreamServer::port() const { return parts_->http->port(); }
+
+void IcestreamServer::Stop() {
+  if (!parts_ || parts_->stopped) return;
+  parts_->stopped = true;
+  // Order matters: stop taking requests (in-flight ones are answered, which needs the
+  // log threads), then flush and close the logs.
+  if (parts_->http) parts_->http->Stop();
+  parts_->http_raw.store(nullptr);
+  if (parts_->streams) parts_->streams->Stop();
+}
+
+}  // namespace icestream::server
