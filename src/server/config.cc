@@ -55,6 +55,9 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
   if (auto* s = t["server"].as_table()) {
     c.io_threads = (*s)["io_threads"].value_or(c.io_threads);
   }
+  if (auto* s = t["kinesis"].as_table()) {
+    c.iterator_ttl_ms = (*s)["iterator_ttl_ms"].value_or(c.iterator_ttl_ms);
+  }
   if (auto* s = t["limits"].as_table()) {
     c.shard_limit = (*s)["shard_limit"].value_or(c.shard_limit);
     c.on_demand_stream_limit = (*s)["on_demand_stream_limit"].value_or(c.on_demand_stream_limit);

@@ -30,6 +30,8 @@ struct Config {
 
   // Serving.
   size_t io_threads = 0;  // 0 = one per core (at least 2)
+  // Lifetime of shard iterators and NextTokens (AWS: 300 s). Tests shorten it.
+  int64_t iterator_ttl_ms = 300 * 1000;
 
   // Account limits (DescribeLimits).
   uint32_t shard_limit = 20000;

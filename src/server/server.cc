@@ -77,6 +77,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   ko.region = config.region;
   ko.account = config.account;
   ko.aws_strict = config.aws_strict;
+  ko.iterator_ttl_ms = config.iterator_ttl_ms;
+  ko.next_token_ttl_ms = config.iterator_ttl_ms;
   Parts* raw = p.get();
   auto post = [raw](std::function<void()> fn) {
     if (auto* h = raw->http_raw.load()) {

@@ -152,15 +152,15 @@ void ListShards(Context& ctx, Call& call, aws::Params& p) {
   auto info = ctx.streams->Describe(stream_name);
   if (!info.ok()) return call.Fail(info.status());
   if (created && *created / 1000 != info->created_ms / 1000) {
-    return call.Fail(info.status().ok()
-                         ? Status(NotFound(fmt::format("Stream {} under account {} not found.",
-                                                       stream_name, ctx.options.account)))
-                         : info.status());
+    // Another incarnation of the stream of that name.
+    return call.Fail(NotFound(fmt::format("Stream {} under account {} not found.", stream_name,
+                                          ctx.options.account)));
   }
   std::optional<uint32_t> filter_after;
   if (fshard) filter_after = stream::ParseShardId(*fshard);
   int64_t now = ctx.clock->NowMillis();
-  int64_t trim_ms = now - info->retention_hours * 3600 * 1000LL;
+  // The trim horizon as a time: nothing is older than the stream itself.
+  int64_t trim_ms = std::max<int64_t>(now - info->retention_hours * 3600 * 1000LL, info->created_ms);
   int64_t ts = fts.value_or(0);
   if (ftype == "FROM_TIMESTAMP" || ftype == "AT_TIMESTAMP") ts = std::max(ts, trim_ms);
 

@@ -1,0 +1,130 @@
+"""Test harness: starts a real icestream server on 127.0.0.1 with a temporary data dir and
+stops it afterwards. Used by the black-box suites (compat/, chaos/, interop/)."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+import boto3
+from botocore.config import Config
+
+BINARY = os.environ.get("ICESTREAM_BIN", "")
+REGION = "us-east-1"
+ACCOUNT = "000000000000"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One icestream process. `start()` waits for /health; `stop()` sends SIGTERM and
+    waits; `kill()` sends SIGKILL (crash tests). The data dir survives restarts and is
+    removed by `cleanup()`."""
+
+    def __init__(self, data_dir=None, config_text=None, extra_args=None):
+        if not BINARY:
+            raise RuntimeError("set ICESTREAM_BIN to the icestream binary")
+        self.own_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="icestream-test-")
+        self.port = free_port()
+        self.proc = None
+        self.extra_args = list(extra_args or [])
+        self.config_path = None
+        if config_text is not None:
+            self.config_path = os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".toml")
+            with open(self.config_path, "w") as f:
+                f.write(config_text)
+        self.log_path = self.data_dir.rstrip("/") + ".log"
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout=20):
+        args = [BINARY, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
+                "--log-level", "warn"] + self.extra_args
+        if self.config_path:
+            args += ["--config", self.config_path]
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}: {self.read_log()}")
+            try:
+                with urllib.request.urlopen(self.endpoint + "/health", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("server did not become healthy: " + self.read_log())
+
+    def read_log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self, timeout=30):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise RuntimeError("server did not stop on SIGTERM")
+        if self.proc:
+            self.log.close()
+        return self.proc.returncode if self.proc else None
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+            self.log.close()
+
+    def cleanup(self):
+        if self.proc and self.proc.poll() is None:
+            self.kill()
+        if self.own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        for p in (self.log_path, self.config_path):
+            if p and os.path.exists(p):
+                os.remove(p)
+
+    def client(self, service="kinesis", validate=False, retries=0, **kw):
+        """A boto3 client. Client-side parameter validation is off by default so that the
+        server's own validation is what the tests see."""
+        cfg = Config(parameter_validation=validate, retries={"max_attempts": retries, "mode": "standard"},
+                     connect_timeout=5, read_timeout=60, **kw)
+        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id=os.environ.get("TEST_AK", "test"),
+                            aws_secret_access_key=os.environ.get("TEST_SK", "test"), config=cfg)
+
+    def cli_env(self):
+        env = dict(os.environ)
+        env.update({"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                    "AWS_DEFAULT_REGION": REGION, "AWS_PAGER": ""})
+        return env
+
+    def cli(self, *args, check=True):
+        """Runs the AWS CLI against the server; returns (returncode, stdout, stderr)."""
+        cmd = ["aws", "--endpoint-url", self.endpoint, "--output", "json"] + list(args)
+        p = subprocess.run(cmd, capture_output=True, text=True, env=self.cli_env(), timeout=120)
+        if check and p.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr}")
+        return p.returncode, p.stdout, p.stderr
+
+
+def error_code(exc):
+    return exc.response["Error"]["Code"]
