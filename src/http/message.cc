@@ -19,10 +19,14 @@ bool Request::HasHeader(std::string_view lower_name) const {
 }
 
 void Response::SetHeader(std::string name, std::string value) {
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+             return std::tolower(x) == std::tolower(y);
+           });
+  };
   for (auto& h : headers) {
-    if (h.name == name) {
+    if (same(h.name, name)) {
       h.value = std::move(value);
       return;
     }

@@ -10,7 +10,7 @@
 namespace icestream::http {
 
 struct Header {
-  std::string name;  // lower-case
+  std::string name;  // lower-case in requests; as set (case kept) in responses
   std::string value;
 };
 
@@ -35,6 +35,7 @@ struct Response {
   // When true the connection is closed after this response.
   bool close = false;
 
+  // Replaces a header of the same name (compared case-insensitively); keeps the case given.
   void SetHeader(std::string name, std::string value);
 };
 

@@ -128,3 +128,39 @@ class Server:
 
 def error_code(exc):
     return exc.response["Error"]["Code"]
+
+
+def raw_call(server, target, body, content_type="application/x-amz-json-1.1", sign=True,
+             method="POST", extra_headers=None):
+    """Sends a hand-made JSON 1.1 request, signed with botocore's SigV4 signer (an
+    independent implementation). Returns (status, headers, parsed-or-raw body)."""
+    import json
+    import urllib.error
+    import urllib.request
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    data = body if isinstance(body, bytes) else body.encode()
+    headers = {"Content-Type": content_type}
+    if target:
+        headers["X-Amz-Target"] = target
+    headers.update(extra_headers or {})
+    req = AWSRequest(method=method, url=server.endpoint + "/", data=data, headers=headers)
+    if sign:
+        service = "glue" if target and target.startswith("AWSGlue") else "kinesis"
+        SigV4Auth(Credentials("test", "test"), service, REGION).add_auth(req)
+    prepared = urllib.request.Request(server.endpoint + "/", data=data if method == "POST" else None,
+                                      headers=dict(req.headers.items()), method=method)
+    try:
+        with urllib.request.urlopen(prepared, timeout=30) as r:
+            raw = r.read()
+            status, hdrs = r.status, dict(r.headers.items())
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        status, hdrs = e.code, dict(e.headers.items())
+    try:
+        parsed = json.loads(raw) if raw else None
+    except ValueError:
+        parsed = raw
+    return status, hdrs, parsed
