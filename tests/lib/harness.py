@@ -105,8 +105,10 @@ class Server:
     def client(self, service="kinesis", validate=False, retries=0, **kw):
         """A boto3 client. Client-side parameter validation is off by default so that the
         server's own validation is what the tests see."""
+        opts = {"connect_timeout": 5, "read_timeout": 60}
+        opts.update(kw)
         cfg = Config(parameter_validation=validate, retries={"max_attempts": retries, "mode": "standard"},
-                     connect_timeout=5, read_timeout=60, **kw)
+                     **opts)
         return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
                             aws_access_key_id=os.environ.get("TEST_AK", "test"),
                             aws_secret_access_key=os.environ.get("TEST_SK", "test"), config=cfg)
