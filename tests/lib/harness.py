@@ -39,7 +39,7 @@ class Server:
         self.extra_args = list(extra_args or [])
         self.config_path = None
         if config_text is not None:
-            self.config_path = os.path.join(self.data_dir, "..", os.path.basename(self.data_dir) + ".toml")
+            self.config_path = self.data_dir.rstrip("/") + ".toml"  # beside, not inside, the data dir
             with open(self.config_path, "w") as f:
                 f.write(config_text)
         self.log_path = self.data_dir.rstrip("/") + ".log"
