@@ -46,32 +46,50 @@ struct Server::Impl {
   void Accept();
 };
 
+// One connection. All its handlers run on its strand, one request at a time: read the
+// header (Beast's parser), read a Content-Length body straight into the request's string
+// with one composed read (a chunked body goes through Beast), hand the request to the
+// handler, write the response, repeat. A deadline timer bounds each phase; the socket
+// itself carries no per-operation timer (that would cost one timer per 64 KiB read).
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, Server::Impl* server)
-      : stream_(std::move(socket)), server_(server) {}
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
 
   void Start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
+    net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
   }
 
   // Called from Stop(): closes the socket on the session's strand.
   void Shutdown() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] {
+    net::post(socket_.get_executor(), [self = shared_from_this()] {
       beast::error_code ec;
-      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-      self->stream_.close();
+      self->socket_.shutdown(tcp::socket::shutdown_both, ec);
+      self->socket_.close(ec);
+      self->timer_.cancel();
     });
   }
 
  private:
+  // Closes the connection if the current phase takes longer than `seconds`.
+  void ArmDeadline(int seconds) {
+    timer_.expires_after(std::chrono::seconds(seconds));
+    timer_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      if (ec) return;  // re-armed or cancelled
+      if (auto self = weak.lock()) {
+        beast::error_code ignored;
+        self->socket_.close(ignored);
+      }
+    });
+  }
+
   void ReadHeader() {
     if (server_->stopping) return Close();
     parser_.emplace();
     parser_->body_limit(server_->options.max_body_bytes);
     parser_->header_limit(64 * 1024);
-    stream_.expires_after(std::chrono::seconds(server_->options.idle_timeout_seconds));
-    bhttp::async_read_header(stream_, buffer_, *parser_,
+    ArmDeadline(server_->options.idle_timeout_seconds);
+    bhttp::async_read_header(socket_, buffer_, *parser_,
                              [self = shared_from_this()](beast::error_code ec, size_t) {
                                self->OnHeader(ec);
                              });
@@ -84,10 +102,11 @@ class Session : public std::enable_shared_from_this<Session> {
     auto& msg = parser_->get();
     auto len = parser_->content_length();
     if (len && *len > server_->options.max_body_bytes) return RespondTooLarge();
+    ArmDeadline(120);
     if (beast::iequals(msg[bhttp::field::expect], "100-continue")) {
       auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_,
                                                                          msg.version());
-      bhttp::async_write(stream_, *cont,
+      bhttp::async_write(socket_, *cont,
                          [self = shared_from_this(), cont](beast::error_code wec, size_t) {
                            if (wec) return self->Close();
                            self->ReadBody();
@@ -98,19 +117,37 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
-    stream_.expires_after(std::chrono::seconds(120));
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                        self->OnRead(ec);
-                      });
+    if (parser_->chunked()) {
+      bhttp::async_read(socket_, buffer_, *parser_,
+                        [self = shared_from_this()](beast::error_code ec, size_t) {
+                          if (ec == bhttp::error::body_limit) return self->RespondTooLarge();
+                          if (ec) return self->Close();
+                          self->body_ = std::move(self->parser_->get().body());
+                          self->Dispatch();
+                        });
+      return;
+    }
+    size_t len = static_cast<size_t>(parser_->content_length().value_or(0));
+    body_.clear();
+    // Room for the padding simdjson wants after a document, so no copy is needed later.
+    body_.reserve(len + 64);
+    body_.resize(len);
+    size_t have = std::min(len, buffer_.size());
+    if (have) {
+      net::buffer_copy(net::buffer(body_.data(), have), buffer_.data());
+      buffer_.consume(have);
+    }
+    if (have == len) return Dispatch();
+    net::async_read(socket_, net::buffer(body_.data() + have, len - have),
+                    [self = shared_from_this()](beast::error_code ec, size_t) {
+                      if (ec) return self->Close();
+                      self->Dispatch();
+                    });
   }
 
-  void OnRead(beast::error_code ec) {
-    if (ec == bhttp::error::body_limit) return RespondTooLarge();
-    if (ec) return Close();
-    stream_.expires_never();
-    auto msg = parser_->release();
-    parser_.reset();
+  void Dispatch() {
+    timer_.cancel();
+    auto& msg = parser_->get();
     auto req = std::make_shared<Request>();
     req->method = std::string(msg.method_string());
     req->target = std::string(msg.target());
@@ -123,16 +160,17 @@ class Session : public std::enable_shared_from_this<Session> {
       for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       req->headers.push_back({std::move(name), std::string(f.value())});
     }
-    req->body = std::move(msg.body());
+    req->body = std::move(body_);
     beast::error_code rec;
-    auto ep = stream_.socket().remote_endpoint(rec);
+    auto ep = socket_.remote_endpoint(rec);
     if (!rec) req->remote_address = ep.address().to_string();
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
+    parser_.reset();
     server_->inflight.fetch_add(1);
     auto self = shared_from_this();
     Responder respond = [self](Response r) {
-      net::post(self->stream_.get_executor(),
+      net::post(self->socket_.get_executor(),
                 [self, r = std::move(r)]() mutable { self->Write(std::move(r)); });
     };
     try {
@@ -163,14 +201,16 @@ class Session : public std::enable_shared_from_this<Session> {
   // it. So stop sending, then read and discard until the client closes (bounded).
   void DrainThenClose() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.expires_after(std::chrono::seconds(5));
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    ArmDeadline(5);
     drain_buf_.resize(64 * 1024);
-    stream_.async_read_some(net::buffer(drain_buf_),
+    socket_.async_read_some(net::buffer(drain_buf_),
                             [self = shared_from_this()](beast::error_code rec, size_t n) {
                               self->drained_ += n;
                               if (rec || self->drained_ > (64u << 20)) {
-                                self->stream_.close();
+                                beast::error_code ignored;
+                                self->socket_.close(ignored);
+                                self->timer_.cancel();
                                 return;
                               }
                               self->DrainThenClose();
@@ -187,7 +227,8 @@ class Session : public std::enable_shared_from_this<Session> {
     bool keep = keep_alive_ && !r.close && !server_->stopping;
     res_->keep_alive(keep);
     res_->prepare_payload();
-    bhttp::async_write(stream_, *res_,
+    ArmDeadline(120);
+    bhttp::async_write(socket_, *res_,
                        [self = shared_from_this(), keep](beast::error_code ec, size_t) {
                          self->server_->inflight.fetch_sub(1);
                          self->res_.reset();
@@ -199,13 +240,16 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.close();
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    socket_.close(ec);
+    timer_.cancel();
   }
 
-  beast::tcp_stream stream_;
+  tcp::socket socket_;
+  net::steady_timer timer_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::string body_;
   std::optional<bhttp::response<bhttp::string_body>> res_;
   Server::Impl* server_;
   bool keep_alive_ = true;

@@ -274,6 +274,12 @@ Result<StreamInfo> StreamManager::Describe(const std::string& name) const {
   return s->info;
 }
 
+Result<int> StreamManager::MaxRecordKib(const std::string& name) const {
+  ASSIGN_OR_RETURN(auto s, Find(name));
+  std::shared_lock lock(s->mu);
+  return s->info.max_record_kib;
+}
+
 std::vector<StreamInfo> StreamManager::ListStreams() const {
   std::vector<StreamInfo> out;
   std::lock_guard lock(mu_);

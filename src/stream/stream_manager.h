@@ -106,6 +106,8 @@ class StreamManager {
   Result<StreamInfo> CreateStream(const CreateStreamRequest& req);
   Status DeleteStream(const std::string& name);
   Result<StreamInfo> Describe(const std::string& name) const;
+  // The stream's MaxRecordSizeInKiB, without copying its metadata (hot path).
+  Result<int> MaxRecordKib(const std::string& name) const;
   std::vector<StreamInfo> ListStreams() const;  // by name
   AccountTotals Totals() const;
 

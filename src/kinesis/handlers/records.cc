@@ -45,10 +45,10 @@ struct StreamLimits {
 };
 
 Result<StreamLimits> LimitsFor(Context& ctx, const std::string& name) {
-  ASSIGN_OR_RETURN(auto info, ctx.streams->Describe(name));
+  ASSIGN_OR_RETURN(int kib, ctx.streams->MaxRecordKib(name));
   StreamLimits l;
-  l.max_record_bytes = static_cast<size_t>(info.max_record_kib) * 1024;
-  l.max_request_bytes = info.max_record_kib > 1024 ? (10u << 20) : (5u << 20);
+  l.max_record_bytes = static_cast<size_t>(kib) * 1024;
+  l.max_request_bytes = kib > 1024 ? (10u << 20) : (5u << 20);
   return l;
 }
 
