@@ -465,7 +465,8 @@ struct RecordConverter::Impl {
     auto parsed = [&](ParseOutcome o, const char* what) {
       if (o == ParseOutcome::kOk) return true;
       return Fail(o == ParseOutcome::kBadSyntax ? RecordErrorCode::kTypeMismatch : RecordErrorCode::kValueOutOfRange,
-                  std::string(o == ParseOutcome::kBadSyntax ? "not " : "out-of-range ") + what);
+                  o == ParseOutcome::kBadSyntax ? std::string("not ") + what
+                                                  : std::string(what) + " with a part out of range");
     };
     switch (n.type) {
       case TypeId::kString:
@@ -507,11 +508,7 @@ struct RecordConverter::Impl {
         if (!base64::DecodeTo(s, reinterpret_cast<uint8_t*>(scratch.data()))) {
           return Fail(RecordErrorCode::kTypeMismatch, "not base64");
         }
-        // DecodedSize is exact once the padding is known.
-        size_t n_bytes = *size;
-        if (s.size() >= 1 && s.back() == '=') --n_bytes;
-        if (s.size() >= 2 && s[s.size() - 2] == '=') --n_bytes;
-        std::string_view bytes(scratch.data(), std::min(n_bytes, scratch.size()));
+        std::string_view bytes(scratch.data(), *size);
         if (n.type == TypeId::kFixed && bytes.size() != static_cast<size_t>(n.length)) {
           return Fail(RecordErrorCode::kValueOutOfRange,
                       "expected " + std::to_string(n.length) + " bytes, got " + std::to_string(bytes.size()));
@@ -524,6 +521,39 @@ struct RecordConverter::Impl {
     }
   }
 
+  // The document is not an object: malformed if it is not even a valid JSON scalar.
+  bool RootNotObject(od::document& doc) {
+    od::json_type t;
+    if (doc.type().get(t)) return Fail(RecordErrorCode::kMalformedJson, "not JSON");
+    bool valid = true;
+    switch (t) {
+      case od::json_type::string: {
+        std::string_view s;
+        valid = !doc.get_string().get(s);
+        break;
+      }
+      case od::json_type::number: {
+        std::string_view tok;
+        valid = !doc.raw_json_token().get(tok) && IsJsonNumber(TrimRight(tok));
+        break;
+      }
+      case od::json_type::boolean: {
+        bool b;
+        valid = !doc.get_bool().get(b);
+        break;
+      }
+      case od::json_type::null: {
+        bool n = false;
+        valid = !doc.is_null().get(n) && n;
+        break;
+      }
+      default: break;
+    }
+    if (!valid) return Fail(RecordErrorCode::kMalformedJson, "not JSON");
+    return Fail(RecordErrorCode::kTypeMismatch, std::string("the record is ") + JsonTypeName(t) +
+                                                    ", not a JSON object");
+  }
+
   Result<bool> Run(std::string_view json, size_t capacity, RecordError* error) {
     path_rev.clear();
     od::document doc;
@@ -534,7 +564,7 @@ struct RecordConverter::Impl {
       od::object obj;
       auto e2 = doc.get_object().get(obj);
       if (e2 == simdjson::INCORRECT_TYPE) {
-        ok = Fail(RecordErrorCode::kTypeMismatch, "the record is not a JSON object");
+        ok = RootNotObject(doc);
       } else if (e2) {
         ok = FailJson(e2);
       } else {
