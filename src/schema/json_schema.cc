@@ -51,14 +51,19 @@ class Mapper {
     for (const char* kw : {"$ref", "oneOf", "anyOf", "allOf", "not"}) {
       if (s.contains(kw)) return Unimplemented(ptr + ": \"" + kw + "\" is not supported");
     }
+    // An enum that lists null makes the field nullable like a [T, "null"] type does.
+    bool enum_null = false;
+    if (auto e = s.find("enum"); e != s.end() && e->is_array()) {
+      for (const auto& v : *e) enum_null = enum_null || v.is_null();
+    }
     auto t = s.find("type");
     if (t == s.end()) {
-      if (s.contains("enum")) return std::pair<std::string, bool>{"enum", false};
+      if (s.contains("enum")) return std::pair<std::string, bool>{"enum", enum_null};
       return InvalidArgument(ptr + ": missing \"type\"");
     }
     if (t->is_string()) {
       std::string name = t->get<std::string>();
-      if (s.contains("enum")) return std::pair<std::string, bool>{"enum", false};
+      if (s.contains("enum")) return std::pair<std::string, bool>{"enum", enum_null};
       return std::pair<std::string, bool>{name, false};
     }
     if (t->is_array()) {
@@ -76,7 +81,7 @@ class Mapper {
       }
       if (name.empty()) return InvalidArgument(ptr + ": a field cannot only be null");
       if (s.contains("enum")) name = "enum";
-      return std::pair<std::string, bool>{name, nullable};
+      return std::pair<std::string, bool>{name, nullable || enum_null};
     }
     return InvalidArgument(ptr + ": \"type\" must be a string or an array");
   }

@@ -29,7 +29,9 @@ struct ConvertArgs {
   std::string output_path;
   std::string compression = "zstd";
   int threads = 1;
-  int64_t row_group_mib = 128;
+  int64_t row_group_size = 128LL << 20;
+  int64_t page_size = 1LL << 20;
+  bool no_dictionary = false;
   bool quiet = false;
 };
 
@@ -102,7 +104,9 @@ Status RunConvert(const ConvertArgs& args) {
     return InvalidArgument("unknown compression \"" + args.compression + "\" (zstd, snappy, gzip, none)");
   }
   options.threads = args.threads;
-  options.row_group_size = args.row_group_mib << 20;
+  options.row_group_size = args.row_group_size;
+  options.page_size = args.page_size;
+  options.dictionary = !args.no_dictionary;
   ASSIGN_OR_RETURN(std::string schema_text, fs::ReadFile(args.schema_path));
   auto schema = schema::LoadConvertibleSchema(schema_text);
   if (!schema.ok()) return schema.status().WithContext(args.schema_path);
@@ -150,9 +154,13 @@ void AddConvertCommand(CLI::App* app) {
   cmd->add_option("--threads", args->threads, "1, or 2 to compress pages on a second thread")
       ->check(CLI::Range(1, 2))
       ->capture_default_str();
-  cmd->add_option("--row-group-mib", args->row_group_mib, "target uncompressed row-group size")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+  cmd->add_option("--row-group-size", args->row_group_size, "target uncompressed row-group bytes")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
       ->capture_default_str();
+  cmd->add_option("--page-size", args->page_size, "target uncompressed data-page bytes")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_flag("--no-dictionary", args->no_dictionary, "PLAIN pages only");
   cmd->add_flag("--quiet", args->quiet, "do not print rejected lines");
   cmd->callback([args] {
     Status st = RunConvert(*args);

@@ -67,6 +67,7 @@ void AppendLevels(const std::vector<uint16_t>& levels, int16_t max_level, std::s
 void ChunkBuilder::UpdatePlainStats(const PageData& page) {
   const char* p = page.plain.data();
   auto n = static_cast<size_t>(page.num_values);
+  if (n == 0) return;
   switch (column_->physical) {
     case PhysicalType::kBoolean:
       for (size_t i = 0; i < n; ++i) stats_.UpdateBool(p[i] != 0);
