@@ -47,6 +47,8 @@ struct Node {
   const FieldConstraints* constraints = nullptr;
   bool must_be_present = false;
   std::string name;
+  // The name needs no JSON escaping, so a raw key can be compared byte for byte.
+  bool simple_name = false;
   std::vector<Node> children;
   // Structs: member name -> child index (only for wide structs; narrow ones scan).
   std::unordered_map<std::string_view, int> by_name;
@@ -97,6 +99,9 @@ struct RecordConverter::Impl {
   Status Build(const ShredNode& s, Node* n) {
     n->shred = &s;
     n->name = s.name;
+    n->simple_name = std::none_of(s.name.begin(), s.name.end(), [](char c) {
+      return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+    });
     auto it = constraints.find(s.field_id);
     n->constraints = it != constraints.end() ? &it->second : &default_constraints;
     n->must_be_present = it != constraints.end() ? it->second.must_be_present : !s.optional;
@@ -156,6 +161,19 @@ struct RecordConverter::Impl {
 
   void WriteNulls(const Node& n, int16_t rep, int16_t def) {
     for (int i = n.shred->leaf_begin; i < n.shred->leaf_end; ++i) writer->column(i).AddNull(rep, def);
+  }
+
+  // Matches a raw (still escaped) key against the names that need no escaping; -1 when
+  // none matches (the caller then unescapes the key and looks again).
+  static int LookupRaw(const Node& n, od::raw_json_string key, size_t hint) {
+    if (hint < n.children.size() && n.children[hint].simple_name &&
+        key.unsafe_is_equal(n.children[hint].name)) {
+      return static_cast<int>(hint);
+    }
+    for (size_t i = 0; i < n.children.size(); ++i) {
+      if (n.children[i].simple_name && key.unsafe_is_equal(n.children[i].name)) return static_cast<int>(i);
+    }
+    return -1;
   }
 
   int Lookup(const Node& n, std::string_view key, size_t hint) const {
@@ -232,8 +250,11 @@ struct RecordConverter::Impl {
       od::field f;
       std::string_view key;
       if (auto e = std::move(fr).get(f)) return FailJson(e);
-      if (auto e = f.unescaped_key().get(key)) return FailJson(e);
-      int idx = Lookup(n, key, hint);
+      int idx = n.by_name.empty() ? LookupRaw(n, f.key(), hint) : -1;
+      if (idx < 0) {
+        if (auto e = f.unescaped_key().get(key)) return FailJson(e);
+        idx = Lookup(n, key, hint);
+      }
       if (idx < 0) {
         if (!Skip(f.value(), depth)) {
           path_rev.push_back("." + std::string(key));

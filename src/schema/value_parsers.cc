@@ -129,33 +129,38 @@ ParseOutcome ParseTimestamp(std::string_view s, int64_t* micros) {
   return ParseOutcome::kOk;
 }
 
-ParseOutcome ParseUuid(std::string_view s, uint8_t out[16]) {
-  if (s.size() != 36) return ParseOutcome::kBadSyntax;
-  int n = 0;
-  for (size_t i = 0; i < 36; ++i) {
-    char c = s[i];
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (c != '-') return ParseOutcome::kBadSyntax;
-      continue;
+namespace {
+
+// Hex digit values; 0xFF = not a hex digit.
+struct HexTable {
+  uint8_t v[256];
+  constexpr HexTable() : v() {
+    for (int i = 0; i < 256; ++i) v[i] = 0xFF;
+    for (int i = 0; i < 10; ++i) v['0' + i] = static_cast<uint8_t>(i);
+    for (int i = 0; i < 6; ++i) {
+      v['a' + i] = static_cast<uint8_t>(10 + i);
+      v['A' + i] = static_cast<uint8_t>(10 + i);
     }
-    int v;
-    if (c >= '0' && c <= '9') {
-      v = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      v = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      v = c - 'A' + 10;
-    } else {
-      return ParseOutcome::kBadSyntax;
-    }
-    if (n % 2 == 0) {
-      out[n / 2] = static_cast<uint8_t>(v << 4);
-    } else {
-      out[n / 2] |= static_cast<uint8_t>(v);
-    }
-    ++n;
   }
-  return ParseOutcome::kOk;
+};
+constexpr HexTable kHex;
+
+}  // namespace
+
+ParseOutcome ParseUuid(std::string_view s, uint8_t out[16]) {
+  if (s.size() != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') {
+    return ParseOutcome::kBadSyntax;
+  }
+  // Byte i of the UUID starts at this offset of the text.
+  static constexpr uint8_t kPos[16] = {0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
+  uint8_t bad = 0;
+  for (int i = 0; i < 16; ++i) {
+    uint8_t hi = kHex.v[static_cast<uint8_t>(s[kPos[i]])];
+    uint8_t lo = kHex.v[static_cast<uint8_t>(s[kPos[i] + 1])];
+    bad |= hi | lo;
+    out[i] = static_cast<uint8_t>((hi << 4) | (lo & 0x0F));
+  }
+  return (bad & 0xF0) ? ParseOutcome::kBadSyntax : ParseOutcome::kOk;
 }
 
 bool IsJsonNumber(std::string_view s) {

@@ -33,8 +33,15 @@ PageData ColumnWriter::CutPage() {
   out.dictionary = use_dictionary_;
   if (use_dictionary_) {
     out.dict_bit_width = BitWidth(dictionary_.size() > 0 ? dictionary_.size() - 1 : 0);
+    bool not_paying = DictionaryNotPaying();
+    dict_values_ += out.num_values;
     if (static_cast<int64_t>(dictionary_.plain().size()) > options_->dictionary_page_size_limit) {
       use_dictionary_ = false;  // fallback to PLAIN for the rest of this chunk
+    } else if (not_paying) {
+      // Most values are distinct (ids, timestamps): the dictionary costs hashing and
+      // saves nothing. PLAIN for the rest of the file.
+      use_dictionary_ = false;
+      dictionary_allowed_ = false;
     }
   }
   page_ = PageData();
@@ -50,6 +57,7 @@ PageData ColumnWriter::CutPage() {
 
 void ColumnWriter::ResetChunk() {
   dictionary_.Clear();
+  dict_values_ = 0;
   use_dictionary_ = dictionary_allowed_;
 }
 

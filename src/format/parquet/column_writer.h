@@ -123,8 +123,15 @@ class ColumnWriter {
     return static_cast<int64_t>(page_.plain.size() + page_.indices.size() * 2 +
                                 (page_.def.size() + page_.rep.size()) / 4);
   }
+  // Whether dictionary encoding is on and most values seen so far were distinct (the
+  // FileWriter then cuts the page early so that the switch to PLAIN happens soon).
+  bool DictionaryNotPaying() const {
+    return use_dictionary_ && dictionary_.size() > kMinEntriesForCardinalityCheck &&
+           dictionary_.size() * 2 > static_cast<size_t>(dict_values_ + page_.num_values);
+  }
   // Takes the buffered page (possibly empty). Switches to PLAIN for the rest of the
-  // chunk when the dictionary outgrew its limit.
+  // chunk when the dictionary outgrew its limit, and for the rest of the file when
+  // more than half of the values were distinct (the dictionary would not pay).
   PageData CutPage();
   // Starts a new column chunk: forgets the dictionary, re-enables dictionary encoding.
   void ResetChunk();
@@ -148,9 +155,12 @@ class ColumnWriter {
     }
   }
 
+  static constexpr size_t kMinEntriesForCardinalityCheck = 1024;
+
   const ColumnDescriptor* column_;
   const WriterOptions* options_;
   bool dictionary_allowed_;
+  int64_t dict_values_ = 0;  // values added in dictionary mode to this chunk
   bool use_dictionary_;
   Dictionary dictionary_;
   PageData page_;

@@ -43,21 +43,22 @@ class Dictionary {
   // Index of the value whose raw bytes are data[0, n), added if new.
   uint32_t Insert(const char* data, size_t n) {
     uint64_t h = HashBytes(data, n);
-    auto h32 = static_cast<uint32_t>(h);
+    // A slot holds (hash high bits << 32 | entry + 1): most probes are decided without
+    // touching the entry arrays.
+    const uint64_t tag = h & 0xFFFFFFFF00000000ull;
     size_t mask = slots_.size() - 1;
     for (size_t s = h & mask;; s = (s + 1) & mask) {
-      uint32_t e = slots_[s];
-      if (e == 0) {
+      uint64_t slot = slots_[s];
+      if (slot == 0) {
         auto index = static_cast<uint32_t>(offsets_.size());
-        slots_[s] = index + 1;
-        Append(data, n, h32);
+        slots_[s] = tag | (index + 1);
+        Append(data, n);
         if (offsets_.size() * 2 > slots_.size()) Grow();
         return index;
       }
-      --e;
-      if (hashes_[e] == h32 && lengths_[e] == n && std::memcmp(plain_.data() + offsets_[e], data, n) == 0) {
-        return e;
-      }
+      if ((slot & 0xFFFFFFFF00000000ull) != tag) continue;
+      auto e = static_cast<uint32_t>(slot) - 1;
+      if (lengths_[e] == n && std::memcmp(plain_.data() + offsets_[e], data, n) == 0) return e;
     }
   }
 
@@ -71,30 +72,28 @@ class Dictionary {
     plain_.clear();
     offsets_.clear();
     lengths_.clear();
-    hashes_.clear();
     slots_.assign(1024, 0);
   }
 
  private:
-  void Append(const char* data, size_t n, uint32_t h32) {
+  void Append(const char* data, size_t n) {
     if (byte_array_) {
       auto len = static_cast<uint32_t>(n);
       plain_.append(reinterpret_cast<const char*>(&len), 4);
     }
     offsets_.push_back(static_cast<uint32_t>(plain_.size()));
     lengths_.push_back(static_cast<uint32_t>(n));
-    hashes_.push_back(h32);
     plain_.append(data, n);
   }
 
   void Grow() {
-    std::vector<uint32_t> slots(slots_.size() * 2, 0);
+    std::vector<uint64_t> slots(slots_.size() * 2, 0);
     size_t mask = slots.size() - 1;
     for (uint32_t e = 0; e < offsets_.size(); ++e) {
       uint64_t h = HashBytes(plain_.data() + offsets_[e], lengths_[e]);
       size_t s = h & mask;
       while (slots[s] != 0) s = (s + 1) & mask;
-      slots[s] = e + 1;
+      slots[s] = (h & 0xFFFFFFFF00000000ull) | (e + 1);
     }
     slots_.swap(slots);
   }
@@ -103,8 +102,7 @@ class Dictionary {
   std::string plain_;
   std::vector<uint32_t> offsets_;
   std::vector<uint32_t> lengths_;
-  std::vector<uint32_t> hashes_;
-  std::vector<uint32_t> slots_;  // entry index + 1, 0 = empty
+  std::vector<uint64_t> slots_;  // hash tag | entry index + 1; 0 = empty
 };
 
 }  // namespace icestream::format::parquet

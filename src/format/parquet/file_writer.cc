@@ -60,8 +60,11 @@ Status FileWriter::CutPage(ColumnWriter& column) {
 Status FileWriter::EndRecord() {
   if (!error_.ok()) return error_;
   ++rows_in_group_;
+  // Every few thousand rows, also give up early on dictionaries that do not pay.
+  const bool check_dictionaries = (rows_in_group_ & 4095) == 0;
   for (auto& c : columns_) {
-    if (c->EstimatedPageBytes() >= options_.page_size || c->num_levels() >= options_.max_page_levels) {
+    if (c->EstimatedPageBytes() >= options_.page_size || c->num_levels() >= options_.max_page_levels ||
+        (check_dictionaries && c->DictionaryNotPaying())) {
       error_ = CutPage(*c);
       if (!error_.ok()) return error_;
     }
