@@ -18,7 +18,7 @@ namespace icestream::schema {
 
 namespace od = simdjson::ondemand;
 using format::parquet::ColumnWriter;
-using format::parquet::FileWriter;
+using format::parquet::RecordSink;
 using format::parquet::PhysicalType;
 using format::parquet::ShredNode;
 using iceberg::TypeId;
@@ -83,7 +83,7 @@ int SchemaDepth(const ShredNode& n) {
 }  // namespace
 
 struct RecordConverter::Impl {
-  FileWriter* writer = nullptr;
+  RecordSink* writer = nullptr;
   ConverterOptions options;
   std::unordered_map<int32_t, FieldConstraints> constraints;
   FieldConstraints default_constraints;
@@ -615,7 +615,7 @@ RecordConverter::RecordConverter(std::unique_ptr<Impl> impl) : impl_(std::move(i
 RecordConverter::~RecordConverter() = default;
 
 Result<std::unique_ptr<RecordConverter>> RecordConverter::Make(const ConvertibleSchema& schema,
-                                                               FileWriter* writer,
+                                                               RecordSink* writer,
                                                                ConverterOptions options) {
   auto impl = std::make_unique<Impl>();
   impl->writer = writer;

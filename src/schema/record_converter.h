@@ -7,7 +7,8 @@
 // schema does not name are dropped (after a syntax check); missing optional members are
 // null.
 //
-// Not thread-safe; one converter per FileWriter. The FileWriter must outlive it.
+// Not thread-safe; one converter per RecordSink (a FileWriter or a RowGroupBuilder),
+// which must outlive it.
 #pragma once
 
 #include <memory>
@@ -15,7 +16,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "format/parquet/file_writer.h"
+#include "format/parquet/record_sink.h"
 #include "schema/json_schema.h"
 
 namespace icestream::schema {
@@ -49,7 +50,7 @@ class RecordConverter {
   // Fails with kUnimplemented for schemas the converter cannot fill from JSON (maps
   // whose keys are not strings).
   static Result<std::unique_ptr<RecordConverter>> Make(const ConvertibleSchema& schema,
-                                                       format::parquet::FileWriter* writer,
+                                                       format::parquet::RecordSink* writer,
                                                        ConverterOptions options = {});
   ~RecordConverter();
 

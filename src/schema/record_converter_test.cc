@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
 
 namespace icestream::schema {

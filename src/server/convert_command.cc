@@ -1,11 +1,17 @@
 // `icestream convert`: JSON lines -> one Parquet file, through the same schema mapping
 // and converter the table sink uses. Prints the rows written and, for every rejected
-// line, its number and the reason.
+// line, its number and the reason. The input is cut into blocks of whole lines; each
+// block becomes a row group (or more), converted by one of --threads threads; row
+// groups are written in input order, so the file does not depend on the thread count.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -23,6 +29,9 @@ namespace {
 
 namespace pq = format::parquet;
 
+// Input per row group (at most; a row group also ends at --row-group-size).
+constexpr size_t kBlockBytes = 64 << 20;
+
 struct ConvertArgs {
   std::string schema_path;
   std::string input_path;
@@ -35,75 +44,184 @@ struct ConvertArgs {
   bool quiet = false;
 };
 
+// Reads the input in blocks that end at a line boundary. Thread-safe.
+class BlockReader {
+ public:
+  BlockReader(int fd, std::string path, size_t block_size)
+      : fd_(fd), path_(std::move(path)), block_size_(block_size) {}
+
+  struct Block {
+    int64_t seq = 0;
+    int64_t first_line = 1;
+    std::string data;  // whole lines, followed by RecordConverter::kPadding zero bytes
+    size_t size = 0;   // bytes of lines in data
+  };
+
+  // Fills *b with the next block; false at the end of the input.
+  Result<bool> Next(Block* b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (eof_ && carry_.empty()) return false;
+    b->data.swap(carry_);
+    carry_.clear();
+    size_t have = b->data.size();
+    size_t cut = std::string::npos;
+    while (!eof_) {
+      // Read until the block holds block_size bytes and at least one line end.
+      size_t want = std::max(block_size_, have + (1 << 20));
+      b->data.resize(want);
+      while (have < want) {
+        ssize_t n = ::read(fd_, b->data.data() + have, want - have);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          return ErrnoError("read " + path_, errno);
+        }
+        if (n == 0) {
+          eof_ = true;
+          break;
+        }
+        have += static_cast<size_t>(n);
+        bytes_ += n;
+      }
+      b->data.resize(have);
+      cut = b->data.rfind('\n');
+      if (cut != std::string::npos || eof_) break;
+    }
+    size_t end = eof_ ? have : cut + 1;
+    carry_.assign(b->data, end, std::string::npos);
+    b->data.resize(end);
+    b->size = end;
+    b->seq = seq_++;
+    b->first_line = lines_ + 1;
+    lines_ += std::count(b->data.begin(), b->data.end(), '\n');
+    b->data.append(schema::RecordConverter::kPadding, '\0');
+    return true;
+  }
+
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  std::mutex mu_;
+  int fd_;
+  std::string path_;
+  size_t block_size_;
+  std::string carry_;
+  bool eof_ = false;
+  int64_t seq_ = 0;
+  int64_t lines_ = 0;
+  int64_t bytes_ = 0;
+};
+
 struct Counts {
   int64_t written = 0;
   int64_t rejected = 0;
-  int64_t bytes = 0;
 };
 
-// Feeds every line of the file to the converter without copying: lines are converted
-// in place in a read buffer that keeps simdjson's padding after its data.
-Status ConvertLines(int fd, const std::string& path, schema::RecordConverter* converter, bool quiet,
-                    Counts* counts) {
-  constexpr size_t kBlock = 8 << 20;
-  std::string buf(kBlock + schema::RecordConverter::kPadding, '\0');
-  size_t have = 0;  // bytes of buf holding unread data
-  int64_t line_no = 0;
-  bool eof = false;
-  schema::RecordError error;
-  while (!eof || have > 0) {
-    if (!eof) {
-      if (have == buf.size() - schema::RecordConverter::kPadding) {
-        // A line longer than the buffer: grow it.
-        buf.resize(buf.size() * 2);
-      }
-      ssize_t n = ::read(fd, buf.data() + have, buf.size() - schema::RecordConverter::kPadding - have);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoError("read " + path, errno);
-      }
-      if (n == 0) eof = true;
-      have += static_cast<size_t>(n);
-      counts->bytes += n;
-    }
-    size_t pos = 0;
-    while (pos < have) {
-      const char* start = buf.data() + pos;
-      const void* nl = std::memchr(start, '\n', have - pos);
-      if (nl == nullptr && !eof) break;  // incomplete line: read more first
-      size_t len = nl ? static_cast<size_t>(static_cast<const char*>(nl) - start) : have - pos;
-      pos += len + (nl ? 1 : 0);
-      ++line_no;
-      std::string_view line(start, len);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
-      // The bytes after the line (the rest of the buffer, or its zeroed padding) are
-      // readable, which is all simdjson needs.
-      ASSIGN_OR_RETURN(bool ok, converter->ConvertPadded(line, &error));
-      if (ok) {
-        ++counts->written;
-      } else {
-        ++counts->rejected;
-        if (!quiet) {
-          std::cerr << "line " << line_no << ": " << schema::RecordErrorCodeName(error.code) << ": "
-                    << error.message << "\n";
+// Converts blocks of lines into row groups, one RowGroupBuilder per thread; finished
+// row groups are placed in the file in input order, so the output is the same for
+// any number of threads.
+class ParallelConverter {
+ public:
+  ParallelConverter(const schema::ConvertibleSchema* schema, pq::FileWriter* writer,
+                    BlockReader* reader, bool quiet)
+      : schema_(schema), writer_(writer), reader_(reader), quiet_(quiet) {}
+
+  Status Run(int threads) {
+    std::vector<std::thread> extra;
+    for (int i = 1; i < threads; ++i) extra.emplace_back([this] { Work(); });
+    Work();
+    for (auto& t : extra) t.join();
+    return error_;
+  }
+
+  const Counts& counts() const { return counts_; }
+
+ private:
+  void Fail(const Status& st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_.ok()) error_ = st;
+    stop_ = true;
+    cv_.notify_all();
+  }
+
+  void Work() {
+    Status st = WorkLoop();
+    if (!st.ok()) Fail(st);
+  }
+
+  Status WorkLoop() {
+    ASSIGN_OR_RETURN(auto builder, writer_->NewRowGroupBuilder());
+    ASSIGN_OR_RETURN(auto converter, schema::RecordConverter::Make(*schema_, builder.get()));
+    BlockReader::Block block;
+    schema::RecordError error;
+    std::vector<pq::RowGroupData> groups;
+    std::string messages;
+    for (;;) {
+      ASSIGN_OR_RETURN(bool more, reader_->Next(&block));
+      if (!more) return Status::OK();
+      Counts counts;
+      messages.clear();
+      size_t used = 0;
+      auto take_group = [&]() -> Status {
+        if (used == groups.size()) groups.emplace_back();
+        return builder->Finish(&groups[used++]);
+      };
+      const char* p = block.data.data();
+      const char* end = p + block.size;
+      int64_t line_no = block.first_line;
+      for (; p < end; ++line_no) {
+        const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+        const char* line_end = nl ? nl : end;
+        std::string_view line(p, static_cast<size_t>(line_end - p));
+        p = nl ? nl + 1 : end;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
+        // Everything after the line in the block (at worst the zeroed padding) is
+        // readable, which is all simdjson needs.
+        ASSIGN_OR_RETURN(bool ok, converter->ConvertPadded(line, &error));
+        if (ok) {
+          ++counts.written;
+          if (builder->full()) RETURN_IF_ERROR(take_group());
+        } else {
+          ++counts.rejected;
+          if (!quiet_) {
+            messages += "line " + std::to_string(line_no) + ": " +
+                        std::string(schema::RecordErrorCodeName(error.code)) + ": " + error.message + "\n";
+          }
         }
       }
+      if (builder->num_rows() > 0) RETURN_IF_ERROR(take_group());
+      // Wait for this block's turn, then place its row groups.
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || next_seq_ == block.seq; });
+      if (stop_) return Status::OK();
+      for (size_t i = 0; i < used; ++i) RETURN_IF_ERROR(writer_->AppendRowGroup(&groups[i]));
+      std::cerr << messages;
+      counts_.written += counts.written;
+      counts_.rejected += counts.rejected;
+      ++next_seq_;
+      cv_.notify_all();
     }
-    std::memmove(buf.data(), buf.data() + pos, have - pos);
-    have -= pos;
-    std::memset(buf.data() + have, 0, schema::RecordConverter::kPadding);
-    if (eof && have == 0) break;
   }
-  return Status::OK();
-}
+
+  const schema::ConvertibleSchema* schema_;
+  pq::FileWriter* writer_;
+  BlockReader* reader_;
+  bool quiet_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t next_seq_ = 0;
+  bool stop_ = false;
+  Status error_;
+  Counts counts_;
+};
 
 Status RunConvert(const ConvertArgs& args) {
   pq::WriterOptions options;
   if (!pq::ParseCodec(args.compression, &options.codec)) {
     return InvalidArgument("unknown compression \"" + args.compression + "\" (zstd, snappy, gzip, none)");
   }
-  options.threads = args.threads;
+  // Threads work on whole blocks (below); the writer itself stays single-threaded.
+  options.threads = 1;
   options.row_group_size = args.row_group_size;
   options.page_size = args.page_size;
   options.dictionary = !args.no_dictionary;
@@ -123,19 +241,16 @@ Status RunConvert(const ConvertArgs& args) {
     ::close(fd);
     return writer.status();
   }
-  auto converter = schema::RecordConverter::Make(*schema, writer->get());
-  if (!converter.ok()) {
-    ::close(fd);
-    return converter.status();
-  }
-  Counts counts;
-  Status st = ConvertLines(fd, args.input_path, converter->get(), args.quiet, &counts);
+  BlockReader reader(fd, args.input_path, kBlockBytes);
+  ParallelConverter conv(&*schema, writer->get(), &reader, args.quiet);
+  Status st = conv.Run(args.threads);
   ::close(fd);
   RETURN_IF_ERROR(st);
+  const Counts& counts = conv.counts();
   ASSIGN_OR_RETURN(pq::FileMetrics metrics, (*writer)->Close());
   std::cout << "rows written: " << counts.written << "\n"
             << "rows rejected: " << counts.rejected << "\n"
-            << "input bytes: " << counts.bytes << "\n"
+            << "input bytes: " << reader.bytes() << "\n"
             << "output bytes: " << metrics.file_size << "\n";
   return Status::OK();
 }
@@ -151,8 +266,8 @@ void AddConvertCommand(CLI::App* app) {
   cmd->add_option("--output", args->output_path, "Parquet file to write")->required();
   cmd->add_option("--compression", args->compression, "zstd, snappy, gzip or none")
       ->capture_default_str();
-  cmd->add_option("--threads", args->threads, "1, or 2 to compress pages on a second thread")
-      ->check(CLI::Range(1, 2))
+  cmd->add_option("--threads", args->threads, "threads converting blocks of input in parallel")
+      ->check(CLI::Range(1, 16))
       ->capture_default_str();
   cmd->add_option("--row-group-size", args->row_group_size, "target uncompressed row-group bytes")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))

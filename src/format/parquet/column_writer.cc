@@ -39,9 +39,9 @@ PageData ColumnWriter::CutPage() {
       use_dictionary_ = false;  // fallback to PLAIN for the rest of this chunk
     } else if (not_paying) {
       // Most values are distinct (ids, timestamps): the dictionary costs hashing and
-      // saves nothing. PLAIN for the rest of the file.
+      // saves nothing. PLAIN for the rest of the chunk. (Each chunk decides afresh, so
+      // a row group's bytes depend only on its own records.)
       use_dictionary_ = false;
-      dictionary_allowed_ = false;
     }
   }
   page_ = PageData();

@@ -130,8 +130,8 @@ class ColumnWriter {
            dictionary_.size() * 2 > static_cast<size_t>(dict_values_ + page_.num_values);
   }
   // Takes the buffered page (possibly empty). Switches to PLAIN for the rest of the
-  // chunk when the dictionary outgrew its limit, and for the rest of the file when
-  // more than half of the values were distinct (the dictionary would not pay).
+  // chunk when the dictionary outgrew its limit or when more than half of the values
+  // were distinct (the dictionary would not pay).
   PageData CutPage();
   // Starts a new column chunk: forgets the dictionary, re-enables dictionary encoding.
   void ResetChunk();

@@ -1,4 +1,4 @@
-// Parquet file writer: row groups, footer, file metrics.
+// Parquet file writer: places row groups, writes the footer, reports file metrics.
 #include "format/parquet/file_writer.h"
 
 #include "common/bytes.h"
@@ -9,24 +9,19 @@ namespace icestream::format::parquet {
 Result<std::unique_ptr<FileWriter>> FileWriter::Make(const iceberg::Schema& schema,
                                                      OutputStream* sink, WriterOptions options) {
   if (options.threads < 1 || options.threads > 2) return InvalidArgument("threads must be 1 or 2");
-  if (options.page_size <= 0 || options.row_group_size <= 0) {
+  if (options.page_size <= 0 || options.row_group_size <= 0 || options.max_page_levels <= 0 ||
+      options.max_row_group_rows <= 0) {
     return InvalidArgument("page and row-group sizes must be positive");
   }
   ASSIGN_OR_RETURN(ParquetSchema ps, ParquetSchema::Make(schema));
   std::unique_ptr<FileWriter> w(new FileWriter(std::move(ps), sink, std::move(options)));
-  ASSIGN_OR_RETURN(w->compressor_, MakeCompressor(w->options_.codec, w->options_.compression_level));
-  if (w->options_.threads == 2) {
-    ASSIGN_OR_RETURN(w->worker_compressor_,
-                     MakeCompressor(w->options_.codec, w->options_.compression_level));
-    w->worker_ = std::make_unique<BackgroundWorker>();
-  }
+  ASSIGN_OR_RETURN(w->builder_, RowGroupBuilder::Make(&w->schema_, &w->options_, w->options_.threads == 2));
   return w;
 }
 
 FileWriter::FileWriter(ParquetSchema schema, OutputStream* sink, WriterOptions options)
     : schema_(std::move(schema)), sink_(sink), options_(std::move(options)) {
   for (const auto& c : schema_.columns()) {
-    columns_.push_back(std::make_unique<ColumnWriter>(&c, &options_));
     file_stats_.emplace_back(&c);
     ColumnMetrics m;
     m.field_id = c.field_id;
@@ -34,100 +29,82 @@ FileWriter::FileWriter(ParquetSchema schema, OutputStream* sink, WriterOptions o
   }
   footer_.schema = schema_.elements();
   footer_.created_by = options_.created_by;
-  footer_.num_leaf_columns = static_cast<int32_t>(columns_.size());
+  footer_.num_leaf_columns = static_cast<int32_t>(schema_.columns().size());
   footer_.key_value_metadata = options_.key_value_metadata;
   footer_.key_value_metadata.push_back({"iceberg.schema", iceberg::SchemaToJson(schema_.iceberg_schema())});
 }
 
-FileWriter::~FileWriter() {
-  if (worker_) (void)worker_->Drain();
-}
+FileWriter::~FileWriter() = default;
 
-Status FileWriter::CutPage(ColumnWriter& column) {
-  group_bytes_ += column.EstimatedPageBytes();
-  PageData page = column.CutPage();
-  ChunkBuilder* builder = &column.builder();
-  if (worker_) {
-    Compressor* compressor = worker_compressor_.get();
-    worker_->Submit([builder, compressor, p = std::move(page)]() mutable {
-      return builder->AddPage(std::move(p), compressor);
-    });
-    return Status::OK();
-  }
-  return builder->AddPage(std::move(page), compressor_.get());
+Result<std::unique_ptr<RowGroupBuilder>> FileWriter::NewRowGroupBuilder() const {
+  return RowGroupBuilder::Make(&schema_, &options_, false);
 }
 
 Status FileWriter::EndRecord() {
   if (!error_.ok()) return error_;
-  ++rows_in_group_;
-  // Every few thousand rows, also give up early on dictionaries that do not pay.
-  const bool check_dictionaries = (rows_in_group_ & 4095) == 0;
-  for (auto& c : columns_) {
-    if (c->EstimatedPageBytes() >= options_.page_size || c->num_levels() >= options_.max_page_levels ||
-        (check_dictionaries && c->DictionaryNotPaying())) {
-      error_ = CutPage(*c);
-      if (!error_.ok()) return error_;
-    }
-    c->Mark();
-  }
-  if (group_bytes_ >= options_.row_group_size || rows_in_group_ >= options_.max_row_group_rows) {
-    error_ = FlushRowGroup();
-  }
+  error_ = builder_->EndRecord();
+  if (error_.ok() && builder_->full()) error_ = FlushOwnRowGroup();
   return error_;
 }
 
-void FileWriter::AbortRecord() {
-  for (auto& c : columns_) c->Rollback();
+void FileWriter::AbortRecord() { builder_->AbortRecord(); }
+
+Status FileWriter::FlushOwnRowGroup() {
+  if (builder_->num_rows() == 0) return Status::OK();
+  RETURN_IF_ERROR(builder_->Finish(&scratch_));
+  return AppendRowGroup(&scratch_);
 }
 
-Status FileWriter::FlushRowGroup() {
-  if (rows_in_group_ == 0) return Status::OK();
-  for (auto& c : columns_) {
-    RETURN_IF_ERROR(CutPage(*c));
-    c->Mark();
+Status FileWriter::AppendRowGroup(RowGroupData* data) {
+  if (closed_) return FailedPrecondition("Parquet writer already closed");
+  if (data != &scratch_ && builder_->num_rows() > 0) {
+    error_ = FlushOwnRowGroup();
   }
-  if (worker_) RETURN_IF_ERROR(worker_->Drain());
+  RETURN_IF_ERROR(error_);
+  if (data->num_rows == 0) return Status::OK();
   if (!started_) {
-    RETURN_IF_ERROR(sink_->Write("PAR1"));
+    error_ = sink_->Write("PAR1");
+    RETURN_IF_ERROR(error_);
     started_ = true;
   }
   RowGroup rg;
-  rg.num_rows = rows_in_group_;
+  rg.num_rows = data->num_rows;
   rg.ordinal = static_cast<int16_t>(footer_.row_groups.size());
-  rg.file_offset = sink_->Tell();
-  std::string dict_page;
-  for (size_t i = 0; i < columns_.size(); ++i) {
-    ColumnWriter& c = *columns_[i];
-    ColumnChunk chunk;
-    RETURN_IF_ERROR(c.builder().Finish(c.dictionary(), compressor_.get(), sink_->Tell(), &dict_page,
-                                       &chunk, &file_stats_[i]));
-    RETURN_IF_ERROR(sink_->Write(dict_page));
-    RETURN_IF_ERROR(sink_->Write(c.builder().data()));
-    c.builder().ClearData();
-    c.ResetChunk();
-    const ColumnMetaData& m = chunk.meta_data;
+  const int64_t base = sink_->Tell();
+  rg.file_offset = base;
+  for (size_t i = 0; i < data->chunks.size(); ++i) {
+    ColumnChunk& chunk = data->chunks[i];
+    ColumnMetaData& m = chunk.meta_data;
+    // Offsets were relative to the row group's first byte.
+    m.data_page_offset += base;
+    if (m.dictionary_page_offset) *m.dictionary_page_offset += base;
     rg.total_byte_size += m.total_uncompressed_size;
     rg.total_compressed_size += m.total_compressed_size;
     ColumnMetrics& cm = metrics_[i];
     cm.column_size += m.total_compressed_size;
     cm.value_count = cm.value_count.value_or(0) + m.num_values;
     cm.null_count = cm.null_count.value_or(0) + m.statistics->null_count.value_or(0);
+    file_stats_[i].Merge(data->stats[i]);
     rg.columns.push_back(std::move(chunk));
   }
+  error_ = sink_->Write(data->bytes);
+  RETURN_IF_ERROR(error_);
   split_offsets_.push_back(rg.file_offset);
-  footer_.num_rows += rows_in_group_;
+  footer_.num_rows += rg.num_rows;
+  total_rows_ += rg.num_rows;
   footer_.row_groups.push_back(std::move(rg));
-  total_rows_ += rows_in_group_;
-  rows_in_group_ = 0;
-  group_bytes_ = 0;
+  data->num_rows = 0;
+  data->bytes.clear();
+  data->chunks.clear();
+  data->stats.clear();
   return Status::OK();
 }
 
 Result<FileMetrics> FileWriter::Close() {
   if (closed_) return FailedPrecondition("Parquet writer already closed");
+  RETURN_IF_ERROR(error_);
+  RETURN_IF_ERROR(FlushOwnRowGroup());
   closed_ = true;
-  if (!error_.ok()) return error_;
-  RETURN_IF_ERROR(FlushRowGroup());
   if (!started_) {
     RETURN_IF_ERROR(sink_->Write("PAR1"));
     started_ = true;

@@ -13,7 +13,9 @@
 // Memory: the current row group's compressed pages plus one page per column; a row
 // group is written out once its uncompressed size reaches options.row_group_size.
 // Not thread-safe (one caller thread; with options.threads = 2 the writer owns one
-// background thread for page encoding and compression).
+// background thread for page encoding and compression). Several threads may fill their
+// own RowGroupBuilders (NewRowGroupBuilder) and pass the results to AppendRowGroup from
+// one thread at a time.
 #pragma once
 
 #include <memory>
@@ -22,9 +24,10 @@
 #include <vector>
 
 #include "common/status.h"
-#include "format/parquet/background_worker.h"
 #include "format/parquet/column_writer.h"
 #include "format/parquet/output_stream.h"
+#include "format/parquet/record_sink.h"
+#include "format/parquet/row_group_builder.h"
 #include "format/parquet/schema_mapping.h"
 #include "format/parquet/writer_options.h"
 #include "iceberg/schema.h"
@@ -52,46 +55,50 @@ struct FileMetrics {
   std::vector<int64_t> split_offsets;  // start offset of each row group
 };
 
-class FileWriter {
+class FileWriter final : public RecordSink {
  public:
   static Result<std::unique_ptr<FileWriter>> Make(const iceberg::Schema& schema,
                                                   OutputStream* sink, WriterOptions options);
-  ~FileWriter();
+  ~FileWriter() override;
 
-  const ParquetSchema& schema() const { return schema_; }
-  ColumnWriter& column(int leaf) { return *columns_[static_cast<size_t>(leaf)]; }
-  int num_columns() const { return static_cast<int>(columns_.size()); }
+  const ParquetSchema& schema() const override { return schema_; }
+  ColumnWriter& column(int leaf) override { return builder_->column(leaf); }
+  int num_columns() const { return static_cast<int>(schema_.columns().size()); }
+  const WriterOptions& options() const { return options_; }
 
-  // Commits the current record. May cut pages and write a row group; errors come from
-  // the sink or a codec and leave the writer unusable.
-  Status EndRecord();
+  // Commits the current record; writes the row group out once it is full. Errors come
+  // from the sink or a codec and leave the writer unusable.
+  Status EndRecord() override;
   // Drops every level and value added since the previous EndRecord().
-  void AbortRecord();
+  void AbortRecord() override;
 
-  int64_t num_rows() const { return total_rows_ + rows_in_group_; }
+  int64_t num_rows() const { return total_rows_ + builder_->num_rows(); }
+
+  // For parallel producers: a builder of this file's schema and options. Row groups it
+  // finishes are placed with AppendRowGroup. The builder must not outlive the writer.
+  Result<std::unique_ptr<RowGroupBuilder>> NewRowGroupBuilder() const;
+  // Places a finished row group after the previous ones (the records added through
+  // this writer's own EndRecord() are flushed first, so rows keep their order).
+  // Clears *data.
+  Status AppendRowGroup(RowGroupData* data);
 
   // Writes the last row group and the footer, closes the sink.
   Result<FileMetrics> Close();
 
  private:
   FileWriter(ParquetSchema schema, OutputStream* sink, WriterOptions options);
-  Status CutPage(ColumnWriter& column);
-  Status FlushRowGroup();
+  Status FlushOwnRowGroup();
 
   ParquetSchema schema_;
   OutputStream* sink_;
   WriterOptions options_;
-  std::vector<std::unique_ptr<ColumnWriter>> columns_;
-  std::unique_ptr<Compressor> compressor_;         // caller's thread
-  std::unique_ptr<Compressor> worker_compressor_;  // background thread
-  std::unique_ptr<BackgroundWorker> worker_;
+  std::unique_ptr<RowGroupBuilder> builder_;  // for records added through this writer
+  RowGroupData scratch_;
   FileMetaData footer_;
   std::vector<StatsAccumulator> file_stats_;
   std::vector<ColumnMetrics> metrics_;
   std::vector<int64_t> split_offsets_;
-  int64_t rows_in_group_ = 0;
   int64_t total_rows_ = 0;
-  int64_t group_bytes_ = 0;  // uncompressed estimate of the current row group
   bool started_ = false;
   bool closed_ = false;
   Status error_;
