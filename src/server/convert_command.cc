@@ -37,6 +37,7 @@ struct ConvertArgs {
   std::string input_path;
   std::string output_path;
   std::string compression = "zstd";
+  int compression_level = 0;
   int threads = 1;
   int64_t row_group_size = 128LL << 20;
   int64_t page_size = 1LL << 20;
@@ -52,25 +53,25 @@ class BlockReader {
 
   struct Block {
     int64_t seq = 0;
-    int64_t first_line = 1;
-    std::string data;  // whole lines, followed by RecordConverter::kPadding zero bytes
-    size_t size = 0;   // bytes of lines in data
+    std::unique_ptr<char[]> buf;  // whole lines, then RecordConverter::kPadding zero bytes
+    size_t capacity = 0;
+    size_t size = 0;              // bytes of lines
   };
 
-  // Fills *b with the next block; false at the end of the input.
+  // Fills *b with the next block (reusing its buffer); false at the end of the input.
   Result<bool> Next(Block* b) {
     std::lock_guard<std::mutex> lock(mu_);
     if (eof_ && carry_.empty()) return false;
-    b->data.swap(carry_);
+    const size_t pad = schema::RecordConverter::kPadding;
+    size_t have = carry_.size();
+    Reserve(b, std::max(block_size_, have + (1 << 20)) + pad);
+    std::memcpy(b->buf.get(), carry_.data(), have);
     carry_.clear();
-    size_t have = b->data.size();
-    size_t cut = std::string::npos;
+    const char* cut = nullptr;
     while (!eof_) {
-      // Read until the block holds block_size bytes and at least one line end.
-      size_t want = std::max(block_size_, have + (1 << 20));
-      b->data.resize(want);
-      while (have < want) {
-        ssize_t n = ::read(fd_, b->data.data() + have, want - have);
+      // Fill the buffer, then cut after its last line end; grow for longer lines.
+      while (have < b->capacity - pad) {
+        ssize_t n = ::read(fd_, b->buf.get() + have, b->capacity - pad - have);
         if (n < 0) {
           if (errno == EINTR) continue;
           return ErrnoError("read " + path_, errno);
@@ -82,24 +83,29 @@ class BlockReader {
         have += static_cast<size_t>(n);
         bytes_ += n;
       }
-      b->data.resize(have);
-      cut = b->data.rfind('\n');
-      if (cut != std::string::npos || eof_) break;
+      cut = static_cast<const char*>(::memrchr(b->buf.get(), '\n', have));
+      if (cut != nullptr || eof_) break;
+      Reserve(b, b->capacity * 2);
     }
-    size_t end = eof_ ? have : cut + 1;
-    carry_.assign(b->data, end, std::string::npos);
-    b->data.resize(end);
+    size_t end = eof_ ? have : static_cast<size_t>(cut - b->buf.get()) + 1;
+    carry_.assign(b->buf.get() + end, have - end);
     b->size = end;
+    std::memset(b->buf.get() + end, 0, pad);
     b->seq = seq_++;
-    b->first_line = lines_ + 1;
-    lines_ += std::count(b->data.begin(), b->data.end(), '\n');
-    b->data.append(schema::RecordConverter::kPadding, '\0');
     return true;
   }
 
   int64_t bytes() const { return bytes_; }
 
  private:
+  static void Reserve(Block* b, size_t capacity) {
+    if (b->capacity >= capacity) return;
+    std::unique_ptr<char[]> bigger(new char[capacity]);
+    if (b->buf) std::memcpy(bigger.get(), b->buf.get(), b->capacity);
+    b->buf = std::move(bigger);
+    b->capacity = capacity;
+  }
+
   std::mutex mu_;
   int fd_;
   std::string path_;
@@ -107,7 +113,6 @@ class BlockReader {
   std::string carry_;
   bool eof_ = false;
   int64_t seq_ = 0;
-  int64_t lines_ = 0;
   int64_t bytes_ = 0;
 };
 
@@ -154,21 +159,23 @@ class ParallelConverter {
     BlockReader::Block block;
     schema::RecordError error;
     std::vector<pq::RowGroupData> groups;
-    std::string messages;
+    // Rejections of the block: (line number within the block, message).
+    std::vector<std::pair<int64_t, std::string>> rejections;
     for (;;) {
       ASSIGN_OR_RETURN(bool more, reader_->Next(&block));
       if (!more) return Status::OK();
       Counts counts;
-      messages.clear();
+      rejections.clear();
       size_t used = 0;
       auto take_group = [&]() -> Status {
         if (used == groups.size()) groups.emplace_back();
         return builder->Finish(&groups[used++]);
       };
-      const char* p = block.data.data();
+      const char* p = block.buf.get();
       const char* end = p + block.size;
-      int64_t line_no = block.first_line;
-      for (; p < end; ++line_no) {
+      int64_t line_no = 0;
+      while (p < end) {
+        ++line_no;
         const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
         const char* line_end = nl ? nl : end;
         std::string_view line(p, static_cast<size_t>(line_end - p));
@@ -184,18 +191,21 @@ class ParallelConverter {
         } else {
           ++counts.rejected;
           if (!quiet_) {
-            messages += "line " + std::to_string(line_no) + ": " +
-                        std::string(schema::RecordErrorCodeName(error.code)) + ": " + error.message + "\n";
+            rejections.emplace_back(line_no, std::string(schema::RecordErrorCodeName(error.code)) + ": " +
+                                                 error.message);
           }
         }
       }
       if (builder->num_rows() > 0) RETURN_IF_ERROR(take_group());
-      // Wait for this block's turn, then place its row groups.
+      // Wait for this block's turn, then place its row groups and report its lines.
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || next_seq_ == block.seq; });
       if (stop_) return Status::OK();
       for (size_t i = 0; i < used; ++i) RETURN_IF_ERROR(writer_->AppendRowGroup(&groups[i]));
-      std::cerr << messages;
+      for (const auto& [line, message] : rejections) {
+        std::cerr << "line " << lines_before_ + line << ": " << message << "\n";
+      }
+      lines_before_ += line_no;
       counts_.written += counts.written;
       counts_.rejected += counts.rejected;
       ++next_seq_;
@@ -210,6 +220,7 @@ class ParallelConverter {
   std::mutex mu_;
   std::condition_variable cv_;
   int64_t next_seq_ = 0;
+  int64_t lines_before_ = 0;  // lines in the blocks already placed
   bool stop_ = false;
   Status error_;
   Counts counts_;
@@ -220,6 +231,7 @@ Status RunConvert(const ConvertArgs& args) {
   if (!pq::ParseCodec(args.compression, &options.codec)) {
     return InvalidArgument("unknown compression \"" + args.compression + "\" (zstd, snappy, gzip, none)");
   }
+  options.compression_level = args.compression_level;
   // Threads work on whole blocks (below); the writer itself stays single-threaded.
   options.threads = 1;
   options.row_group_size = args.row_group_size;
@@ -266,6 +278,8 @@ void AddConvertCommand(CLI::App* app) {
   cmd->add_option("--output", args->output_path, "Parquet file to write")->required();
   cmd->add_option("--compression", args->compression, "zstd, snappy, gzip or none")
       ->capture_default_str();
+  cmd->add_option("--compression-level", args->compression_level, "codec level (0 = codec default)")
+      ->check(CLI::Range(0, 22));
   cmd->add_option("--threads", args->threads, "threads converting blocks of input in parallel")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();

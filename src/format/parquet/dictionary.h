@@ -58,7 +58,7 @@ class Dictionary {
       }
       if ((slot & 0xFFFFFFFF00000000ull) != tag) continue;
       auto e = static_cast<uint32_t>(slot) - 1;
-      if (lengths_[e] == n && std::memcmp(plain_.data() + offsets_[e], data, n) == 0) return e;
+      if (lengths_[e] == n && Equal(plain_.data() + offsets_[e], data, n)) return e;
     }
   }
 
@@ -67,6 +67,27 @@ class Dictionary {
   const std::string& plain() const { return plain_; }
   // Raw bytes of entry i (without the length prefix).
   std::string_view entry(uint32_t i) const { return {plain_.data() + offsets_[i], lengths_[i]}; }
+
+  // memcmp() == 0, inlined for the common fixed widths.
+  static bool Equal(const char* a, const char* b, size_t n) {
+    uint64_t x[2], y[2];
+    switch (n) {
+      case 4:
+        std::memcpy(x, a, 4);
+        std::memcpy(y, b, 4);
+        return static_cast<uint32_t>(x[0]) == static_cast<uint32_t>(y[0]);
+      case 8:
+        std::memcpy(x, a, 8);
+        std::memcpy(y, b, 8);
+        return x[0] == y[0];
+      case 16:
+        std::memcpy(x, a, 16);
+        std::memcpy(y, b, 16);
+        return x[0] == y[0] && x[1] == y[1];
+      default:
+        return std::memcmp(a, b, n) == 0;
+    }
+  }
 
   void Clear() {
     plain_.clear();
