@@ -189,7 +189,7 @@ struct RecordConverter::Impl {
   }
 
   // Validates a dropped value (syntax and depth) without writing anything.
-  bool Skip(od::value v, int depth) {
+  bool Skip(od::value& v, int depth) {
     od::json_type t;
     if (auto e = v.type().get(t)) return FailJson(e);
     switch (t) {
@@ -328,7 +328,7 @@ struct RecordConverter::Impl {
   }
 
   // v is a member / element inside a container at `depth` (the record itself is 1).
-  bool Value(const Node& n, od::value v, int16_t rep, int depth) {
+  bool Value(const Node& n, od::value& v, int16_t rep, int depth) {
     od::json_type t;
     if (auto e = v.type().get(t)) return FailJson(e);
     if (t == od::json_type::null) {
@@ -359,7 +359,7 @@ struct RecordConverter::Impl {
     }
   }
 
-  bool Integer(const Node& n, od::value v, int16_t rep) {
+  bool Integer(const Node& n, od::value& v, int16_t rep) {
     int64_t x = 0;
     auto e = v.get_int64().get(x);
     if (e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_OUT_OF_RANGE) {
@@ -389,7 +389,7 @@ struct RecordConverter::Impl {
     return true;
   }
 
-  bool Floating(const Node& n, od::value v, int16_t rep) {
+  bool Floating(const Node& n, od::value& v, int16_t rep) {
     double d;
     if (auto e = v.get_double().get(d)) {
       if (e == simdjson::NUMBER_OUT_OF_RANGE) return Fail(RecordErrorCode::kValueOutOfRange, "number out of range");
@@ -411,7 +411,7 @@ struct RecordConverter::Impl {
     return true;
   }
 
-  bool DecimalValue(const Node& n, od::value v, int16_t rep) {
+  bool DecimalValue(const Node& n, od::value& v, int16_t rep) {
     std::string_view tok;
     tok = v.raw_json_token();
     int128 unscaled = 0;
@@ -446,7 +446,7 @@ struct RecordConverter::Impl {
     return false;
   }
 
-  bool Primitive(const Node& n, od::value v, od::json_type t, int16_t rep) {
+  bool Primitive(const Node& n, od::value& v, od::json_type t, int16_t rep) {
     switch (n.type) {
       case TypeId::kBoolean: {
         if (t != od::json_type::boolean) return Mismatch(n, t);
@@ -482,7 +482,14 @@ struct RecordConverter::Impl {
       return Mismatch(n, t);
     }
     std::string_view s;
-    if (auto e = v.get_string().get(s)) return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
+    // Fast path: a string without escapes is its raw token minus the quotes (stage 1
+    // has validated its UTF-8 and rejected unescaped control characters).
+    std::string_view tok = TrimRight(v.raw_json_token());
+    if (tok.size() >= 2 && tok.back() == '"' && std::memchr(tok.data(), '\\', tok.size()) == nullptr) {
+      s = tok.substr(1, tok.size() - 2);
+    } else if (auto e = v.get_string().get(s)) {
+      return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
+    }
     auto parsed = [&](ParseOutcome o, const char* what) {
       if (o == ParseOutcome::kOk) return true;
       return Fail(o == ParseOutcome::kBadSyntax ? RecordErrorCode::kTypeMismatch : RecordErrorCode::kValueOutOfRange,

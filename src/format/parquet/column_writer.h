@@ -140,12 +140,12 @@ class ColumnWriter {
   const Dictionary& dictionary() const { return dictionary_; }
 
  private:
-  void Levels(int16_t rep, int16_t def) {
+  __attribute__((always_inline)) void Levels(int16_t rep, int16_t def) {
     if (column_->max_rep > 0) page_.rep.push_back(static_cast<uint16_t>(rep));
     if (column_->max_def > 0) page_.def.push_back(static_cast<uint16_t>(def));
     ++page_.num_levels;
   }
-  void AddFixed(int16_t rep, const void* v, size_t n) {
+  __attribute__((always_inline)) void AddFixed(int16_t rep, const void* v, size_t n) {
     Levels(rep, column_->max_def);
     ++page_.num_values;
     if (use_dictionary_) {
