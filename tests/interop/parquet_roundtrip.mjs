@@ -8,7 +8,7 @@
 //
 // Usage: node parquet_roundtrip.mjs ICESTREAM_BINARY NPM_DIR [SEED] [CASES]
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -449,6 +449,13 @@ async function runCase(c) {
   if (chance(0.5)) args.push('--row-group-size', String(pick([20000, 200000])), '--page-size', String(pick([1000, 8192])));
   if (chance(0.3)) args.push('--no-dictionary');
   const out = execFileSync(binary, args, { encoding: 'utf8' });
+  if (chance(0.3)) {
+    // The file must not depend on the number of threads.
+    const other = outPath + '.t';
+    const targs = args.map((a, i) => (args[i - 1] === '--output' ? other : args[i - 1] === '--threads' ? (a === '1' ? '2' : '1') : a));
+    execFileSync(binary, targs, { encoding: 'utf8' });
+    assert.ok(readFileSync(other).equals(readFileSync(outPath)), `case ${c}: --threads changed the file`);
+  }
   assert.match(out, new RegExp(`rows written: ${nrows}\\n`), `case ${c}: ${out}`);
   assert.match(out, new RegExp(`rows rejected: ${rejected}\\n`), `case ${c}: ${out}`);
 
@@ -523,7 +530,67 @@ async function runCase(c) {
   }
 }
 
+// Every row of the JSON Schema -> Iceberg mapping table (kds-delivery-spec.md §2.5), as
+// DuckDB sees the file, and the CLI's report of rejected lines.
+async function mappingTableAndRejections() {
+  const schema = {
+    $schema: 'http://json-schema.org/draft-04/schema#', type: 'object', required: ['s'],
+    properties: {
+      s: { type: 'string' }, ts: { type: 'string', format: 'date-time' }, d: { type: 'string', format: 'date' },
+      t: { type: 'string', format: 'time' }, u: { type: 'string', format: 'uuid' },
+      b1: { type: 'string', format: 'byte' }, b2: { type: 'string', contentEncoding: 'base64' },
+      i: { type: 'integer', minimum: 0, maximum: 100 }, l: { type: 'integer', maximum: 2147483648 },
+      dec: { type: 'number', multipleOf: 0.001 }, x: { type: 'number' }, ok: { type: 'boolean' },
+      st: { type: 'object', properties: { a: { type: 'integer' } } },
+      m: { type: 'object', additionalProperties: { type: 'boolean' } },
+      arr: { type: 'array', items: { type: 'string' } }, e: { enum: ['x', 'y'] },
+    },
+  };
+  const want = {  // column -> DuckDB type
+    s: 'VARCHAR', ts: 'TIMESTAMP WITH TIME ZONE', d: 'DATE', t: 'TIME', u: 'UUID', b1: 'BLOB', b2: 'BLOB',
+    i: 'INTEGER', l: 'BIGINT', dec: 'DECIMAL(38,3)', x: 'DOUBLE', ok: 'BOOLEAN', st: 'STRUCT(a BIGINT)',
+    m: 'MAP(VARCHAR, BOOLEAN)', arr: 'VARCHAR[]', e: 'VARCHAR',
+  };
+  const lines = [
+    '{"s":"a","ts":"2024-01-02T03:04:05.5+01:00","d":"2024-02-29","t":"12:00:00","u":"00112233-4455-6677-8899-aabbccddeeff",' +
+      '"b1":"AQI=","b2":"","i":100,"l":2147483648,"dec":-1.5,"x":1e-3,"ok":false,"st":{"a":1},"m":{"k":true},"arr":["p"],"e":"y"}',
+    '{"i":1}',                     // 2: MISSING_REQUIRED_FIELD
+    '{"s":"b","i":101}',           // 3: VALUE_OUT_OF_RANGE
+    '',                            // 4: blank, skipped
+    '{"s":"c","dec":0.0001}',      // 5: VALUE_OUT_OF_RANGE
+    '{"s":"d","ok":"yes"}',        // 6: TYPE_MISMATCH
+    '{"s":"e",',                   // 7: MALFORMED_JSON
+    '{"s":"f","junk":' + '['.repeat(20) + ']'.repeat(20) + '}',  // 8: NESTING_TOO_DEEP
+    '{"s":"g","e":"z"}',           // 9: VALUE_OUT_OF_RANGE
+    '{"s":"h"}',
+  ];
+  const schemaPath = join(dir, 'map.json'), inPath = join(dir, 'map.jsonl'), outPath = join(dir, 'map.parquet');
+  writeFileSync(schemaPath, JSON.stringify(schema));
+  writeFileSync(inPath, lines.join('\n'));  // no final newline
+  const { spawnSync } = await import('node:child_process');
+  const r = spawnSync(binary, ['convert', '--schema', schemaPath, '--input', inPath, '--output', outPath], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /rows written: 2\n/);
+  assert.match(r.stdout, /rows rejected: 7\n/);
+  const codes = r.stderr.trim().split('\n').map((l) => /^line (\d+): ([A-Z_]+): /.exec(l).slice(1, 3).join(' '));
+  assert.deepEqual(codes, ['2 MISSING_REQUIRED_FIELD', '3 VALUE_OUT_OF_RANGE', '5 VALUE_OUT_OF_RANGE', '6 TYPE_MISMATCH',
+    '7 MALFORMED_JSON', '8 NESTING_TOO_DEEP', '9 VALUE_OUT_OF_RANGE'], r.stderr);
+  const cols = (await duck.runAndReadAll(`describe select * from read_parquet('${outPath}')`)).getRowObjects();
+  assert.deepEqual(Object.fromEntries(cols.map((c) => [c.column_name, c.column_type])), want);
+  const rows = (await duck.runAndReadAll(`select s, ts::varchar ts, "dec"::varchar "dec", b1, m::varchar m from read_parquet('${outPath}')`)).getRowObjectsJson();
+  assert.equal(rows.length, 2);
+  assert.equal(rows[0].ts, '2024-01-02 02:04:05.5+00');
+  assert.equal(rows[0].dec, '-1.500');
+  assert.equal(rows[1].s, 'h');
+}
+
 const t0 = Date.now();
+try {
+  await mappingTableAndRejections();
+} catch (e) {
+  failures++;
+  console.error(`FAIL mapping table / rejections: ${e.message.slice(0, 4000)}`);
+}
 for (let c = 0; c < CASES; c++) {
   try {
     await runCase(c);
@@ -535,5 +602,5 @@ for (let c = 0; c < CASES; c++) {
 if (process.env.ICESTREAM_INTEROP_KEEP) console.log('kept ' + dir); else rmSync(dir, { recursive: true, force: true });
 console.log(`parquet interop: ${CASES} cases, ${checkedValues} rows compared with DuckDB and hyparquet, ` +
   `${checkedStats} min/max pairs checked, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-console.log(`${CASES - failures} passed, ${failures} failed`);
+console.log(`${CASES + 1 - failures} passed, ${failures} failed`);
 process.exit(failures ? 1 : 0);
