@@ -77,9 +77,6 @@ void ChunkBuilder::UpdatePlainStats(const PageData& page) {
   auto n = static_cast<size_t>(page.num_values);
   if (n == 0) return;
   switch (column_->physical) {
-    case PhysicalType::kBoolean:
-      for (size_t i = 0; i < n; ++i) stats_.UpdateBool(p[i] != 0);
-      break;
     case PhysicalType::kInt32: {
       std::vector<int32_t> v(n);
       std::memcpy(v.data(), p, n * 4);
@@ -92,20 +89,6 @@ void ChunkBuilder::UpdatePlainStats(const PageData& page) {
       stats_.UpdateInts(v.data(), n);
       break;
     }
-    case PhysicalType::kFloat:
-      for (size_t i = 0; i < n; ++i) {
-        float f;
-        std::memcpy(&f, p + 4 * i, 4);
-        stats_.UpdateFloat(f);
-      }
-      break;
-    case PhysicalType::kDouble:
-      for (size_t i = 0; i < n; ++i) {
-        double d;
-        std::memcpy(&d, p + 8 * i, 8);
-        stats_.UpdateFloat(d);
-      }
-      break;
     case PhysicalType::kByteArray: {
       size_t pos = 0;
       for (size_t i = 0; i < n; ++i) {
@@ -115,9 +98,10 @@ void ChunkBuilder::UpdatePlainStats(const PageData& page) {
       }
       break;
     }
-    case PhysicalType::kFixedLenByteArray: {
-      auto w = static_cast<size_t>(column_->type_length);
-      for (size_t i = 0; i < n; ++i) stats_.UpdateBytes(std::string_view(p + i * w, w));
+    default: {
+      // Fixed-width values: BOOLEAN (one byte each here), FLOAT, DOUBLE, FLBA.
+      size_t w = page.plain.size() / n;
+      for (size_t i = 0; i < n; ++i) stats_.UpdatePlain(std::string_view(p + i * w, w));
       break;
     }
   }
@@ -192,38 +176,10 @@ Status ChunkBuilder::Finish(const Dictionary& dictionary, Compressor* compressor
     // Statistics of dictionary-encoded pages come from the entries they used.
     for (uint32_t i = 0; i < dict_use_counts_.size() && i < dictionary.size(); ++i) {
       if (dict_use_counts_[i] == 0) continue;
-      std::string_view e = dictionary.entry(i);
-      switch (column_->physical) {
-        case PhysicalType::kInt32: {
-          int32_t v;
-          std::memcpy(&v, e.data(), 4);
-          stats_.UpdateInt(v);
-          break;
-        }
-        case PhysicalType::kInt64: {
-          int64_t v;
-          std::memcpy(&v, e.data(), 8);
-          stats_.UpdateInt(v);
-          break;
-        }
-        case PhysicalType::kFloat: {
-          float v;
-          std::memcpy(&v, e.data(), 4);
-          stats_.UpdateFloat(v);
-          if (v != v) stats_.AddNanCount(dict_use_counts_[i] - 1);
-          break;
-        }
-        case PhysicalType::kDouble: {
-          double v;
-          std::memcpy(&v, e.data(), 8);
-          stats_.UpdateFloat(v);
-          if (v != v) stats_.AddNanCount(dict_use_counts_[i] - 1);
-          break;
-        }
-        default:
-          stats_.UpdateBytes(e);
-          break;
-      }
+      int64_t nan_before = stats_.nan_count();
+      stats_.UpdatePlain(dictionary.entry(i));
+      // A NaN entry stands for every page value that referenced it.
+      if (stats_.nan_count() != nan_before) stats_.AddNanCount(dict_use_counts_[i] - 1);
     }
     compressed_.clear();
     RETURN_IF_ERROR(compressor->Compress(dictionary.plain(), &compressed_));

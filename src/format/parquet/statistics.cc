@@ -160,28 +160,6 @@ std::string MinimalBigEndian(std::string_view be) {
   return std::string(be.substr(i));
 }
 
-void StatsAccumulator::UpdateInts(const int32_t* v, size_t n) {
-  if (n == 0) return;
-  int32_t lo = v[0], hi = v[0];
-  for (size_t i = 1; i < n; ++i) {
-    lo = std::min(lo, v[i]);
-    hi = std::max(hi, v[i]);
-  }
-  UpdateInt(lo);
-  UpdateInt(hi);
-}
-
-void StatsAccumulator::UpdateInts(const int64_t* v, size_t n) {
-  if (n == 0) return;
-  int64_t lo = v[0], hi = v[0];
-  for (size_t i = 1; i < n; ++i) {
-    lo = std::min(lo, v[i]);
-    hi = std::max(hi, v[i]);
-  }
-  UpdateInt(lo);
-  UpdateInt(hi);
-}
-
 void StatsAccumulator::UpdateFloat(double v) {
   if (std::isnan(v)) {
     ++nan_count_;
@@ -315,49 +293,53 @@ namespace {
 constexpr size_t kIcebergTruncate = 16;
 }
 
-std::optional<std::string> StatsAccumulator::IcebergLower() const {
+std::optional<std::string> StatsAccumulator::IcebergBound(bool upper) const {
   if (!has_) return std::nullopt;
+  const int64_t i = upper ? imax_ : imin_;
+  const double d = upper ? dmax_ : dmin_;
+  const std::string& b = upper ? smax_ : smin_;
   switch (column_->type.id) {
-    case TypeId::kBoolean: return std::string(1, static_cast<char>(imin_));
+    case TypeId::kBoolean: return std::string(1, static_cast<char>(i));
     case TypeId::kInt:
-    case TypeId::kDate: return Le32(static_cast<int32_t>(imin_));
+    case TypeId::kDate: return Le32(static_cast<int32_t>(i));
     case TypeId::kLong:
     case TypeId::kTime:
     case TypeId::kTimestamp:
-    case TypeId::kTimestampTz: return Le64(imin_);
-    case TypeId::kFloat: return LeFloat(static_cast<float>(dmin_));
-    case TypeId::kDouble: return LeDouble(dmin_);
+    case TypeId::kTimestampTz: return Le64(i);
+    case TypeId::kFloat: return LeFloat(static_cast<float>(d));
+    case TypeId::kDouble: return LeDouble(d);
     case TypeId::kDecimal:
-      return MinimalBigEndian(column_->physical == PhysicalType::kFixedLenByteArray ? smin_
-                                                                                  : Be64(imin_));
-    case TypeId::kString: return TruncateUtf8Lower(smin_, kIcebergTruncate, SIZE_MAX);
-    case TypeId::kBinary: return TruncateBinaryLower(smin_, kIcebergTruncate);
+      return MinimalBigEndian(column_->physical == PhysicalType::kFixedLenByteArray ? b : Be64(i));
+    case TypeId::kString:
+      return upper ? TruncateUtf8Upper(b, kIcebergTruncate, SIZE_MAX)
+                   : TruncateUtf8Lower(b, kIcebergTruncate, SIZE_MAX);
+    case TypeId::kBinary:
+      return upper ? TruncateBinaryUpper(b, kIcebergTruncate) : TruncateBinaryLower(b, kIcebergTruncate);
     case TypeId::kUuid:
-    case TypeId::kFixed: return smin_;
+    case TypeId::kFixed: return b;
     default: return std::nullopt;
   }
 }
 
-std::optional<std::string> StatsAccumulator::IcebergUpper() const {
-  if (!has_) return std::nullopt;
-  switch (column_->type.id) {
-    case TypeId::kBoolean: return std::string(1, static_cast<char>(imax_));
-    case TypeId::kInt:
-    case TypeId::kDate: return Le32(static_cast<int32_t>(imax_));
-    case TypeId::kLong:
-    case TypeId::kTime:
-    case TypeId::kTimestamp:
-    case TypeId::kTimestampTz: return Le64(imax_);
-    case TypeId::kFloat: return LeFloat(static_cast<float>(dmax_));
-    case TypeId::kDouble: return LeDouble(dmax_);
-    case TypeId::kDecimal:
-      return MinimalBigEndian(column_->physical == PhysicalType::kFixedLenByteArray ? smax_
-                                                                                  : Be64(imax_));
-    case TypeId::kString: return TruncateUtf8Upper(smax_, kIcebergTruncate, SIZE_MAX);
-    case TypeId::kBinary: return TruncateBinaryUpper(smax_, kIcebergTruncate);
-    case TypeId::kUuid:
-    case TypeId::kFixed: return smax_;
-    default: return std::nullopt;
+void StatsAccumulator::UpdatePlain(std::string_view v) {
+  switch (column_->physical) {
+    case PhysicalType::kBoolean: UpdateBool(v[0] != 0); break;
+    case PhysicalType::kInt32: UpdateInt(static_cast<int32_t>(GetFixed32(v.data()))); break;
+    case PhysicalType::kInt64: UpdateInt(static_cast<int64_t>(GetFixed64(v.data()))); break;
+    case PhysicalType::kFloat: {
+      float f;
+      std::memcpy(&f, v.data(), 4);
+      UpdateFloat(f);
+      break;
+    }
+    case PhysicalType::kDouble: {
+      double x;
+      std::memcpy(&x, v.data(), 8);
+      UpdateFloat(x);
+      break;
+    }
+    case PhysicalType::kByteArray:
+    case PhysicalType::kFixedLenByteArray: UpdateBytes(v); break;
   }
 }
 

@@ -26,12 +26,23 @@ class StatsAccumulator {
     if (!has_ || v > imax_) imax_ = v;
     has_ = true;
   }
-  void UpdateInts(const int32_t* v, size_t n);
-  void UpdateInts(const int64_t* v, size_t n);
+  template <typename T>
+  void UpdateInts(const T* v, size_t n) {
+    if (n == 0) return;
+    T lo = v[0], hi = v[0];
+    for (size_t i = 1; i < n; ++i) {
+      lo = v[i] < lo ? v[i] : lo;
+      hi = v[i] > hi ? v[i] : hi;
+    }
+    UpdateInt(lo);
+    UpdateInt(hi);
+  }
   void UpdateFloat(double v);
   // BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY values (decimal FLBA compares as signed
   // big-endian two's complement, everything else as unsigned bytes).
   void UpdateBytes(std::string_view v);
+  // One value in its PLAIN encoding (BYTE_ARRAY without the length prefix).
+  void UpdatePlain(std::string_view v);
   void Merge(const StatsAccumulator& other);
 
   bool has_bounds() const { return has_; }
@@ -46,10 +57,11 @@ class StatsAccumulator {
   // points and binary to 16 bytes (Java's default metrics mode truncate(16)). nullopt
   // when there is no bound (all null or NaN, or an upper bound that cannot be
   // incremented).
-  std::optional<std::string> IcebergLower() const;
-  std::optional<std::string> IcebergUpper() const;
+  std::optional<std::string> IcebergLower() const { return IcebergBound(false); }
+  std::optional<std::string> IcebergUpper() const { return IcebergBound(true); }
 
  private:
+  std::optional<std::string> IcebergBound(bool upper) const;
   bool BytesLess(std::string_view a, std::string_view b) const;
 
   const ColumnDescriptor* column_;
