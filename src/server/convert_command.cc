@@ -4,6 +4,8 @@
 // block becomes a row group (or more), converted by one of --threads threads; row
 // groups are written in input order, so the file does not depend on the thread count.
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -51,16 +53,52 @@ class BlockReader {
   BlockReader(int fd, std::string path, size_t block_size)
       : fd_(fd), path_(std::move(path)), block_size_(block_size) {}
 
+  ~BlockReader() {
+    if (map_ != nullptr) ::munmap(const_cast<char*>(map_), map_size_);
+  }
+
+  // Maps a regular file instead of reading it (no copy into buffers); other inputs
+  // (pipes) are read().
+  void TryMap() {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return;
+    void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (m == MAP_FAILED) return;
+    ::madvise(m, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
+    map_ = static_cast<const char*>(m);
+    map_size_ = static_cast<size_t>(st.st_size);
+  }
+
   struct Block {
     int64_t seq = 0;
-    std::unique_ptr<char[]> buf;  // whole lines, then RecordConverter::kPadding zero bytes
+    const char* data = nullptr;          // whole lines
+    size_t size = 0;
+    const char* readable_end = nullptr;  // memory up to here may be read (simdjson padding)
+    std::unique_ptr<char[]> buf;         // read() mode: the lines, then zero padding
     size_t capacity = 0;
-    size_t size = 0;              // bytes of lines
   };
 
   // Fills *b with the next block (reusing its buffer); false at the end of the input.
   Result<bool> Next(Block* b) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (map_ != nullptr) {
+      if (map_pos_ >= map_size_) return false;
+      // Same cut as the read() path: after the last line end within block_size bytes
+      // (or the first one after, for a longer line), so both give the same file.
+      size_t end = std::min(map_size_, map_pos_ + block_size_);
+      if (end < map_size_) {
+        const void* last = ::memrchr(map_ + map_pos_, '\n', end - map_pos_);
+        const void* nl = last ? last : std::memchr(map_ + end, '\n', map_size_ - end);
+        end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - map_) + 1 : map_size_;
+      }
+      b->data = map_ + map_pos_;
+      b->size = end - map_pos_;
+      b->readable_end = map_ + map_size_;
+      bytes_ += static_cast<int64_t>(b->size);
+      map_pos_ = end;
+      b->seq = seq_++;
+      return true;
+    }
     if (eof_ && carry_.empty()) return false;
     const size_t pad = schema::RecordConverter::kPadding;
     size_t have = carry_.size();
@@ -89,13 +127,25 @@ class BlockReader {
     }
     size_t end = eof_ ? have : static_cast<size_t>(cut - b->buf.get()) + 1;
     carry_.assign(b->buf.get() + end, have - end);
+    b->data = b->buf.get();
     b->size = end;
     std::memset(b->buf.get() + end, 0, pad);
+    b->readable_end = b->data + end + pad;
     b->seq = seq_++;
     return true;
   }
 
   int64_t bytes() const { return bytes_; }
+
+  // The block's lines are converted: drop its whole pages from this process (they stay
+  // in the page cache; a neighbour's read of a shared page just faults it back in).
+  void Release(const Block& b) {
+    if (map_ == nullptr) return;
+    const size_t page = 4096;
+    auto first = (reinterpret_cast<uintptr_t>(b.data) + page - 1) & ~(page - 1);
+    auto last = reinterpret_cast<uintptr_t>(b.data + b.size) & ~(page - 1);
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
 
  private:
   static void Reserve(Block* b, size_t capacity) {
@@ -112,6 +162,9 @@ class BlockReader {
   size_t block_size_;
   std::string carry_;
   bool eof_ = false;
+  const char* map_ = nullptr;
+  size_t map_size_ = 0;
+  size_t map_pos_ = 0;
   int64_t seq_ = 0;
   int64_t bytes_ = 0;
 };
@@ -171,7 +224,7 @@ class ParallelConverter {
         if (used == groups.size()) groups.emplace_back();
         return builder->Finish(&groups[used++]);
       };
-      const char* p = block.buf.get();
+      const char* p = block.data;
       const char* end = p + block.size;
       int64_t line_no = 0;
       while (p < end) {
@@ -182,9 +235,11 @@ class ParallelConverter {
         p = nl ? nl + 1 : end;
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
-        // Everything after the line in the block (at worst the zeroed padding) is
-        // readable, which is all simdjson needs.
-        ASSIGN_OR_RETURN(bool ok, converter->ConvertPadded(line, &error));
+        // simdjson reads up to kPadding bytes past the line: the following lines, the
+        // block's zeroed padding, or (at the very end of a mapped file) a copy.
+        bool padded = line.data() + line.size() + schema::RecordConverter::kPadding <= block.readable_end;
+        ASSIGN_OR_RETURN(bool ok, padded ? converter->ConvertPadded(line, &error)
+                                         : converter->Convert(line, &error));
         if (ok) {
           ++counts.written;
           if (builder->full()) RETURN_IF_ERROR(take_group());
@@ -197,6 +252,7 @@ class ParallelConverter {
         }
       }
       if (builder->num_rows() > 0) RETURN_IF_ERROR(take_group());
+      reader_->Release(block);
       // Wait for this block's turn, then place its row groups and report its lines.
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_ || next_seq_ == block.seq; });
@@ -254,6 +310,7 @@ Status RunConvert(const ConvertArgs& args) {
     return writer.status();
   }
   BlockReader reader(fd, args.input_path, kBlockBytes);
+  reader.TryMap();
   ParallelConverter conv(&*schema, writer->get(), &reader, args.quiet);
   Status st = conv.Run(args.threads);
   ::close(fd);
