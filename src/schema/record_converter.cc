@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "common/base64.h"
+#include "format/parquet/dictionary.h"
 
 namespace icestream::schema {
 
@@ -166,14 +167,27 @@ struct RecordConverter::Impl {
   // Matches a raw (still escaped) key against the names that need no escaping; -1 when
   // none matches (the caller then unescapes the key and looks again).
   static int LookupRaw(const Node& n, od::raw_json_string key, size_t hint) {
-    if (hint < n.children.size() && n.children[hint].simple_name &&
-        key.unsafe_is_equal(n.children[hint].name)) {
-      return static_cast<int>(hint);
-    }
+    const char* raw = key.raw();  // just after the opening quote; the input is padded
+    if (hint < n.children.size() && RawEquals(raw, n.children[hint])) return static_cast<int>(hint);
     for (size_t i = 0; i < n.children.size(); ++i) {
-      if (n.children[i].simple_name && key.unsafe_is_equal(n.children[i].name)) return static_cast<int>(i);
+      if (RawEquals(raw, n.children[i])) return static_cast<int>(i);
     }
     return -1;
+  }
+
+  // raw_json_string::unsafe_is_equal without the memcmp call for short names.
+  static bool RawEquals(const char* raw, const Node& child) {
+    if (!child.simple_name) return false;
+    const std::string& name = child.name;
+    size_t n = name.size();
+    if (raw[n] != '"') return false;
+    if (n <= 16) {
+      uint64_t a0, a1, b0, b1;
+      format::parquet::LoadShort(raw, n, &a0, &a1);
+      format::parquet::LoadShort(name.data(), n, &b0, &b1);
+      return a0 == b0 && a1 == b1;
+    }
+    return std::memcmp(raw, name.data(), n) == 0;
   }
 
   int Lookup(const Node& n, std::string_view key, size_t hint) const {
@@ -198,9 +212,10 @@ struct RecordConverter::Impl {
         od::object o;
         if (auto e = v.get_object().get(o)) return FailJson(e);
         for (auto fr : o) {
-          od::field f;
+          // Use the result in place: copying the field out costs a store-forwarding stall.
+          if (auto e = fr.error()) return FailJson(e);
+          od::field& f = fr.value_unsafe();
           std::string_view k;
-          if (auto e = std::move(fr).get(f)) return FailJson(e);
           if (auto e = f.unescaped_key().get(k)) return FailJson(e);
           if (!Skip(f.value(), depth + 1)) return false;
         }
@@ -211,8 +226,8 @@ struct RecordConverter::Impl {
         od::array a;
         if (auto e = v.get_array().get(a)) return FailJson(e);
         for (auto er : a) {
-          od::value ev;
-          if (auto e = std::move(er).get(ev)) return FailJson(e);
+          if (auto e = er.error()) return FailJson(e);
+          od::value& ev = er.value_unsafe();
           if (!Skip(ev, depth + 1)) return false;
         }
         return true;
@@ -247,9 +262,10 @@ struct RecordConverter::Impl {
     std::fill(seen.begin(), seen.end(), 0);
     size_t hint = 0;
     for (auto fr : obj) {
-      od::field f;
+      // Use the result in place: copying the field out costs a store-forwarding stall.
+      if (auto e = fr.error()) return FailJson(e);
+      od::field& f = fr.value_unsafe();
       std::string_view key;
-      if (auto e = std::move(fr).get(f)) return FailJson(e);
       int idx = n.by_name.empty() ? LookupRaw(n, f.key(), hint) : -1;
       if (idx < 0) {
         if (auto e = f.unescaped_key().get(key)) return FailJson(e);
@@ -291,8 +307,8 @@ struct RecordConverter::Impl {
     int16_t r = rep;
     size_t i = 0;
     for (auto er : arr) {
-      od::value v;
-      if (auto e = std::move(er).get(v)) return FailJson(e);
+      if (auto e = er.error()) return FailJson(e);
+      od::value& v = er.value_unsafe();
       if (!Value(element, v, r, depth)) {
         path_rev.push_back("[" + std::to_string(i) + "]");
         return false;
@@ -310,9 +326,10 @@ struct RecordConverter::Impl {
     int16_t r = rep;
     size_t i = 0;
     for (auto fr : obj) {
-      od::field f;
+      // Use the result in place: copying the field out costs a store-forwarding stall.
+      if (auto e = fr.error()) return FailJson(e);
+      od::field& f = fr.value_unsafe();
       std::string_view k;
-      if (auto e = std::move(fr).get(f)) return FailJson(e);
       if (auto e = f.unescaped_key().get(k)) return FailJson(e);
       // Key and value are written together, so a failing value rolls back with the record.
       key.column->AddBytes(r, k);

@@ -13,32 +13,52 @@
 
 namespace icestream::format::parquet {
 
+// Loads n <= 16 bytes as two words (overlapping loads, no per-byte loop or memcpy
+// call); equal byte strings of equal length give equal words.
+inline void LoadShort(const char* p, size_t n, uint64_t* a, uint64_t* b) {
+  if (n >= 8) {
+    std::memcpy(a, p, 8);
+    std::memcpy(b, p + n - 8, 8);
+  } else if (n >= 4) {
+    uint32_t x, y;
+    std::memcpy(&x, p, 4);
+    std::memcpy(&y, p + n - 4, 4);
+    *a = x;
+    *b = y;
+  } else if (n > 0) {
+    *a = static_cast<uint64_t>(static_cast<uint8_t>(p[0])) |
+         static_cast<uint64_t>(static_cast<uint8_t>(p[n / 2])) << 8 |
+         static_cast<uint64_t>(static_cast<uint8_t>(p[n - 1])) << 16;
+    *b = 0;
+  } else {
+    *a = *b = 0;
+  }
+}
+
+// 64x64 -> 128-bit multiply, folded (the wyhash mixing step).
+inline uint64_t Mix(uint64_t a, uint64_t b) {
+  __extension__ typedef unsigned __int128 u128;
+  u128 m = static_cast<u128>(a) * b;
+  return static_cast<uint64_t>(m) ^ static_cast<uint64_t>(m >> 64);
+}
+
 inline uint64_t HashBytes(const char* p, size_t n) {
-  if (n == 8 || n == 4) {
-    // One multiply-xorshift round for the common fixed widths.
-    uint64_t w = 0;
-    std::memcpy(&w, p, n);
-    uint64_t h = (w ^ (n << 59)) * 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 29) ^ (h << 32);
+  constexpr uint64_t k0 = 0xA0761D6478BD642Full, k1 = 0xE7037ED1A0B428DBull, k2 = 0x8EBC6AF09C88C6E3ull;
+  uint64_t a, b;
+  if (n <= 16) {
+    LoadShort(p, n, &a, &b);
+    return Mix(a ^ k0 ^ n, b ^ k1);
   }
-  uint64_t h = 0x9E3779B97F4A7C15ull ^ (n * 0xC2B2AE3D27D4EB4Full);
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xFF51AFD7ED558CCDull;
-    h ^= h >> 32;
-    p += 8;
-    n -= 8;
+  uint64_t h = k2 ^ n;
+  size_t i = 0;
+  for (; i + 16 < n; i += 16) {
+    std::memcpy(&a, p + i, 8);
+    std::memcpy(&b, p + i + 8, 8);
+    h = Mix(a ^ k0 ^ h, b ^ k1);
   }
-  if (n > 0) {
-    uint64_t w = 0;
-    std::memcpy(&w, p, n);
-    h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
-  }
-  h ^= h >> 33;
-  h *= 0xFF51AFD7ED558CCDull;
-  h ^= h >> 33;
-  return h;
+  std::memcpy(&a, p + n - 16, 8);  // the last 16 bytes, overlapping the loop's
+  std::memcpy(&b, p + n - 8, 8);
+  return Mix(a ^ k0 ^ h, b ^ k2);
 }
 
 class Dictionary {
@@ -75,25 +95,15 @@ class Dictionary {
   // Raw bytes of entry i (without the length prefix).
   std::string_view entry(uint32_t i) const { return {plain_.data() + offsets_[i], lengths_[i]}; }
 
-  // memcmp() == 0, inlined for the common fixed widths.
+  // memcmp() == 0, without a call for values of up to 16 bytes.
   static bool Equal(const char* a, const char* b, size_t n) {
-    uint64_t x[2], y[2];
-    switch (n) {
-      case 4:
-        std::memcpy(x, a, 4);
-        std::memcpy(y, b, 4);
-        return static_cast<uint32_t>(x[0]) == static_cast<uint32_t>(y[0]);
-      case 8:
-        std::memcpy(x, a, 8);
-        std::memcpy(y, b, 8);
-        return x[0] == y[0];
-      case 16:
-        std::memcpy(x, a, 16);
-        std::memcpy(y, b, 16);
-        return x[0] == y[0] && x[1] == y[1];
-      default:
-        return std::memcmp(a, b, n) == 0;
+    if (n <= 16) {
+      uint64_t a0, a1, b0, b1;
+      LoadShort(a, n, &a0, &a1);
+      LoadShort(b, n, &b0, &b1);
+      return a0 == b0 && a1 == b1;
     }
+    return std::memcmp(a, b, n) == 0;
   }
 
   void Clear() {
