@@ -41,16 +41,20 @@ Status RowGroupBuilder::CutPage(ColumnWriter& column) {
 Status RowGroupBuilder::EndRecord() {
   if (!error_.ok()) return error_;
   ++rows_;
-  // Every few thousand rows, also give up early on dictionaries that do not pay.
-  const bool check_dictionaries = (rows_ & 4095) == 0;
-  for (auto& c : columns_) {
-    if (c->EstimatedPageBytes() >= options_->page_size || c->num_levels() >= options_->max_page_levels ||
-        (check_dictionaries && c->DictionaryNotPaying())) {
-      error_ = CutPage(*c);
-      if (!error_.ok()) return error_;
+  // Page sizes are targets: looking every 8 records is close enough and keeps the
+  // per-record cost to the marks. Every few thousand rows, also give up early on
+  // dictionaries that do not pay.
+  if ((rows_ & 7) == 0) {
+    const bool check_dictionaries = (rows_ & 4095) == 0;
+    for (auto& c : columns_) {
+      if (c->EstimatedPageBytes() >= options_->page_size || c->num_levels() >= options_->max_page_levels ||
+          (check_dictionaries && c->DictionaryNotPaying())) {
+        error_ = CutPage(*c);
+        if (!error_.ok()) return error_;
+      }
     }
-    c->Mark();
   }
+  for (auto& c : columns_) c->Mark();
   return Status::OK();
 }
 
