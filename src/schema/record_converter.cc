@@ -53,7 +53,7 @@ struct Node {
   std::vector<Node> children;
   // Structs: member name -> child index (only for wide structs; narrow ones scan).
   std::unordered_map<std::string_view, int> by_name;
-  std::vector<uint8_t> seen;  // scratch of Struct(); nodes are never re-entered
+  mutable std::vector<uint8_t> seen;  // scratch of Struct(); nodes are never re-entered
 };
 
 const char* JsonTypeName(od::json_type t) {
@@ -258,7 +258,7 @@ struct RecordConverter::Impl {
   }
 
   bool Struct(const Node& n, od::object obj, int16_t rep, int depth) {
-    auto& seen = const_cast<Node&>(n).seen;
+    auto& seen = n.seen;
     std::fill(seen.begin(), seen.end(), 0);
     size_t hint = 0;
     for (auto fr : obj) {
