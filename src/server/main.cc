@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("icestream ") + ICESTREAM_VERSION);
   icestream::server::AddServeCommand(&app);
+  icestream::server::AddConvertCommand(&app);
   CLI11_PARSE(app, argc, argv);
   return icestream::server::ExitCode();
 }

@@ -1,0 +1,24 @@
+// DuckDB's JSON -> Parquet path for the benchmark: read_json with the column types the
+// icestream schema mapping produces, COPY to Parquet with ZSTD.
+//   node duckdb_convert.mjs NPM_DIR THREADS IN.jsonl OUT.parquet
+import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [npmDir, threads, input, output] = process.argv.slice(2);
+const require = createRequire(join(resolve(npmDir), 'package.json'));
+const { DuckDBInstance } = await import(pathToFileURL(require.resolve('@duckdb/node-api')).href);
+const db = await DuckDBInstance.create(':memory:', { threads: String(threads) });
+const c = await db.connect();
+const columns = `{
+  transaction_id: 'UUID', event_time: 'TIMESTAMPTZ', amount: 'DECIMAL(38,2)', currency: 'VARCHAR',
+  card: 'STRUCT(card_id VARCHAR, brand VARCHAR, last4 VARCHAR, expiry VARCHAR, issuer_country VARCHAR)',
+  merchant: 'STRUCT(merchant_id BIGINT, name VARCHAR, mcc INTEGER, city VARCHAR, country VARCHAR,
+                    location STRUCT(lat DOUBLE, lon DOUBLE))',
+  status: 'VARCHAR', is_online: 'BOOLEAN', risk_score: 'DOUBLE', tags: 'VARCHAR[]',
+  customer_id: 'BIGINT', installments: 'INTEGER', settlement_date: 'DATE'}`;
+const t0 = process.hrtime.bigint();
+await c.run(`COPY (SELECT * FROM read_json('${input}', format = 'newline_delimited', columns = ${columns}))
+             TO '${output}' (FORMAT parquet, COMPRESSION zstd)`);
+const secs = Number(process.hrtime.bigint() - t0) / 1e9;
+console.log(`seconds: ${secs}`);

@@ -1,0 +1,173 @@
+// Column writers: values and levels of one leaf column -> data pages -> a column chunk.
+//
+// A ColumnWriter lives on the caller's thread and buffers the current page: repetition
+// and definition levels, and either PLAIN-encoded values or dictionary indices. At a
+// record boundary the FileWriter may cut the page; the buffered page (PageData) is then
+// encoded, measured (statistics) and compressed by a ChunkBuilder, on the caller's
+// thread or on a background thread. Everything added since the last Mark() can be
+// rolled back, which is how a rejected record leaves no partial row behind.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "format/parquet/compression.h"
+#include "format/parquet/dictionary.h"
+#include "format/parquet/metadata.h"
+#include "format/parquet/schema_mapping.h"
+#include "format/parquet/statistics.h"
+#include "format/parquet/writer_options.h"
+
+namespace icestream::format::parquet {
+
+// One cut page, owned by whoever encodes it.
+struct PageData {
+  std::vector<uint16_t> rep;
+  std::vector<uint16_t> def;
+  std::string plain;              // PLAIN values (BOOLEAN: one byte 0/1 per value)
+  std::vector<uint32_t> indices;  // dictionary indices when `dictionary`
+  int64_t num_levels = 0;
+  int64_t num_values = 0;         // non-null values
+  bool dictionary = false;
+  int dict_bit_width = 0;
+};
+
+// Encodes pages of one column chunk and keeps their bytes until the row group is
+// written. Used by one thread at a time (the FileWriter drains the background worker
+// before touching it from the caller's thread).
+class ChunkBuilder {
+ public:
+  ChunkBuilder(const ColumnDescriptor* column, const WriterOptions* options)
+      : column_(column), options_(options), stats_(column) {}
+
+  // Data page v1 (README "Data Pages"): [rep: u32 len + RLE][def: u32 len + RLE][values].
+  Status AddPage(PageData page, Compressor* compressor);
+
+  // Writes [dictionary page][data pages] to out at file offset `offset` and fills
+  // `chunk`. `dictionary` is the chunk's dictionary (used when any page referenced it).
+  // Folds this chunk's statistics into *file_stats. Resets the builder.
+  Status Finish(const Dictionary& dictionary, Compressor* compressor, int64_t offset,
+                std::string* dict_page_out, ColumnChunk* chunk, StatsAccumulator* file_stats);
+
+  const std::string& data() const { return data_; }
+  void ClearData() { data_.clear(); }
+  int64_t null_count() const { return null_count_; }
+
+ private:
+  void UpdatePlainStats(const PageData& page);
+
+  const ColumnDescriptor* column_;
+  const WriterOptions* options_;
+  std::string data_;   // data pages, headers included
+  std::string body_;   // scratch: uncompressed page body
+  std::string compressed_;
+  int64_t num_values_ = 0;
+  int64_t uncompressed_bytes_ = 0;
+  int64_t compressed_bytes_ = 0;
+  int32_t plain_pages_ = 0;
+  int32_t dict_pages_ = 0;
+  int64_t null_count_ = 0;
+  std::vector<uint32_t> dict_use_counts_;
+  StatsAccumulator stats_;
+};
+
+class ColumnWriter {
+ public:
+  ColumnWriter(const ColumnDescriptor* column, const WriterOptions* options);
+
+  const ColumnDescriptor& descriptor() const { return *column_; }
+
+  // A level entry without a value: def < max_def (a null here or above, an empty list).
+  void AddNull(int16_t rep, int16_t def) { Levels(rep, def); }
+  // A present value (def = max_def). The typed adders must match the physical type:
+  // BOOLEAN AddBool, INT32 AddInt32, INT64 AddInt64, FLOAT AddFloat, DOUBLE AddDouble,
+  // BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY AddBytes (FLBA: exactly type_length bytes).
+  void AddBool(int16_t rep, bool v) {
+    Levels(rep, column_->max_def);
+    page_.plain.push_back(v ? 1 : 0);
+    ++page_.num_values;
+  }
+  void AddInt32(int16_t rep, int32_t v) { AddFixed(rep, &v, 4); }
+  void AddInt64(int16_t rep, int64_t v) { AddFixed(rep, &v, 8); }
+  void AddFloat(int16_t rep, float v) { AddFixed(rep, &v, 4); }
+  void AddDouble(int16_t rep, double v) { AddFixed(rep, &v, 8); }
+  void AddBytes(int16_t rep, std::string_view v) {
+    Levels(rep, column_->max_def);
+    ++page_.num_values;
+    if (use_dictionary_) {
+      page_.indices.push_back(dictionary_.Insert(v.data(), v.size()));
+      return;
+    }
+    if (column_->physical == PhysicalType::kByteArray) {
+      auto len = static_cast<uint32_t>(v.size());
+      page_.plain.append(reinterpret_cast<const char*>(&len), 4);
+    }
+    page_.plain.append(v.data(), v.size());
+  }
+
+  // Record boundaries (FileWriter).
+  void Mark() {
+    mark_levels_ = page_.num_levels;
+    mark_values_ = page_.num_values;
+    mark_plain_ = page_.plain.size();
+  }
+  void Rollback();
+
+  int64_t num_levels() const { return page_.num_levels; }
+  // Rough encoded size of the buffered page.
+  int64_t EstimatedPageBytes() const {
+    return static_cast<int64_t>(page_.plain.size() + page_.indices.size() * 2 +
+                                (page_.def.size() + page_.rep.size()) / 4);
+  }
+  // Whether dictionary encoding is on and most values seen so far were distinct (the
+  // FileWriter then cuts the page early so that the switch to PLAIN happens soon).
+  bool DictionaryNotPaying() const {
+    return use_dictionary_ && dictionary_.size() > kMinEntriesForCardinalityCheck &&
+           dictionary_.size() * 2 > static_cast<size_t>(dict_values_ + page_.num_values);
+  }
+  // Takes the buffered page (possibly empty). Switches to PLAIN for the rest of the
+  // chunk when the dictionary outgrew its limit or when more than half of the values
+  // were distinct (the dictionary would not pay).
+  PageData CutPage();
+  // Starts a new column chunk: forgets the dictionary, re-enables dictionary encoding.
+  void ResetChunk();
+
+  ChunkBuilder& builder() { return builder_; }
+  const Dictionary& dictionary() const { return dictionary_; }
+
+ private:
+  __attribute__((always_inline)) void Levels(int16_t rep, int16_t def) {
+    if (column_->max_rep > 0) page_.rep.push_back(static_cast<uint16_t>(rep));
+    if (column_->max_def > 0) page_.def.push_back(static_cast<uint16_t>(def));
+    ++page_.num_levels;
+  }
+  __attribute__((always_inline)) void AddFixed(int16_t rep, const void* v, size_t n) {
+    Levels(rep, column_->max_def);
+    ++page_.num_values;
+    if (use_dictionary_) {
+      page_.indices.push_back(dictionary_.Insert(static_cast<const char*>(v), n));
+    } else {
+      page_.plain.append(static_cast<const char*>(v), n);
+    }
+  }
+
+  static constexpr size_t kMinEntriesForCardinalityCheck = 1024;
+
+  const ColumnDescriptor* column_;
+  const WriterOptions* options_;
+  bool dictionary_allowed_;
+  int64_t dict_values_ = 0;  // values added in dictionary mode to this chunk
+  bool use_dictionary_;
+  Dictionary dictionary_;
+  PageData page_;
+  int64_t mark_levels_ = 0;
+  int64_t mark_values_ = 0;
+  size_t mark_plain_ = 0;
+  ChunkBuilder builder_;
+};
+
+}  // namespace icestream::format::parquet

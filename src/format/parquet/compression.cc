@@ -1,0 +1,160 @@
+// Parquet page codecs over zstd, snappy and zlib.
+#include "format/parquet/compression.h"
+
+#include <snappy.h>
+#include <zlib.h>
+#include <zstd.h>
+
+namespace icestream::format::parquet {
+namespace {
+
+class CopyCompressor final : public Compressor {
+ public:
+  Status Compress(std::string_view input, std::string* out) override {
+    out->append(input);
+    return Status::OK();
+  }
+};
+
+class SnappyCompressor final : public Compressor {
+ public:
+  Status Compress(std::string_view input, std::string* out) override {
+    size_t start = out->size();
+    out->resize(start + snappy::MaxCompressedLength(input.size()));
+    size_t n = 0;
+    snappy::RawCompress(input.data(), input.size(), out->data() + start, &n);
+    out->resize(start + n);
+    return Status::OK();
+  }
+};
+
+class ZstdCompressor final : public Compressor {
+ public:
+  explicit ZstdCompressor(int level) : ctx_(ZSTD_createCCtx()), level_(level) {}
+  ~ZstdCompressor() override { ZSTD_freeCCtx(ctx_); }
+  Status Compress(std::string_view input, std::string* out) override {
+    size_t start = out->size();
+    out->resize(start + ZSTD_compressBound(input.size()));
+    // ZSTD_compressCCtx writes the content size into the frame header, which
+    // DuckDB checks against the page header.
+    size_t n = ZSTD_compressCCtx(ctx_, out->data() + start, out->size() - start, input.data(),
+                                 input.size(), level_);
+    if (ZSTD_isError(n)) {
+      out->resize(start);
+      return Internal(std::string("zstd: ") + ZSTD_getErrorName(n));
+    }
+    out->resize(start + n);
+    return Status::OK();
+  }
+
+ private:
+  ZSTD_CCtx* ctx_;
+  int level_;
+};
+
+class GzipCompressor final : public Compressor {
+ public:
+  explicit GzipCompressor(int level) : level_(level) {}
+  Status Compress(std::string_view input, std::string* out) override {
+    z_stream zs{};
+    // windowBits 15 + 16: a gzip member (RFC 1952), not a zlib stream.
+    if (deflateInit2(&zs, level_, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      return Internal("gzip: deflateInit2 failed");
+    }
+    size_t start = out->size();
+    out->resize(start + deflateBound(&zs, input.size()) + 32);
+    zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(input.data()));
+    zs.avail_in = static_cast<uInt>(input.size());
+    zs.next_out = reinterpret_cast<Bytef*>(out->data() + start);
+    zs.avail_out = static_cast<uInt>(out->size() - start);
+    int rc = deflate(&zs, Z_FINISH);
+    size_t n = zs.total_out;
+    deflateEnd(&zs);
+    if (rc != Z_STREAM_END) {
+      out->resize(start);
+      return Internal("gzip: deflate did not finish");
+    }
+    out->resize(start + n);
+    return Status::OK();
+  }
+
+ private:
+  int level_;
+};
+
+}  // namespace
+
+bool ParseCodec(std::string_view name, Codec* codec) {
+  if (name == "zstd") {
+    *codec = Codec::kZstd;
+  } else if (name == "snappy") {
+    *codec = Codec::kSnappy;
+  } else if (name == "gzip") {
+    *codec = Codec::kGzip;
+  } else if (name == "none" || name == "uncompressed") {
+    *codec = Codec::kUncompressed;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string_view CodecName(Codec codec) {
+  switch (codec) {
+    case Codec::kZstd: return "zstd";
+    case Codec::kSnappy: return "snappy";
+    case Codec::kGzip: return "gzip";
+    case Codec::kUncompressed: return "none";
+  }
+  return "?";
+}
+
+Result<std::unique_ptr<Compressor>> MakeCompressor(Codec codec, int level) {
+  switch (codec) {
+    case Codec::kUncompressed: return std::unique_ptr<Compressor>(new CopyCompressor());
+    case Codec::kSnappy: return std::unique_ptr<Compressor>(new SnappyCompressor());
+    case Codec::kZstd:
+      return std::unique_ptr<Compressor>(new ZstdCompressor(level == 0 ? 3 : level));
+    case Codec::kGzip:
+      return std::unique_ptr<Compressor>(new GzipCompressor(level == 0 ? 6 : level));
+  }
+  return InvalidArgument("unsupported codec");
+}
+
+Result<std::string> Decompress(Codec codec, std::string_view input, size_t expected_size) {
+  std::string out(expected_size, '\0');
+  switch (codec) {
+    case Codec::kUncompressed:
+      if (input.size() != expected_size) return Corruption("size mismatch");
+      return std::string(input);
+    case Codec::kSnappy: {
+      size_t n = 0;
+      if (!snappy::GetUncompressedLength(input.data(), input.size(), &n) || n != expected_size ||
+          !snappy::RawUncompress(input.data(), input.size(), out.data())) {
+        return Corruption("snappy: bad block");
+      }
+      return out;
+    }
+    case Codec::kZstd: {
+      size_t n = ZSTD_decompress(out.data(), out.size(), input.data(), input.size());
+      if (ZSTD_isError(n) || n != expected_size) return Corruption("zstd: bad frame");
+      return out;
+    }
+    case Codec::kGzip: {
+      z_stream zs{};
+      if (inflateInit2(&zs, 15 + 16) != Z_OK) return Internal("inflateInit2");
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(input.data()));
+      zs.avail_in = static_cast<uInt>(input.size());
+      zs.next_out = reinterpret_cast<Bytef*>(out.data());
+      zs.avail_out = static_cast<uInt>(out.size());
+      int rc = inflate(&zs, Z_FINISH);
+      size_t n = zs.total_out;
+      inflateEnd(&zs);
+      if (rc != Z_STREAM_END || n != expected_size) return Corruption("gzip: bad member");
+      return out;
+    }
+  }
+  return InvalidArgument("unsupported codec");
+}
+
+}  // namespace icestream::format::parquet

@@ -1,0 +1,32 @@
+// Page compression codecs with the exact framing Parquet readers expect
+// (parquet-format Compression.md): SNAPPY = one raw snappy block, GZIP = one gzip
+// member (RFC 1952), ZSTD = one zstd frame with the content size.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "format/parquet/types.h"
+
+namespace icestream::format::parquet {
+
+// Stateful compressor (keeps its library context between pages). Not thread-safe; use
+// one per thread.
+class Compressor {
+ public:
+  virtual ~Compressor() = default;
+  // Appends the compressed form of `input` to *out.
+  virtual Status Compress(std::string_view input, std::string* out) = 0;
+};
+
+// `level` 0 means the codec's default (zstd: 3, gzip: 6); ignored by snappy.
+// kUncompressed returns a compressor that copies.
+Result<std::unique_ptr<Compressor>> MakeCompressor(Codec codec, int level = 0);
+
+// Decompression, for tests and self-checks; `expected_size` is the uncompressed size
+// recorded in the page header.
+Result<std::string> Decompress(Codec codec, std::string_view input, size_t expected_size);
+
+}  // namespace icestream::format::parquet

@@ -1,0 +1,142 @@
+// Parquet file writer: places row groups, writes the footer, reports file metrics.
+#include "format/parquet/file_writer.h"
+
+#include "common/bytes.h"
+#include "iceberg/schema_json.h"
+
+namespace icestream::format::parquet {
+
+Result<std::unique_ptr<FileWriter>> FileWriter::Make(const iceberg::Schema& schema,
+                                                     OutputStream* sink, WriterOptions options) {
+  if (options.threads < 1 || options.threads > 2) return InvalidArgument("threads must be 1 or 2");
+  if (options.page_size <= 0 || options.row_group_size <= 0 || options.max_page_levels <= 0 ||
+      options.max_row_group_rows <= 0) {
+    return InvalidArgument("page and row-group sizes must be positive");
+  }
+  ASSIGN_OR_RETURN(ParquetSchema ps, ParquetSchema::Make(schema));
+  std::unique_ptr<FileWriter> w(new FileWriter(std::move(ps), sink, std::move(options)));
+  ASSIGN_OR_RETURN(w->builder_, RowGroupBuilder::Make(&w->schema_, &w->options_, w->options_.threads == 2));
+  return w;
+}
+
+FileWriter::FileWriter(ParquetSchema schema, OutputStream* sink, WriterOptions options)
+    : schema_(std::move(schema)), sink_(sink), options_(std::move(options)) {
+  for (const auto& c : schema_.columns()) {
+    file_stats_.emplace_back(&c);
+    ColumnMetrics m;
+    m.field_id = c.field_id;
+    metrics_.push_back(m);
+  }
+  footer_.schema = schema_.elements();
+  footer_.created_by = options_.created_by;
+  footer_.num_leaf_columns = static_cast<int32_t>(schema_.columns().size());
+  footer_.key_value_metadata = options_.key_value_metadata;
+  footer_.key_value_metadata.push_back({"iceberg.schema", iceberg::SchemaToJson(schema_.iceberg_schema())});
+}
+
+FileWriter::~FileWriter() = default;
+
+Result<std::unique_ptr<RowGroupBuilder>> FileWriter::NewRowGroupBuilder() const {
+  return RowGroupBuilder::Make(&schema_, &options_, false);
+}
+
+Status FileWriter::EndRecord() {
+  if (!error_.ok()) return error_;
+  error_ = builder_->EndRecord();
+  if (error_.ok() && builder_->full()) error_ = FlushOwnRowGroup();
+  return error_;
+}
+
+void FileWriter::AbortRecord() { builder_->AbortRecord(); }
+
+Status FileWriter::FlushOwnRowGroup() {
+  if (builder_->num_rows() == 0) return Status::OK();
+  RETURN_IF_ERROR(builder_->Finish(&scratch_));
+  return AppendRowGroup(&scratch_);
+}
+
+Status FileWriter::AppendRowGroup(RowGroupData* data) {
+  if (closed_) return FailedPrecondition("Parquet writer already closed");
+  if (data != &scratch_ && builder_->num_rows() > 0) {
+    error_ = FlushOwnRowGroup();
+  }
+  RETURN_IF_ERROR(error_);
+  if (data->num_rows == 0) return Status::OK();
+  if (!started_) {
+    error_ = sink_->Write("PAR1");
+    RETURN_IF_ERROR(error_);
+    started_ = true;
+  }
+  RowGroup rg;
+  rg.num_rows = data->num_rows;
+  rg.ordinal = static_cast<int16_t>(footer_.row_groups.size());
+  const int64_t base = sink_->Tell();
+  rg.file_offset = base;
+  for (size_t i = 0; i < data->chunks.size(); ++i) {
+    ColumnChunk& chunk = data->chunks[i];
+    ColumnMetaData& m = chunk.meta_data;
+    // Offsets were relative to the row group's first byte.
+    m.data_page_offset += base;
+    if (m.dictionary_page_offset) *m.dictionary_page_offset += base;
+    rg.total_byte_size += m.total_uncompressed_size;
+    rg.total_compressed_size += m.total_compressed_size;
+    ColumnMetrics& cm = metrics_[i];
+    cm.column_size += m.total_compressed_size;
+    cm.value_count = cm.value_count.value_or(0) + m.num_values;
+    cm.null_count = cm.null_count.value_or(0) + m.statistics->null_count.value_or(0);
+    file_stats_[i].Merge(data->stats[i]);
+    rg.columns.push_back(std::move(chunk));
+  }
+  error_ = sink_->Write(data->bytes);
+  RETURN_IF_ERROR(error_);
+  split_offsets_.push_back(rg.file_offset);
+  footer_.num_rows += rg.num_rows;
+  total_rows_ += rg.num_rows;
+  footer_.row_groups.push_back(std::move(rg));
+  data->num_rows = 0;
+  data->bytes.clear();
+  data->chunks.clear();
+  data->stats.clear();
+  return Status::OK();
+}
+
+Result<FileMetrics> FileWriter::Close() {
+  if (closed_) return FailedPrecondition("Parquet writer already closed");
+  RETURN_IF_ERROR(error_);
+  RETURN_IF_ERROR(FlushOwnRowGroup());
+  closed_ = true;
+  if (!started_) {
+    RETURN_IF_ERROR(sink_->Write("PAR1"));
+    started_ = true;
+  }
+  std::string footer;
+  SerializeFileMetaData(footer_, &footer);
+  AppendFixed32(&footer, static_cast<uint32_t>(footer.size()));
+  footer.append("PAR1");
+  RETURN_IF_ERROR(sink_->Write(footer));
+  FileMetrics fm;
+  fm.record_count = total_rows_;
+  fm.file_size = sink_->Tell();
+  RETURN_IF_ERROR(sink_->Close());
+  fm.split_offsets = split_offsets_;
+  for (size_t i = 0; i < metrics_.size(); ++i) {
+    ColumnMetrics m = metrics_[i];
+    const ColumnDescriptor& c = schema_.columns()[i];
+    if (c.inside_repeated) {
+      m.value_count.reset();
+      m.null_count.reset();
+    } else {
+      m.value_count = m.value_count.value_or(0);
+      m.null_count = m.null_count.value_or(0);
+      if (c.physical == PhysicalType::kFloat || c.physical == PhysicalType::kDouble) {
+        m.nan_count = file_stats_[i].nan_count();
+      }
+      m.lower_bound = file_stats_[i].IcebergLower();
+      m.upper_bound = file_stats_[i].IcebergUpper();
+    }
+    fm.columns.push_back(std::move(m));
+  }
+  return fm;
+}
+
+}  // namespace icestream::format::parquet

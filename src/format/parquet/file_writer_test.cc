@@ -1,0 +1,197 @@
+// Tests of the file writer: file layout (magic, footer length), row groups placed from
+// independent builders, Iceberg metrics, deterministic output with the page worker,
+// and rollback of aborted records. Readers of the bytes live in tests/interop/.
+#include "format/parquet/file_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "common/bytes.h"
+#include "format/parquet/output_stream.h"
+#include "format/parquet/test_hex.h"
+#include "iceberg/schema_json.h"
+
+namespace icestream::format::parquet {
+namespace {
+
+using iceberg::TypeId;
+
+iceberg::Schema TestSchema() {
+  iceberg::Schema s;
+  s.fields.push_back({1, "id", true, iceberg::Primitive(TypeId::kLong), ""});
+  s.fields.push_back({2, "name", false, iceberg::Primitive(TypeId::kString), ""});
+  s.fields.push_back({3, "score", false, iceberg::Primitive(TypeId::kDouble), ""});
+  s.fields.push_back({4, "tags", false, iceberg::List(5, true, iceberg::Primitive(TypeId::kString)), ""});
+  return s;
+}
+
+// Row i: id i, name "n<i%7>" (null every 5th), score i/2 (NaN every 4th), tags [] or ["t"].
+void AddRow(RecordSink& w, int64_t i) {
+  w.column(0).AddInt64(0, i);
+  if (i % 5 == 0) {
+    w.column(1).AddNull(0, 0);
+  } else {
+    w.column(1).AddBytes(0, "n" + std::to_string(i % 7));
+  }
+  w.column(2).AddDouble(0, i % 4 == 0 ? NAN : static_cast<double>(i) / 2);
+  if (i % 2 == 0) {
+    w.column(3).AddNull(0, 1);  // empty list
+  } else {
+    w.column(3).AddBytes(0, "t");
+  }
+}
+
+struct Written {
+  std::string bytes;
+  FileMetrics metrics;
+};
+
+Written Write(WriterOptions options, int64_t rows) {
+  Written out;
+  StringOutputStream sink(&out.bytes);
+  auto w = FileWriter::Make(TestSchema(), &sink, options);
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  for (int64_t i = 0; i < rows; ++i) {
+    AddRow(**w, i);
+    EXPECT_TRUE((*w)->EndRecord().ok());
+  }
+  auto m = (*w)->Close();
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  out.metrics = *m;
+  return out;
+}
+
+void ExpectLayout(const std::string& f) {
+  ASSERT_GE(f.size(), 12u);
+  EXPECT_EQ(f.substr(0, 4), "PAR1");
+  EXPECT_EQ(f.substr(f.size() - 4), "PAR1");
+  uint32_t footer = GetFixed32(f.data() + f.size() - 8);
+  EXPECT_LE(footer + 12u, f.size());
+}
+
+TEST(FileWriter, LayoutAndMetrics) {
+  WriterOptions o;
+  o.row_group_size = 4096;  // several row groups
+  o.page_size = 512;        // several pages per chunk
+  Written w = Write(o, 1000);
+  ExpectLayout(w.bytes);
+  const FileMetrics& m = w.metrics;
+  EXPECT_EQ(m.record_count, 1000);
+  EXPECT_EQ(m.file_size, static_cast<int64_t>(w.bytes.size()));
+  ASSERT_GT(m.split_offsets.size(), 1u);
+  EXPECT_EQ(m.split_offsets[0], 4);
+  for (size_t i = 1; i < m.split_offsets.size(); ++i) EXPECT_GT(m.split_offsets[i], m.split_offsets[i - 1]);
+  ASSERT_EQ(m.columns.size(), 4u);
+  const ColumnMetrics& id = m.columns[0];
+  EXPECT_EQ(id.field_id, 1);
+  EXPECT_EQ(id.value_count, 1000);
+  EXPECT_EQ(id.null_count, 0);
+  EXPECT_FALSE(id.nan_count.has_value());
+  EXPECT_BYTES_EQ("00 00 00 00 00 00 00 00", *id.lower_bound);
+  EXPECT_BYTES_EQ("e7 03 00 00 00 00 00 00", *id.upper_bound);
+  const ColumnMetrics& name = m.columns[1];
+  EXPECT_EQ(name.null_count, 200);
+  EXPECT_EQ(*name.lower_bound, "n0");
+  EXPECT_EQ(*name.upper_bound, "n6");
+  const ColumnMetrics& score = m.columns[2];
+  EXPECT_EQ(score.nan_count, 250);
+  double hi;
+  std::memcpy(&hi, score.upper_bound->data(), 8);
+  EXPECT_EQ(hi, 999.0 / 2);
+  const ColumnMetrics& tag = m.columns[3];
+  EXPECT_EQ(tag.field_id, 5);
+  EXPECT_GT(tag.column_size, 0);
+  EXPECT_FALSE(tag.value_count.has_value());  // inside a list: sizes only (Iceberg Java)
+  EXPECT_FALSE(tag.lower_bound.has_value());
+  int64_t sizes = 0;
+  for (const auto& c : m.columns) sizes += c.column_size;
+  EXPECT_LT(sizes, m.file_size);
+}
+
+TEST(FileWriter, EmptyFileIsValid) {
+  Written w = Write(WriterOptions(), 0);
+  ExpectLayout(w.bytes);
+  EXPECT_EQ(w.metrics.record_count, 0);
+  EXPECT_TRUE(w.metrics.split_offsets.empty());
+  EXPECT_FALSE(w.metrics.columns[0].lower_bound.has_value());
+}
+
+TEST(FileWriter, PageWorkerDoesNotChangeTheBytes) {
+  for (Codec codec : {Codec::kZstd, Codec::kSnappy, Codec::kGzip, Codec::kUncompressed}) {
+    WriterOptions o;
+    o.codec = codec;
+    o.page_size = 700;
+    o.row_group_size = 20000;
+    Written one = Write(o, 3000);
+    o.threads = 2;
+    Written two = Write(o, 3000);
+    EXPECT_EQ(one.bytes, two.bytes) << CodecName(codec);
+  }
+}
+
+TEST(FileWriter, RowGroupsFromIndependentBuilders) {
+  WriterOptions o;
+  Written reference = Write(o, 300);  // rows 0..299 in one row group
+  std::string bytes;
+  StringOutputStream sink(&bytes);
+  auto w = FileWriter::Make(TestSchema(), &sink, o);
+  ASSERT_TRUE(w.ok());
+  auto a = (*w)->NewRowGroupBuilder();
+  auto b = (*w)->NewRowGroupBuilder();
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Builder b fills rows 100..299 first; a fills 0..99 (with an aborted record).
+  for (int64_t i = 100; i < 300; ++i) {
+    AddRow(**b, i);
+    ASSERT_TRUE((*b)->EndRecord().ok());
+  }
+  for (int64_t i = 0; i < 100; ++i) {
+    AddRow(**a, i);
+    ASSERT_TRUE((*a)->EndRecord().ok());
+    AddRow(**a, 12345);
+    (*a)->AbortRecord();
+  }
+  RowGroupData ga, gb;
+  ASSERT_TRUE((*a)->Finish(&ga).ok());
+  ASSERT_TRUE((*b)->Finish(&gb).ok());
+  EXPECT_EQ(ga.num_rows, 100);
+  ASSERT_TRUE((*w)->AppendRowGroup(&ga).ok());
+  ASSERT_TRUE((*w)->AppendRowGroup(&gb).ok());
+  auto m = (*w)->Close();
+  ASSERT_TRUE(m.ok());
+  ExpectLayout(bytes);
+  EXPECT_EQ(m->record_count, 300);
+  EXPECT_EQ(m->split_offsets.size(), 2u);
+  // Same rows and statistics as the single-group file.
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_EQ(m->columns[c].value_count, reference.metrics.columns[c].value_count);
+    EXPECT_EQ(m->columns[c].null_count, reference.metrics.columns[c].null_count);
+    EXPECT_EQ(m->columns[c].lower_bound, reference.metrics.columns[c].lower_bound);
+    EXPECT_EQ(m->columns[c].upper_bound, reference.metrics.columns[c].upper_bound);
+  }
+}
+
+TEST(FileWriter, IcebergSchemaInFooter) {
+  Written w = Write(WriterOptions(), 3);
+  std::string json = iceberg::SchemaToJson(TestSchema());
+  EXPECT_NE(w.bytes.find("iceberg.schema"), std::string::npos);
+  EXPECT_NE(w.bytes.find(json), std::string::npos);
+}
+
+TEST(FileWriter, RejectsBadOptions) {
+  std::string bytes;
+  StringOutputStream sink(&bytes);
+  WriterOptions o;
+  o.threads = 3;
+  EXPECT_FALSE(FileWriter::Make(TestSchema(), &sink, o).ok());
+  o.threads = 1;
+  o.page_size = 0;
+  EXPECT_FALSE(FileWriter::Make(TestSchema(), &sink, o).ok());
+  iceberg::Schema empty_struct;
+  empty_struct.fields.push_back({1, "s", false, iceberg::Struct({}), ""});
+  EXPECT_FALSE(FileWriter::Make(empty_struct, &sink, WriterOptions()).ok());
+}
+
+}  // namespace
+}  // namespace icestream::format::parquet

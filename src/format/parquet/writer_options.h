@@ -1,0 +1,31 @@
+// Options of the Parquet writer (defaults follow parquet-java / Arrow where they agree).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/parquet/metadata.h"
+#include "format/parquet/types.h"
+
+namespace icestream::format::parquet {
+
+struct WriterOptions {
+  Codec codec = Codec::kZstd;
+  int compression_level = 0;               // 0 = the codec's default
+  int64_t page_size = 1 << 20;             // target uncompressed data page size
+  int64_t max_page_levels = 128 * 1024;    // at most this many level entries per page
+  int64_t row_group_size = 128LL << 20;    // target uncompressed row-group size
+  int64_t max_row_group_rows = 1LL << 30;
+  bool dictionary = true;                  // RLE_DICTIONARY, falling back to PLAIN
+  int64_t dictionary_page_size_limit = 1 << 20;
+  size_t statistics_truncate_bytes = 64;   // BYTE_ARRAY bounds longer than this are truncated
+  // 1: everything on the caller's thread. 2: pages are encoded and compressed on a
+  // background thread while the caller adds records.
+  int threads = 1;
+  std::string created_by = "icestream version 0.1.0";
+  // Extra footer key/values; `iceberg.schema` is always added.
+  std::vector<KeyValue> key_value_metadata;
+};
+
+}  // namespace icestream::format::parquet

@@ -1,0 +1,665 @@
+// JSON record -> Parquet columns in one pass (simdjson On-Demand API), with record-level
+// rollback. The walk mirrors the shredding tree of format/parquet/schema_mapping.h:
+// each value is written at the repetition level handed down by its parent and at its
+// node's definition level; a null, a missing optional member or an empty list/map
+// writes one entry, below the node's level, to every leaf column under it.
+#include "schema/record_converter.h"
+
+#include <simdjson.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "common/base64.h"
+#include "format/parquet/dictionary.h"
+
+namespace icestream::schema {
+
+namespace od = simdjson::ondemand;
+using format::parquet::ColumnWriter;
+using format::parquet::RecordSink;
+using format::parquet::PhysicalType;
+using format::parquet::ShredNode;
+using iceberg::TypeId;
+
+const size_t RecordConverter::kPadding = simdjson::SIMDJSON_PADDING;
+
+std::string_view RecordErrorCodeName(RecordErrorCode code) {
+  switch (code) {
+    case RecordErrorCode::kMalformedJson: return "MALFORMED_JSON";
+    case RecordErrorCode::kMissingRequiredField: return "MISSING_REQUIRED_FIELD";
+    case RecordErrorCode::kTypeMismatch: return "TYPE_MISMATCH";
+    case RecordErrorCode::kValueOutOfRange: return "VALUE_OUT_OF_RANGE";
+    case RecordErrorCode::kNestingTooDeep: return "NESTING_TOO_DEEP";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Node {
+  const ShredNode* shred = nullptr;
+  TypeId type = TypeId::kBoolean;
+  ColumnWriter* column = nullptr;  // primitives
+  PhysicalType physical = PhysicalType::kBoolean;
+  int32_t precision = 0, scale = 0, length = 0;
+  const FieldConstraints* constraints = nullptr;
+  bool must_be_present = false;
+  std::string name;
+  // The name needs no JSON escaping, so a raw key can be compared byte for byte.
+  bool simple_name = false;
+  std::vector<Node> children;
+  // Structs: member name -> child index (only for wide structs; narrow ones scan).
+  std::unordered_map<std::string_view, int> by_name;
+  mutable std::vector<uint8_t> seen;  // scratch of Struct(); nodes are never re-entered
+};
+
+const char* JsonTypeName(od::json_type t) {
+  switch (t) {
+    case od::json_type::array: return "an array";
+    case od::json_type::object: return "an object";
+    case od::json_type::number: return "a number";
+    case od::json_type::string: return "a string";
+    case od::json_type::boolean: return "a boolean";
+    case od::json_type::null: return "null";
+  }
+  return "?";
+}
+
+std::string_view TrimRight(std::string_view s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+int SchemaDepth(const ShredNode& n) {
+  int d = 0;
+  for (const auto& c : n.children) d = std::max(d, SchemaDepth(c));
+  return n.kind == ShredNode::Kind::kPrimitive ? 0 : d + 1;
+}
+
+}  // namespace
+
+struct RecordConverter::Impl {
+  RecordSink* writer = nullptr;
+  ConverterOptions options;
+  std::unordered_map<int32_t, FieldConstraints> constraints;
+  FieldConstraints default_constraints;
+  Node root;
+  od::parser parser;
+  std::string padded;   // Convert(): a padded copy of the record
+  std::string scratch;  // decoded base64
+  // Error state of the record being converted.
+  RecordErrorCode code = RecordErrorCode::kMalformedJson;
+  std::string message;
+  std::vector<std::string> path_rev;
+
+  Status Build(const ShredNode& s, Node* n) {
+    n->shred = &s;
+    n->name = s.name;
+    n->simple_name = std::none_of(s.name.begin(), s.name.end(), [](char c) {
+      return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+    });
+    auto it = constraints.find(s.field_id);
+    n->constraints = it != constraints.end() ? &it->second : &default_constraints;
+    n->must_be_present = it != constraints.end() ? it->second.must_be_present : !s.optional;
+    if (s.type != nullptr) {
+      n->type = s.type->id;
+      n->precision = s.type->precision;
+      n->scale = s.type->scale;
+      n->length = s.type->length;
+    } else {
+      n->type = TypeId::kStruct;  // the root
+    }
+    if (s.kind == ShredNode::Kind::kPrimitive) {
+      n->column = &writer->column(s.leaf_begin);
+      n->physical = n->column->descriptor().physical;
+      return Status::OK();
+    }
+    if (s.kind == ShredNode::Kind::kMap && s.children[0].type->id != TypeId::kString) {
+      return Unimplemented("map " + s.name + ": only string keys can be filled from JSON objects");
+    }
+    n->children.resize(s.children.size());
+    for (size_t i = 0; i < s.children.size(); ++i) RETURN_IF_ERROR(Build(s.children[i], &n->children[i]));
+    n->seen.assign(n->children.size(), 0);
+    return Status::OK();
+  }
+
+  // After the tree stops moving: name indexes for wide structs.
+  void Index(Node* n) {
+    if (n->shred->kind == ShredNode::Kind::kStruct && n->children.size() > 8) {
+      for (size_t i = 0; i < n->children.size(); ++i) n->by_name.emplace(n->children[i].name, static_cast<int>(i));
+    }
+    for (auto& c : n->children) Index(&c);
+  }
+
+  bool Fail(RecordErrorCode c, std::string msg) {
+    code = c;
+    message = std::move(msg);
+    return false;
+  }
+
+  bool FailJson(simdjson::error_code e) {
+    switch (e) {
+      case simdjson::INCORRECT_TYPE: return Fail(RecordErrorCode::kTypeMismatch, "unexpected JSON type");
+      case simdjson::NUMBER_OUT_OF_RANGE:
+        return Fail(RecordErrorCode::kValueOutOfRange, "number out of range");
+      case simdjson::DEPTH_ERROR: return Fail(RecordErrorCode::kNestingTooDeep, "nesting too deep");
+      default: return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
+    }
+  }
+
+  bool Mismatch(const Node& n, od::json_type got) {
+    std::string want = n.type == TypeId::kStruct ? "an object"
+                       : n.type == TypeId::kList ? "an array"
+                       : n.type == TypeId::kMap  ? "an object"
+                                                 : "a value of type " + iceberg::PrimitiveTypeName(*n.shred->type);
+    return Fail(RecordErrorCode::kTypeMismatch, "expected " + want + ", got " + JsonTypeName(got));
+  }
+
+  void WriteNulls(const Node& n, int16_t rep, int16_t def) {
+    for (int i = n.shred->leaf_begin; i < n.shred->leaf_end; ++i) writer->column(i).AddNull(rep, def);
+  }
+
+  // Matches a raw (still escaped) key against the names that need no escaping; -1 when
+  // none matches (the caller then unescapes the key and looks again).
+  static int LookupRaw(const Node& n, od::raw_json_string key, size_t hint) {
+    const char* raw = key.raw();  // just after the opening quote; the input is padded
+    if (hint < n.children.size() && RawEquals(raw, n.children[hint])) return static_cast<int>(hint);
+    for (size_t i = 0; i < n.children.size(); ++i) {
+      if (RawEquals(raw, n.children[i])) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // raw_json_string::unsafe_is_equal without the memcmp call for short names.
+  static bool RawEquals(const char* raw, const Node& child) {
+    if (!child.simple_name) return false;
+    const std::string& name = child.name;
+    size_t n = name.size();
+    if (raw[n] != '"') return false;
+    if (n <= 16) {
+      uint64_t a0, a1, b0, b1;
+      format::parquet::LoadShort(raw, n, &a0, &a1);
+      format::parquet::LoadShort(name.data(), n, &b0, &b1);
+      return a0 == b0 && a1 == b1;
+    }
+    return std::memcmp(raw, name.data(), n) == 0;
+  }
+
+  int Lookup(const Node& n, std::string_view key, size_t hint) const {
+    if (hint < n.children.size() && n.children[hint].name == key) return static_cast<int>(hint);
+    if (!n.by_name.empty()) {
+      auto it = n.by_name.find(key);
+      return it == n.by_name.end() ? -1 : it->second;
+    }
+    for (size_t i = 0; i < n.children.size(); ++i) {
+      if (n.children[i].name == key) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // Validates a dropped value (syntax and depth) without writing anything.
+  bool Skip(od::value& v, int depth) {
+    od::json_type t;
+    if (auto e = v.type().get(t)) return FailJson(e);
+    switch (t) {
+      case od::json_type::object: {
+        if (depth + 1 > options.max_record_depth) return FailJson(simdjson::DEPTH_ERROR);
+        od::object o;
+        if (auto e = v.get_object().get(o)) return FailJson(e);
+        for (auto fr : o) {
+          // Use the result in place: copying the field out costs a store-forwarding stall.
+          if (auto e = fr.error()) return FailJson(e);
+          od::field& f = fr.value_unsafe();
+          std::string_view k;
+          if (auto e = f.unescaped_key().get(k)) return FailJson(e);
+          if (!Skip(f.value(), depth + 1)) return false;
+        }
+        return true;
+      }
+      case od::json_type::array: {
+        if (depth + 1 > options.max_record_depth) return FailJson(simdjson::DEPTH_ERROR);
+        od::array a;
+        if (auto e = v.get_array().get(a)) return FailJson(e);
+        for (auto er : a) {
+          if (auto e = er.error()) return FailJson(e);
+          od::value& ev = er.value_unsafe();
+          if (!Skip(ev, depth + 1)) return false;
+        }
+        return true;
+      }
+      case od::json_type::string: {
+        std::string_view s;
+        if (auto e = v.get_string().get(s)) return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
+        return true;
+      }
+      case od::json_type::number: {
+        std::string_view tok;
+        tok = v.raw_json_token();
+        if (!IsJsonNumber(TrimRight(tok))) return Fail(RecordErrorCode::kMalformedJson, "invalid number");
+        return true;
+      }
+      case od::json_type::boolean: {
+        bool b;
+        if (v.get_bool().get(b)) return Fail(RecordErrorCode::kMalformedJson, "invalid literal");
+        return true;
+      }
+      case od::json_type::null: {
+        bool is_null = false;
+        if (v.is_null().get(is_null) || !is_null) return Fail(RecordErrorCode::kMalformedJson, "invalid literal");
+        return true;
+      }
+    }
+    return true;
+  }
+
+  bool Struct(const Node& n, od::object obj, int16_t rep, int depth) {
+    auto& seen = n.seen;
+    std::fill(seen.begin(), seen.end(), 0);
+    size_t hint = 0;
+    for (auto fr : obj) {
+      // Use the result in place: copying the field out costs a store-forwarding stall.
+      if (auto e = fr.error()) return FailJson(e);
+      od::field& f = fr.value_unsafe();
+      std::string_view key;
+      int idx = n.by_name.empty() ? LookupRaw(n, f.key(), hint) : -1;
+      if (idx < 0) {
+        if (auto e = f.unescaped_key().get(key)) return FailJson(e);
+        idx = Lookup(n, key, hint);
+      }
+      if (idx < 0) {
+        if (!Skip(f.value(), depth)) {
+          path_rev.push_back("." + std::string(key));
+          return false;
+        }
+        continue;
+      }
+      const Node& child = n.children[static_cast<size_t>(idx)];
+      if (seen[static_cast<size_t>(idx)]) {
+        path_rev.push_back("." + child.name);
+        return Fail(RecordErrorCode::kMalformedJson, "member appears twice");
+      }
+      seen[static_cast<size_t>(idx)] = 1;
+      hint = static_cast<size_t>(idx) + 1;
+      if (!Value(child, f.value(), rep, depth)) {
+        path_rev.push_back("." + child.name);
+        return false;
+      }
+    }
+    for (size_t i = 0; i < n.children.size(); ++i) {
+      if (seen[i]) continue;
+      const Node& child = n.children[i];
+      if (child.must_be_present || !child.shred->optional) {
+        path_rev.push_back("." + child.name);
+        return Fail(RecordErrorCode::kMissingRequiredField, "required field is missing");
+      }
+      WriteNulls(child, rep, static_cast<int16_t>(child.shred->def - 1));
+    }
+    return true;
+  }
+
+  bool List(const Node& n, od::array arr, int16_t rep, int depth) {
+    const Node& element = n.children[0];
+    int16_t r = rep;
+    size_t i = 0;
+    for (auto er : arr) {
+      if (auto e = er.error()) return FailJson(e);
+      od::value& v = er.value_unsafe();
+      if (!Value(element, v, r, depth)) {
+        path_rev.push_back("[" + std::to_string(i) + "]");
+        return false;
+      }
+      r = n.shred->rep;
+      ++i;
+    }
+    if (i == 0) WriteNulls(n, rep, n.shred->def);  // empty list: present, no elements
+    return true;
+  }
+
+  bool Map(const Node& n, od::object obj, int16_t rep, int depth) {
+    const Node& key = n.children[0];
+    const Node& value = n.children[1];
+    int16_t r = rep;
+    size_t i = 0;
+    for (auto fr : obj) {
+      // Use the result in place: copying the field out costs a store-forwarding stall.
+      if (auto e = fr.error()) return FailJson(e);
+      od::field& f = fr.value_unsafe();
+      std::string_view k;
+      if (auto e = f.unescaped_key().get(k)) return FailJson(e);
+      // Key and value are written together, so a failing value rolls back with the record.
+      key.column->AddBytes(r, k);
+      if (!Value(value, f.value(), r, depth)) {
+        path_rev.push_back("." + std::string(k));
+        return false;
+      }
+      r = n.shred->rep;
+      ++i;
+    }
+    if (i == 0) WriteNulls(n, rep, n.shred->def);
+    return true;
+  }
+
+  // v is a member / element inside a container at `depth` (the record itself is 1).
+  bool Value(const Node& n, od::value& v, int16_t rep, int depth) {
+    od::json_type t;
+    if (auto e = v.type().get(t)) return FailJson(e);
+    if (t == od::json_type::null) {
+      bool is_null = false;
+      if (v.is_null().get(is_null) || !is_null) return Fail(RecordErrorCode::kMalformedJson, "invalid literal");
+      if (!n.shred->optional) return Fail(RecordErrorCode::kMissingRequiredField, "required field is null");
+      WriteNulls(n, rep, static_cast<int16_t>(n.shred->def - 1));
+      return true;
+    }
+    switch (n.type) {
+      case TypeId::kStruct:
+      case TypeId::kMap: {
+        if (t != od::json_type::object) return Mismatch(n, t);
+        if (depth + 1 > options.max_record_depth) return FailJson(simdjson::DEPTH_ERROR);
+        od::object o;
+        if (auto e = v.get_object().get(o)) return FailJson(e);
+        return n.type == TypeId::kStruct ? Struct(n, o, rep, depth + 1) : Map(n, o, rep, depth + 1);
+      }
+      case TypeId::kList: {
+        if (t != od::json_type::array) return Mismatch(n, t);
+        if (depth + 1 > options.max_record_depth) return FailJson(simdjson::DEPTH_ERROR);
+        od::array a;
+        if (auto e = v.get_array().get(a)) return FailJson(e);
+        return List(n, a, rep, depth + 1);
+      }
+      default:
+        return Primitive(n, v, t, rep);
+    }
+  }
+
+  bool Integer(const Node& n, od::value& v, int16_t rep) {
+    int64_t x = 0;
+    auto e = v.get_int64().get(x);
+    if (e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_OUT_OF_RANGE) {
+      // 1.0 and 1e3 are integers in JSON Schema (draft 6+); larger ones are out of range.
+      double d;
+      if (v.get_double().get(d)) return Fail(RecordErrorCode::kValueOutOfRange, "integer out of range");
+      if (d != std::floor(d)) return Fail(RecordErrorCode::kTypeMismatch, "expected an integer, got a fraction");
+      if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+        return Fail(RecordErrorCode::kValueOutOfRange, "integer out of range");
+      }
+      x = static_cast<int64_t>(d);
+    } else if (e) {
+      return FailJson(e);
+    }
+    const FieldConstraints& c = *n.constraints;
+    if ((c.min_int && x < *c.min_int) || (c.max_int && x > *c.max_int)) {
+      return Fail(RecordErrorCode::kValueOutOfRange, std::to_string(x) + " is outside the schema's bounds");
+    }
+    if (n.type == TypeId::kInt) {
+      if (x < INT32_MIN || x > INT32_MAX) {
+        return Fail(RecordErrorCode::kValueOutOfRange, std::to_string(x) + " does not fit in int");
+      }
+      n.column->AddInt32(rep, static_cast<int32_t>(x));
+    } else {
+      n.column->AddInt64(rep, x);
+    }
+    return true;
+  }
+
+  bool Floating(const Node& n, od::value& v, int16_t rep) {
+    double d;
+    if (auto e = v.get_double().get(d)) {
+      if (e == simdjson::NUMBER_OUT_OF_RANGE) return Fail(RecordErrorCode::kValueOutOfRange, "number out of range");
+      return FailJson(e == simdjson::INCORRECT_TYPE ? simdjson::NUMBER_ERROR : e);
+    }
+    const FieldConstraints& c = *n.constraints;
+    if (c.min_number && (c.exclusive_min_number ? d <= *c.min_number : d < *c.min_number)) {
+      return Fail(RecordErrorCode::kValueOutOfRange, "number below the schema's minimum");
+    }
+    if (c.max_number && (c.exclusive_max_number ? d >= *c.max_number : d > *c.max_number)) {
+      return Fail(RecordErrorCode::kValueOutOfRange, "number above the schema's maximum");
+    }
+    if (n.type == TypeId::kFloat) {
+      if (std::fabs(d) > FLT_MAX) return Fail(RecordErrorCode::kValueOutOfRange, "number does not fit in float");
+      n.column->AddFloat(rep, static_cast<float>(d));
+    } else {
+      n.column->AddDouble(rep, d);
+    }
+    return true;
+  }
+
+  bool DecimalValue(const Node& n, od::value& v, int16_t rep) {
+    std::string_view tok;
+    tok = v.raw_json_token();
+    int128 unscaled = 0;
+    switch (ParseDecimal(TrimRight(tok), n.precision, n.scale, &unscaled)) {
+      case ParseOutcome::kBadSyntax: return Fail(RecordErrorCode::kMalformedJson, "invalid number");
+      case ParseOutcome::kOutOfRange:
+        return Fail(RecordErrorCode::kValueOutOfRange,
+                    "number does not fit " + iceberg::PrimitiveTypeName(*n.shred->type));
+      case ParseOutcome::kOk: break;
+    }
+    if (n.constraints->multiple_of != 0 && unscaled % n.constraints->multiple_of != 0) {
+      return Fail(RecordErrorCode::kValueOutOfRange, "number is not a multiple of the schema's multipleOf");
+    }
+    if (n.physical == PhysicalType::kInt32) {
+      n.column->AddInt32(rep, static_cast<int32_t>(unscaled));
+    } else if (n.physical == PhysicalType::kInt64) {
+      n.column->AddInt64(rep, static_cast<int64_t>(unscaled));
+    } else {
+      // Big-endian two's complement, sign-extended to the column width.
+      char buf[16];
+      int w = n.column->descriptor().type_length;
+      for (int i = 0; i < w; ++i) buf[w - 1 - i] = static_cast<char>(static_cast<uint8_t>(unscaled >> (8 * i)));
+      n.column->AddBytes(rep, std::string_view(buf, static_cast<size_t>(w)));
+    }
+    return true;
+  }
+
+  bool EnumMember(const Node& n, std::string_view s) {
+    for (const auto& e : n.constraints->enum_values) {
+      if (e == s) return true;
+    }
+    return false;
+  }
+
+  bool Primitive(const Node& n, od::value& v, od::json_type t, int16_t rep) {
+    switch (n.type) {
+      case TypeId::kBoolean: {
+        if (t != od::json_type::boolean) return Mismatch(n, t);
+        bool b;
+        if (v.get_bool().get(b)) return Fail(RecordErrorCode::kMalformedJson, "invalid literal");
+        n.column->AddBool(rep, b);
+        return true;
+      }
+      case TypeId::kInt:
+      case TypeId::kLong:
+        if (t != od::json_type::number) return Mismatch(n, t);
+        return Integer(n, v, rep);
+      case TypeId::kFloat:
+      case TypeId::kDouble:
+        if (t != od::json_type::number) return Mismatch(n, t);
+        return Floating(n, v, rep);
+      case TypeId::kDecimal:
+        if (t != od::json_type::number) return Mismatch(n, t);
+        return DecimalValue(n, v, rep);
+      default: break;
+    }
+    // The remaining types come from JSON strings.
+    if (t != od::json_type::string) {
+      if (n.constraints->has_enum && t != od::json_type::object && t != od::json_type::array) {
+        // Non-string enum members are stored as their JSON text.
+        std::string_view tok;
+        tok = TrimRight(v.raw_json_token());
+        if (!Skip(v, 0)) return false;
+        if (!EnumMember(n, tok)) return Fail(RecordErrorCode::kValueOutOfRange, "value is not one of the enum values");
+        n.column->AddBytes(rep, tok);
+        return true;
+      }
+      return Mismatch(n, t);
+    }
+    std::string_view s;
+    // Fast path: a string without escapes is its raw token minus the quotes (stage 1
+    // has validated its UTF-8 and rejected unescaped control characters).
+    std::string_view tok = TrimRight(v.raw_json_token());
+    if (tok.size() >= 2 && tok.back() == '"' && std::memchr(tok.data(), '\\', tok.size()) == nullptr) {
+      s = tok.substr(1, tok.size() - 2);
+    } else if (auto e = v.get_string().get(s)) {
+      return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
+    }
+    auto parsed = [&](ParseOutcome o, const char* what) {
+      if (o == ParseOutcome::kOk) return true;
+      return Fail(o == ParseOutcome::kBadSyntax ? RecordErrorCode::kTypeMismatch : RecordErrorCode::kValueOutOfRange,
+                  o == ParseOutcome::kBadSyntax ? std::string("not ") + what
+                                                  : std::string(what) + " with a part out of range");
+    };
+    switch (n.type) {
+      case TypeId::kString:
+        if (n.constraints->has_enum && !EnumMember(n, s)) {
+          return Fail(RecordErrorCode::kValueOutOfRange, "value is not one of the enum values");
+        }
+        n.column->AddBytes(rep, s);
+        return true;
+      case TypeId::kDate: {
+        int32_t days;
+        if (!parsed(ParseDate(s, &days), "an RFC 3339 date (YYYY-MM-DD)")) return false;
+        n.column->AddInt32(rep, days);
+        return true;
+      }
+      case TypeId::kTime: {
+        int64_t us;
+        if (!parsed(ParseTime(s, &us), "an RFC 3339 time (HH:MM:SS[.ffffff])")) return false;
+        n.column->AddInt64(rep, us);
+        return true;
+      }
+      case TypeId::kTimestamp:
+      case TypeId::kTimestampTz: {
+        int64_t us;
+        if (!parsed(ParseTimestamp(s, &us), "an RFC 3339 date-time")) return false;
+        n.column->AddInt64(rep, us);
+        return true;
+      }
+      case TypeId::kUuid: {
+        uint8_t b[16];
+        if (!parsed(ParseUuid(s, b), "a UUID")) return false;
+        n.column->AddBytes(rep, std::string_view(reinterpret_cast<char*>(b), 16));
+        return true;
+      }
+      case TypeId::kFixed:
+      case TypeId::kBinary: {
+        auto size = base64::DecodedSize(s);
+        if (!size) return Fail(RecordErrorCode::kTypeMismatch, "not base64");
+        scratch.resize(*size);
+        if (!base64::DecodeTo(s, reinterpret_cast<uint8_t*>(scratch.data()))) {
+          return Fail(RecordErrorCode::kTypeMismatch, "not base64");
+        }
+        std::string_view bytes(scratch.data(), *size);
+        if (n.type == TypeId::kFixed && bytes.size() != static_cast<size_t>(n.length)) {
+          return Fail(RecordErrorCode::kValueOutOfRange,
+                      "expected " + std::to_string(n.length) + " bytes, got " + std::to_string(bytes.size()));
+        }
+        n.column->AddBytes(rep, bytes);
+        return true;
+      }
+      default:
+        return Mismatch(n, t);
+    }
+  }
+
+  // The document is not an object: malformed if it is not even a valid JSON scalar.
+  bool RootNotObject(od::document& doc) {
+    od::json_type t;
+    if (doc.type().get(t)) return Fail(RecordErrorCode::kMalformedJson, "not JSON");
+    bool valid = true;
+    switch (t) {
+      case od::json_type::string: {
+        std::string_view s;
+        valid = !doc.get_string().get(s);
+        break;
+      }
+      case od::json_type::number: {
+        std::string_view tok;
+        valid = !doc.raw_json_token().get(tok) && IsJsonNumber(TrimRight(tok));
+        break;
+      }
+      case od::json_type::boolean: {
+        bool b;
+        valid = !doc.get_bool().get(b);
+        break;
+      }
+      case od::json_type::null: {
+        bool n = false;
+        valid = !doc.is_null().get(n) && n;
+        break;
+      }
+      default: break;
+    }
+    if (!valid) return Fail(RecordErrorCode::kMalformedJson, "not JSON");
+    return Fail(RecordErrorCode::kTypeMismatch, std::string("the record is ") + JsonTypeName(t) +
+                                                    ", not a JSON object");
+  }
+
+  Result<bool> Run(std::string_view json, size_t capacity, RecordError* error) {
+    path_rev.clear();
+    od::document doc;
+    bool ok = true;
+    if (auto e = parser.iterate(json.data(), json.size(), capacity).get(doc)) {
+      ok = FailJson(e == simdjson::INCORRECT_TYPE ? simdjson::TAPE_ERROR : e);
+    } else {
+      od::object obj;
+      auto e2 = doc.get_object().get(obj);
+      if (e2 == simdjson::INCORRECT_TYPE) {
+        ok = RootNotObject(doc);
+      } else if (e2) {
+        ok = FailJson(e2);
+      } else {
+        ok = Struct(root, obj, 0, 1);
+        if (ok) {
+          const char* loc = nullptr;
+          if (!doc.current_location().get(loc)) {
+            ok = Fail(RecordErrorCode::kMalformedJson, "content after the record");
+          }
+        }
+      }
+    }
+    if (ok) {
+      RETURN_IF_ERROR(writer->EndRecord());
+      return true;
+    }
+    writer->AbortRecord();
+    error->code = code;
+    error->path = "$";
+    for (auto it = path_rev.rbegin(); it != path_rev.rend(); ++it) error->path += *it;
+    error->message = error->path + ": " + message;
+    return false;
+  }
+};
+
+RecordConverter::RecordConverter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RecordConverter::~RecordConverter() = default;
+
+Result<std::unique_ptr<RecordConverter>> RecordConverter::Make(const ConvertibleSchema& schema,
+                                                               RecordSink* writer,
+                                                               ConverterOptions options) {
+  auto impl = std::make_unique<Impl>();
+  impl->writer = writer;
+  impl->options = options;
+  impl->options.max_record_depth =
+      std::max(options.max_record_depth, SchemaDepth(writer->schema().root()));
+  impl->constraints = schema.constraints;
+  RETURN_IF_ERROR(impl->Build(writer->schema().root(), &impl->root));
+  impl->Index(&impl->root);
+  return std::unique_ptr<RecordConverter>(new RecordConverter(std::move(impl)));
+}
+
+Result<bool> RecordConverter::Convert(std::string_view json, RecordError* error) {
+  impl_->padded.assign(json);
+  impl_->padded.append(kPadding, '\0');
+  return impl_->Run(std::string_view(impl_->padded.data(), json.size()), impl_->padded.size(), error);
+}
+
+Result<bool> RecordConverter::ConvertPadded(std::string_view json, RecordError* error) {
+  return impl_->Run(json, json.size() + kPadding, error);
+}
+
+}  // namespace icestream::schema

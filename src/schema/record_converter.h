@@ -1,0 +1,75 @@
+// RecordConverter: one JSON record -> one row of a Parquet FileWriter, in one pass
+// over the text (simdjson On-Demand) straight into the column writers.
+//
+// A record that cannot be converted is rejected whole: everything it added to the
+// columns is rolled back and a RecordError says why (kds-delivery-spec.md §2.5:
+// missing required field, type mismatch, malformed JSON -> DLQ). Members that the
+// schema does not name are dropped (after a syntax check); missing optional members are
+// null.
+//
+// Not thread-safe; one converter per RecordSink (a FileWriter or a RowGroupBuilder),
+// which must outlive it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "format/parquet/record_sink.h"
+#include "schema/json_schema.h"
+
+namespace icestream::schema {
+
+enum class RecordErrorCode : uint8_t {
+  kMalformedJson,
+  kMissingRequiredField,
+  kTypeMismatch,
+  kValueOutOfRange,
+  kNestingTooDeep,
+};
+
+// "MALFORMED_JSON", "MISSING_REQUIRED_FIELD", "TYPE_MISMATCH", "VALUE_OUT_OF_RANGE",
+// "NESTING_TOO_DEEP".
+std::string_view RecordErrorCodeName(RecordErrorCode code);
+
+struct RecordError {
+  RecordErrorCode code = RecordErrorCode::kMalformedJson;
+  std::string path;     // JSON path of the offending value, e.g. "$.card.tags[2]"
+  std::string message;  // human readable, names the path
+};
+
+struct ConverterOptions {
+  // Containers (objects/arrays) nested deeper than this, counting the record itself
+  // as 1, are refused with kNestingTooDeep, also inside dropped members.
+  int max_record_depth = 17;
+};
+
+class RecordConverter {
+ public:
+  // Fails with kUnimplemented for schemas the converter cannot fill from JSON (maps
+  // whose keys are not strings).
+  static Result<std::unique_ptr<RecordConverter>> Make(const ConvertibleSchema& schema,
+                                                       format::parquet::RecordSink* writer,
+                                                       ConverterOptions options = {});
+  ~RecordConverter();
+
+  // Converts one record (a JSON object). Returns true when a row was added, false
+  // when the record was rejected (then *error says why and no row was added); a
+  // non-OK status is a writer failure (I/O, codec), after which the writer is unusable.
+  // The text is copied into a padded buffer first.
+  Result<bool> Convert(std::string_view json, RecordError* error);
+  // Same without the copy: json.data() must be followed by at least
+  // kPadding readable bytes (simdjson's SIMDJSON_PADDING).
+  Result<bool> ConvertPadded(std::string_view json, RecordError* error);
+
+  static const size_t kPadding;
+
+  struct Impl;
+
+ private:
+  explicit RecordConverter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace icestream::schema

@@ -1,0 +1,208 @@
+// Tests of the JSON -> column converter: what lands in each column (levels and PLAIN
+// values, read from the column writers' buffered pages), every rejection code, and
+// that a rejected record leaves nothing behind.
+#include "schema/record_converter.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "format/parquet/file_writer.h"
+#include "format/parquet/output_stream.h"
+
+namespace icestream::schema {
+namespace {
+
+namespace pq = format::parquet;
+
+class ConverterTest : public ::testing::Test {
+ protected:
+  void Load(const std::string& schema_json) {
+    auto s = LoadConvertibleSchema(schema_json);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    schema_ = std::move(*s);
+    pq::WriterOptions o;
+    o.dictionary = false;       // PLAIN values are inspectable
+    o.page_size = 1LL << 40;    // never cut a page behind the test's back
+    o.row_group_size = 1LL << 40;
+    o.codec = pq::Codec::kUncompressed;
+    sink_ = std::make_unique<pq::StringOutputStream>(&file_);
+    auto w = pq::FileWriter::Make(schema_.schema, sink_.get(), o);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    writer_ = std::move(*w);
+    auto c = RecordConverter::Make(schema_, writer_.get());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    conv_ = std::move(*c);
+  }
+
+  bool Convert(const std::string& json) {
+    auto r = conv_->Convert(json, &error_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && *r;
+  }
+
+  void ExpectReject(const std::string& json, RecordErrorCode code, const std::string& path) {
+    std::vector<int64_t> before;
+    for (int i = 0; i < writer_->num_columns(); ++i) before.push_back(writer_->column(i).num_levels());
+    EXPECT_FALSE(Convert(json)) << json;
+    EXPECT_EQ(RecordErrorCodeName(error_.code), RecordErrorCodeName(code)) << json << ": " << error_.message;
+    EXPECT_EQ(error_.path, path) << json;
+    for (int i = 0; i < writer_->num_columns(); ++i) {
+      EXPECT_EQ(writer_->column(i).num_levels(), before[static_cast<size_t>(i)])
+          << "column " << i << " kept part of the rejected record " << json;
+    }
+  }
+
+  pq::PageData Page(int column) { return writer_->column(column).CutPage(); }
+
+  template <typename T>
+  static std::vector<T> Values(const pq::PageData& p) {
+    std::vector<T> v(p.plain.size() / sizeof(T));
+    std::memcpy(v.data(), p.plain.data(), v.size() * sizeof(T));
+    return v;
+  }
+
+  static std::vector<std::string> Strings(const pq::PageData& p) {
+    std::vector<std::string> out;
+    size_t pos = 0;
+    while (pos < p.plain.size()) {
+      uint32_t len;
+      std::memcpy(&len, p.plain.data() + pos, 4);
+      out.emplace_back(p.plain.substr(pos + 4, len));
+      pos += 4 + len;
+    }
+    return out;
+  }
+
+  ConvertibleSchema schema_;
+  std::string file_;
+  std::unique_ptr<pq::StringOutputStream> sink_;
+  std::unique_ptr<pq::FileWriter> writer_;
+  std::unique_ptr<RecordConverter> conv_;
+  RecordError error_;
+};
+
+using Levels = std::vector<uint16_t>;
+
+TEST_F(ConverterTest, EveryMappedTypeLandsInItsColumn) {
+  Load(R"({"type":"object","required":["s"],"properties":{
+    "s":{"type":"string"}, "ts":{"type":"string","format":"date-time"},
+    "d":{"type":"string","format":"date"}, "t":{"type":"string","format":"time"},
+    "u":{"type":"string","format":"uuid"}, "b":{"type":"string","contentEncoding":"base64"},
+    "i":{"type":"integer","minimum":-5,"maximum":5}, "l":{"type":"integer"},
+    "dec":{"type":"number","multipleOf":0.01}, "x":{"type":"number"},
+    "ok":{"type":"boolean"}, "e":{"enum":["red","green"]}}})");
+  ASSERT_TRUE(Convert(R"({"s":"héllo","ts":"2017-11-16T22:31:08.000001Z","d":"2017-11-16",
+      "t":"22:31:08","u":"f79c3e09-677c-4bbd-a479-3f349cb785e7","b":"AAECAw==","i":-5,
+      "l":9223372036854775807,"dec":-14.2,"x":1e300,"ok":true,"e":"green","extra":[1,{"z":2}]})"));
+  ASSERT_TRUE(Convert(R"({"s":""})"));  // every optional member missing -> null
+  auto s = Page(0);
+  EXPECT_EQ(Strings(s), (std::vector<std::string>{"héllo", ""}));
+  EXPECT_TRUE(s.def.empty());  // required, flat: no levels at all
+  auto ts = Page(1);
+  EXPECT_EQ(ts.def, (Levels{1, 0}));
+  EXPECT_EQ(Values<int64_t>(ts), std::vector<int64_t>{1510871468000001LL});
+  EXPECT_EQ(Values<int32_t>(Page(2)), std::vector<int32_t>{17486});
+  EXPECT_EQ(Values<int64_t>(Page(3)), std::vector<int64_t>{81068000000LL});
+  auto u = Page(4);
+  ASSERT_EQ(u.plain.size(), 16u);
+  EXPECT_EQ(static_cast<uint8_t>(u.plain[0]), 0xf7);
+  EXPECT_EQ(Strings(Page(5)), std::vector<std::string>{std::string("\0\1\2\3", 4)});
+  EXPECT_EQ(Values<int32_t>(Page(6)), std::vector<int32_t>{-5});
+  EXPECT_EQ(Values<int64_t>(Page(7)), std::vector<int64_t>{INT64_MAX});
+  auto dec = Page(8);  // decimal(38,2): 16-byte big-endian two's complement of -1420
+  ASSERT_EQ(dec.plain.size(), 16u);
+  EXPECT_EQ(static_cast<uint8_t>(dec.plain[0]), 0xff);
+  EXPECT_EQ(static_cast<uint8_t>(dec.plain[14]), 0xfa);
+  EXPECT_EQ(static_cast<uint8_t>(dec.plain[15]), 0x74);
+  EXPECT_EQ(Values<double>(Page(9)), std::vector<double>{1e300});
+  EXPECT_EQ(Page(10).plain, std::string("\1", 1));
+  EXPECT_EQ(Strings(Page(11)), std::vector<std::string>{"green"});
+}
+
+TEST_F(ConverterTest, ListLevelsFollowTheSpecExample) {
+  // parquet-format / formats.md A.8: optional list of optional int32.
+  Load(R"({"type":"struct","fields":[{"id":1,"name":"tags","required":false,"type":
+      {"type":"list","element-id":2,"element-required":false,"element":"int"}}]})");
+  for (const char* r : {R"({"tags":[1,null,2]})", R"({"tags":null})", R"({"tags":[]})", R"({"tags":[3]})"}) {
+    ASSERT_TRUE(Convert(r)) << r << error_.message;
+  }
+  auto p = Page(0);
+  EXPECT_EQ(p.rep, (Levels{0, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(p.def, (Levels{3, 2, 3, 0, 1, 3}));
+  EXPECT_EQ(Values<int32_t>(p), (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(p.num_levels, 6);
+}
+
+TEST_F(ConverterTest, NestedStructsListsAndMaps) {
+  Load(R"({"type":"struct","fields":[
+    {"id":1,"name":"s","required":false,"type":{"type":"struct","fields":[
+      {"id":2,"name":"a","required":false,"type":"long"},
+      {"id":3,"name":"m","required":false,"type":{"type":"map","key-id":4,"key":"string",
+        "value-id":5,"value-required":false,"value":{"type":"list","element-id":6,
+        "element-required":true,"element":"string"}}}]}}]})");
+  ASSERT_TRUE(Convert(R"({"s":{"a":7,"m":{"k1":["x","y"],"k2":null,"k3":[]}}})")) << error_.message;
+  ASSERT_TRUE(Convert(R"({"s":{"m":{}}})")) << error_.message;
+  ASSERT_TRUE(Convert(R"({"s":null})")) << error_.message;
+  ASSERT_TRUE(Convert(R"({})")) << error_.message;
+  // Leaves: a (def 2), key (def 3: s, m, key_value), element (def 6, rep 2).
+  auto a = Page(0);
+  EXPECT_EQ(a.def, (Levels{2, 1, 0, 0}));
+  auto key = Page(1);
+  EXPECT_EQ(key.rep, (Levels{0, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(key.def, (Levels{3, 3, 3, 2, 0, 0}));
+  EXPECT_EQ(Strings(key), (std::vector<std::string>{"k1", "k2", "k3"}));
+  auto el = Page(2);
+  // m.value: optional list (def 4 present, 3 null), list entries def 5, element required.
+  EXPECT_EQ(el.rep, (Levels{0, 2, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(el.def, (Levels{5, 5, 3, 4, 2, 0, 0}));
+  EXPECT_EQ(Strings(el), (std::vector<std::string>{"x", "y"}));
+}
+
+TEST_F(ConverterTest, EveryRejectionCodeRollsBackTheRecord) {
+  Load(R"({"type":"object","required":["id","s"],"properties":{
+    "id":{"type":"integer","minimum":0,"maximum":1000},
+    "s":{"type":"object","required":["x"],"properties":{"x":{"type":"string"},
+         "l":{"type":"array","items":{"type":"integer"}}}},
+    "ts":{"type":"string","format":"date-time"},
+    "amount":{"type":"number","multipleOf":0.01},
+    "e":{"enum":["a","b"]}}})");
+  ASSERT_TRUE(Convert(R"({"id":1,"s":{"x":"a","l":[1,2]}})"));
+  // Each of these fails late, after earlier members were written.
+  ExpectReject(R"({"id":2,"s":{"x":"a","l":[1,2,"three"]}})", RecordErrorCode::kTypeMismatch, "$.s.l[2]");
+  ExpectReject(R"({"id":2,"s":{"l":[1]}})", RecordErrorCode::kMissingRequiredField, "$.s.x");
+  ExpectReject(R"({"s":{"x":"a"}})", RecordErrorCode::kMissingRequiredField, "$.id");
+  ExpectReject(R"({"id":null,"s":{"x":"a"}})", RecordErrorCode::kMissingRequiredField, "$.id");
+  ExpectReject(R"({"id":1001,"s":{"x":"a"}})", RecordErrorCode::kValueOutOfRange, "$.id");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"amount":0.001})", RecordErrorCode::kValueOutOfRange, "$.amount");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"e":"c"})", RecordErrorCode::kValueOutOfRange, "$.e");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"ts":"2021-02-30T00:00:00Z"})", RecordErrorCode::kValueOutOfRange, "$.ts");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"ts":"yesterday"})", RecordErrorCode::kTypeMismatch, "$.ts");
+  ExpectReject(R"({"id":1.5,"s":{"x":"a"}})", RecordErrorCode::kTypeMismatch, "$.id");
+  ExpectReject(R"({"id":"1","s":{"x":"a"}})", RecordErrorCode::kTypeMismatch, "$.id");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"junk":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]})",
+               RecordErrorCode::kNestingTooDeep, "$.junk");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"junk":tru})", RecordErrorCode::kMalformedJson, "$.junk");
+  ExpectReject(R"({"id":1,"s":{"x":"a"})", RecordErrorCode::kMalformedJson, "$");
+  ExpectReject(R"({"id":1,"s":{"x":"a"}} {})", RecordErrorCode::kMalformedJson, "$");
+  ExpectReject(R"({"id":1,"id":2,"s":{"x":"a"}})", RecordErrorCode::kMalformedJson, "$.id");
+  ExpectReject("not json", RecordErrorCode::kMalformedJson, "$");
+  ExpectReject("[1]", RecordErrorCode::kTypeMismatch, "$");
+  ExpectReject(std::string("{\"id\":1,\"s\":{\"x\":\"\xff\"}}"), RecordErrorCode::kMalformedJson, "$");
+  ASSERT_TRUE(Convert(R"({"id":3,"s":{"x":"b"}})"));
+  // Only the two accepted records reached the columns (id is an int: bounds fit).
+  EXPECT_EQ(Values<int32_t>(Page(0)), (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(writer_->num_rows(), 2);
+}
+
+TEST_F(ConverterTest, IntegersAcceptIntegralNumbers) {
+  Load(R"({"type":"object","properties":{"n":{"type":"integer"}}})");
+  ASSERT_TRUE(Convert(R"({"n":1.0})"));
+  ASSERT_TRUE(Convert(R"({"n":-2e3})"));
+  ExpectReject(R"({"n":1e19})", RecordErrorCode::kValueOutOfRange, "$.n");
+  ExpectReject(R"({"n":18446744073709551616})", RecordErrorCode::kValueOutOfRange, "$.n");
+  EXPECT_EQ(Values<int64_t>(Page(0)), (std::vector<int64_t>{1, -2000}));
+}
+
+}  // namespace
+}  // namespace icestream::schema

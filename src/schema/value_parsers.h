@@ -1,0 +1,41 @@
+// Text -> value parsers for the converter: RFC 3339 dates, times and timestamps (the
+// JSON Schema formats date, time, date-time), canonical UUIDs, exact decimals and JSON
+// number syntax (RFC 8259 §6). All parsers are strict and allocation-free.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace icestream::schema {
+
+__extension__ typedef __int128 int128;
+
+enum class ParseOutcome : uint8_t {
+  kOk,
+  kBadSyntax,    // not of the expected shape
+  kOutOfRange,   // well-formed, but not representable (day 31 of April, too many digits)
+};
+
+// "YYYY-MM-DD" -> days since 1970-01-01.
+ParseOutcome ParseDate(std::string_view s, int32_t* days);
+// "HH:MM:SS[.fraction]" with an optional offset ("Z" or "+HH:MM"), which is applied:
+// the result is the UTC time of day in microseconds. Digits after the sixth of the
+// fraction are dropped.
+ParseOutcome ParseTime(std::string_view s, int64_t* micros);
+// RFC 3339 date-time "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM)" ('T' may be 't' or
+// a space, 'Z' may be 'z'); the offset is optional (absent = UTC). -> microseconds
+// since 1970-01-01T00:00:00Z.
+ParseOutcome ParseTimestamp(std::string_view s, int64_t* micros);
+// "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (hex, any case) -> 16 bytes big-endian.
+ParseOutcome ParseUuid(std::string_view s, uint8_t out[16]);
+// A JSON number -> unscaled value at `scale` (value * 10^scale), which must be exact
+// and have at most `precision` digits (kOutOfRange otherwise).
+ParseOutcome ParseDecimal(std::string_view json_number, int32_t precision, int32_t scale,
+                          int128* unscaled);
+// Whether s is exactly one JSON number token (RFC 8259 §6 grammar).
+bool IsJsonNumber(std::string_view s);
+
+// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d);
+
+}  // namespace icestream::schema

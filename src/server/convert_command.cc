@@ -1,0 +1,360 @@
+// `icestream convert`: JSON lines -> one Parquet file, through the same schema mapping
+// and converter the table sink uses. Prints the rows written and, for every rejected
+// line, its number and the reason. The input is cut into blocks of whole lines; each
+// block becomes a row group (or more), converted by one of --threads threads; row
+// groups are written in input order, so the file does not depend on the thread count.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "common/fs.h"
+#include "format/parquet/file_writer.h"
+#include "format/parquet/output_stream.h"
+#include "schema/json_schema.h"
+#include "schema/record_converter.h"
+#include "server/commands.h"
+
+namespace icestream::server {
+namespace {
+
+namespace pq = format::parquet;
+
+// Input per row group (at most; a row group also ends at --row-group-size).
+constexpr size_t kBlockBytes = 64 << 20;
+
+struct ConvertArgs {
+  std::string schema_path;
+  std::string input_path;
+  std::string output_path;
+  std::string compression = "zstd";
+  int compression_level = 0;
+  int threads = 1;
+  int64_t row_group_size = 128LL << 20;
+  int64_t page_size = 1LL << 20;
+  bool no_dictionary = false;
+  bool quiet = false;
+};
+
+// Reads the input in blocks that end at a line boundary. Thread-safe.
+class BlockReader {
+ public:
+  BlockReader(int fd, std::string path, size_t block_size)
+      : fd_(fd), path_(std::move(path)), block_size_(block_size) {}
+
+  ~BlockReader() {
+    if (map_ != nullptr) ::munmap(const_cast<char*>(map_), map_size_);
+  }
+
+  // Maps a regular file instead of reading it (no copy into buffers); other inputs
+  // (pipes) are read().
+  void TryMap() {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return;
+    void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (m == MAP_FAILED) return;
+    ::madvise(m, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
+    map_ = static_cast<const char*>(m);
+    map_size_ = static_cast<size_t>(st.st_size);
+  }
+
+  struct Block {
+    int64_t seq = 0;
+    const char* data = nullptr;          // whole lines
+    size_t size = 0;
+    const char* readable_end = nullptr;  // memory up to here may be read (simdjson padding)
+    std::unique_ptr<char[]> buf;         // read() mode: the lines, then zero padding
+    size_t capacity = 0;
+  };
+
+  // Fills *b with the next block (reusing its buffer); false at the end of the input.
+  Result<bool> Next(Block* b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_ != nullptr) {
+      if (map_pos_ >= map_size_) return false;
+      // Same cut as the read() path: after the last line end within block_size bytes
+      // (or the first one after, for a longer line), so both give the same file.
+      size_t end = std::min(map_size_, map_pos_ + block_size_);
+      if (end < map_size_) {
+        const void* last = ::memrchr(map_ + map_pos_, '\n', end - map_pos_);
+        const void* nl = last ? last : std::memchr(map_ + end, '\n', map_size_ - end);
+        end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - map_) + 1 : map_size_;
+      }
+      b->data = map_ + map_pos_;
+      b->size = end - map_pos_;
+      b->readable_end = map_ + map_size_;
+      bytes_ += static_cast<int64_t>(b->size);
+      map_pos_ = end;
+      b->seq = seq_++;
+      return true;
+    }
+    if (eof_ && carry_.empty()) return false;
+    const size_t pad = schema::RecordConverter::kPadding;
+    size_t have = carry_.size();
+    Reserve(b, std::max(block_size_, have + (1 << 20)) + pad);
+    std::memcpy(b->buf.get(), carry_.data(), have);
+    carry_.clear();
+    const char* cut = nullptr;
+    while (!eof_) {
+      // Fill the buffer, then cut after its last line end; grow for longer lines.
+      while (have < b->capacity - pad) {
+        ssize_t n = ::read(fd_, b->buf.get() + have, b->capacity - pad - have);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          return ErrnoError("read " + path_, errno);
+        }
+        if (n == 0) {
+          eof_ = true;
+          break;
+        }
+        have += static_cast<size_t>(n);
+        bytes_ += n;
+      }
+      cut = static_cast<const char*>(::memrchr(b->buf.get(), '\n', have));
+      if (cut != nullptr || eof_) break;
+      Reserve(b, b->capacity * 2);
+    }
+    size_t end = eof_ ? have : static_cast<size_t>(cut - b->buf.get()) + 1;
+    carry_.assign(b->buf.get() + end, have - end);
+    b->data = b->buf.get();
+    b->size = end;
+    std::memset(b->buf.get() + end, 0, pad);
+    b->readable_end = b->data + end + pad;
+    b->seq = seq_++;
+    return true;
+  }
+
+  int64_t bytes() const { return bytes_; }
+
+  // The block's lines are converted: drop its whole pages from this process (they stay
+  // in the page cache; a neighbour's read of a shared page just faults it back in).
+  void Release(const Block& b) {
+    if (map_ == nullptr) return;
+    const size_t page = 4096;
+    auto first = (reinterpret_cast<uintptr_t>(b.data) + page - 1) & ~(page - 1);
+    auto last = reinterpret_cast<uintptr_t>(b.data + b.size) & ~(page - 1);
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
+
+ private:
+  static void Reserve(Block* b, size_t capacity) {
+    if (b->capacity >= capacity) return;
+    std::unique_ptr<char[]> bigger(new char[capacity]);
+    if (b->buf) std::memcpy(bigger.get(), b->buf.get(), b->capacity);
+    b->buf = std::move(bigger);
+    b->capacity = capacity;
+  }
+
+  std::mutex mu_;
+  int fd_;
+  std::string path_;
+  size_t block_size_;
+  std::string carry_;
+  bool eof_ = false;
+  const char* map_ = nullptr;
+  size_t map_size_ = 0;
+  size_t map_pos_ = 0;
+  int64_t seq_ = 0;
+  int64_t bytes_ = 0;
+};
+
+struct Counts {
+  int64_t written = 0;
+  int64_t rejected = 0;
+};
+
+// Converts blocks of lines into row groups, one RowGroupBuilder per thread; finished
+// row groups are placed in the file in input order, so the output is the same for
+// any number of threads.
+class ParallelConverter {
+ public:
+  ParallelConverter(const schema::ConvertibleSchema* schema, pq::FileWriter* writer,
+                    BlockReader* reader, bool quiet)
+      : schema_(schema), writer_(writer), reader_(reader), quiet_(quiet) {}
+
+  Status Run(int threads) {
+    std::vector<std::thread> extra;
+    for (int i = 1; i < threads; ++i) extra.emplace_back([this] { Work(); });
+    Work();
+    for (auto& t : extra) t.join();
+    return error_;
+  }
+
+  const Counts& counts() const { return counts_; }
+
+ private:
+  void Fail(const Status& st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (error_.ok()) error_ = st;
+    stop_ = true;
+    cv_.notify_all();
+  }
+
+  void Work() {
+    Status st = WorkLoop();
+    if (!st.ok()) Fail(st);
+  }
+
+  Status WorkLoop() {
+    ASSIGN_OR_RETURN(auto builder, writer_->NewRowGroupBuilder());
+    ASSIGN_OR_RETURN(auto converter, schema::RecordConverter::Make(*schema_, builder.get()));
+    BlockReader::Block block;
+    schema::RecordError error;
+    std::vector<pq::RowGroupData> groups;
+    // Rejections of the block: (line number within the block, message).
+    std::vector<std::pair<int64_t, std::string>> rejections;
+    for (;;) {
+      ASSIGN_OR_RETURN(bool more, reader_->Next(&block));
+      if (!more) return Status::OK();
+      Counts counts;
+      rejections.clear();
+      size_t used = 0;
+      auto take_group = [&]() -> Status {
+        if (used == groups.size()) groups.emplace_back();
+        return builder->Finish(&groups[used++]);
+      };
+      const char* p = block.data;
+      const char* end = p + block.size;
+      int64_t line_no = 0;
+      while (p < end) {
+        ++line_no;
+        const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+        const char* line_end = nl ? nl : end;
+        std::string_view line(p, static_cast<size_t>(line_end - p));
+        p = nl ? nl + 1 : end;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
+        // simdjson reads up to kPadding bytes past the line: the following lines, the
+        // block's zeroed padding, or (at the very end of a mapped file) a copy.
+        bool padded = line.data() + line.size() + schema::RecordConverter::kPadding <= block.readable_end;
+        ASSIGN_OR_RETURN(bool ok, padded ? converter->ConvertPadded(line, &error)
+                                         : converter->Convert(line, &error));
+        if (ok) {
+          ++counts.written;
+          if (builder->full()) RETURN_IF_ERROR(take_group());
+        } else {
+          ++counts.rejected;
+          if (!quiet_) {
+            rejections.emplace_back(line_no, std::string(schema::RecordErrorCodeName(error.code)) + ": " +
+                                                 error.message);
+          }
+        }
+      }
+      if (builder->num_rows() > 0) RETURN_IF_ERROR(take_group());
+      reader_->Release(block);
+      // Wait for this block's turn, then place its row groups and report its lines.
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || next_seq_ == block.seq; });
+      if (stop_) return Status::OK();
+      for (size_t i = 0; i < used; ++i) RETURN_IF_ERROR(writer_->AppendRowGroup(&groups[i]));
+      for (const auto& [line, message] : rejections) {
+        std::cerr << "line " << lines_before_ + line << ": " << message << "\n";
+      }
+      lines_before_ += line_no;
+      counts_.written += counts.written;
+      counts_.rejected += counts.rejected;
+      ++next_seq_;
+      cv_.notify_all();
+    }
+  }
+
+  const schema::ConvertibleSchema* schema_;
+  pq::FileWriter* writer_;
+  BlockReader* reader_;
+  bool quiet_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t next_seq_ = 0;
+  int64_t lines_before_ = 0;  // lines in the blocks already placed
+  bool stop_ = false;
+  Status error_;
+  Counts counts_;
+};
+
+Status RunConvert(const ConvertArgs& args) {
+  pq::WriterOptions options;
+  if (!pq::ParseCodec(args.compression, &options.codec)) {
+    return InvalidArgument("unknown compression \"" + args.compression + "\" (zstd, snappy, gzip, none)");
+  }
+  options.compression_level = args.compression_level;
+  // Threads work on whole blocks (below); the writer itself stays single-threaded.
+  options.threads = 1;
+  options.row_group_size = args.row_group_size;
+  options.page_size = args.page_size;
+  options.dictionary = !args.no_dictionary;
+  ASSIGN_OR_RETURN(std::string schema_text, fs::ReadFile(args.schema_path));
+  auto schema = schema::LoadConvertibleSchema(schema_text);
+  if (!schema.ok()) return schema.status().WithContext(args.schema_path);
+  int fd = ::open(args.input_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open " + args.input_path, errno);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  auto out = pq::FileOutputStream::Open(args.output_path);
+  if (!out.ok()) {
+    ::close(fd);
+    return out.status();
+  }
+  auto writer = pq::FileWriter::Make(schema->schema, out->get(), options);
+  if (!writer.ok()) {
+    ::close(fd);
+    return writer.status();
+  }
+  BlockReader reader(fd, args.input_path, kBlockBytes);
+  reader.TryMap();
+  ParallelConverter conv(&*schema, writer->get(), &reader, args.quiet);
+  Status st = conv.Run(args.threads);
+  ::close(fd);
+  RETURN_IF_ERROR(st);
+  const Counts& counts = conv.counts();
+  ASSIGN_OR_RETURN(pq::FileMetrics metrics, (*writer)->Close());
+  std::cout << "rows written: " << counts.written << "\n"
+            << "rows rejected: " << counts.rejected << "\n"
+            << "input bytes: " << reader.bytes() << "\n"
+            << "output bytes: " << metrics.file_size << "\n";
+  return Status::OK();
+}
+
+}  // namespace
+
+void AddConvertCommand(CLI::App* app) {
+  auto args = std::make_shared<ConvertArgs>();
+  auto* cmd = app->add_subcommand("convert", "Convert JSON lines to Parquet with a schema");
+  cmd->add_option("--schema", args->schema_path, "JSON Schema (draft 4/7) or Iceberg schema JSON")
+      ->required();
+  cmd->add_option("--input", args->input_path, "JSON lines, one record per line")->required();
+  cmd->add_option("--output", args->output_path, "Parquet file to write")->required();
+  cmd->add_option("--compression", args->compression, "zstd, snappy, gzip or none")
+      ->capture_default_str();
+  cmd->add_option("--compression-level", args->compression_level, "codec level (0 = codec default)")
+      ->check(CLI::Range(0, 22));
+  cmd->add_option("--threads", args->threads, "threads converting blocks of input in parallel")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd->add_option("--row-group-size", args->row_group_size, "target uncompressed row-group bytes")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->capture_default_str();
+  cmd->add_option("--page-size", args->page_size, "target uncompressed data-page bytes")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_flag("--no-dictionary", args->no_dictionary, "PLAIN pages only");
+  cmd->add_flag("--quiet", args->quiet, "do not print rejected lines");
+  cmd->callback([args] {
+    Status st = RunConvert(*args);
+    if (!st.ok()) {
+      std::cerr << "convert: " << st.ToString() << "\n";
+      SetExitCode(1);
+    }
+  });
+}
+
+}  // namespace icestream::server
