@@ -1,0 +1,280 @@
+// Avro object container files (Avro specification, "Object Container Files",
+// "Required Codecs", "Optional Codecs").
+#include "format/avro/container.h"
+
+#include <cstring>
+
+#include <snappy.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "common/crypto.h"
+#include "format/avro/encoding.h"
+
+namespace icestream::format::avro {
+
+namespace {
+
+constexpr char kMagic[4] = {'O', 'b', 'j', '\x01'};
+constexpr size_t kSyncSize = 16;
+
+Status DeflateRaw(std::string_view in, int level, std::string* out) {
+  z_stream zs{};
+  // windowBits -15: a raw deflate stream without zlib header or checksum (Avro spec).
+  if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return Internal("deflateInit2 failed");
+  }
+  size_t start = out->size();
+  out->resize(start + deflateBound(&zs, static_cast<uLong>(in.size())) + 16);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out->data() + start);
+  zs.avail_out = static_cast<uInt>(out->size() - start);
+  int rc = deflate(&zs, Z_FINISH);
+  size_t produced = zs.total_out;
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) return Internal("deflate did not finish");
+  out->resize(start + produced);
+  return Status::OK();
+}
+
+Status InflateRaw(std::string_view in, size_t max_out, std::string* out) {
+  z_stream zs{};
+  if (inflateInit2(&zs, -15) != Z_OK) return Internal("inflateInit2 failed");
+  out->clear();
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  char buf[64 << 10];
+  int rc = Z_OK;
+  while (rc != Z_STREAM_END) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf);
+    zs.avail_out = sizeof buf;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) {
+      inflateEnd(&zs);
+      return Corruption("avro: deflate block does not inflate");
+    }
+    out->append(buf, sizeof buf - zs.avail_out);
+    if (out->size() > max_out) {
+      inflateEnd(&zs);
+      return Corruption("avro: block inflates beyond the size limit");
+    }
+    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
+      inflateEnd(&zs);
+      return Corruption("avro: deflate block is truncated");
+    }
+  }
+  inflateEnd(&zs);
+  return Status::OK();
+}
+
+// Streaming, so that a frame without a content size cannot make us allocate the limit.
+Status ZstdDecompress(std::string_view in, size_t max_out, std::string* out) {
+  std::unique_ptr<ZSTD_DStream, size_t (*)(ZSTD_DStream*)> ds(ZSTD_createDStream(),
+                                                              ZSTD_freeDStream);
+  if (!ds) return Internal("ZSTD_createDStream failed");
+  out->clear();
+  ZSTD_inBuffer input{in.data(), in.size(), 0};
+  char buf[64 << 10];
+  size_t rc = 1;
+  while (rc != 0) {
+    ZSTD_outBuffer output{buf, sizeof buf, 0};
+    rc = ZSTD_decompressStream(ds.get(), &output, &input);
+    if (ZSTD_isError(rc)) return Corruption("avro: zstandard block does not decompress");
+    out->append(buf, output.pos);
+    if (out->size() > max_out) return Corruption("avro: block exceeds the size limit");
+    if (rc != 0 && input.pos == input.size && output.pos < output.size) {
+      return Corruption("avro: zstandard block is truncated");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string_view CodecName(Codec codec) {
+  switch (codec) {
+    case Codec::kNull: return "null";
+    case Codec::kDeflate: return "deflate";
+    case Codec::kSnappy: return "snappy";
+    case Codec::kZstandard: return "zstandard";
+  }
+  return "null";
+}
+
+ContainerWriter::ContainerWriter(std::string schema_json, ContainerWriterOptions options)
+    : options_(std::move(options)) {
+  out_.append(kMagic, 4);
+  // Header metadata: one map block with every entry, then the end marker.
+  PutLong(&out_, static_cast<int64_t>(options_.metadata.size() + 2));
+  PutString(&out_, "avro.schema");
+  PutBytes(&out_, schema_json);
+  PutString(&out_, "avro.codec");
+  PutBytes(&out_, CodecName(options_.codec));
+  for (const auto& [k, v] : options_.metadata) {
+    PutString(&out_, k);
+    PutBytes(&out_, v);
+  }
+  PutLong(&out_, 0);
+  out_.append(options_.sync_marker);
+}
+
+Result<std::unique_ptr<ContainerWriter>> ContainerWriter::Make(std::string schema_json,
+                                                               ContainerWriterOptions options) {
+  for (const auto& [k, v] : options.metadata) {
+    if (k.rfind("avro.", 0) == 0) return InvalidArgument("avro: metadata key '" + k + "' is reserved");
+  }
+  if (options.codec != Codec::kNull && options.codec != Codec::kDeflate) {
+    return InvalidArgument("avro: only the null and deflate codecs are written");
+  }
+  if (options.sync_marker.empty()) {
+    options.sync_marker.resize(kSyncSize);
+    crypto::RandomBytes(options.sync_marker.data(), kSyncSize);
+  }
+  if (options.sync_marker.size() != kSyncSize) return InvalidArgument("avro: sync marker must be 16 bytes");
+  return std::unique_ptr<ContainerWriter>(
+      new ContainerWriter(std::move(schema_json), std::move(options)));
+}
+
+Status ContainerWriter::EndDatum() {
+  ++block_count_;
+  ++total_count_;
+  if (block_.size() >= options_.block_bytes) return FlushBlock();
+  return Status::OK();
+}
+
+Status ContainerWriter::FlushBlock() {
+  if (block_count_ == 0) return Status::OK();
+  PutLong(&out_, block_count_);
+  if (options_.codec == Codec::kDeflate) {
+    std::string compressed;
+    RETURN_IF_ERROR(DeflateRaw(block_, options_.deflate_level, &compressed));
+    PutBytes(&out_, compressed);
+  } else {
+    PutBytes(&out_, block_);
+  }
+  out_.append(options_.sync_marker);
+  block_.clear();
+  block_count_ = 0;
+  return Status::OK();
+}
+
+Result<std::string> ContainerWriter::Finish() {
+  if (finished_) return FailedPrecondition("avro: container already finished");
+  finished_ = true;
+  RETURN_IF_ERROR(FlushBlock());
+  return std::move(out_);
+}
+
+Result<std::unique_ptr<ContainerReader>> ContainerReader::Open(std::string_view file,
+                                                               ContainerLimits limits) {
+  std::unique_ptr<ContainerReader> r(new ContainerReader(file, limits));
+  RETURN_IF_ERROR(r->ReadHeader());
+  return r;
+}
+
+std::string ContainerReader::Meta(std::string_view key) const {
+  auto it = metadata_.find(std::string(key));
+  return it == metadata_.end() ? std::string() : it->second;
+}
+
+Status ContainerReader::ReadHeader() {
+  if (file_.size() < 4 || std::memcmp(file_.data(), kMagic, 4) != 0) {
+    return Corruption("avro: not an object container file (bad magic)");
+  }
+  Decoder dec(file_.substr(4));
+  while (true) {
+    ASSIGN_OR_RETURN(int64_t count, dec.ReadLong());
+    if (count == 0) break;
+    if (count < 0) {
+      if (count == INT64_MIN) return Corruption("avro: bad metadata block count");
+      count = -count;
+      RETURN_IF_ERROR(dec.ReadLong().status());
+    }
+    if (static_cast<uint64_t>(count) > dec.remaining()) return Corruption("avro: bad metadata count");
+    for (int64_t i = 0; i < count; ++i) {
+      ASSIGN_OR_RETURN(std::string_view k, dec.ReadBytes());
+      ASSIGN_OR_RETURN(std::string_view v, dec.ReadBytes());
+      metadata_[std::string(k)] = std::string(v);
+    }
+  }
+  ASSIGN_OR_RETURN(std::string_view sync, dec.ReadFixed(kSyncSize));
+  sync_.assign(sync);
+  pos_ = 4 + dec.position();
+
+  auto schema_it = metadata_.find("avro.schema");
+  if (schema_it == metadata_.end()) return Corruption("avro: header has no avro.schema");
+  schema_json_ = schema_it->second;
+  auto schema = Schema::Parse(schema_json_);
+  if (!schema.ok()) return Corruption("avro: header schema: " + schema.status().message());
+  schema_ = std::move(schema).value();
+
+  std::string codec = Meta("avro.codec");
+  if (codec.empty() || codec == "null") {
+    codec_ = Codec::kNull;
+  } else if (codec == "deflate") {
+    codec_ = Codec::kDeflate;
+  } else if (codec == "snappy") {
+    codec_ = Codec::kSnappy;
+  } else if (codec == "zstandard") {
+    codec_ = Codec::kZstandard;
+  } else {
+    return Corruption("avro: unsupported codec '" + codec + "'");
+  }
+  return Status::OK();
+}
+
+Status ContainerReader::LoadBlock() {
+  Decoder dec(file_.substr(pos_));
+  ASSIGN_OR_RETURN(int64_t count, dec.ReadLong());
+  ASSIGN_OR_RETURN(std::string_view data, dec.ReadBytes());
+  ASSIGN_OR_RETURN(std::string_view sync, dec.ReadFixed(kSyncSize));
+  if (count <= 0) return Corruption("avro: block with a non-positive object count");
+  if (sync != sync_) return Corruption("avro: block sync marker does not match the header");
+  pos_ += dec.position();
+  switch (codec_) {
+    case Codec::kNull: block_ = data; break;
+    case Codec::kDeflate:
+      RETURN_IF_ERROR(InflateRaw(data, limits_.max_block_bytes, &block_storage_));
+      block_ = block_storage_;
+      break;
+    case Codec::kSnappy: {
+      if (data.size() < 4) return Corruption("avro: snappy block without checksum");
+      std::string_view body = data.substr(0, data.size() - 4);
+      size_t n = 0;
+      if (!snappy::GetUncompressedLength(body.data(), body.size(), &n) ||
+          n > limits_.max_block_bytes ||
+          !snappy::Uncompress(body.data(), body.size(), &block_storage_)) {
+        return Corruption("avro: snappy block does not decompress");
+      }
+      auto crc = static_cast<uint32_t>(
+          crc32(0, reinterpret_cast<const Bytef*>(block_storage_.data()),
+                static_cast<uInt>(block_storage_.size())));
+      const auto* c = reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4);
+      uint32_t want = (uint32_t{c[0]} << 24) | (uint32_t{c[1]} << 16) | (uint32_t{c[2]} << 8) | c[3];
+      if (crc != want) return Corruption("avro: snappy block checksum mismatch");
+      block_ = block_storage_;
+      break;
+    }
+    case Codec::kZstandard:
+      RETURN_IF_ERROR(ZstdDecompress(data, limits_.max_block_bytes, &block_storage_));
+      block_ = block_storage_;
+      break;
+  }
+  block_decoder_ = Decoder(block_);
+  block_remaining_ = count;
+  return Status::OK();
+}
+
+Result<bool> ContainerReader::Next(Datum* out) {
+  while (block_remaining_ == 0) {
+    if (!block_decoder_.at_end()) return Corruption("avro: block has bytes beyond its objects");
+    if (pos_ >= file_.size()) return false;
+    RETURN_IF_ERROR(LoadBlock());
+  }
+  ASSIGN_OR_RETURN(*out, DecodeDatum(schema_->root(), &block_decoder_, limits_.decode));
+  --block_remaining_;
+  return true;
+}
+
+}  // namespace icestream::format::avro
