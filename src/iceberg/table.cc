@@ -1,0 +1,465 @@
+// Table operations: fast append, replace, snapshot expiry, orphan listing (Iceberg spec
+// "Optimistic Concurrency", "Sequence Numbers", "Snapshot Retention Policy";
+// formats.md §C.7, §C.11).
+#include "iceberg/table.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/crypto.h"
+#include "iceberg/table_files.h"
+
+namespace icestream::iceberg {
+
+namespace {
+
+// Summary totals: the parent's value plus the change, or absent when the parent does
+// not carry it (a table written by someone who does not keep totals).
+void Total(std::map<std::string, std::string>* summary, const Snapshot* parent, const char* key, int64_t delta) {
+  int64_t base = 0;
+  if (parent) {
+    auto it = parent->summary.find(key);
+    if (it == parent->summary.end()) return;
+    try {
+      base = std::stoll(it->second);
+    } catch (...) {
+      return;
+    }
+  }
+  (*summary)[key] = std::to_string(base + delta);
+}
+
+struct FileStats {
+  int64_t data_files = 0, delete_files = 0, records = 0, size = 0, position_deletes = 0, equality_deletes = 0;
+  void Add(const DataFile& f) {
+    size += f.file_size_in_bytes;
+    switch (f.content) {
+      case FileContent::kData:
+        ++data_files;
+        records += f.record_count;
+        break;
+      case FileContent::kPositionDeletes:
+        ++delete_files;
+        position_deletes += f.record_count;
+        break;
+      case FileContent::kEqualityDeletes:
+        ++delete_files;
+        equality_deletes += f.record_count;
+        break;
+    }
+  }
+};
+
+}  // namespace
+
+Table::Table(Catalog* catalog, const FileIO* io, TableIdentifier id, const Clock* clock, TableOptions options)
+    : catalog_(catalog), io_(io), id_(std::move(id)), clock_(clock), options_(options) {}
+
+Result<std::unique_ptr<Table>> Table::Load(Catalog* catalog, const FileIO* io, TableIdentifier id,
+                                           const Clock* clock, TableOptions options) {
+  std::unique_ptr<Table> t(new Table(catalog, io, std::move(id), clock, options));
+  RETURN_IF_ERROR(t->Refresh());
+  return t;
+}
+
+Status Table::Refresh() {
+  ASSIGN_OR_RETURN(LoadedTable t, catalog_->LoadTable(id_));
+  if (!metadata_.table_uuid.empty() && t.metadata.table_uuid != metadata_.table_uuid) {
+    // Spec: "Implementations must throw an exception if a table's UUID does not match
+    // the expected UUID after refreshing metadata."
+    return FailedPrecondition("table " + TableName(id_) + " was replaced: uuid " + metadata_.table_uuid +
+                              " is now " + t.metadata.table_uuid);
+  }
+  metadata_ = std::move(t.metadata);
+  metadata_location_ = std::move(t.metadata_location);
+  return Status::OK();
+}
+
+std::string Table::MetadataDir() const {
+  auto it = metadata_.properties.find("write.metadata.path");
+  if (it != metadata_.properties.end() && !it->second.empty()) return it->second;
+  return metadata_.location + "/metadata";
+}
+
+std::string Table::NewDataFileLocation(const PartitionTuple& partition, const std::string& file_name) const {
+  std::string dir = metadata_.location + "/data";
+  if (auto it = metadata_.properties.find("write.data.path"); it != metadata_.properties.end() && !it->second.empty()) {
+    dir = it->second;
+  }
+  const PartitionSpec* spec = metadata_.DefaultSpec();
+  if (spec && !spec->is_unpartitioned()) dir += "/" + PartitionPath(*spec, partition);
+  return dir + "/" + file_name;
+}
+
+int64_t Table::NewSnapshotId() const {
+  while (true) {
+    auto id = static_cast<int64_t>(crypto::RandomU64() & 0x7FFFFFFFFFFFFFFFULL);
+    if (id != 0 && metadata_.SnapshotById(id) == nullptr) return id;
+  }
+}
+
+Result<CommitResult> Table::AppendFiles(const std::vector<DataFile>& files,
+                                        const std::map<std::string, std::string>& summary_extra) {
+  return Commit(files, {}, summary_extra);
+}
+
+Result<CommitResult> Table::ReplaceFiles(const std::vector<std::string>& deleted, const std::vector<DataFile>& added,
+                                         const std::map<std::string, std::string>& summary_extra) {
+  if (deleted.empty()) return InvalidArgument("replace: no files to delete");
+  return Commit(added, deleted, summary_extra);
+}
+
+Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std::vector<std::string>& deleted,
+                                   const std::map<std::string, std::string>& summary_extra) {
+  if (metadata_.format_version != 2) {
+    return Unimplemented(fmt::format("table {} is format v{}: this writer commits to v2 tables only",
+                                     TableName(id_), metadata_.format_version));
+  }
+  const bool replace = !deleted.empty();
+  if (added.empty() && !replace) return InvalidArgument("append: no files");
+  {
+    std::set<std::string> paths;
+    for (const auto& f : added) {
+      if (f.file_path.empty()) return InvalidArgument("data file without a path");
+      if (!paths.insert(f.file_path).second) return InvalidArgument("data file added twice: " + f.file_path);
+      if (metadata_.SpecById(f.spec_id) == nullptr) {
+        return InvalidArgument(fmt::format("data file {} uses unknown partition spec {}", f.file_path, f.spec_id));
+      }
+    }
+  }
+  const Schema* schema = metadata_.CurrentSchema();
+  const int64_t snapshot_id = NewSnapshotId();
+  const std::string commit_uuid = crypto::RandomUuid();
+  int manifest_counter = 0;
+  auto manifest_location = [&] { return fmt::format("{}/{}-m{}.avro", MetadataDir(), commit_uuid, manifest_counter++); };
+
+  // The manifests of the new files, written once and reused by every attempt.
+  std::vector<ManifestFile> new_manifests;
+  auto delete_all = [&](const std::vector<ManifestFile>& mfs) {
+    for (const auto& mf : mfs) (void)io_->Delete(mf.manifest_path);
+  };
+  {
+    std::map<std::pair<int32_t, bool>, std::vector<const DataFile*>> groups;
+    for (const auto& f : added) groups[{f.spec_id, f.content != FileContent::kData}].push_back(&f);
+    for (const auto& [key, group] : groups) {
+      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(*schema, *metadata_.SpecById(key.first),
+                                                         key.second ? ManifestContent::kDeletes : ManifestContent::kData,
+                                                         snapshot_id, options_.manifest));
+      for (const DataFile* f : group) {
+        Status st = writer->AddAdded(*f);
+        if (!st.ok()) {
+          delete_all(new_manifests);
+          return st;
+        }
+      }
+      ManifestFile mf;
+      ASSIGN_OR_RETURN(std::string bytes, writer->Finish(&mf));
+      mf.manifest_path = manifest_location();
+      if (Status st = io_->Write(mf.manifest_path, bytes); !st.ok()) {
+        delete_all(new_manifests);
+        return st;
+      }
+      new_manifests.push_back(std::move(mf));
+    }
+  }
+  FileStats added_stats;
+  for (const auto& f : added) added_stats.Add(f);
+
+  Status last_conflict;
+  for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
+    if (attempt > 1) {
+      int64_t wait = std::min(options_.max_retry_wait_ms, options_.min_retry_wait_ms << std::min(attempt - 2, 20));
+      wait = wait / 2 + static_cast<int64_t>(crypto::RandomU64() % static_cast<uint64_t>(wait / 2 + 1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait));
+      if (Status st = Refresh(); !st.ok()) {
+        delete_all(new_manifests);
+        return st;
+      }
+    }
+    const Snapshot* parent = metadata_.CurrentSnapshot();
+    std::optional<int64_t> parent_id;
+    if (parent) parent_id = parent->snapshot_id;
+    std::vector<ManifestFile> existing;
+    if (parent) {
+      auto m = SnapshotManifests(*io_, *parent);
+      if (!m.ok()) {
+        delete_all(new_manifests);
+        return m.status();
+      }
+      existing = std::move(m).value();
+    }
+    std::vector<ManifestFile> written;  // this attempt's own files, to clean up on failure
+    auto fail = [&](const Status& st) -> Status {
+      delete_all(written);
+      delete_all(new_manifests);
+      return st;
+    };
+    CommitResult result;
+    result.manifests_created = static_cast<int>(new_manifests.size());
+    std::vector<ManifestFile> manifests = new_manifests;
+    FileStats deleted_stats;
+    std::set<std::string> changed_partitions;
+    for (const auto& f : added) {
+      if (const PartitionSpec* spec = metadata_.SpecById(f.spec_id)) {
+        changed_partitions.insert(fmt::format("{}/{}", f.spec_id, PartitionPath(*spec, f.partition)));
+      }
+    }
+
+    // Rewrites a group of manifests into one: live entries become EXISTING (keeping
+    // their sequence numbers), entries named in `to_delete` become DELETED by this
+    // snapshot, DELETED entries of earlier snapshots are dropped.
+    std::set<std::string> to_delete(deleted.begin(), deleted.end());
+    auto rewrite = [&](const std::vector<ManifestFile>& group, bool* touched) -> Status {
+      const ManifestFile& first = group.front();
+      const PartitionSpec* spec = metadata_.SpecById(first.partition_spec_id);
+      if (spec == nullptr) return Corruption(fmt::format("manifest {} names unknown spec {}", first.manifest_path,
+                                                         first.partition_spec_id));
+      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(*schema, *spec, first.content, snapshot_id, options_.manifest));
+      for (const auto& mf : group) {
+        ASSIGN_OR_RETURN(std::string bytes, io_->Read(mf.manifest_path));
+        ASSIGN_OR_RETURN(ManifestContents contents, ReadManifest(bytes, &mf));
+        for (auto& e : contents.entries) {
+          if (!e.live()) continue;
+          if (to_delete.erase(e.data_file.file_path)) {
+            *touched = true;
+            deleted_stats.Add(e.data_file);
+            changed_partitions.insert(fmt::format("{}/{}", e.data_file.spec_id, PartitionPath(*spec, e.data_file.partition)));
+            e.status = EntryStatus::kDeleted;
+            e.snapshot_id = snapshot_id;
+          } else {
+            e.status = EntryStatus::kExisting;
+          }
+          RETURN_IF_ERROR(writer->Add(e));
+        }
+      }
+      if (writer->entry_count() == 0) return Status::OK();
+      ManifestFile mf;
+      ASSIGN_OR_RETURN(std::string out, writer->Finish(&mf));
+      mf.manifest_path = manifest_location();
+      RETURN_IF_ERROR(io_->Write(mf.manifest_path, out));
+      written.push_back(mf);
+      manifests.push_back(std::move(mf));
+      return Status::OK();
+    };
+
+    Status st;
+    if (replace) {
+      for (const auto& mf : existing) {
+        bool candidate = mf.content == ManifestContent::kData &&
+                         (mf.live_files_count() > 0 || (mf.added_files_count == 0 && mf.existing_files_count == 0 &&
+                                                        mf.deleted_files_count == 0));
+        bool touched = false;
+        if (candidate && !to_delete.empty()) {
+          // Read it to see whether it holds a file to delete; rewrite only if so.
+          auto bytes = io_->Read(mf.manifest_path);
+          if (!bytes.ok()) return fail(bytes.status());
+          auto contents = ReadManifest(*bytes, &mf);
+          if (!contents.ok()) return fail(contents.status());
+          for (const auto& e : contents->entries) {
+            if (e.live() && to_delete.count(e.data_file.file_path)) touched = true;
+          }
+        }
+        if (touched) {
+          bool t = false;
+          st = rewrite({mf}, &t);
+          if (!st.ok()) return fail(st);
+          ++result.manifests_replaced;
+        } else if (!(mf.live_files_count() == 0 && mf.deleted_files_count > 0)) {  // drop only-old-deletes
+          manifests.push_back(mf);
+          ++result.manifests_kept;
+        }
+      }
+      if (!to_delete.empty()) {
+        return fail(Conflict("replace: data file " + *to_delete.begin() + " is no longer in table " + TableName(id_)));
+      }
+    } else {
+      // Fast append: keep the parent's manifests; merge small data manifests once there
+      // are many (bin-packed by size, newest first).
+      std::map<int32_t, std::vector<ManifestFile>> small;
+      std::vector<ManifestFile> kept;
+      for (const auto& mf : existing) {
+        bool dead = mf.live_files_count() == 0 && mf.deleted_files_count > 0;  // only old deletes
+        if (dead) continue;
+        if (options_.manifest_merge_enabled && mf.content == ManifestContent::kData &&
+            mf.manifest_length < options_.manifest_target_bytes) {
+          small[mf.partition_spec_id].push_back(mf);
+        } else {
+          kept.push_back(mf);
+        }
+      }
+      for (auto& [spec_id, group] : small) {
+        if (static_cast<int>(group.size()) + 1 < options_.manifest_min_count_to_merge) {
+          kept.insert(kept.end(), group.begin(), group.end());
+          continue;
+        }
+        std::vector<ManifestFile> bin;
+        int64_t bin_bytes = 0;
+        auto flush = [&]() -> Status {
+          if (bin.size() == 1) {
+            kept.push_back(bin[0]);
+          } else if (bin.size() > 1) {
+            bool touched = false;
+            RETURN_IF_ERROR(rewrite(bin, &touched));
+            result.manifests_replaced += static_cast<int>(bin.size());
+            ++result.manifests_created;
+          }
+          bin.clear();
+          bin_bytes = 0;
+          return Status::OK();
+        };
+        for (const auto& mf : group) {
+          if (!bin.empty() && bin_bytes + mf.manifest_length > options_.manifest_target_bytes) {
+            st = flush();
+            if (!st.ok()) return fail(st);
+          }
+          bin.push_back(mf);
+          bin_bytes += mf.manifest_length;
+        }
+        st = flush();
+        if (!st.ok()) return fail(st);
+      }
+      result.manifests_kept = static_cast<int>(kept.size());
+      manifests.insert(manifests.end(), kept.begin(), kept.end());
+    }
+
+    const int64_t sequence_number = metadata_.last_sequence_number + 1;
+    Snapshot snap;
+    snap.snapshot_id = snapshot_id;
+    snap.parent_snapshot_id = parent_id;
+    snap.sequence_number = sequence_number;
+    snap.timestamp_ms = std::max(clock_->NowMillis(), metadata_.last_updated_ms);
+    snap.schema_id = metadata_.current_schema_id;
+    auto& s = snap.summary;
+    s = summary_extra;
+    s[summary::kOperation] = replace ? operation::kReplace : operation::kAppend;
+    if (added_stats.data_files) s[summary::kAddedDataFiles] = std::to_string(added_stats.data_files);
+    if (added_stats.delete_files) s[summary::kAddedDeleteFiles] = std::to_string(added_stats.delete_files);
+    if (added_stats.records) s[summary::kAddedRecords] = std::to_string(added_stats.records);
+    s[summary::kAddedFilesSize] = std::to_string(added_stats.size);
+    if (replace) {
+      s[summary::kDeletedDataFiles] = std::to_string(deleted_stats.data_files);
+      s[summary::kDeletedRecords] = std::to_string(deleted_stats.records);
+      s[summary::kRemovedFilesSize] = std::to_string(deleted_stats.size);
+    }
+    s[summary::kChangedPartitionCount] = std::to_string(changed_partitions.size());
+    Total(&s, parent, summary::kTotalDataFiles, added_stats.data_files - deleted_stats.data_files);
+    Total(&s, parent, summary::kTotalDeleteFiles, added_stats.delete_files - deleted_stats.delete_files);
+    Total(&s, parent, summary::kTotalRecords, added_stats.records - deleted_stats.records);
+    Total(&s, parent, summary::kTotalFilesSize, added_stats.size - deleted_stats.size);
+    Total(&s, parent, summary::kTotalPositionDeletes, added_stats.position_deletes - deleted_stats.position_deletes);
+    Total(&s, parent, summary::kTotalEqualityDeletes, added_stats.equality_deletes - deleted_stats.equality_deletes);
+    s[summary::kManifestsCreated] = std::to_string(result.manifests_created);
+    s[summary::kManifestsKept] = std::to_string(result.manifests_kept);
+    s[summary::kManifestsReplaced] = std::to_string(result.manifests_replaced);
+
+    auto list = WriteManifestList(snapshot_id, parent_id, sequence_number, manifests, options_.manifest);
+    if (!list.ok()) return fail(list.status());
+    snap.manifest_list = fmt::format("{}/snap-{}-{}-{}.avro", MetadataDir(), snapshot_id, attempt, commit_uuid);
+    if (Status w = io_->Write(snap.manifest_list, *list); !w.ok()) return fail(w);
+    ManifestFile list_file;
+    list_file.manifest_path = snap.manifest_list;
+    written.push_back(list_file);
+
+    std::vector<TableRequirement> requirements = {
+        requirement::AssertTableUuid{metadata_.table_uuid},
+        requirement::AssertRefSnapshotId{kMainBranch, parent_id}};
+    std::vector<TableUpdate> updates = {update::AddSnapshot{snap},
+                                        update::SetSnapshotRef{kMainBranch, SnapshotRef{snapshot_id, RefType::kBranch, {}, {}, {}}}};
+    auto committed = catalog_->CommitTable(id_, requirements, updates);
+    if (committed.ok()) {
+      metadata_ = std::move(committed->metadata);
+      metadata_location_ = std::move(committed->metadata_location);
+      result.snapshot_id = snapshot_id;
+      result.sequence_number = sequence_number;
+      result.metadata_location = metadata_location_;
+      result.attempts = attempt;
+      return result;
+    }
+    const Status& cst = committed.status();
+    if (cst.code() == StatusCode::kUnknownOutcome) return cst;  // the files may be live now
+    if (cst.code() != StatusCode::kConflict) return fail(cst);
+    delete_all(written);
+    last_conflict = cst;
+  }
+  delete_all(new_manifests);
+  return Conflict(fmt::format("commit to {} lost {} times in a row: {}", TableName(id_), options_.max_attempts,
+                              last_conflict.message()));
+}
+
+Result<ExpireResult> Table::ExpireSnapshots(const ExpireOptions& options) {
+  RETURN_IF_ERROR(Refresh());
+  const TableMetadata before = metadata_;
+  std::set<int64_t> retain;
+  for (const auto& [name, ref] : before.refs) {
+    retain.insert(ref.snapshot_id);
+    if (ref.type != RefType::kBranch) continue;
+    // Walk the branch's ancestry: the newest retain_last snapshots stay, and so does
+    // any ancestor newer than the cutoff.
+    int kept = 0;
+    for (const Snapshot* s = before.SnapshotById(ref.snapshot_id); s != nullptr;
+         s = s->parent_snapshot_id ? before.SnapshotById(*s->parent_snapshot_id) : nullptr) {
+      if (kept < std::max(1, options.retain_last) || s->timestamp_ms >= options.older_than_ms) retain.insert(s->snapshot_id);
+      ++kept;
+    }
+  }
+  ExpireResult result;
+  std::set<int64_t> expired;
+  for (const auto& s : before.snapshots) {
+    if (!retain.count(s.snapshot_id) && s.timestamp_ms < options.older_than_ms) {
+      expired.insert(s.snapshot_id);
+      result.expired_snapshot_ids.push_back(s.snapshot_id);
+    }
+  }
+  if (expired.empty()) return result;
+  auto committed = catalog_->CommitTable(
+      id_, {requirement::AssertTableUuid{before.table_uuid}},
+      {update::RemoveSnapshots{std::vector<int64_t>(expired.begin(), expired.end())}});
+  if (!committed.ok()) return committed.status();
+  metadata_ = std::move(committed->metadata);
+  metadata_location_ = std::move(committed->metadata_location);
+  if (!options.delete_files) return result;
+
+  // What the remaining snapshots still need (read from the new metadata, which includes
+  // snapshots committed meanwhile), and what the expired ones referenced.
+  std::set<int64_t> remaining;
+  for (const auto& s : metadata_.snapshots) remaining.insert(s.snapshot_id);
+  ASSIGN_OR_RETURN(ReachableFiles keep, CollectReachableFiles(*io_, metadata_, remaining, {}, false));
+  ASSIGN_OR_RETURN(ReachableFiles gone, CollectReachableFiles(*io_, before, expired, keep.manifests, false));
+  for (const auto& f : gone.content_files) {
+    if (keep.content_files.count(f)) continue;
+    RETURN_IF_ERROR(io_->Delete(f));
+    ++result.deleted_content_files;
+  }
+  for (const auto& f : gone.manifests) {
+    if (keep.manifests.count(f)) continue;
+    RETURN_IF_ERROR(io_->Delete(f));
+    ++result.deleted_manifests;
+  }
+  for (const auto& f : gone.manifest_lists) {
+    if (keep.manifest_lists.count(f)) continue;
+    RETURN_IF_ERROR(io_->Delete(f));
+    ++result.deleted_manifest_lists;
+  }
+  return result;
+}
+
+Result<std::vector<FileInfo>> Table::ListOrphanFiles(int64_t older_than_ms) {
+  RETURN_IF_ERROR(Refresh());
+  std::set<int64_t> all;
+  for (const auto& s : metadata_.snapshots) all.insert(s.snapshot_id);
+  ASSIGN_OR_RETURN(ReachableFiles reachable, CollectReachableFiles(*io_, metadata_, all));
+  reachable.other.insert(metadata_location_);
+  ASSIGN_OR_RETURN(auto listed, io_->List(metadata_.location + "/"));
+  std::vector<FileInfo> orphans;
+  for (auto& f : listed) {
+    if (f.last_modified_ms >= older_than_ms || reachable.Contains(f.location)) continue;
+    orphans.push_back(std::move(f));
+  }
+  return orphans;
+}
+
+}  // namespace icestream::iceberg

@@ -1,0 +1,129 @@
+// Table: the writer's handle on one Iceberg table — fast appends, file replacement
+// (compaction), snapshot expiry and orphan-file listing, each committed through a
+// Catalog with optimistic concurrency (Iceberg spec "Optimistic Concurrency", "Commit
+// Conflict Resolution and Retry"; formats.md §C.11).
+//
+// Commit cost does not grow with the table: an append writes one manifest for the new
+// files and a manifest list that reuses the parent's manifests as they are; small
+// manifests are merged (bin-packed up to a target size) once there are many of them,
+// as Iceberg Java's merge-append does. On a lost race (kConflict from the catalog)
+// the commit reloads the table, re-validates and retries with a fresh sequence number,
+// reusing the manifests it already wrote.
+//
+// Not thread-safe: one Table object per writer thread. Several Table objects (threads,
+// processes) may commit to the same table concurrently.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "iceberg/catalog.h"
+#include "iceberg/file_io.h"
+#include "iceberg/manifest.h"
+#include "iceberg/manifest_avro.h"
+
+namespace icestream::iceberg {
+
+struct TableOptions {
+  // Attempts per commit (Java: commit.retry.num-retries = 4, i.e. 5 attempts; a
+  // streaming committer shares its table with compaction, so allow more).
+  int max_attempts = 10;
+  int64_t min_retry_wait_ms = 20;
+  int64_t max_retry_wait_ms = 2000;
+  // Manifest merging (Java: commit.manifest.target-size-bytes = 8 MiB,
+  // commit.manifest.min-count-to-merge = 100, commit.manifest-merge.enabled = true).
+  int64_t manifest_target_bytes = 8 << 20;
+  int manifest_min_count_to_merge = 100;
+  bool manifest_merge_enabled = true;
+  ManifestWriteOptions manifest;
+};
+
+struct CommitResult {
+  int64_t snapshot_id = 0;
+  int64_t sequence_number = 0;
+  std::string metadata_location;
+  int attempts = 0;
+  int manifests_created = 0;
+  int manifests_kept = 0;
+  int manifests_replaced = 0;
+};
+
+struct ExpireOptions {
+  // Snapshots older than this (timestamp-ms) may go ...
+  int64_t older_than_ms = 0;
+  // ... but the newest `retain_last` snapshots of every branch stay, as do the
+  // snapshots refs point at.
+  int retain_last = 1;
+  // Delete the files only expired snapshots referenced.
+  bool delete_files = true;
+};
+
+struct ExpireResult {
+  std::vector<int64_t> expired_snapshot_ids;
+  int64_t deleted_content_files = 0;
+  int64_t deleted_manifests = 0;
+  int64_t deleted_manifest_lists = 0;
+};
+
+class Table {
+ public:
+  // Loads the table's current metadata. `catalog`, `io` and `clock` must outlive it.
+  static Result<std::unique_ptr<Table>> Load(Catalog* catalog, const FileIO* io, TableIdentifier id,
+                                             const Clock* clock, TableOptions options = {});
+
+  const TableIdentifier& id() const { return id_; }
+  const TableMetadata& metadata() const { return metadata_; }
+  const std::string& metadata_location() const { return metadata_location_; }
+  Status Refresh();
+
+  // "<data dir>/<partition path>/<file_name>" where data dir is write.data.path or
+  // <location>/data.
+  std::string NewDataFileLocation(const PartitionTuple& partition, const std::string& file_name) const;
+
+  // Commits the files as a new "append" snapshot on main. `summary_extra` entries are
+  // added to the snapshot summary (e.g. per-shard checkpoints). Files must use the
+  // default partition spec (their spec_id is set) and have unique paths.
+  // Errors: kInvalidArgument (bad files), kConflict (still losing after max_attempts),
+  // kUnknownOutcome (the catalog could not tell; files are kept), others from I/O.
+  Result<CommitResult> AppendFiles(const std::vector<DataFile>& files,
+                                   const std::map<std::string, std::string>& summary_extra = {});
+
+  // Replaces `deleted` (by path; they must be live in the current snapshot) with
+  // `added` in one "replace" snapshot: the caller promises the rows are the same
+  // (compaction). Errors: kConflict when a file to delete is no longer live (another
+  // commit removed it: re-plan), plus AppendFiles' errors.
+  Result<CommitResult> ReplaceFiles(const std::vector<std::string>& deleted, const std::vector<DataFile>& added,
+                                    const std::map<std::string, std::string>& summary_extra = {});
+
+  // Removes old snapshots from the metadata, then deletes the files only they
+  // referenced (spec "Snapshot Retention Policy").
+  Result<ExpireResult> ExpireSnapshots(const ExpireOptions& options);
+
+  // Objects under the table location that no snapshot, metadata file or statistics
+  // file references and that are older than `older_than_ms` (younger ones may belong
+  // to a commit in flight).
+  Result<std::vector<FileInfo>> ListOrphanFiles(int64_t older_than_ms);
+
+ private:
+  Table(Catalog* catalog, const FileIO* io, TableIdentifier id, const Clock* clock, TableOptions options);
+  struct Attempt;
+  Result<CommitResult> Commit(const std::vector<DataFile>& added, const std::vector<std::string>& deleted,
+                              const std::map<std::string, std::string>& summary_extra);
+  int64_t NewSnapshotId() const;
+  std::string MetadataDir() const;
+
+  Catalog* catalog_;
+  const FileIO* io_;
+  TableIdentifier id_;
+  const Clock* clock_;
+  TableOptions options_;
+  TableMetadata metadata_;
+  std::string metadata_location_;
+};
+
+}  // namespace icestream::iceberg

@@ -1,0 +1,259 @@
+// Table operations over the SQLite catalog and a local object store: appends with
+// summaries and sequence numbers, manifest reuse and merging, replace, expiry,
+// orphans, and two writers committing to one table at once.
+#include "iceberg/table.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "iceberg/table_files.h"
+#include "iceberg/test_env.h"
+
+namespace icestream::iceberg {
+namespace {
+
+using testing::CatalogEnv;
+
+class TableTest : public CatalogEnv {
+ protected:
+  void SetUp() override {
+    CatalogEnv::SetUp();
+    ASSERT_TRUE(catalog_->CreateNamespace({"db"}, {}).ok());
+    CreateTableRequest r;
+    r.name = "events";
+    r.schema.fields = {{1, "id", true, Primitive(TypeId::kLong), ""},
+                       {2, "ts", false, Primitive(TypeId::kTimestampTz), ""},
+                       {3, "kind", false, Primitive(TypeId::kString), ""}};
+    PartitionSpec spec;
+    spec.fields = {{2, 0, "ts_day", Transform::Day()}, {3, 0, "kind", Transform::Identity()}};
+    r.spec = spec;
+    ASSERT_TRUE(catalog_->CreateTable({"db"}, r).ok());
+  }
+
+  std::unique_ptr<Table> Open(TableOptions o = {}) {
+    auto t = Table::Load(catalog_.get(), io_.get(), id_, SystemClock::Default(), o);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return std::move(t).value();
+  }
+
+  // A data file as a writer would describe it (the bytes are written too, so that
+  // expiry and orphan listing see real objects).
+  DataFile NewFile(Table& t, const std::string& name, int32_t day, const std::string& kind, int64_t rows) {
+    DataFile f;
+    f.partition = {Literal::Date(day), Literal::String(kind)};
+    f.file_path = t.NewDataFileLocation(f.partition, name);
+    f.record_count = rows;
+    f.file_size_in_bytes = rows * 3;
+    f.spec_id = t.metadata().default_spec_id;
+    EXPECT_TRUE(io_->Write(f.file_path, std::string(static_cast<size_t>(f.file_size_in_bytes), 'x')).ok());
+    return f;
+  }
+
+  std::multiset<std::string> LivePaths(Table& t) {
+    std::multiset<std::string> out;
+    EXPECT_TRUE(t.Refresh().ok());
+    const Snapshot* s = t.metadata().CurrentSnapshot();
+    if (s == nullptr) return out;
+    auto entries = LiveEntries(*io_, *s);
+    EXPECT_TRUE(entries.ok()) << entries.status().ToString();
+    for (const auto& e : *entries) out.insert(e.data_file.file_path);
+    return out;
+  }
+
+  TableIdentifier id_{{"db"}, "events"};
+};
+
+TEST_F(TableTest, AppendsBuildSnapshotsWithSummariesAndSequenceNumbers) {
+  auto t = Open();
+  EXPECT_NE(t->NewDataFileLocation({Literal::Date(19000), Literal::String("a b")}, "f.parquet")
+                .find("/data/ts_day=2022-01-08/kind=a+b/f.parquet"),
+            std::string::npos);
+  auto r1 = t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10), NewFile(*t, "b.parquet", 19001, "a", 5)},
+                           {{"icestream.checkpoint", "shard-0:42"}});
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_EQ(r1->sequence_number, 1);
+  auto r2 = t->AppendFiles({NewFile(*t, "c.parquet", 19001, "b", 7)});
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->sequence_number, 2);
+  EXPECT_EQ(r2->manifests_kept, 1);  // the first commit's manifest is reused, not rewritten
+
+  const TableMetadata& m = t->metadata();
+  ASSERT_EQ(m.snapshots.size(), 2u);
+  EXPECT_EQ(m.last_sequence_number, 2);
+  const Snapshot& s1 = m.snapshots[0];
+  const Snapshot& s2 = *m.CurrentSnapshot();
+  EXPECT_EQ(s2.parent_snapshot_id, s1.snapshot_id);
+  EXPECT_EQ(s1.summary.at("operation"), "append");
+  EXPECT_EQ(s1.summary.at("icestream.checkpoint"), "shard-0:42");
+  EXPECT_EQ(s1.summary.at("added-data-files"), "2");
+  EXPECT_EQ(s1.summary.at("added-records"), "15");
+  EXPECT_EQ(s1.summary.at("changed-partition-count"), "2");
+  EXPECT_EQ(s2.summary.at("total-data-files"), "3");
+  EXPECT_EQ(s2.summary.at("total-records"), "22");
+  EXPECT_EQ(s2.summary.at("total-files-size"), "66");
+  EXPECT_EQ(s2.summary.at("total-delete-files"), "0");
+  EXPECT_EQ(m.snapshot_log.size(), 2u);
+  EXPECT_EQ(m.refs.at("main").snapshot_id, s2.snapshot_id);
+
+  // Entries inherit the sequence number of the manifest that added them.
+  auto entries = LiveEntries(*io_, s2);
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 3u);
+  std::map<std::string, int64_t> seq;
+  for (const auto& e : *entries) seq[e.data_file.file_path.substr(e.data_file.file_path.rfind('/') + 1)] = *e.sequence_number;
+  EXPECT_EQ(seq["a.parquet"], 1);
+  EXPECT_EQ(seq["b.parquet"], 1);
+  EXPECT_EQ(seq["c.parquet"], 2);
+  EXPECT_EQ(t->AppendFiles({}).status().code(), StatusCode::kInvalidArgument);
+  DataFile dup = NewFile(*t, "d.parquet", 1, "a", 1);
+  EXPECT_EQ(t->AppendFiles({dup, dup}).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(TableTest, ManifestsAreMergedOnceThereAreMany) {
+  TableOptions o;
+  o.manifest_min_count_to_merge = 5;
+  auto t = Open(o);
+  std::multiset<std::string> expected;
+  for (int i = 0; i < 23; ++i) {
+    DataFile f = NewFile(*t, "f" + std::to_string(i) + ".parquet", 19000 + i % 3, "k", i + 1);
+    expected.insert(f.file_path);
+    auto r = t->AppendFiles({f});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto manifests = SnapshotManifests(*io_, *t->metadata().CurrentSnapshot());
+    ASSERT_TRUE(manifests.ok());
+    EXPECT_LE(manifests->size(), 5u) << "commit " << i;
+  }
+  EXPECT_EQ(LivePaths(*t), expected);
+  // Merged entries keep their original sequence numbers.
+  auto entries = LiveEntries(*io_, *t->metadata().CurrentSnapshot());
+  ASSERT_TRUE(entries.ok());
+  for (const auto& e : *entries) {
+    EXPECT_EQ(*e.sequence_number, e.data_file.record_count) << e.data_file.file_path;
+  }
+}
+
+TEST_F(TableTest, ReplaceSwapsFilesAndChecksTheyAreLive) {
+  auto t = Open();
+  DataFile a = NewFile(*t, "a.parquet", 19000, "a", 10);
+  DataFile b = NewFile(*t, "b.parquet", 19000, "a", 20);
+  DataFile c = NewFile(*t, "c.parquet", 19005, "z", 1);
+  ASSERT_TRUE(t->AppendFiles({a}).ok());
+  ASSERT_TRUE(t->AppendFiles({b, c}).ok());
+  DataFile ab = NewFile(*t, "ab.parquet", 19000, "a", 30);
+  auto r = t->ReplaceFiles({a.file_path, b.file_path}, {ab});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(LivePaths(*t), (std::multiset<std::string>{ab.file_path, c.file_path}));
+  const Snapshot* s = t->metadata().CurrentSnapshot();
+  EXPECT_EQ(s->operation(), "replace");
+  EXPECT_EQ(s->summary.at("deleted-data-files"), "2");
+  EXPECT_EQ(s->summary.at("deleted-records"), "30");
+  EXPECT_EQ(s->summary.at("total-records"), "31");
+  EXPECT_EQ(s->summary.at("total-data-files"), "2");
+  // The file is gone now: replacing it again is a conflict to re-plan.
+  EXPECT_EQ(t->ReplaceFiles({a.file_path}, {NewFile(*t, "x.parquet", 19000, "a", 10)}).status().code(),
+            StatusCode::kConflict);
+}
+
+TEST_F(TableTest, TwoWritersCommitConcurrentlyWithoutLosingFiles) {
+  constexpr int kCommits = 15;
+  std::multiset<std::string> expected;
+  std::vector<std::vector<DataFile>> files(2);
+  {
+    auto t = Open();
+    for (int w = 0; w < 2; ++w) {
+      for (int i = 0; i < kCommits; ++i) {
+        files[w].push_back(NewFile(*t, "w" + std::to_string(w) + "-" + std::to_string(i) + ".parquet", 19000, "k", 1));
+        expected.insert(files[w].back().file_path);
+      }
+    }
+  }
+  std::vector<int> retries(2, 0);
+  std::vector<Status> errors(2);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 2; ++w) {
+    threads.emplace_back([&, w] {
+      TableOptions o;
+      o.max_attempts = 50;
+      o.min_retry_wait_ms = 1;
+      o.max_retry_wait_ms = 20;
+      auto t = Table::Load(catalog_.get(), io_.get(), id_, SystemClock::Default(), o);
+      if (!t.ok()) {
+        errors[w] = t.status();
+        return;
+      }
+      for (const auto& f : files[w]) {
+        auto r = (*t)->AppendFiles({f});
+        if (!r.ok()) {
+          errors[w] = r.status();
+          return;
+        }
+        retries[w] += r->attempts - 1;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(errors[0].ok()) << errors[0].ToString();
+  ASSERT_TRUE(errors[1].ok()) << errors[1].ToString();
+  auto t = Open();
+  EXPECT_EQ(LivePaths(*t), expected);  // nothing lost, nothing twice
+  EXPECT_EQ(t->metadata().snapshots.size(), 2u * kCommits);
+  EXPECT_EQ(t->metadata().last_sequence_number, 2 * kCommits);
+  std::set<int64_t> seqs;
+  for (const auto& s : t->metadata().snapshots) seqs.insert(s.sequence_number);
+  EXPECT_EQ(seqs.size(), 2u * kCommits);
+  // The snapshot chain is linear: every snapshot's parent is the previous one.
+  int chain = 0;
+  for (const Snapshot* s = t->metadata().CurrentSnapshot(); s;
+       s = s->parent_snapshot_id ? t->metadata().SnapshotById(*s->parent_snapshot_id) : nullptr) {
+    ++chain;
+  }
+  EXPECT_EQ(chain, 2 * kCommits);
+  std::printf("retries: %d + %d\n", retries[0], retries[1]);
+}
+
+TEST_F(TableTest, ExpiryDeletesOnlyUnreachableFilesAndOrphansAreListed) {
+  auto t = Open();
+  DataFile a = NewFile(*t, "a.parquet", 19000, "a", 10);
+  DataFile b = NewFile(*t, "b.parquet", 19000, "a", 20);
+  ASSERT_TRUE(t->AppendFiles({a}).ok());
+  ASSERT_TRUE(t->AppendFiles({b}).ok());
+  DataFile ab = NewFile(*t, "ab.parquet", 19000, "a", 30);
+  ASSERT_TRUE(t->ReplaceFiles({a.file_path, b.file_path}, {ab}).ok());
+  DataFile c = NewFile(*t, "c.parquet", 19001, "a", 1);
+  ASSERT_TRUE(t->AppendFiles({c}).ok());
+  // A file no commit references (a crashed writer's).
+  std::string stray = t->NewDataFileLocation({Literal::Date(19000), Literal::String("a")}, "stray.parquet");
+  ASSERT_TRUE(io_->Write(stray, "junk").ok());
+
+  int64_t future = SystemClock::Default()->NowMillis() + 60000;
+  auto orphans = t->ListOrphanFiles(future);
+  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+  ASSERT_EQ(orphans->size(), 1u);
+  EXPECT_EQ((*orphans)[0].location, stray);
+  EXPECT_TRUE(t->ListOrphanFiles(0)->empty());  // too young to be called orphans
+
+  ExpireOptions eo;
+  eo.older_than_ms = future;
+  eo.retain_last = 1;
+  auto r = t->ExpireSnapshots(eo);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->expired_snapshot_ids.size(), 3u);
+  EXPECT_EQ(r->deleted_content_files, 2);  // a and b, replaced by ab
+  EXPECT_EQ(r->deleted_manifest_lists, 3);
+  EXPECT_EQ(t->metadata().snapshots.size(), 1u);
+  EXPECT_EQ(io_->Read(a.file_path).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(io_->Read(b.file_path).status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(io_->Read(ab.file_path).ok());
+  EXPECT_TRUE(io_->Read(c.file_path).ok());
+  EXPECT_EQ(LivePaths(*t), (std::multiset<std::string>{ab.file_path, c.file_path}));
+  // Expiry made no new orphans besides the stray file.
+  orphans = t->ListOrphanFiles(future);
+  ASSERT_TRUE(orphans.ok());
+  ASSERT_EQ(orphans->size(), 1u);
+  EXPECT_EQ((*orphans)[0].location, stray);
+}
+
+}  // namespace
+}  // namespace icestream::iceberg
