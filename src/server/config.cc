@@ -58,6 +58,9 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
   if (auto* s = t["kinesis"].as_table()) {
     c.iterator_ttl_ms = (*s)["iterator_ttl_ms"].value_or(c.iterator_ttl_ms);
   }
+  if (auto* s = t["iceberg"].as_table()) {
+    c.iceberg_default_warehouse = (*s)["default_warehouse"].value_or(c.iceberg_default_warehouse);
+  }
   if (auto* s = t["limits"].as_table()) {
     c.shard_limit = (*s)["shard_limit"].value_or(c.shard_limit);
     c.on_demand_stream_limit = (*s)["on_demand_stream_limit"].value_or(c.on_demand_stream_limit);

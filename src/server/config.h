@@ -33,6 +33,10 @@ struct Config {
   // Lifetime of shard iterators and NextTokens (AWS: 300 s). Tests shorten it.
   int64_t iterator_ttl_ms = 300 * 1000;
 
+  // Iceberg REST catalog: the table bucket (warehouse) that clients reach without a
+  // prefix (GET /iceberg/v1/namespaces without ?warehouse in /v1/config).
+  std::string iceberg_default_warehouse = "default";
+
   // Account limits (DescribeLimits).
   uint32_t shard_limit = 20000;
   uint32_t on_demand_stream_limit = 50;

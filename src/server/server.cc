@@ -10,6 +10,7 @@
 #include "common/sqlite.h"
 #include "http/server.h"
 #include "kinesis/api.h"
+#include "server/catalog_wiring.h"
 #include "server/router.h"
 #include "stream/stream_manager.h"
 
@@ -21,6 +22,7 @@ struct IcestreamServer::Parts {
   std::unique_ptr<stream::StreamManager> streams;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
   std::unique_ptr<Router> router;
+  std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
   std::unique_ptr<http::Server> http;
   std::atomic<http::Server*> http_raw{nullptr};
   bool stopped = false;
@@ -104,6 +106,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                         r.body = R"({"status":"ok"})";
                         respond(std::move(r));
                       }});
+
+  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get()));
 
   http::ServerOptions ho;
   ho.host = config.host();

@@ -1,0 +1,61 @@
+// Table buckets as Iceberg warehouses.
+#include "iceberg/warehouses.h"
+
+namespace icestream::iceberg {
+
+Warehouses::Warehouses(Database* db, objectstore::ObjectStore* store, const Clock* clock, std::string region,
+                       std::string account)
+    : db_(db), store_(store), clock_(clock), region_(std::move(region)), account_(std::move(account)) {}
+
+Result<std::string> Warehouses::BucketName(std::string_view s) const {
+  std::string name(s);
+  constexpr std::string_view kArn = "arn:aws:s3tables:";
+  if (s.rfind(kArn, 0) == 0) {
+    std::string expected = std::string(kArn) + region_ + ":" + account_ + ":bucket/";
+    if (s.rfind(expected, 0) != 0) {
+      return InvalidArgument("table bucket ARN " + std::string(s) + " is not of region " + region_ + " and account " +
+                             account_);
+    }
+    name = std::string(s.substr(expected.size()));
+  }
+  bool ok = name.size() >= 3 && name.size() <= 63;
+  for (size_t i = 0; ok && i < name.size(); ++i) {
+    char c = name[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    ok = alnum || (c == '-' && i > 0 && i + 1 < name.size());
+  }
+  if (!ok) {
+    return InvalidArgument("invalid table bucket name '" + name +
+                           "': 3-63 lower-case letters, digits and hyphens, starting and ending with a letter or digit");
+  }
+  return name;
+}
+
+std::string Warehouses::BucketArn(const std::string& bucket) const {
+  return "arn:aws:s3tables:" + region_ + ":" + account_ + ":bucket/" + bucket;
+}
+
+Result<Warehouses::Warehouse*> Warehouses::Get(const std::string& bucket) {
+  ASSIGN_OR_RETURN(std::string name, BucketName(bucket));
+  std::lock_guard lock(mu_);
+  auto it = warehouses_.find(name);
+  if (it != warehouses_.end()) return &it->second;
+  Warehouse w;
+  w.io = std::make_unique<FileIO>(store_, name);
+  SqliteCatalogOptions o;
+  o.warehouse = name;
+  ASSIGN_OR_RETURN(w.catalog, SqliteCatalog::Open(db_, w.io.get(), clock_, o));
+  return &warehouses_.emplace(name, std::move(w)).first->second;
+}
+
+Result<SqliteCatalog*> Warehouses::Catalog(const std::string& bucket) {
+  ASSIGN_OR_RETURN(Warehouse * w, Get(bucket));
+  return w->catalog.get();
+}
+
+Result<const FileIO*> Warehouses::Io(const std::string& bucket) {
+  ASSIGN_OR_RETURN(Warehouse * w, Get(bucket));
+  return static_cast<const FileIO*>(w->io.get());
+}
+
+}  // namespace icestream::iceberg

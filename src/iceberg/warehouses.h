@@ -1,0 +1,54 @@
+// Warehouses: one Iceberg warehouse per table bucket (kds-delivery-spec's
+// arn:aws:s3tables:<region>:<account>:bucket/<name>), each a FileIO over the bucket of
+// the same name in the table-bucket ObjectStore (DATA_DIR/table-buckets/<name>/ in the
+// embedded mode) and a SqliteCatalog keyed by the bucket name. Created on first use.
+//
+// Thread-safe. The returned pointers live as long as the Warehouses object.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/sqlite.h"
+#include "iceberg/file_io.h"
+#include "iceberg/sqlite_catalog.h"
+#include "objectstore/object_store.h"
+
+namespace icestream::iceberg {
+
+class Warehouses {
+ public:
+  // `db`, `store` and `clock` must outlive this object.
+  Warehouses(Database* db, objectstore::ObjectStore* store, const Clock* clock, std::string region,
+             std::string account);
+
+  // The table bucket name of a name or table-bucket ARN. kInvalidArgument for a
+  // malformed name (S3 Tables rules: 3-63 of [a-z0-9-], starting and ending with a
+  // letter or digit) or an ARN of another region or account.
+  Result<std::string> BucketName(std::string_view name_or_arn) const;
+  std::string BucketArn(const std::string& bucket) const;
+
+  Result<SqliteCatalog*> Catalog(const std::string& bucket);
+  Result<const FileIO*> Io(const std::string& bucket);
+
+ private:
+  struct Warehouse {
+    std::unique_ptr<FileIO> io;
+    std::unique_ptr<SqliteCatalog> catalog;
+  };
+  Result<Warehouse*> Get(const std::string& bucket);
+
+  Database* db_;
+  objectstore::ObjectStore* store_;
+  const Clock* clock_;
+  std::string region_;
+  std::string account_;
+  std::mutex mu_;
+  std::map<std::string, Warehouse> warehouses_;
+};
+
+}  // namespace icestream::iceberg

@@ -1,0 +1,47 @@
+// Wiring of the Iceberg REST catalog and the Glue schema registry.
+#include "server/catalog_wiring.h"
+
+#include "common/clock.h"
+#include "common/fs.h"
+#include "iceberg/rest/rest_server.h"
+#include "iceberg/warehouses.h"
+#include "objectstore/local_store.h"
+
+namespace icestream::server {
+
+struct CatalogServices::Impl {
+  std::unique_ptr<objectstore::ObjectStore> table_buckets;
+  std::unique_ptr<iceberg::Warehouses> warehouses;
+  std::unique_ptr<iceberg::rest::RestCatalogServer> rest;
+};
+
+CatalogServices::CatalogServices(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CatalogServices::~CatalogServices() = default;
+
+Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& config, Database* db, Router* router) {
+  auto impl = std::make_unique<Impl>();
+  std::string root = fs::Join(config.data_dir, "table-buckets");
+  RETURN_IF_ERROR(fs::MakeDirs(root));
+  impl->table_buckets = std::make_unique<objectstore::LocalObjectStore>(root);
+  impl->warehouses = std::make_unique<iceberg::Warehouses>(db, impl->table_buckets.get(), SystemClock::Default(),
+                                                           config.region, config.account);
+  iceberg::Warehouses* wh = impl->warehouses.get();
+  std::string default_warehouse = config.iceberg_default_warehouse;
+  RETURN_IF_ERROR(wh->BucketName(default_warehouse).status());
+  iceberg::rest::Warehouses resolver;
+  resolver.prefix_for = [wh](const std::string& w) { return wh->BucketName(w); };
+  resolver.catalog = [wh, default_warehouse](const std::string& prefix) -> Result<iceberg::Catalog*> {
+    ASSIGN_OR_RETURN(iceberg::SqliteCatalog * c, wh->Catalog(prefix.empty() ? default_warehouse : prefix));
+    return static_cast<iceberg::Catalog*>(c);
+  };
+  iceberg::rest::RestServerOptions ro;
+  ro.base_path = "/iceberg";
+  impl->rest = std::make_unique<iceberg::rest::RestCatalogServer>(ro, std::move(resolver));
+  iceberg::rest::RestCatalogServer* rest = impl->rest.get();
+  router->AddPath({"/iceberg/", [rest](std::shared_ptr<http::Request> req, http::Responder respond) {
+                     respond(rest->Handle(*req));
+                   }});
+  return std::unique_ptr<CatalogServices>(new CatalogServices(std::move(impl)));
+}
+
+}  // namespace icestream::server

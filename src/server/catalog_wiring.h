@@ -1,0 +1,31 @@
+// CatalogServices: the Iceberg REST catalog (/iceberg/v1/…, one warehouse per table
+// bucket under DATA_DIR/table-buckets) and the Glue schema registry (AWSGlue.*), wired
+// into the server's router. Kept apart from server.cc so each front end's wiring stays
+// in its own file.
+//
+// Lifetime: create after the router and the metadata database, before serving;
+// destroy after the HTTP server stopped. Thread-safe once started.
+#pragma once
+
+#include <memory>
+
+#include "common/sqlite.h"
+#include "common/status.h"
+#include "server/config.h"
+#include "server/router.h"
+
+namespace icestream::server {
+
+class CatalogServices {
+ public:
+  static Result<std::unique_ptr<CatalogServices>> Start(const Config& config, Database* db, Router* router);
+  ~CatalogServices();
+
+  struct Impl;
+
+ private:
+  explicit CatalogServices(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace icestream::server
