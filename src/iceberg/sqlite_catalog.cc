@@ -505,21 +505,27 @@ Status SqliteCatalog::DropTable(const TableIdentifier& id, bool purge) {
                       .status());
   if (!purge || !metadata) return Status::OK();
   // Purge what the metadata references (never blindly a prefix: a registered table may
-  // share its location with others).
+  // share its location with others). Files that cannot be read are skipped, logged.
   const TableMetadata& m = metadata->metadata;
-  std::set<int64_t> all;
-  for (const auto& s : m.snapshots) all.insert(s.snapshot_id);
-  auto files = CollectReachableFiles(*io_, m, all);
-  if (!files.ok()) {
-    spdlog::warn("purge of {}: {}; some files stay behind", TableName(id), files.status().ToString());
-    return Status::OK();
-  }
-  for (const auto* set : {&files->content_files, &files->manifests, &files->manifest_lists, &files->other}) {
-    for (const auto& f : *set) {
-      if (Status st = io_->Delete(f); !st.ok()) spdlog::warn("purge of {}: {}", TableName(id), st.ToString());
+  auto remove = [&](const std::string& f) {
+    if (Status st = io_->Delete(f); !st.ok()) spdlog::warn("purge of {}: {}", TableName(id), st.ToString());
+  };
+  for (const auto& s : m.snapshots) {
+    auto files = CollectReachableFiles(*io_, m, {s.snapshot_id}, {}, false);
+    if (!files.ok()) {
+      spdlog::warn("purge of {}: snapshot {}: {}", TableName(id), s.snapshot_id, files.status().ToString());
+      if (!s.manifest_list.empty()) remove(s.manifest_list);
+      continue;
+    }
+    for (const auto* set : {&files->content_files, &files->manifests, &files->manifest_lists}) {
+      for (const auto& f : *set) remove(f);
     }
   }
-  (void)io_->Delete(*location);
+  auto table_files = CollectReachableFiles(*io_, m, {}, {}, true);
+  if (table_files.ok()) {
+    for (const auto& f : table_files->other) remove(f);
+  }
+  remove(*location);
   return Status::OK();
 }
 
