@@ -6,6 +6,8 @@
 #include "iceberg/rest/rest_server.h"
 #include "iceberg/warehouses.h"
 #include "objectstore/local_store.h"
+#include "registry/glue_api.h"
+#include "registry/registry.h"
 
 namespace icestream::server {
 
@@ -13,6 +15,8 @@ struct CatalogServices::Impl {
   std::unique_ptr<objectstore::ObjectStore> table_buckets;
   std::unique_ptr<iceberg::Warehouses> warehouses;
   std::unique_ptr<iceberg::rest::RestCatalogServer> rest;
+  std::unique_ptr<registry::SchemaRegistry> registry;
+  std::unique_ptr<registry::GlueApi> glue;
 };
 
 CatalogServices::CatalogServices(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -41,6 +45,17 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& co
   router->AddPath({"/iceberg/", [rest](std::shared_ptr<http::Request> req, http::Responder respond) {
                      respond(rest->Handle(*req));
                    }});
+
+  registry::RegistryOptions rego;
+  rego.region = config.region;
+  rego.account = config.account;
+  ASSIGN_OR_RETURN(impl->registry, registry::SchemaRegistry::Open(db, SystemClock::Default(), rego));
+  impl->glue = std::make_unique<registry::GlueApi>(impl->registry.get(), registry::GlueOptions{config.region, config.account});
+  registry::GlueApi* glue = impl->glue.get();
+  router->AddService({"AWSGlue.", aws::ErrorFlavor::kGlue, [glue](std::string_view op) { return glue->Knows(op); },
+                      [glue](std::string_view op, std::shared_ptr<http::Request> req, http::Responder respond) {
+                        glue->Handle(op, std::move(req), std::move(respond));
+                      }});
   return std::unique_ptr<CatalogServices>(new CatalogServices(std::move(impl)));
 }
 

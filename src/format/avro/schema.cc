@@ -146,6 +146,7 @@ struct Schema::Builder {
         }
         ASSIGN_OR_RETURN(field.type, Parse(fj["type"], inner_ns, depth + 1));
         field.field_id = IntAttr(fj, "field-id");
+        field.has_default = fj.contains("default");
         node->fields.push_back(std::move(field));
       }
     } else if (type == "enum") {

@@ -44,6 +44,7 @@ struct Field {
   std::string name;
   const Node* type = nullptr;
   std::optional<int32_t> field_id;  // Iceberg "field-id"
+  bool has_default = false;         // a "default" member is present
 };
 
 struct Node {
