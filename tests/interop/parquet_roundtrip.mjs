@@ -393,6 +393,10 @@ function expectedStats(leaf) {
     for (const v of vals) { if (utf8Less(v, lo)) lo = v; if (utf8Less(hi, v)) hi = v; }
     return { min: truncMin(lo), max: truncMax(hi), cmp: (a, b) => a === b };
   }
+  if (k === 'uuid') {  // unsigned bytes = lexicographic order of the lowercase hex text
+    const sorted = [...vals].sort();
+    return { min: sorted[0], max: sorted[sorted.length - 1], cmp: (a, b) => a === b };
+  }
   if (k === 'boolean') {
     return { min: vals.some((v) => !v) ? 'false' : 'true', max: vals.some((v) => v) ? 'true' : 'false', cmp: (a, b) => a === b };
   }
@@ -504,30 +508,35 @@ async function runCase(c) {
     assert.deepEqual(md.schema.slice(1).map((e) => [e.name, e.field_id ?? null]), wantIds, `case ${c}: hyparquet field ids`);
   }
 
-  // Statistics: DuckDB's view of every column chunk against the generated data.
-  const byPath = new Map(leaves(wroot, [], [], false).map((l) => [l.path, l]));
-  for (const r of rows) collect(wroot, r, [], byPath);
-  const meta = (await duck.runAndReadAll(`select row_group_id, path_in_schema::varchar p, stats_null_count n,
-      stats_min_value::varchar mn, stats_max_value::varchar mx, num_values from parquet_metadata('${outPath}')`)).getRowObjects();
-  const agg = new Map();
+  // Statistics: DuckDB's view of every column chunk against the generated data of
+  // that row group (rows are in input order, so row group g holds the next
+  // row_group_num_rows rows).
+  const meta = (await duck.runAndReadAll(`select row_group_id g, row_group_num_rows nr, path_in_schema::varchar p,
+      stats_null_count n, stats_min_value::varchar mn, stats_max_value::varchar mx
+      from parquet_metadata('${outPath}') order by row_group_id`)).getRowObjects();
+  const groups = new Map();
   for (const m of meta) {
-    const key = String(m.p).split(', ').join('.');
-    const a = agg.get(key) ?? { nulls: 0n, mins: [], maxs: [], groups: 0 };
-    a.nulls += BigInt(m.n ?? 0); a.groups++;
-    if (m.mn !== null) a.mins.push(m.mn);
-    if (m.mx !== null) a.maxs.push(m.mx);
-    agg.set(key, a);
+    const g = groups.get(Number(m.g)) ?? { rows: Number(m.nr), chunks: new Map() };
+    g.chunks.set(String(m.p).split(', ').join('.'), m);
+    groups.set(Number(m.g), g);
   }
-  for (const [p, leaf] of byPath) {
-    const a = agg.get(p);
-    assert.ok(a, `case ${c}: no metadata for ${p}`);
-    assert.equal(Number(a.nulls), leaf.nulls, `case ${c}: null count of ${p}`);
-    const e = expectedStats(leaf);
-    if (!e || a.groups !== 1) continue;  // bounds of multi-group files: per group, skipped
-    assert.ok(e.cmp(a.mins[0], e.min), `case ${c}: min of ${p}: got ${a.mins[0]} want ${e.min}`);
-    assert.ok(e.cmp(a.maxs[0], e.max), `case ${c}: max of ${p}: got ${a.maxs[0]} want ${e.max}`);
-    checkedStats++;
+  let first = 0;
+  for (const [gi, g] of [...groups.entries()].sort((a, b) => a[0] - b[0])) {
+    const byPath = new Map(leaves(wroot, [], [], false).map((l) => [l.path, l]));
+    for (const r of rows.slice(first, first + g.rows)) collect(wroot, r, [], byPath);
+    first += g.rows;
+    for (const [p, leaf] of byPath) {
+      const m = g.chunks.get(p);
+      assert.ok(m, `case ${c}: no metadata for ${p} in row group ${gi}`);
+      assert.equal(Number(m.n), leaf.nulls, `case ${c}: null count of ${p} in row group ${gi}`);
+      const e = expectedStats(leaf);
+      if (!e) continue;
+      assert.ok(e.cmp(m.mn, e.min), `case ${c}: min of ${p} in row group ${gi}: got ${m.mn} want ${e.min}`);
+      assert.ok(e.cmp(m.mx, e.max), `case ${c}: max of ${p} in row group ${gi}: got ${m.mx} want ${e.max}`);
+      checkedStats++;
+    }
   }
+  assert.equal(first, nrows, `case ${c}: row groups hold ${first} rows`);
 }
 
 // Every row of the JSON Schema -> Iceberg mapping table (kds-delivery-spec.md §2.5), as
