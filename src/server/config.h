@@ -33,6 +33,19 @@ struct Config {
   // Lifetime of shard iterators and NextTokens (AWS: 300 s). Tests shorten it.
   int64_t iterator_ttl_ms = 300 * 1000;
 
+  // Object store for delivery destinations. Empty: buckets are folders
+  // DATA_DIR/buckets/<bucket>/ (embedded). Otherwise an S3-compatible endpoint; credentials
+  // come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN.
+  std::string s3_endpoint;
+  std::string s3_region;  // default: region
+  bool s3_path_style = true;
+  uint64_t s3_multipart_threshold = 16ull << 20;
+
+  // Delivery engine.
+  size_t delivery_workers = 2;
+  uint64_t delivery_max_batch_bytes = 32ull << 20;
+  int64_t delivery_tick_ms = 50;
+
   // Account limits (DescribeLimits).
   uint32_t shard_limit = 20000;
   uint32_t on_demand_stream_limit = 50;
