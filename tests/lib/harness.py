@@ -245,3 +245,47 @@ class Moto:
     def s3(self):
         return boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
                             aws_access_key_id=self.access_key, aws_secret_access_key=self.secret_key)
+
+
+def kinesis_call(server, op, body):
+    """A Kinesis JSON 1.1 call by hand (the channel operations are newer than this
+    botocore). Returns (status, parsed body)."""
+    import json
+    status, _, parsed = raw_call(server, "Kinesis_20131202." + op, json.dumps(body))
+    return status, parsed
+
+
+def channel_request(name, stream, bucket="my-bucket", compression="GZIP", freshness=None, fmt="JSON",
+                    template=None, dlq=None, account=ACCOUNT, **extra):
+    """A CreateChannel request for an S3 destination."""
+    storage = {"BucketARN": f"arn:aws:s3:::{bucket}", "CompressionType": compression,
+               "ExpectedBucketOwner": account}
+    if template is not None:
+        storage["OutputKeyTemplate"] = template
+    dest = {"StorageConfiguration": storage}
+    if freshness is not None:
+        dest["DataFreshnessInSeconds"] = freshness
+    if dlq is not None:
+        dest["DeadLetterQueueS3Configuration"] = dlq
+    req = {"ChannelName": name,
+           "ServiceExecutionRoleARN": f"arn:aws:iam::{account}:role/delivery-role",
+           "StreamConfigurationList": [{"StreamARN": f"arn:aws:kinesis:{REGION}:{account}:stream/{stream}",
+                                        "RecordConfiguration": {"RecordFormatType": fmt}}],
+           "S3DestinationConfiguration": dest}
+    req.update(extra)
+    return req
+
+
+def wait_channel(server, arn, status="ACTIVE", timeout=20):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+        if st == 200:
+            last = body["ChannelDescription"]
+            if last["ChannelStatus"] == status:
+                return last
+        elif status == "GONE" and body.get("__type") == "ResourceNotFoundException":
+            return None
+        time.sleep(0.05)
+    raise AssertionError(f"channel {arn} did not reach {status}: {last}")
