@@ -60,6 +60,8 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
     c.s3_region = (*s)["region"].value_or(c.s3_region);
     c.s3_path_style = (*s)["path_style"].value_or(c.s3_path_style);
     c.s3_multipart_threshold = (*s)["multipart_threshold"].value_or(c.s3_multipart_threshold);
+    c.s3_request_timeout_ms = (*s)["request_timeout_ms"].value_or(c.s3_request_timeout_ms);
+    c.s3_max_attempts = (*s)["max_attempts"].value_or(c.s3_max_attempts);
   }
   if (auto* s = t["delivery"].as_table()) {
     c.delivery_workers = (*s)["workers"].value_or(c.delivery_workers);

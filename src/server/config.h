@@ -40,6 +40,8 @@ struct Config {
   std::string s3_region;  // default: region
   bool s3_path_style = true;
   uint64_t s3_multipart_threshold = 16ull << 20;
+  int s3_request_timeout_ms = 120000;
+  int s3_max_attempts = 8;
 
   // Delivery engine.
   size_t delivery_workers = 2;

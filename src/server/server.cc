@@ -87,6 +87,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
     s3.credentials = objectstore::CredentialsFromEnvironment();
     s3.path_style = config.s3_path_style;
     s3.multipart_threshold = config.s3_multipart_threshold;
+    s3.request_timeout_ms = config.s3_request_timeout_ms;
+    s3.max_attempts = config.s3_max_attempts;
     p->buckets = std::make_shared<objectstore::S3ObjectStore>(s3);
   }
   delivery::ChannelManagerOptions co;
