@@ -612,8 +612,11 @@ void ChannelManager::ScheduleShards(const std::shared_ptr<Channel>& ch, int64_t 
       }
       if (oldest_pending < 0 || st.first_pending_ms < oldest_pending) oldest_pending = st.first_pending_ms;
       if (!parents_done || st.in_flight || now < st.retry_after_ms) continue;
+      // Due when the oldest record is about to outlive the freshness interval, or when
+      // enough is pending to fill a batch (a backlog is delivered at full speed).
       bool ripe = now >= st.first_pending_ms + freshness_ms - lead ||
-                  end - st.checkpoint >= options_.max_batch_records;
+                  end - st.checkpoint >= options_.max_batch_records ||
+                  log->ApproximateBytes(st.checkpoint, end) >= options_.max_batch_bytes;
       if (!ripe) continue;
       st.in_flight = true;
       ++ch->in_flight;
