@@ -36,13 +36,31 @@ struct Options {
   int record_size = 1024;
   int bodies = 16;
   double warmup = 2;
+  bool json = false;          // ~record-size JSON objects instead of random bytes
+  long total_records = 0;     // stop after this many acknowledged records (0: run --seconds)
 };
 
+// A JSON object of about `size` bytes: a few typed fields and a random text field.
+std::string JsonRecord(std::mt19937_64& rng, int size, long id) {
+  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ";
+  std::string r = "{\"id\":" + std::to_string(id) + ",\"user\":\"user-" +
+                  std::to_string(rng() % 100000) + "\",\"amount\":" + std::to_string(rng() % 100000) +
+                  "." + std::to_string(rng() % 100) + ",\"currency\":\"EUR\",\"note\":\"";
+  while (static_cast<int>(r.size()) < size - 2) r.push_back(kAlnum[rng() % (sizeof(kAlnum) - 1)]);
+  r += "\"}";
+  return r;
+}
+
 std::string MakeRequest(const Options& o, std::mt19937_64& rng) {
+  static long next_id = 0;
   std::string body = "{\"StreamName\":\"" + o.stream + "\",\"Records\":[";
   std::string data(static_cast<size_t>(o.record_size), '\0');
   for (int i = 0; i < o.records; ++i) {
-    for (auto& c : data) c = static_cast<char>(rng());
+    if (o.json) {
+      data = JsonRecord(rng, o.record_size, next_id++);
+    } else {
+      for (auto& c : data) c = static_cast<char>(rng());
+    }
     if (i) body += ',';
     body += "{\"Data\":\"";
     icestream::base64::EncodeAppend(data.data(), data.size(), &body);
@@ -118,6 +136,8 @@ int main(int argc, char** argv) {
     else if (k == "--record-size") o.record_size = std::atoi(v.c_str());
     else if (k == "--bodies") o.bodies = std::atoi(v.c_str());
     else if (k == "--warmup") o.warmup = std::atof(v.c_str());
+    else if (k == "--json") o.json = v == "1" || v == "true";
+    else if (k == "--total-records") o.total_records = std::atol(v.c_str());
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -129,6 +149,7 @@ int main(int argc, char** argv) {
 
   using Clock = std::chrono::steady_clock;
   std::atomic<bool> measuring{false}, stop{false};
+  std::atomic<long> acked_records{0};
   std::atomic<long> failed_requests{0};
   std::vector<std::vector<double>> latencies(static_cast<size_t>(o.connections));
   std::vector<long> ok_requests(static_cast<size_t>(o.connections), 0);
@@ -157,6 +178,9 @@ int main(int argc, char** argv) {
           return;
         }
         double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        if (o.total_records > 0 && status == 200 && all_ok) {
+          if (acked_records.fetch_add(o.records) + o.records >= o.total_records) stop = true;
+        }
         if (!measuring.load()) continue;
         if (status != 200 || !all_ok) {
           failed_requests++;
@@ -168,10 +192,19 @@ int main(int argc, char** argv) {
       close(fd);
     });
   }
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup));
-  measuring = true;
+  if (o.total_records > 0) {
+    // Fill mode: measure from the start until the total is acknowledged.
+    measuring = true;
+  } else {
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup));
+    measuring = true;
+  }
   auto t0 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  if (o.total_records > 0) {
+    while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } else {
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  }
   measuring = false;
   double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   stop = true;

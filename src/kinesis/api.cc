@@ -172,6 +172,11 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
       {"PutResourcePolicy", PutResourcePolicy},
       {"GetResourcePolicy", GetResourcePolicy},
       {"DeleteResourcePolicy", DeleteResourcePolicy},
+      {"CreateChannel", CreateChannel},
+      {"DescribeChannel", DescribeChannel},
+      {"ListChannels", ListChannels},
+      {"UpdateChannel", UpdateChannel},
+      {"DeleteChannel", DeleteChannel},
   };
   return kHandlers;
 }
@@ -185,6 +190,8 @@ KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, c
                                              {}})) {}
 
 KinesisApi::~KinesisApi() = default;
+
+void KinesisApi::SetChannels(delivery::ChannelManager* channels) { ctx_->channels = channels; }
 
 void KinesisApi::AddOperation(std::string op, ExternalHandler handler) {
   ctx_->external[std::move(op)] = std::move(handler);

@@ -26,6 +26,13 @@ struct KinesisOptions {
 };
 
 struct Context;
+}  // namespace icestream::kinesis
+
+namespace icestream::delivery {
+class ChannelManager;
+}
+
+namespace icestream::kinesis {
 
 class KinesisApi {
  public:
@@ -43,6 +50,9 @@ class KinesisApi {
   using ExternalHandler =
       std::function<void(std::shared_ptr<http::Request>, http::Responder, std::string request_id)>;
   void AddOperation(std::string op, ExternalHandler handler);
+  // Enables the channel operations (CreateChannel, ...) and the channel fields of
+  // DescribeStreamSummary/DescribeLimits; DeleteStream then refuses streams with channels.
+  void SetChannels(delivery::ChannelManager* channels);
 
  private:
   std::unique_ptr<Context> ctx_;

@@ -17,6 +17,10 @@
 #include "kinesis/tokens.h"
 #include "stream/stream_manager.h"
 
+namespace icestream::delivery {
+class ChannelManager;
+}
+
 namespace icestream::kinesis {
 
 // One API call: the request and the way to answer it (exactly once).
@@ -39,6 +43,7 @@ struct Context {
   TokenCodec tokens;
   std::function<void(std::function<void()>)> post;
   std::map<std::string, KinesisApi::ExternalHandler, std::less<>> external;
+  delivery::ChannelManager* channels = nullptr;  // null when delivery is not wired
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and
@@ -87,6 +92,12 @@ void GetShardIterator(Context&, Call&, aws::Params&);
 void GetRecords(Context&, Call&, aws::Params&);
 // PutRecords parses its own body (simdjson; the hot path).
 void PutRecordsRaw(Context&, Call&);
+
+void CreateChannel(Context&, Call&, aws::Params&);
+void DescribeChannel(Context&, Call&, aws::Params&);
+void ListChannels(Context&, Call&, aws::Params&);
+void UpdateChannel(Context&, Call&, aws::Params&);
+void DeleteChannel(Context&, Call&, aws::Params&);
 
 void AddTagsToStream(Context&, Call&, aws::Params&);
 void RemoveTagsFromStream(Context&, Call&, aws::Params&);

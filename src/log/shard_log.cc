@@ -351,6 +351,20 @@ Result<uint64_t> ShardLog::OffsetAtTime(int64_t t_ms) const {
   return end;
 }
 
+uint64_t ShardLog::ApproximateBytes(uint64_t from, uint64_t to) const {
+  if (from >= to) return 0;
+  std::shared_lock lock(seg_mu_);
+  uint64_t total = 0;
+  for (const auto& seg : segments_) {
+    uint64_t seg_end = seg->end_offset();
+    if (seg_end <= from || seg->base_offset() >= to) continue;
+    uint64_t a = from <= seg->base_offset() ? kSegmentHeaderSize : PositionFor(*seg, from);
+    uint64_t b = to >= seg_end ? seg->durable_bytes() : PositionFor(*seg, to);
+    if (b > a) total += b - a;
+  }
+  return total;
+}
+
 Result<int64_t> ShardLog::ArrivalOf(uint64_t offset) const {
   ASSIGN_OR_RETURN(auto r, Read(offset, 1, 1, offset + 1));
   if (r.records.empty() || r.records[0].offset != offset) {

@@ -93,6 +93,9 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   uint64_t committed_end() const { return committed_end_.load(std::memory_order_acquire); }
   uint64_t next_offset() const;       // end including queued appends
   int64_t last_arrival_ms() const { return last_committed_arrival_.load(); }
+  // Bytes of log (frames) holding offsets [from, to), estimated from the sparse index
+  // (within one index interval per segment). Cheap: no reads.
+  uint64_t ApproximateBytes(uint64_t from, uint64_t to) const;
   // Arrival time of the record at `offset`, if it is still stored.
   Result<int64_t> ArrivalOf(uint64_t offset) const;
 

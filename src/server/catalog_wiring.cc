@@ -12,7 +12,7 @@
 namespace icestream::server {
 
 struct CatalogServices::Impl {
-  std::unique_ptr<objectstore::ObjectStore> table_buckets;
+  std::shared_ptr<objectstore::ObjectStore> table_buckets;
   std::unique_ptr<iceberg::Warehouses> warehouses;
   std::unique_ptr<iceberg::rest::RestCatalogServer> rest;
   std::unique_ptr<registry::SchemaRegistry> registry;
@@ -22,11 +22,16 @@ struct CatalogServices::Impl {
 CatalogServices::CatalogServices(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CatalogServices::~CatalogServices() = default;
 
-Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& config, Database* db, Router* router) {
+Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& config, Database* db, Router* router,
+                                                                std::shared_ptr<objectstore::ObjectStore> s3_buckets) {
   auto impl = std::make_unique<Impl>();
-  std::string root = fs::Join(config.data_dir, "table-buckets");
-  RETURN_IF_ERROR(fs::MakeDirs(root));
-  impl->table_buckets = std::make_unique<objectstore::LocalObjectStore>(root);
+  if (s3_buckets) {
+    impl->table_buckets = std::move(s3_buckets);
+  } else {
+    std::string root = fs::Join(config.data_dir, "table-buckets");
+    RETURN_IF_ERROR(fs::MakeDirs(root));
+    impl->table_buckets = std::make_shared<objectstore::LocalObjectStore>(root);
+  }
   impl->warehouses = std::make_unique<iceberg::Warehouses>(db, impl->table_buckets.get(), SystemClock::Default(),
                                                            config.region, config.account);
   iceberg::Warehouses* wh = impl->warehouses.get();

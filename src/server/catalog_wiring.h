@@ -11,6 +11,7 @@
 
 #include "common/sqlite.h"
 #include "common/status.h"
+#include "objectstore/object_store.h"
 #include "server/config.h"
 #include "server/router.h"
 
@@ -18,7 +19,11 @@ namespace icestream::server {
 
 class CatalogServices {
  public:
-  static Result<std::unique_ptr<CatalogServices>> Start(const Config& config, Database* db, Router* router);
+  // `s3_buckets`: the S3 store when --s3-endpoint is configured (a table bucket is then
+  // the S3 bucket of the same name); null in the embedded mode, where table buckets are
+  // folders DATA_DIR/table-buckets/<name>/.
+  static Result<std::unique_ptr<CatalogServices>> Start(const Config& config, Database* db, Router* router,
+                                                        std::shared_ptr<objectstore::ObjectStore> s3_buckets);
   ~CatalogServices();
 
   struct Impl;

@@ -8,6 +8,7 @@ class App;
 namespace icestream::server {
 
 void AddServeCommand(CLI::App* app);
+void AddChannelsCommand(CLI::App* app);
 void AddConvertCommand(CLI::App* app);
 
 // The process exit code chosen by the subcommand that ran (0 unless it failed).

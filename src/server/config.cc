@@ -55,6 +55,19 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
   if (auto* s = t["server"].as_table()) {
     c.io_threads = (*s)["io_threads"].value_or(c.io_threads);
   }
+  if (auto* s = t["s3"].as_table()) {
+    c.s3_endpoint = (*s)["endpoint"].value_or(c.s3_endpoint);
+    c.s3_region = (*s)["region"].value_or(c.s3_region);
+    c.s3_path_style = (*s)["path_style"].value_or(c.s3_path_style);
+    c.s3_multipart_threshold = (*s)["multipart_threshold"].value_or(c.s3_multipart_threshold);
+    c.s3_request_timeout_ms = (*s)["request_timeout_ms"].value_or(c.s3_request_timeout_ms);
+    c.s3_max_attempts = (*s)["max_attempts"].value_or(c.s3_max_attempts);
+  }
+  if (auto* s = t["delivery"].as_table()) {
+    c.delivery_workers = (*s)["workers"].value_or(c.delivery_workers);
+    c.delivery_max_batch_bytes = (*s)["max_batch_bytes"].value_or(c.delivery_max_batch_bytes);
+    c.delivery_tick_ms = (*s)["tick_ms"].value_or(c.delivery_tick_ms);
+  }
   if (auto* s = t["kinesis"].as_table()) {
     c.iterator_ttl_ms = (*s)["iterator_ttl_ms"].value_or(c.iterator_ttl_ms);
   }

@@ -33,6 +33,21 @@ struct Config {
   // Lifetime of shard iterators and NextTokens (AWS: 300 s). Tests shorten it.
   int64_t iterator_ttl_ms = 300 * 1000;
 
+  // Object store for delivery destinations. Empty: buckets are folders
+  // DATA_DIR/buckets/<bucket>/ (embedded). Otherwise an S3-compatible endpoint; credentials
+  // come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN.
+  std::string s3_endpoint;
+  std::string s3_region;  // default: region
+  bool s3_path_style = true;
+  uint64_t s3_multipart_threshold = 16ull << 20;
+  int s3_request_timeout_ms = 120000;
+  int s3_max_attempts = 8;
+
+  // Delivery engine.
+  size_t delivery_workers = 2;
+  uint64_t delivery_max_batch_bytes = 32ull << 20;
+  int64_t delivery_tick_ms = 50;
+
   // Iceberg REST catalog: the table bucket (warehouse) that clients reach without a
   // prefix (GET /iceberg/v1/namespaces without ?warehouse in /v1/config).
   std::string iceberg_default_warehouse = "default";

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <condition_variable>
@@ -45,6 +46,7 @@ struct ConvertArgs {
   int64_t page_size = 1LL << 20;
   bool no_dictionary = false;
   bool quiet = false;
+  bool print_metrics = false;
 };
 
 // Reads the input in blocks that end at a line boundary. Thread-safe.
@@ -282,6 +284,38 @@ class ParallelConverter {
   Counts counts_;
 };
 
+std::string Hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+// What the file would contribute to an Iceberg manifest entry (bounds as hex of their
+// single-value serialization), as one JSON line.
+std::string MetricsJson(const pq::FileMetrics& m) {
+  nlohmann::json j;
+  j["record_count"] = m.record_count;
+  j["file_size"] = m.file_size;
+  j["split_offsets"] = m.split_offsets;
+  j["columns"] = nlohmann::json::array();
+  for (const auto& c : m.columns) {
+    nlohmann::json col;
+    col["field_id"] = c.field_id;
+    col["column_size"] = c.column_size;
+    if (c.value_count) col["value_count"] = *c.value_count;
+    if (c.null_count) col["null_count"] = *c.null_count;
+    if (c.nan_count) col["nan_count"] = *c.nan_count;
+    if (c.lower_bound) col["lower_bound"] = Hex(*c.lower_bound);
+    if (c.upper_bound) col["upper_bound"] = Hex(*c.upper_bound);
+    j["columns"].push_back(std::move(col));
+  }
+  return j.dump();
+}
+
 Status RunConvert(const ConvertArgs& args) {
   pq::WriterOptions options;
   if (!pq::ParseCodec(args.compression, &options.codec)) {
@@ -321,6 +355,7 @@ Status RunConvert(const ConvertArgs& args) {
             << "rows rejected: " << counts.rejected << "\n"
             << "input bytes: " << reader.bytes() << "\n"
             << "output bytes: " << metrics.file_size << "\n";
+  if (args.print_metrics) std::cout << MetricsJson(metrics) << "\n";
   return Status::OK();
 }
 
@@ -348,6 +383,8 @@ void AddConvertCommand(CLI::App* app) {
       ->capture_default_str();
   cmd->add_flag("--no-dictionary", args->no_dictionary, "PLAIN pages only");
   cmd->add_flag("--quiet", args->quiet, "do not print rejected lines");
+  cmd->add_flag("--print-metrics", args->print_metrics,
+                "print the file's Iceberg metrics (counts, sizes, bounds) as JSON");
   cmd->callback([args] {
     Status st = RunConvert(*args);
     if (!st.ok()) {

@@ -30,6 +30,7 @@ struct ServeFlags {
   std::string data_dir;
   std::string listen;
   std::string log_level;
+  std::string s3_endpoint;
   bool aws_strict = false;
   bool no_fsync = false;
 };
@@ -48,6 +49,7 @@ int RunServe(const ServeFlags& f) {
   if (!f.listen.empty()) c.listen = f.listen;
   if (!f.log_level.empty()) c.log_level = f.log_level;
   if (f.aws_strict) c.aws_strict = true;
+  if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
   if (f.no_fsync) c.fsync = false;
   SetupLogging(c.log_level);
   RaiseFileLimit();
@@ -84,7 +86,10 @@ void AddServeCommand(CLI::App* app) {
   cmd->add_option("--data-dir", flags->data_dir, "Data directory (default ./icestream-data)");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (default 127.0.0.1:4567)");
   cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error");
-  cmd->add_flag("--aws-strict", flags->aws_strict, "Enforce every AWS limit exactly");
+  cmd->add_option("--s3-endpoint", flags->s3_endpoint,
+                  "S3-compatible endpoint for delivery buckets (default: folders in the data dir)");
+  cmd->add_flag("--aws-strict", flags->aws_strict,
+                "Enforce every AWS limit exactly (e.g. DataFreshnessInSeconds >= 300)");
   cmd->add_flag("--no-fsync", flags->no_fsync,
                 "Do not fsync appends (benchmarks only: acknowledged data is NOT crash-safe)");
   cmd->callback([flags] { SetExitCode(RunServe(*flags)); });

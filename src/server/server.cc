@@ -8,8 +8,11 @@
 #include "common/crypto.h"
 #include "common/fs.h"
 #include "common/sqlite.h"
+#include "delivery/channel_manager.h"
 #include "http/server.h"
 #include "kinesis/api.h"
+#include "objectstore/local_store.h"
+#include "objectstore/s3_store.h"
 #include "server/catalog_wiring.h"
 #include "server/router.h"
 #include "stream/stream_manager.h"
@@ -20,6 +23,8 @@ struct IcestreamServer::Parts {
   Config config;
   std::unique_ptr<Database> db;
   std::unique_ptr<stream::StreamManager> streams;
+  std::shared_ptr<objectstore::ObjectStore> buckets;
+  std::unique_ptr<delivery::ChannelManager> channels;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
   std::unique_ptr<Router> router;
   std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
@@ -75,6 +80,32 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   ASSIGN_OR_RETURN(p->streams,
                    stream::StreamManager::Open(so, SystemClock::Default(), p->db.get()));
 
+  if (config.s3_endpoint.empty()) {
+    p->buckets = std::make_shared<objectstore::LocalObjectStore>(fs::Join(config.data_dir, "buckets"));
+  } else {
+    objectstore::S3Options s3;
+    s3.endpoint = config.s3_endpoint;
+    s3.region = config.s3_region.empty() ? config.region : config.s3_region;
+    s3.credentials = objectstore::CredentialsFromEnvironment();
+    s3.path_style = config.s3_path_style;
+    s3.multipart_threshold = config.s3_multipart_threshold;
+    s3.request_timeout_ms = config.s3_request_timeout_ms;
+    s3.max_attempts = config.s3_max_attempts;
+    p->buckets = std::make_shared<objectstore::S3ObjectStore>(s3);
+  }
+  delivery::ChannelManagerOptions co;
+  co.data_dir = config.data_dir;
+  co.region = config.region;
+  co.account = config.account;
+  co.min_freshness_seconds = config.aws_strict ? 300 : 1;
+  co.max_channels_per_account = 2 * static_cast<size_t>(config.on_demand_stream_limit);
+  co.worker_threads = config.delivery_workers;
+  co.max_batch_bytes = config.delivery_max_batch_bytes;
+  co.tick_ms = config.delivery_tick_ms;
+  co.local_buckets = config.s3_endpoint.empty();
+  ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(co, p->streams.get(), p->db.get(),
+                                                               p->buckets, SystemClock::Default()));
+
   kinesis::KinesisOptions ko;
   ko.region = config.region;
   ko.account = config.account;
@@ -92,6 +123,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   p->kinesis = std::make_unique<kinesis::KinesisApi>(ko, p->streams.get(), SystemClock::Default(),
                                                       secret, post);
 
+  p->kinesis->SetChannels(p->channels.get());
+
   p->router = std::make_unique<Router>(aws::Authenticator(config.credentials));
   kinesis::KinesisApi* k = p->kinesis.get();
   p->router->AddService({"Kinesis_20131202.", aws::ErrorFlavor::kKinesis,
@@ -100,6 +133,13 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                              http::Responder respond) {
                            k->Handle(op, std::move(req), std::move(respond));
                          }});
+  delivery::ChannelManager* cm = p->channels.get();
+  p->router->AddPath({"/metrics", [cm](std::shared_ptr<http::Request>, http::Responder respond) {
+                        http::Response r;
+                        r.SetHeader("Content-Type", "text/plain; version=0.0.4");
+                        r.body = cm->PrometheusText();
+                        respond(std::move(r));
+                      }});
   p->router->AddPath({"/health", [](std::shared_ptr<http::Request>, http::Responder respond) {
                         http::Response r;
                         r.SetHeader("Content-Type", "application/json");
@@ -107,7 +147,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                         respond(std::move(r));
                       }});
 
-  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get()));
+  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get(),
+                                                      config.s3_endpoint.empty() ? nullptr : p->buckets));
 
   http::ServerOptions ho;
   ho.host = config.host();
@@ -133,6 +174,7 @@ void IcestreamServer::Stop() {
   // log threads), then flush and close the logs.
   if (parts_->http) parts_->http->Stop();
   parts_->http_raw.store(nullptr);
+  if (parts_->channels) parts_->channels->Stop();
   if (parts_->streams) parts_->streams->Stop();
 }
 

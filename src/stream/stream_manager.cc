@@ -705,12 +705,24 @@ void StreamManager::RunRetention() {
       if (!r.ok()) spdlog::warn("retention on {}: {}", log->dir(), r.status().ToString());
     }
     // A closed shard expires once it closed longer ago than the retention period and no
-    // reader still needs it: it is then no longer listed.
+    // reader still needs it: it is then no longer listed. The readers' floors are asked
+    // before the stream lock is taken (the floor function takes the readers' own locks).
+    std::map<uint32_t, uint64_t> floors;
+    {
+      std::shared_lock lock(s->mu);
+      for (const auto& sh : s->info.shards) {
+        if (!sh.open()) floors[sh.index] = UINT64_MAX;
+      }
+    }
+    if (floor) {
+      for (auto& [idx, keep] : floors) keep = floor(s->info.uid, idx);
+    }
     std::unique_lock lock(s->mu);
     StreamInfo next = s->info;
     for (const auto& sh : next.shards) {
       if (sh.open() || !sh.closed_ms || *sh.closed_ms >= cutoff) continue;
-      uint64_t keep = floor ? floor(next.uid, sh.index) : UINT64_MAX;
+      auto f = floors.find(sh.index);
+      uint64_t keep = f == floors.end() ? UINT64_MAX : f->second;
       if (sh.end_offset && keep < *sh.end_offset) continue;
       expired.push_back(sh.index);
     }

@@ -8,7 +8,7 @@
 //
 // Usage: node parquet_roundtrip.mjs ICESTREAM_BINARY NPM_DIR [SEED] [CASES]
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync, writeFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -304,15 +304,15 @@ function expectedForHyparquet(t, v) {
 // ---------------------------------------------------------------- statistics
 // Walks expected rows like the shredder: per leaf path, the non-null values and the
 // number of null slots.
-function leaves(t, path, out, inRepeated) {
+function leaves(t, path, out, inRepeated, id) {
   switch (kind(t)) {
-    case 'struct': for (const f of t.fields) leaves(f.type, [...path, f.name], out, inRepeated); break;
-    case 'list': leaves(t.element, [...path, 'list', 'element'], out, true); break;
+    case 'struct': for (const f of t.fields) leaves(f.type, [...path, f.name], out, inRepeated, f.id); break;
+    case 'list': leaves(t.element, [...path, 'list', 'element'], out, true, t['element-id']); break;
     case 'map':
-      leaves('string', [...path, 'key_value', 'key'], out, true);
-      leaves(t.value, [...path, 'key_value', 'value'], out, true);
+      leaves('string', [...path, 'key_value', 'key'], out, true, t['key-id']);
+      leaves(t.value, [...path, 'key_value', 'value'], out, true, t['value-id']);
       break;
-    default: out.push({ path: path.join('.'), type: t, values: [], nulls: 0, inRepeated });
+    default: out.push({ path: path.join('.'), id, type: t, values: [], nulls: 0, inRepeated });
   }
   return out;
 }
@@ -393,10 +393,81 @@ function expectedStats(leaf) {
     for (const v of vals) { if (utf8Less(v, lo)) lo = v; if (utf8Less(hi, v)) hi = v; }
     return { min: truncMin(lo), max: truncMax(hi), cmp: (a, b) => a === b };
   }
+  if (k === 'uuid') {  // unsigned bytes = lexicographic order of the lowercase hex text
+    const sorted = [...vals].sort();
+    return { min: sorted[0], max: sorted[sorted.length - 1], cmp: (a, b) => a === b };
+  }
   if (k === 'boolean') {
     return { min: vals.some((v) => !v) ? 'false' : 'true', max: vals.some((v) => v) ? 'true' : 'false', cmp: (a, b) => a === b };
   }
   return null;  // other types: null counts only (DuckDB renders their bounds in its own formats)
+}
+
+// Iceberg single-value serialization (Iceberg spec Appendix D) of the lower and upper
+// bound of a leaf's values, computed here from the generated values; strings truncated
+// to 16 code points and binary to 16 bytes (Java's truncate(16)).
+function le(bytesN, v) {
+  const b = Buffer.alloc(bytesN);
+  if (bytesN === 4) b.writeInt32LE(v); else b.writeBigInt64LE(BigInt(v));
+  return b.toString('hex');
+}
+function minimalBigEndian(u) {
+  let bytes = 1;
+  while (u < -(1n << BigInt(8 * bytes - 1)) || u >= (1n << BigInt(8 * bytes - 1))) bytes++;
+  const m = (1n << BigInt(8 * bytes)) - 1n;
+  return ((u & m)).toString(16).padStart(2 * bytes, '0');
+}
+function incrementCodePoints(cps) {
+  while (cps.length) {
+    let cp = cps.pop().codePointAt(0) + 1;
+    if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xe000;
+    if (cp <= 0x10ffff) return cps.join('') + String.fromCodePoint(cp);
+  }
+  return null;
+}
+function icebergBounds(leaf) {
+  const vals = leaf.values;
+  if (!vals.length) return null;
+  const k = kind(leaf.type);
+  const minmax = (less) => {
+    let lo = vals[0], hi = vals[0];
+    for (const v of vals) { if (less(v, lo)) lo = v; if (less(hi, v)) hi = v; }
+    return [lo, hi];
+  };
+  switch (k) {
+    case 'boolean': return [vals.every((v) => v) ? '01' : '00', vals.some((v) => v) ? '01' : '00'];
+    case 'int': case 'date': { const [a, b] = minmax((x, y) => x < y); return [le(4, a), le(4, b)]; }
+    case 'long': case 'time': case 'timestamp': case 'timestamptz': {
+      const [a, b] = minmax((x, y) => BigInt(x) < BigInt(y)); return [le(8, a), le(8, b)];
+    }
+    case 'float': case 'double': {
+      const [a, b] = minmax((x, y) => x < y);
+      const w = k === 'float' ? 4 : 8;
+      const enc = (x) => { const buf = Buffer.alloc(w); if (w === 4) buf.writeFloatLE(x); else buf.writeDoubleLE(x); return buf.toString('hex'); };
+      return [enc(a), enc(b)];
+    }
+    case 'decimal': { const [a, b] = minmax((x, y) => BigInt(x.u) < BigInt(y.u)); return [minimalBigEndian(BigInt(a.u)), minimalBigEndian(BigInt(b.u))]; }
+    case 'string': {
+      const [a, b] = minmax(utf8Less);
+      const lo = [...a].slice(0, 16).join('');
+      const cps = [...b];
+      const hi = cps.length <= 16 ? b : incrementCodePoints(cps.slice(0, 16));
+      return [Buffer.from(lo).toString('hex'), hi === null ? null : Buffer.from(hi).toString('hex')];
+    }
+    case 'uuid': { const [a, b] = minmax((x, y) => x < y); return [a.replaceAll('-', ''), b.replaceAll('-', '')]; }
+    case 'fixed': { const [a, b] = minmax((x, y) => x < y); return [a, b]; }
+    case 'binary': {
+      const [a, b] = minmax((x, y) => x < y);  // hex text order = byte order
+      let hi = b;
+      if (b.length > 32) {
+        const bytes = [...Buffer.from(b.slice(0, 32), 'hex')];
+        while (bytes.length && bytes[bytes.length - 1] === 0xff) bytes.pop();
+        if (bytes.length) { bytes[bytes.length - 1]++; hi = Buffer.from(bytes).toString('hex'); } else hi = null;
+      }
+      return [a.slice(0, 32), hi];
+    }
+  }
+  return null;
 }
 
 // Expected (name, field_id) in parquet_schema order.
@@ -420,7 +491,7 @@ function schemaElements(fields, out) {
 // ---------------------------------------------------------------- the test
 const dir = mkdtempSync(join(tmpdir(), 'icestream-parquet-interop-'));
 const duck = await (await DuckDBInstance.create(':memory:')).connect();
-let failures = 0, checkedValues = 0, checkedStats = 0;
+let failures = 0, checkedValues = 0, checkedStats = 0, checkedBounds = 0;
 
 async function runCase(c) {
   const jsonSchemaMode = c % 3 === 2;
@@ -448,6 +519,7 @@ async function runCase(c) {
   if (!process.env.ICESTREAM_INTEROP_VERBOSE) args.push('--quiet');
   if (chance(0.5)) args.push('--row-group-size', String(pick([20000, 200000])), '--page-size', String(pick([1000, 8192])));
   if (chance(0.3)) args.push('--no-dictionary');
+  args.push('--print-metrics');
   const out = execFileSync(binary, args, { encoding: 'utf8' });
   if (chance(0.3)) {
     // The file must not depend on the number of threads.
@@ -504,30 +576,68 @@ async function runCase(c) {
     assert.deepEqual(md.schema.slice(1).map((e) => [e.name, e.field_id ?? null]), wantIds, `case ${c}: hyparquet field ids`);
   }
 
-  // Statistics: DuckDB's view of every column chunk against the generated data.
-  const byPath = new Map(leaves(wroot, [], [], false).map((l) => [l.path, l]));
-  for (const r of rows) collect(wroot, r, [], byPath);
-  const meta = (await duck.runAndReadAll(`select row_group_id, path_in_schema::varchar p, stats_null_count n,
-      stats_min_value::varchar mn, stats_max_value::varchar mx, num_values from parquet_metadata('${outPath}')`)).getRowObjects();
-  const agg = new Map();
+  // Statistics: DuckDB's view of every column chunk against the generated data of
+  // that row group (rows are in input order, so row group g holds the next
+  // row_group_num_rows rows).
+  const meta = (await duck.runAndReadAll(`select row_group_id g, row_group_num_rows nr, path_in_schema::varchar p,
+      stats_null_count n, stats_min_value::varchar mn, stats_max_value::varchar mx
+      from parquet_metadata('${outPath}') order by row_group_id`)).getRowObjects();
+  const groups = new Map();
   for (const m of meta) {
-    const key = String(m.p).split(', ').join('.');
-    const a = agg.get(key) ?? { nulls: 0n, mins: [], maxs: [], groups: 0 };
-    a.nulls += BigInt(m.n ?? 0); a.groups++;
-    if (m.mn !== null) a.mins.push(m.mn);
-    if (m.mx !== null) a.maxs.push(m.mx);
-    agg.set(key, a);
+    const g = groups.get(Number(m.g)) ?? { rows: Number(m.nr), chunks: new Map() };
+    g.chunks.set(String(m.p).split(', ').join('.'), m);
+    groups.set(Number(m.g), g);
   }
-  for (const [p, leaf] of byPath) {
-    const a = agg.get(p);
-    assert.ok(a, `case ${c}: no metadata for ${p}`);
-    assert.equal(Number(a.nulls), leaf.nulls, `case ${c}: null count of ${p}`);
-    const e = expectedStats(leaf);
-    if (!e || a.groups !== 1) continue;  // bounds of multi-group files: per group, skipped
-    assert.ok(e.cmp(a.mins[0], e.min), `case ${c}: min of ${p}: got ${a.mins[0]} want ${e.min}`);
-    assert.ok(e.cmp(a.maxs[0], e.max), `case ${c}: max of ${p}: got ${a.maxs[0]} want ${e.max}`);
-    checkedStats++;
+  let first = 0;
+  for (const [gi, g] of [...groups.entries()].sort((a, b) => a[0] - b[0])) {
+    const byPath = new Map(leaves(wroot, [], [], false).map((l) => [l.path, l]));
+    for (const r of rows.slice(first, first + g.rows)) collect(wroot, r, [], byPath);
+    first += g.rows;
+    for (const [p, leaf] of byPath) {
+      const m = g.chunks.get(p);
+      assert.ok(m, `case ${c}: no metadata for ${p} in row group ${gi}`);
+      assert.equal(Number(m.n), leaf.nulls, `case ${c}: null count of ${p} in row group ${gi}`);
+      const e = expectedStats(leaf);
+      if (!e) continue;
+      assert.ok(e.cmp(m.mn, e.min), `case ${c}: min of ${p} in row group ${gi}: got ${m.mn} want ${e.min}`);
+      assert.ok(e.cmp(m.mx, e.max), `case ${c}: max of ${p} in row group ${gi}: got ${m.mx} want ${e.max}`);
+      checkedStats++;
+    }
   }
+  assert.equal(first, nrows, `case ${c}: row groups hold ${first} rows`);
+
+  // The Iceberg metrics the writer reported, against DuckDB's metadata and against
+  // bounds computed here from the generated values.
+  const metrics = JSON.parse(out.trim().split('\n').pop());
+  assert.equal(metrics.record_count, nrows);
+  assert.equal(metrics.file_size, statSync(outPath).size);
+  const allMeta = (await duck.runAndReadAll(`select row_group_id g, column_id, path_in_schema::varchar p,
+      dictionary_page_offset d, data_page_offset o, total_compressed_size s, num_values v, stats_null_count n
+      from parquet_metadata('${outPath}')`)).getRowObjects();
+  const splits = [];
+  for (const m of allMeta) if (Number(m.column_id) === 0) splits[Number(m.g)] = Number(m.d ?? m.o);
+  assert.deepEqual(metrics.split_offsets, splits, `case ${c}: split offsets`);
+  const allLeaves = leaves(wroot, [], [], false);
+  const whole = new Map(allLeaves.map((l) => [l.path, l]));
+  for (const r of rows) collect(wroot, r, [], whole);
+  assert.equal(metrics.columns.length, allLeaves.length);
+  allLeaves.forEach((leaf, i) => {
+    const mc = metrics.columns[i];
+    const chunks = allMeta.filter((m) => String(m.p).split(', ').join('.') === leaf.path);
+    assert.equal(mc.field_id, leaf.id, `case ${c}: field id of ${leaf.path}`);
+    assert.equal(mc.column_size, chunks.reduce((a, m) => a + Number(m.s), 0), `case ${c}: column size of ${leaf.path}`);
+    if (leaf.inRepeated) {
+      assert.ok(!('value_count' in mc) && !('lower_bound' in mc), `case ${c}: ${leaf.path} is inside a list/map`);
+      return;
+    }
+    assert.equal(mc.value_count, chunks.reduce((a, m) => a + Number(m.v), 0), `case ${c}: value count of ${leaf.path}`);
+    assert.equal(mc.null_count, whole.get(leaf.path).nulls, `case ${c}: null count of ${leaf.path}`);
+    const b = icebergBounds(whole.get(leaf.path));
+    assert.equal(mc.lower_bound ?? null, b ? b[0] : null, `case ${c}: Iceberg lower bound of ${leaf.path}`);
+    assert.equal(mc.upper_bound ?? null, b ? b[1] : null, `case ${c}: Iceberg upper bound of ${leaf.path}`);
+    if (['float', 'double'].includes(kind(leaf.type))) assert.equal(mc.nan_count, 0);
+    if (b) checkedBounds++;
+  });
 }
 
 // Every row of the JSON Schema -> Iceberg mapping table (kds-delivery-spec.md §2.5), as
@@ -601,6 +711,7 @@ for (let c = 0; c < CASES; c++) {
 }
 if (process.env.ICESTREAM_INTEROP_KEEP) console.log('kept ' + dir); else rmSync(dir, { recursive: true, force: true });
 console.log(`parquet interop: ${CASES} cases, ${checkedValues} rows compared with DuckDB and hyparquet, ` +
-  `${checkedStats} min/max pairs checked, ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  `${checkedStats} min/max pairs checked, ${checkedBounds} Iceberg bound pairs checked, ` +
+  `${((Date.now() - t0) / 1000).toFixed(1)} s`);
 console.log(`${CASES + 1 - failures} passed, ${failures} failed`);
 process.exit(failures ? 1 : 0);

@@ -166,3 +166,126 @@ def raw_call(server, target, body, content_type="application/x-amz-json-1.1", si
     except ValueError:
         parsed = raw
     return status, hdrs, parsed
+
+
+SHARED_TOOLS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "tools"))
+
+
+class Rgw:
+    """A real S3 server: one-node Ceph radosgw on 127.0.0.1 (shared/tools/start-rgw.sh).
+    Credentials AKTEST/SKTEST; SSE-KMS test keys testkey-1/testkey-2."""
+
+    access_key, secret_key = "AKTEST", "SKTEST"
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="icestream-rgw-")
+        self.port = free_port()
+        self.mon_port = free_port()
+
+    @staticmethod
+    def available():
+        return shutil.which("radosgw") is not None and os.path.exists(os.path.join(SHARED_TOOLS, "start-rgw.sh"))
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        p = subprocess.run(["bash", os.path.join(SHARED_TOOLS, "start-rgw.sh"), self.dir, str(self.port),
+                            str(self.mon_port)], capture_output=True, text=True, timeout=180)
+        if p.returncode != 0 or "ready" not in p.stdout:
+            self.stop()
+            raise RuntimeError("radosgw did not start: " + p.stdout + p.stderr)
+        return self
+
+    def stop(self):
+        subprocess.run(["bash", os.path.join(SHARED_TOOLS, "stop-rgw.sh"), self.dir], capture_output=True, timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def s3(self):
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id=self.access_key, aws_secret_access_key=self.secret_key)
+
+
+class Moto:
+    """moto's S3 (and more) on 127.0.0.1 — where radosgw cannot serve."""
+
+    access_key, secret_key = "test", "test"
+
+    def __init__(self):
+        self.port = free_port()
+        self.proc = None
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        self.proc = subprocess.Popen(["python3", "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.endpoint + "/moto-api/", timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("moto did not start")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def s3(self):
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
+                            aws_access_key_id=self.access_key, aws_secret_access_key=self.secret_key)
+
+
+def kinesis_call(server, op, body):
+    """A Kinesis JSON 1.1 call by hand (the channel operations are newer than this
+    botocore). Returns (status, parsed body)."""
+    import json
+    status, _, parsed = raw_call(server, "Kinesis_20131202." + op, json.dumps(body))
+    return status, parsed
+
+
+def channel_request(name, stream, bucket="my-bucket", compression="GZIP", freshness=None, fmt="JSON",
+                    template=None, dlq=None, account=ACCOUNT, **extra):
+    """A CreateChannel request for an S3 destination."""
+    storage = {"BucketARN": f"arn:aws:s3:::{bucket}", "CompressionType": compression,
+               "ExpectedBucketOwner": account}
+    if template is not None:
+        storage["OutputKeyTemplate"] = template
+    dest = {"StorageConfiguration": storage}
+    if freshness is not None:
+        dest["DataFreshnessInSeconds"] = freshness
+    if dlq is not None:
+        dest["DeadLetterQueueS3Configuration"] = dlq
+    req = {"ChannelName": name,
+           "ServiceExecutionRoleARN": f"arn:aws:iam::{account}:role/delivery-role",
+           "StreamConfigurationList": [{"StreamARN": f"arn:aws:kinesis:{REGION}:{account}:stream/{stream}",
+                                        "RecordConfiguration": {"RecordFormatType": fmt}}],
+           "S3DestinationConfiguration": dest}
+    req.update(extra)
+    return req
+
+
+def wait_channel(server, arn, status="ACTIVE", timeout=20):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+        if st == 200:
+            last = body["ChannelDescription"]
+            if last["ChannelStatus"] == status:
+                return last
+        elif status == "GONE" and body.get("__type") == "ResourceNotFoundException":
+            return None
+        time.sleep(0.05)
+    raise AssertionError(f"channel {arn} did not reach {status}: {last}")

@@ -129,6 +129,12 @@ class ColumnWriter {
     return use_dictionary_ && dictionary_.size() > kMinEntriesForCardinalityCheck &&
            dictionary_.size() * 2 > static_cast<size_t>(dict_values_ + page_.num_values);
   }
+  // Whether the dictionary outgrew its limit (the page is then cut, and the chunk goes
+  // on in PLAIN): keeps memory bounded when values are large and distinct.
+  bool DictionaryFull() const {
+    return use_dictionary_ &&
+           static_cast<int64_t>(dictionary_.plain().size()) > options_->dictionary_page_size_limit;
+  }
   // Takes the buffered page (possibly empty). Switches to PLAIN for the rest of the
   // chunk when the dictionary outgrew its limit or when more than half of the values
   // were distinct (the dictionary would not pay).

@@ -172,6 +172,30 @@ TEST(FileWriter, RowGroupsFromIndependentBuilders) {
   }
 }
 
+TEST(FileWriter, LargeDistinctValuesKeepPagesAndDictionariesBounded) {
+  // 2000 distinct 10 KB strings: the dictionary passes its 1 MiB limit within a few
+  // records, the page is cut and the chunk goes on in PLAIN; nothing buffers 20 MB.
+  WriterOptions o;
+  o.codec = Codec::kUncompressed;
+  std::string bytes;
+  StringOutputStream sink(&bytes);
+  auto w = FileWriter::Make(TestSchema(), &sink, o);
+  ASSERT_TRUE(w.ok());
+  for (int i = 0; i < 2000; ++i) {
+    (*w)->column(0).AddInt64(0, i);
+    (*w)->column(1).AddBytes(0, std::string(10000, static_cast<char>('a' + i % 26)) + std::to_string(i));
+    (*w)->column(2).AddDouble(0, i);
+    (*w)->column(3).AddNull(0, 1);
+    ASSERT_TRUE((*w)->EndRecord().ok());
+    EXPECT_LE((*w)->column(1).EstimatedPageBytes(), (1 << 20) + 9 * 10010);
+    EXPECT_FALSE((*w)->column(1).dictionary().plain().size() > (1 << 20) + 9 * 10010u);
+  }
+  auto m = (*w)->Close();
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->record_count, 2000);
+  EXPECT_GT(m->file_size, 20000000);
+}
+
 TEST(FileWriter, IcebergSchemaInFooter) {
   Written w = Write(WriterOptions(), 3);
   std::string json = iceberg::SchemaToJson(TestSchema());

@@ -48,7 +48,7 @@ Status RowGroupBuilder::EndRecord() {
     const bool check_dictionaries = (rows_ & 4095) == 0;
     for (auto& c : columns_) {
       if (c->EstimatedPageBytes() >= options_->page_size || c->num_levels() >= options_->max_page_levels ||
-          (check_dictionaries && c->DictionaryNotPaying())) {
+          c->DictionaryFull() || (check_dictionaries && c->DictionaryNotPaying())) {
         error_ = CutPage(*c);
         if (!error_.ok()) return error_;
       }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "delivery/channel_manager.h"
 #include "kinesis/context.h"
 
 namespace icestream::kinesis {
@@ -218,6 +219,12 @@ void DeleteStream(Context& ctx, Call& call, aws::Params& p) {
   if (!name) return;
   p.Bool("EnforceConsumerDeletion");
   if (auto e = p.Error()) return call.Fail(*e);
+  if (ctx.channels && ctx.channels->CountForStream(*name) > 0) {
+    return call.Fail(FailedPrecondition(fmt::format(
+        "Stream {} under account {} has channels; delete them first (ListChannels with a "
+        "StreamFilter finds them).",
+        *name, ctx.options.account)));
+  }
   Status st = ctx.streams->DeleteStream(*name);
   if (!st.ok()) return call.Fail(st);
   call.ReplyEmpty();
@@ -273,6 +280,7 @@ void DescribeStreamSummary(Context& ctx, Call& call, aws::Params& p) {
             {"EnhancedMonitoring", EnhancedMonitoring(*info)},
             {"OpenShardCount", info->OpenShardCount()},
             {"ConsumerCount", 0},
+            {"ChannelCount", ctx.channels ? ctx.channels->CountForStream(info->name) : 0},
             {"MaxRecordSizeInKiB", info->max_record_kib}};
   if (info->warm_throughput_mibps) {
     d["WarmThroughput"] = {{"TargetMiBps", *info->warm_throughput_mibps},
@@ -334,7 +342,9 @@ void DescribeLimits(Context& ctx, Call& call, aws::Params&) {
   call.Reply({{"ShardLimit", o.shard_limit},
               {"OpenShardCount", totals.open_shards},
               {"OnDemandStreamCount", totals.on_demand_streams},
-              {"OnDemandStreamCountLimit", o.on_demand_stream_limit}});
+              {"OnDemandStreamCountLimit", o.on_demand_stream_limit},
+              {"ChannelCount", ctx.channels ? ctx.channels->Count() : 0},
+              {"ChannelCountLimit", ctx.channels ? ctx.channels->Limit() : 0}});
 }
 
 void IncreaseStreamRetentionPeriod(Context& ctx, Call& call, aws::Params& p) {

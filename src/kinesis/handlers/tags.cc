@@ -3,6 +3,7 @@
 // (aws-api.md §B.8).
 #include <fmt/format.h>
 
+#include "delivery/channel_manager.h"
 #include "kinesis/context.h"
 
 namespace icestream::kinesis {
@@ -106,6 +107,23 @@ std::optional<std::string> StreamFromResourceArn(Context& ctx, Call& call, aws::
   return name;
 }
 
+// A channel ARN (arn:aws:kinesis:<region>:<account>:channel/<id>), handled by the
+// delivery engine. Returns true when it answered the call.
+bool ChannelTagCall(Context& ctx, Call& call, aws::Params& p,
+                    const std::function<void(const std::string& arn)>& fn) {
+  const auto& obj = p.object();
+  auto it = obj.find("ResourceARN");
+  if (it == obj.end() || !it->is_string()) return false;
+  std::string arn = it->get<std::string>();
+  if (arn.find(":channel/") == std::string::npos) return false;
+  if (!ctx.channels) {
+    call.Fail(NotFound(fmt::format("Channel {} under account {} not found.", arn, ctx.options.account)));
+    return true;
+  }
+  fn(arn);
+  return true;
+}
+
 json TagList(const StreamInfo& info) {
   json out = json::array();
   for (const auto& [k, v] : info.tags) out.push_back({{"Key", k}, {"Value", v}});
@@ -163,6 +181,24 @@ void ListTagsForStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void TagResource(Context& ctx, Call& call, aws::Params& p) {
+  if (ChannelTagCall(ctx, call, p, [&](const std::string& arn) {
+        const json* tags = p.Map("Tags");
+        p.Required("tags", tags != nullptr);
+        if (tags) CheckTagMap(p, "tags", *tags, 200);
+        if (auto e = p.Error()) return call.Fail(*e);
+        std::map<std::string, std::string> m;
+        for (auto it = tags->begin(); it != tags->end(); ++it) {
+          if (it.key().rfind("aws:", 0) == 0) {
+            return call.Fail(aws::InvalidArgumentError("Tag keys starting with 'aws:' are reserved for AWS use."));
+          }
+          m[it.key()] = it.value().is_string() ? it.value().get<std::string>() : "";
+        }
+        Status st = ctx.channels->Tag(arn, m);
+        if (!st.ok()) return call.Fail(st);
+        call.ReplyEmpty();
+      })) {
+    return;
+  }
   auto name = StreamFromResourceArn(ctx, call, p);
   if (!name) return;
   const json* tags = p.Map("Tags");
@@ -175,6 +211,21 @@ void TagResource(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void UntagResource(Context& ctx, Call& call, aws::Params& p) {
+  if (ChannelTagCall(ctx, call, p, [&](const std::string& arn) {
+        const json* keys = p.List("TagKeys");
+        p.Required("tagKeys", keys != nullptr);
+        if (keys) CheckTagKeyList(p, "tagKeys", *keys);
+        if (auto e = p.Error()) return call.Fail(*e);
+        std::vector<std::string> ks;
+        for (const auto& k : *keys) {
+          if (k.is_string()) ks.push_back(k.get<std::string>());
+        }
+        Status st = ctx.channels->Untag(arn, ks);
+        if (!st.ok()) return call.Fail(st);
+        call.ReplyEmpty();
+      })) {
+    return;
+  }
   auto name = StreamFromResourceArn(ctx, call, p);
   if (!name) return;
   const json* keys = p.List("TagKeys");
@@ -187,6 +238,15 @@ void UntagResource(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void ListTagsForResource(Context& ctx, Call& call, aws::Params& p) {
+  if (ChannelTagCall(ctx, call, p, [&](const std::string& arn) {
+        auto tags = ctx.channels->Tags(arn);
+        if (!tags.ok()) return call.Fail(tags.status());
+        json out = json::array();
+        for (const auto& [k, v] : *tags) out.push_back({{"Key", k}, {"Value", v}});
+        call.Reply({{"Tags", out}});
+      })) {
+    return;
+  }
   auto name = StreamFromResourceArn(ctx, call, p);
   if (!name) return;
   auto info = ctx.streams->Describe(*name);

@@ -1,0 +1,150 @@
+// Batch building: validation, framing, grouping by key, compression, DLQ lines.
+#include "delivery/batch_builder.h"
+
+#include <simdjson.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/time_format.h"
+
+namespace icestream::delivery {
+
+namespace {
+
+// First byte offset that breaks UTF-8 (overlongs, surrogates and > U+10FFFF included),
+// or npos.
+size_t FirstBadUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len;
+    uint32_t cp;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return i;
+    }
+    if (i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+std::optional<BatchBuilder::Invalid> BatchBuilder::Validate(RecordFormat format,
+                                                            std::string_view data) {
+  switch (format) {
+    case RecordFormat::kByteArray: return std::nullopt;
+    case RecordFormat::kString: {
+      size_t bad = FirstBadUtf8(data);
+      if (bad == std::string_view::npos) return std::nullopt;
+      return Invalid{"DESERIALIZATION_ERROR",
+                     fmt::format("Record is not valid UTF-8 (invalid byte sequence at offset {}).",
+                                 bad)};
+    }
+    case RecordFormat::kJson:
+    case RecordFormat::kGsrJson: {
+      thread_local simdjson::dom::parser parser;
+      simdjson::dom::element doc;
+      auto err = parser.parse(data.data(), data.size(), true).get(doc);
+      if (!err) return std::nullopt;
+      return Invalid{"DESERIALIZATION_ERROR",
+                     fmt::format("Record is not valid JSON: {}.", simdjson::error_message(err))};
+    }
+  }
+  return std::nullopt;
+}
+
+BatchBuilder::BatchBuilder(BatchContext ctx) : ctx_(std::move(ctx)) {
+  key_ctx_ = {ctx_.channel->name, ctx_.channel->id, ctx_.channel->stream_name};
+}
+
+Status BatchBuilder::CloseGroup() {
+  if (!group_) return Status::OK();
+  RETURN_IF_ERROR(group_->Finish());
+  current_.body = std::move(group_->output());
+  result_.objects.push_back(std::move(current_));
+  current_ = BatchObject{};
+  group_.reset();
+  group_key_.clear();
+  return Status::OK();
+}
+
+Status BatchBuilder::Add(const BatchRecord& rec) {
+  ++result_.records_in;
+  result_.bytes_in += rec.data.size();
+  if (auto bad = Validate(ctx_.channel->record_format, rec.data)) {
+    ++result_.failed_records;
+    if (!first_failed_) first_failed_ = rec;
+    nlohmann::json line = {{"streamARN", ctx_.channel->stream_arn},
+                           {"shardId", ctx_.shard_id},
+                           {"sequenceNumber", rec.sequence_number},
+                           {"approximateArrivalTimestamp", FormatIso8601Ms(rec.arrival_ms)},
+                           {"errorCode", bad->code},
+                           {"errorMessage", bad->message},
+                           {"channelARN", ctx_.channel->arn}};
+    dlq_lines_ += line.dump();
+    dlq_lines_ += '\n';
+    return Status::OK();
+  }
+  std::string key = ctx_.key_template->Render(key_ctx_, rec.arrival_ms);
+  if (!group_ || key != group_key_) {
+    RETURN_IF_ERROR(CloseGroup());
+    ASSIGN_OR_RETURN(group_, MakeStreamCompressor(ctx_.channel->s3.compression, ctx_.compression_level));
+    group_key_ = key;
+    current_.key = ctx_.key_template->RenderWithSuffix(
+        key_ctx_, rec.arrival_ms,
+        ObjectSuffix(rec.offset, ctx_.shard_index, ctx_.channel->id, rec.sequence_number));
+    current_.first_offset = rec.offset;
+  }
+  RETURN_IF_ERROR(group_->Add(rec.data));
+  if (ctx_.channel->record_format != RecordFormat::kByteArray) RETURN_IF_ERROR(group_->Add("\n"));
+  current_.last_offset = rec.offset;
+  ++current_.records;
+  current_.raw_bytes += rec.data.size();
+  return Status::OK();
+}
+
+Result<BatchResult> BatchBuilder::Finish() {
+  RETURN_IF_ERROR(CloseGroup());
+  if (first_failed_) {
+    // <ErrorOutputPrefix><yyyy>/<MM>/<dd>/<HH>/<channel-id><suffix> (spec §4 [DECISION]).
+    static const KeyTemplate kDlqLayout =
+        *KeyTemplate::Parse("!{yyyy}/!{MM}/!{dd}/!{HH}/!{channel-id}", Compression::kNone);
+    BatchObject dlq;
+    dlq.key = ctx_.channel->s3.dlq.error_output_prefix +
+              kDlqLayout.RenderWithSuffix(key_ctx_, first_failed_->arrival_ms,
+                                          ObjectSuffix(first_failed_->offset, ctx_.shard_index,
+                                                       ctx_.channel->id,
+                                                       first_failed_->sequence_number));
+    dlq.body = std::move(dlq_lines_);
+    dlq.first_offset = first_failed_->offset;
+    dlq.records = result_.failed_records;
+    result_.dlq = std::move(dlq);
+  }
+  return std::move(result_);
+}
+
+}  // namespace icestream::delivery

@@ -1,0 +1,60 @@
+// ChannelStore: channels, per-shard checkpoints and in-flight batch plans in meta.db.
+//
+//   channels            (id PK, name UNIQUE, doc JSON)
+//   channel_checkpoints (channel_id, stream_uid, shard, next_offset)  — delivered below
+//   channel_plans       (channel_id, stream_uid, shard, first_offset, end_offset)
+//
+// A plan is written before a batch's objects are uploaded and removed in the same
+// transaction that moves the checkpoint past it, so after a crash the exact batch is
+// rebuilt and re-uploaded (same keys, same bytes) before anything new.
+// Thread-safety: as Database (serialized).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/sqlite.h"
+#include "common/status.h"
+#include "delivery/channel.h"
+
+namespace icestream::delivery {
+
+struct ShardKey {
+  uint64_t stream_uid = 0;
+  uint32_t shard = 0;
+  auto operator<=>(const ShardKey&) const = default;
+};
+
+struct BatchPlan {
+  uint64_t first_offset = 0;
+  uint64_t end_offset = 0;  // exclusive
+};
+
+class ChannelStore {
+ public:
+  static Result<std::unique_ptr<ChannelStore>> Open(Database* db);
+
+  Result<std::vector<ChannelConfig>> LoadAll();
+  Status Save(const ChannelConfig& c);
+  // Removes the channel with its checkpoints and plans.
+  Status Remove(const std::string& id);
+
+  Result<std::map<ShardKey, uint64_t>> Checkpoints(const std::string& id);
+  // Sets several checkpoints at once (activation) and saves the channel document.
+  Status Activate(const ChannelConfig& c, const std::map<ShardKey, uint64_t>& checkpoints);
+
+  Result<std::optional<BatchPlan>> LoadPlan(const std::string& id, ShardKey shard);
+  Status SavePlan(const std::string& id, ShardKey shard, const BatchPlan& plan);
+  // Moves the checkpoint to `next_offset` and drops the plan, atomically.
+  Status Commit(const std::string& id, ShardKey shard, uint64_t next_offset);
+
+ private:
+  explicit ChannelStore(Database* db) : db_(db) {}
+  Database* db_;
+};
+
+}  // namespace icestream::delivery

@@ -1,0 +1,141 @@
+// libcurl implementation of HttpClient.
+#include "http/client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <mutex>
+
+namespace icestream::http {
+namespace {
+
+std::once_flag g_curl_init;
+
+size_t WriteBody(char* p, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(p, size * n);
+  return size * n;
+}
+
+size_t WriteHeader(char* p, size_t size, size_t n, void* user) {
+  auto* res = static_cast<ClientResponse*>(user);
+  std::string_view line(p, size * n);
+  if (line.rfind("HTTP/", 0) == 0) {
+    res->headers.clear();  // a new response (after 100 Continue or a redirect)
+    return size * n;
+  }
+  auto colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::string_view v = line.substr(colon + 1);
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
+      v.remove_suffix(1);
+    }
+    res->headers.push_back({std::move(name), std::string(v)});
+  }
+  return size * n;
+}
+
+}  // namespace
+
+std::string_view ClientResponse::GetHeader(std::string_view lower_name) const {
+  for (const auto& h : headers) {
+    if (h.name == lower_name) return h.value;
+  }
+  return {};
+}
+
+HttpClient::HttpClient(HttpClientOptions options) : options_(options) {
+  std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+HttpClient::~HttpClient() {
+  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+}
+
+void* HttpClient::Acquire() {
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      void* h = idle_.back();
+      idle_.pop_back();
+      return h;
+    }
+  }
+  return curl_easy_init();
+}
+
+void HttpClient::Release(void* handle) {
+  std::lock_guard lock(mu_);
+  if (idle_.size() < options_.max_pooled_handles) {
+    idle_.push_back(handle);
+  } else {
+    curl_easy_cleanup(static_cast<CURL*>(handle));
+  }
+}
+
+Result<ClientResponse> HttpClient::Send(const ClientRequest& req) {
+  CURL* c = static_cast<CURL*>(Acquire());
+  if (!c) return Internal("curl_easy_init failed");
+  // Reset per-request options; the connection cache of the handle survives.
+  curl_easy_reset(c);
+  ClientResponse res;
+  curl_easy_setopt(c, CURLOPT_URL, req.url.c_str());
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout_ms));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(req.timeout_ms ? req.timeout_ms : options_.timeout_ms));
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, options_.low_speed_seconds);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &res.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, WriteHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &res);
+
+  curl_slist* hs = nullptr;
+  bool has_ctype = false;
+  for (const auto& h : req.headers) {
+    std::string lower = h.name;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (lower == "content-type") has_ctype = true;
+    hs = curl_slist_append(hs, (h.name + ": " + h.value).c_str());
+  }
+  // No "Expect: 100-continue" round trip, and no default form content type.
+  hs = curl_slist_append(hs, "Expect:");
+  if (!has_ctype) hs = curl_slist_append(hs, "Content-Type:");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
+
+  if (req.method == "HEAD") {
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  } else if (req.method == "GET") {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+  } else {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+    if (!req.body.empty() || req.method == "PUT" || req.method == "POST") {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body.data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
+    }
+  }
+  CURLcode rc = curl_easy_perform(c);
+  curl_slist_free_all(hs);
+  if (rc != CURLE_OK) {
+    std::string msg = std::string(curl_easy_strerror(rc)) + " (" + req.method + " " + req.url + ")";
+    // A failed transfer may leave the connection in an unknown state: drop the handle.
+    curl_easy_cleanup(c);
+    if (rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL) return InvalidArgument(msg);
+    return Unavailable(msg);
+  }
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  res.status = static_cast<int>(status);
+  Release(c);
+  return res;
+}
+
+}  // namespace icestream::http

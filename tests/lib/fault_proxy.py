@@ -1,0 +1,137 @@
+"""A fault-injecting HTTP proxy for S3 traffic (tests only). It forwards requests to an
+upstream S3 server and, for a configurable share of them, answers instead with a 500, a
+503 SlowDown, a connection reset, or a stall — before or after forwarding, so that
+"succeeded upstream but the client saw an error" happens too. Listens on 127.0.0.1."""
+
+import http.client
+import random
+import socket
+import struct
+import threading
+import time
+
+FAULTS = ("500", "503", "reset", "stall", "reset_after")
+
+
+class FaultProxy:
+    def __init__(self, upstream_port, fault_rate=0.3, stall_seconds=4.0, seed=1):
+        self.upstream_port = upstream_port
+        self.fault_rate = fault_rate
+        self.stall_seconds = stall_seconds
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.counts = {f: 0 for f in FAULTS}
+        self.counts["ok"] = 0
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopping = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _pick(self):
+        with self.lock:
+            if self.rng.random() < self.fault_rate:
+                f = self.rng.choice(FAULTS)
+            else:
+                f = "ok"
+            self.counts[f] += 1
+            return f
+
+    @staticmethod
+    def _read_request(f):
+        line = f.readline()
+        if not line:
+            return None
+        method, target, _ = line.decode().split(" ", 2)
+        headers = []
+        length = 0
+        while True:
+            h = f.readline()
+            if h in (b"\r\n", b"\n", b""):
+                break
+            name, value = h.decode().split(":", 1)
+            headers.append((name.strip(), value.strip()))
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        body = f.read(length) if length else b""
+        return method, target, headers, body
+
+    @staticmethod
+    def _reset(conn):
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    def _serve(self, conn):
+        f = conn.makefile("rb")
+        try:
+            while True:
+                req = self._read_request(f)
+                if req is None:
+                    return
+                method, target, headers, body = req
+                fault = self._pick()
+                if fault == "reset":
+                    return self._reset(conn)
+                if fault == "stall":
+                    time.sleep(self.stall_seconds)
+                    return conn.close()
+                if fault in ("500", "503"):
+                    code = "InternalError" if fault == "500" else "SlowDown"
+                    xml = f"<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>injected</Message></Error>".encode()
+                    reason = "Internal Server Error" if fault == "500" else "Slow Down"
+                    conn.sendall(f"HTTP/1.1 {fault} {reason}\r\nContent-Type: application/xml\r\n"
+                                 f"Content-Length: {len(xml)}\r\n\r\n".encode() + xml)
+                    continue
+                up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
+                up.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+                for name, value in headers:
+                    up.putheader(name, value)
+                up.endheaders(body)
+                resp = up.getresponse()
+                data = resp.read()
+                up.close()
+                if fault == "reset_after":  # the write happened; the client never hears
+                    return self._reset(conn)
+                out = [f"HTTP/1.1 {resp.status} {resp.reason}\r\n".encode()]
+                for name, value in resp.getheaders():
+                    if name.lower() in ("transfer-encoding", "connection", "content-length"):
+                        continue
+                    out.append(f"{name}: {value}\r\n".encode())
+                if method != "HEAD":
+                    out.append(f"Content-Length: {len(data)}\r\n".encode())
+                else:
+                    cl = resp.getheader("Content-Length")
+                    if cl is not None:
+                        out.append(f"Content-Length: {cl}\r\n".encode())
+                out.append(b"\r\n")
+                conn.sendall(b"".join(out) + (data if method != "HEAD" else b""))
+        except (OSError, ValueError):
+            try:
+                conn.close()
+            except OSError:
+                pass
