@@ -285,7 +285,7 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
         bool dead = mf.live_files_count() == 0 && mf.deleted_files_count > 0;  // only old deletes
         if (dead) continue;
         if (options_.manifest_merge_enabled && mf.content == ManifestContent::kData &&
-            mf.manifest_length < options_.manifest_target_bytes) {
+            mf.manifest_length < std::min(options_.manifest_target_bytes, options_.manifest_merge_max_input_bytes)) {
           small[mf.partition_spec_id].push_back(mf);
         } else {
           kept.push_back(mf);

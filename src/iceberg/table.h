@@ -39,6 +39,12 @@ struct TableOptions {
   // commit.manifest.min-count-to-merge = 100, commit.manifest-merge.enabled = true).
   int64_t manifest_target_bytes = 8 << 20;
   int manifest_min_count_to_merge = 100;
+  // Manifests at least this big are never merged again. Java merges every manifest
+  // below the target size, so a table whose manifests sit just under it rewrites all
+  // of them every `min_count` commits — a cost that grows with the table. With this
+  // floor a merge rewrites at most ~min_count x this many bytes, whatever the size of
+  // the table.
+  int64_t manifest_merge_max_input_bytes = 2 << 20;
   bool manifest_merge_enabled = true;
   ManifestWriteOptions manifest;
 };
