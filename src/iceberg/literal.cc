@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/bytes.h"
+#include "common/crypto.h"
 #include "common/uint128.h"
 
 namespace icestream::iceberg {
@@ -91,14 +92,8 @@ std::string Int128String(int128 v) {
   return neg ? "-" + s : s;
 }
 
-std::string HexOf(std::string_view b) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string h;
-  for (unsigned char c : b) {
-    h += kDigits[c >> 4];
-    h += kDigits[c & 15];
-  }
-  return h;
+std::string HexOf(const std::string& b) {
+  return crypto::Hex(reinterpret_cast<const uint8_t*>(b.data()), b.size());
 }
 
 }  // namespace

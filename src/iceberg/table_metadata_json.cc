@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
+#include "format/avro/deflate.h"
 #include "iceberg/json_util.h"
 #include "iceberg/schema_json.h"
 
@@ -16,29 +17,6 @@ using nlohmann::json;
 namespace ju = json_util;
 
 namespace {
-
-Result<std::string> Gunzip(std::string_view in) {
-  z_stream zs{};
-  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return Internal("inflateInit2 failed");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  std::string out;
-  char buf[64 << 10];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if ((rc != Z_OK && rc != Z_STREAM_END) || (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) ||
-        out.size() > (512u << 20)) {
-      inflateEnd(&zs);
-      return InvalidArgument("table metadata: gzip data does not inflate");
-    }
-    out.append(buf, sizeof buf - zs.avail_out);
-  }
-  inflateEnd(&zs);
-  return out;
-}
 
 Result<PartitionField> PartitionFieldFromJson(const json& j, int32_t* next_field_id) {
   if (!j.is_object()) return InvalidArgument("partition field must be an object");
@@ -406,7 +384,9 @@ Result<TableMetadata> TableMetadataFromJson(std::string_view text) {
   std::string inflated;
   if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f &&
       static_cast<unsigned char>(text[1]) == 0x8b) {
-    ASSIGN_OR_RETURN(inflated, Gunzip(text));
+    if (Status st = format::avro::Inflate(text, 16 + MAX_WBITS, 512u << 20, &inflated); !st.ok()) {
+      return InvalidArgument("table metadata: gzip data: " + st.message());
+    }
     text = inflated;
   }
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);

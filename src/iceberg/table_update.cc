@@ -8,16 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "iceberg/overloaded.h"
+
 namespace icestream::iceberg {
 
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
 
 Status Failed(std::string what) { return Conflict("Requirement failed: " + std::move(what)); }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "iceberg/json_util.h"
+#include "iceberg/overloaded.h"
 #include "iceberg/schema_json.h"
 #include "iceberg/table_metadata_json.h"
 
@@ -15,13 +16,6 @@ using nlohmann::json;
 namespace ju = json_util;
 
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
 
 Result<std::vector<int32_t>> IntList(const json& j, const char* key, std::string_view where) {
   ASSIGN_OR_RETURN(auto longs, ju::LongList(j, key, where));

@@ -4,20 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crypto.h"
 #include "iceberg/partition_spec.h"
 
 namespace icestream::iceberg {
 namespace {
 
-std::string Hex(std::string_view s) {
-  static const char* d = "0123456789abcdef";
-  std::string h;
-  for (unsigned char c : s) {
-    h += d[c >> 4];
-    h += d[c & 15];
-  }
-  return h;
-}
+std::string Hex(const std::string& s) { return crypto::Hex(reinterpret_cast<const uint8_t*>(s.data()), s.size()); }
 
 std::string UuidBytes(std::string_view canonical) {
   std::string hex;

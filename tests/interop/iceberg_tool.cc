@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
+#include "common/crypto.h"
 #include "common/sqlite.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
@@ -115,13 +116,7 @@ ice::DataFile WriteDataFile(ice::Table& table, const icestream::schema::Converti
 }
 
 std::string Hex(const std::string& b) {
-  static const char* d = "0123456789abcdef";
-  std::string h;
-  for (unsigned char c : b) {
-    h += d[c >> 4];
-    h += d[c & 15];
-  }
-  return h;
+  return icestream::crypto::Hex(reinterpret_cast<const uint8_t*>(b.data()), b.size());
 }
 
 json DataFileJson(const ice::DataFile& f) {

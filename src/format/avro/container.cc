@@ -9,6 +9,7 @@
 #include <zstd.h>
 
 #include "common/crypto.h"
+#include "format/avro/deflate.h"
 #include "format/avro/encoding.h"
 
 namespace icestream::format::avro {
@@ -17,56 +18,6 @@ namespace {
 
 constexpr char kMagic[4] = {'O', 'b', 'j', '\x01'};
 constexpr size_t kSyncSize = 16;
-
-Status DeflateRaw(std::string_view in, int level, std::string* out) {
-  z_stream zs{};
-  // windowBits -15: a raw deflate stream without zlib header or checksum (Avro spec).
-  if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    return Internal("deflateInit2 failed");
-  }
-  size_t start = out->size();
-  out->resize(start + deflateBound(&zs, static_cast<uLong>(in.size())) + 16);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out->data() + start);
-  zs.avail_out = static_cast<uInt>(out->size() - start);
-  int rc = deflate(&zs, Z_FINISH);
-  size_t produced = zs.total_out;
-  deflateEnd(&zs);
-  if (rc != Z_STREAM_END) return Internal("deflate did not finish");
-  out->resize(start + produced);
-  return Status::OK();
-}
-
-Status InflateRaw(std::string_view in, size_t max_out, std::string* out) {
-  z_stream zs{};
-  if (inflateInit2(&zs, -15) != Z_OK) return Internal("inflateInit2 failed");
-  out->clear();
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  zs.avail_in = static_cast<uInt>(in.size());
-  char buf[64 << 10];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof buf;
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&zs);
-      return Corruption("avro: deflate block does not inflate");
-    }
-    out->append(buf, sizeof buf - zs.avail_out);
-    if (out->size() > max_out) {
-      inflateEnd(&zs);
-      return Corruption("avro: block inflates beyond the size limit");
-    }
-    if (rc == Z_OK && zs.avail_in == 0 && zs.avail_out != 0) {
-      inflateEnd(&zs);
-      return Corruption("avro: deflate block is truncated");
-    }
-  }
-  inflateEnd(&zs);
-  return Status::OK();
-}
 
 // Streaming, so that a frame without a content size cannot make us allocate the limit.
 Status ZstdDecompress(std::string_view in, size_t max_out, std::string* out) {
@@ -235,7 +186,7 @@ Status ContainerReader::LoadBlock() {
   switch (codec_) {
     case Codec::kNull: block_ = data; break;
     case Codec::kDeflate:
-      RETURN_IF_ERROR(InflateRaw(data, limits_.max_block_bytes, &block_storage_));
+      RETURN_IF_ERROR(Inflate(data, -15, limits_.max_block_bytes, &block_storage_));
       block_ = block_storage_;
       break;
     case Codec::kSnappy: {
