@@ -40,6 +40,11 @@ Result<Warehouses::Warehouse*> Warehouses::Get(const std::string& bucket) {
   std::lock_guard lock(mu_);
   auto it = warehouses_.find(name);
   if (it != warehouses_.end()) return &it->second;
+  // Embedded: the folder appears now. S3: the bucket must exist already.
+  if (Status st = store_->CheckBucket(name); !st.ok()) {
+    if (st.code() == StatusCode::kNotFound) return NotFound("table bucket " + name + " does not exist");
+    return st;
+  }
   Warehouse w;
   w.io = std::make_unique<FileIO>(store_, name);
   SqliteCatalogOptions o;

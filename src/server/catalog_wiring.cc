@@ -38,7 +38,11 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& co
   std::string default_warehouse = config.iceberg_default_warehouse;
   RETURN_IF_ERROR(wh->BucketName(default_warehouse).status());
   iceberg::rest::Warehouses resolver;
-  resolver.prefix_for = [wh](const std::string& w) { return wh->BucketName(w); };
+  resolver.prefix_for = [wh](const std::string& w) -> Result<std::string> {
+    ASSIGN_OR_RETURN(std::string name, wh->BucketName(w));
+    RETURN_IF_ERROR(wh->Catalog(name).status());  // the bucket must exist
+    return name;
+  };
   resolver.catalog = [wh, default_warehouse](const std::string& prefix) -> Result<iceberg::Catalog*> {
     ASSIGN_OR_RETURN(iceberg::SqliteCatalog * c, wh->Catalog(prefix.empty() ? default_warehouse : prefix));
     return static_cast<iceberg::Catalog*>(c);
