@@ -276,6 +276,24 @@ bool IsNaN(const Literal& v) {
   return false;
 }
 
+// Types whose partition values are stored alike, which other writers use for one
+// another (a day partition written as int, a timestamp as long): accepted when
+// rewriting their manifests.
+bool SameStorage(TypeId a, TypeId b) {
+  auto family = [](TypeId t) {
+    switch (t) {
+      case TypeId::kInt:
+      case TypeId::kDate: return 1;
+      case TypeId::kLong:
+      case TypeId::kTime:
+      case TypeId::kTimestamp:
+      case TypeId::kTimestampTz: return 2;
+      default: return 0;
+    }
+  };
+  return family(a) != 0 && family(a) == family(b);
+}
+
 // ---------------------------------------------------------------------------------
 // Decoding helpers.
 
@@ -493,7 +511,8 @@ Status ManifestWriter::Add(const ManifestEntry& e) {
                                        f.file_path, f.partition.size(), m.partition_type.size()));
   }
   for (size_t i = 0; i < f.partition.size(); ++i) {
-    if (f.partition[i] && !(f.partition[i]->type == m.partition_type[i].type)) {
+    if (f.partition[i] && !(f.partition[i]->type == m.partition_type[i].type) &&
+        !SameStorage(f.partition[i]->type.id, m.partition_type[i].type.id)) {
       return InvalidArgument(fmt::format("manifest: partition value {} of {} has type {}, expected {}", i,
                                          f.file_path, PrimitiveTypeName(f.partition[i]->type),
                                          PrimitiveTypeName(m.partition_type[i].type)));
