@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/time_format.h"
+#include "stream/sequence_number.h"
 
 namespace icestream::delivery {
 
@@ -81,6 +82,19 @@ BatchBuilder::BatchBuilder(BatchContext ctx) : ctx_(std::move(ctx)) {
   key_ctx_ = {ctx_.channel->name, ctx_.channel->id, ctx_.channel->stream_name};
 }
 
+std::string BatchBuilder::SequenceNumberOf(uint64_t offset) const {
+  return stream::SequenceNumber::ForRecord(ctx_.stream_uid, ctx_.shard_index, offset).ToString();
+}
+
+const std::string& BatchBuilder::KeyFor(int64_t arrival_ms) {
+  int64_t minute = arrival_ms >= 0 ? arrival_ms / 60000 : (arrival_ms - 59999) / 60000;
+  if (minute != key_minute_) {
+    key_minute_ = minute;
+    key_cache_ = ctx_.key_template->Render(key_ctx_, arrival_ms);
+  }
+  return key_cache_;
+}
+
 Status BatchBuilder::CloseGroup() {
   if (!group_) return Status::OK();
   RETURN_IF_ERROR(group_->Finish());
@@ -100,7 +114,7 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
     if (!first_failed_) first_failed_ = rec;
     nlohmann::json line = {{"streamARN", ctx_.channel->stream_arn},
                            {"shardId", ctx_.shard_id},
-                           {"sequenceNumber", rec.sequence_number},
+                           {"sequenceNumber", SequenceNumberOf(rec.offset)},
                            {"approximateArrivalTimestamp", FormatIso8601Ms(rec.arrival_ms)},
                            {"errorCode", bad->code},
                            {"errorMessage", bad->message},
@@ -109,14 +123,14 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
     dlq_lines_ += '\n';
     return Status::OK();
   }
-  std::string key = ctx_.key_template->Render(key_ctx_, rec.arrival_ms);
+  const std::string& key = KeyFor(rec.arrival_ms);
   if (!group_ || key != group_key_) {
     RETURN_IF_ERROR(CloseGroup());
     ASSIGN_OR_RETURN(group_, MakeStreamCompressor(ctx_.channel->s3.compression, ctx_.compression_level));
     group_key_ = key;
     current_.key = ctx_.key_template->RenderWithSuffix(
         key_ctx_, rec.arrival_ms,
-        ObjectSuffix(rec.offset, ctx_.shard_index, ctx_.channel->id, rec.sequence_number));
+        ObjectSuffix(rec.offset, ctx_.shard_index, ctx_.channel->id, SequenceNumberOf(rec.offset)));
     current_.first_offset = rec.offset;
   }
   RETURN_IF_ERROR(group_->Add(rec.data));
@@ -138,7 +152,7 @@ Result<BatchResult> BatchBuilder::Finish() {
               kDlqLayout.RenderWithSuffix(key_ctx_, first_failed_->arrival_ms,
                                           ObjectSuffix(first_failed_->offset, ctx_.shard_index,
                                                        ctx_.channel->id,
-                                                       first_failed_->sequence_number));
+                                                       SequenceNumberOf(first_failed_->offset)));
     dlq.body = std::move(dlq_lines_);
     dlq.first_offset = first_failed_->offset;
     dlq.records = result_.failed_records;
