@@ -185,9 +185,8 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
 
 KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, const Clock* clock,
                        std::string token_secret, std::function<void(std::function<void()>)> post)
-    : ctx_(std::make_unique<Context>(Context{std::move(options), streams, clock,
-                                             TokenCodec(std::move(token_secret)), std::move(post),
-                                             {}})) {}
+    : ctx_(new Context{std::move(options), streams, clock, TokenCodec(std::move(token_secret)),
+                       std::move(post), {}, nullptr, {}, "DISABLED"}) {}
 
 KinesisApi::~KinesisApi() = default;
 

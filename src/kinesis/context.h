@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ struct Context {
   std::function<void(std::function<void()>)> post;
   std::map<std::string, KinesisApi::ExternalHandler, std::less<>> external;
   delivery::ChannelManager* channels = nullptr;  // null when delivery is not wired
+  // UpdateAccountSettings' MinimumThroughputBillingCommitment, echoed by
+  // DescribeAccountSettings (billing does not exist here; kept in memory).
+  std::mutex account_mu;
+  std::string commitment_status = "DISABLED";
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and

@@ -460,11 +460,12 @@ void UpdateStreamWarmThroughput(Context& ctx, Call& call, aws::Params& p) {
               {"WarmThroughput", {{"TargetMiBps", *mib}, {"CurrentMiBps", *mib}}}});
 }
 
-void DescribeAccountSettings(Context&, Call& call, aws::Params&) {
-  call.Reply({{"MinimumThroughputBillingCommitment", {{"Status", "DISABLED"}}}});
+void DescribeAccountSettings(Context& ctx, Call& call, aws::Params&) {
+  std::lock_guard lock(ctx.account_mu);
+  call.Reply({{"MinimumThroughputBillingCommitment", {{"Status", ctx.commitment_status}}}});
 }
 
-void UpdateAccountSettings(Context&, Call& call, aws::Params& p) {
+void UpdateAccountSettings(Context& ctx, Call& call, aws::Params& p) {
   const json* c = p.Struct("MinimumThroughputBillingCommitment");
   p.Required("minimumThroughputBillingCommitment", c != nullptr);
   std::string status = "DISABLED";
@@ -478,6 +479,10 @@ void UpdateAccountSettings(Context&, Call& call, aws::Params& p) {
     }
   }
   if (auto e = p.Error()) return call.Fail(*e);
+  {
+    std::lock_guard lock(ctx.account_mu);
+    ctx.commitment_status = status;
+  }
   call.Reply({{"MinimumThroughputBillingCommitment", {{"Status", status}}}});
 }
 
