@@ -55,6 +55,8 @@ struct Context {
 // checks it. Returns the stream name; on failure records the error in `p` or `err`.
 std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
                                          std::optional<aws::ApiError>* err);
+// ResolveStream, answering the call with the error when there is one.
+std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p);
 // Checks a StreamARN value; returns the stream name or nullopt (violation recorded).
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn);

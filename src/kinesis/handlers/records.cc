@@ -24,20 +24,6 @@ namespace {
 constexpr size_t kMaxGetRecordsBytes = 10u << 20;
 constexpr size_t kPartitionKeyMaxChars = 256;
 
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
-  std::optional<aws::ApiError> err;
-  auto name = ResolveStream(ctx, p, &err);
-  if (auto e = p.Error()) {
-    call.Fail(*e);
-    return std::nullopt;
-  }
-  if (err) {
-    call.Fail(*err);
-    return std::nullopt;
-  }
-  return name;
-}
-
 // Limits that depend on the stream (MaxRecordSizeInKiB).
 struct StreamLimits {
   size_t max_record_bytes = 1u << 20;

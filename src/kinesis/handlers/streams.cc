@@ -19,21 +19,6 @@ namespace {
 constexpr int kMinRetention = 24;
 constexpr int kMaxRetention = 8760;
 
-// Reads the stream selector; on failure answers the call and returns nullopt.
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
-  std::optional<aws::ApiError> err;
-  auto name = ResolveStream(ctx, p, &err);
-  if (auto e = p.Error()) {
-    call.Fail(*e);
-    return std::nullopt;
-  }
-  if (err) {
-    call.Fail(*err);
-    return std::nullopt;
-  }
-  return name;
-}
-
 json EnhancedMonitoring(const StreamInfo& info) {
   return json::array({{{"ShardLevelMetrics", info.shard_level_metrics}}});
 }
