@@ -160,7 +160,7 @@ def peak_rss():
         loadgen(server, "rss", records, connections=8)
         pid = server.proc.pid
         before = rss_kb(pid, "VmRSS")
-        create_channel(server, "rss-ch", "rss", "ZSTD", 300, template="rss/!{mm}/o!{extension}")
+        create_channel(server, "rss-ch", "rss", "ZSTD", 1, template="rss/!{mm}/o!{extension}")
         t0 = time.time()
         while metric(server, "SuccessfulRecordCount", "rss-ch") < records * 0.999:
             time.sleep(0.1)

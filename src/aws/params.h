@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "aws/error.h"
+#include "common/utf8.h"
 
 namespace icestream::aws {
 
@@ -69,9 +70,9 @@ class Params {
   std::vector<std::string> violations_;
 };
 
-// Number of Unicode code points in UTF-8 text (how AWS counts string lengths).
-size_t Utf8Length(std::string_view s);
-bool IsValidUtf8(std::string_view s);
+// AWS counts string lengths in code points (common/utf8.h).
+using ::icestream::IsValidUtf8;
+using ::icestream::Utf8Length;
 
 // Character-class checks for the common Kinesis patterns.
 bool MatchesNameChars(std::string_view s);  // [a-zA-Z0-9_.-]+

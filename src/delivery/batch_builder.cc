@@ -7,58 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "common/time_format.h"
+#include "common/utf8.h"
+#include "stream/sequence_number.h"
 
 namespace icestream::delivery {
-
-namespace {
-
-// First byte offset that breaks UTF-8 (overlongs, surrogates and > U+10FFFF included),
-// or npos.
-size_t FirstBadUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return i;
-    }
-    if (i + len > s.size()) return i;
-    for (size_t k = 1; k < len; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return i;
-    }
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
-}  // namespace
 
 std::optional<BatchBuilder::Invalid> BatchBuilder::Validate(RecordFormat format,
                                                             std::string_view data) {
   switch (format) {
     case RecordFormat::kByteArray: return std::nullopt;
     case RecordFormat::kString: {
-      size_t bad = FirstBadUtf8(data);
+      size_t bad = FirstInvalidUtf8(data);
       if (bad == std::string_view::npos) return std::nullopt;
       return Invalid{"DESERIALIZATION_ERROR",
                      fmt::format("Record is not valid UTF-8 (invalid byte sequence at offset {}).",
@@ -81,6 +40,19 @@ BatchBuilder::BatchBuilder(BatchContext ctx) : ctx_(std::move(ctx)) {
   key_ctx_ = {ctx_.channel->name, ctx_.channel->id, ctx_.channel->stream_name};
 }
 
+std::string BatchBuilder::SequenceNumberOf(uint64_t offset) const {
+  return stream::SequenceNumber::ForRecord(ctx_.stream_uid, ctx_.shard_index, offset).ToString();
+}
+
+const std::string& BatchBuilder::KeyFor(int64_t arrival_ms) {
+  int64_t minute = arrival_ms >= 0 ? arrival_ms / 60000 : (arrival_ms - 59999) / 60000;
+  if (minute != key_minute_) {
+    key_minute_ = minute;
+    key_cache_ = ctx_.key_template->Render(key_ctx_, arrival_ms);
+  }
+  return key_cache_;
+}
+
 Status BatchBuilder::CloseGroup() {
   if (!group_) return Status::OK();
   RETURN_IF_ERROR(group_->Finish());
@@ -100,7 +72,7 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
     if (!first_failed_) first_failed_ = rec;
     nlohmann::json line = {{"streamARN", ctx_.channel->stream_arn},
                            {"shardId", ctx_.shard_id},
-                           {"sequenceNumber", rec.sequence_number},
+                           {"sequenceNumber", SequenceNumberOf(rec.offset)},
                            {"approximateArrivalTimestamp", FormatIso8601Ms(rec.arrival_ms)},
                            {"errorCode", bad->code},
                            {"errorMessage", bad->message},
@@ -109,14 +81,14 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
     dlq_lines_ += '\n';
     return Status::OK();
   }
-  std::string key = ctx_.key_template->Render(key_ctx_, rec.arrival_ms);
+  const std::string& key = KeyFor(rec.arrival_ms);
   if (!group_ || key != group_key_) {
     RETURN_IF_ERROR(CloseGroup());
     ASSIGN_OR_RETURN(group_, MakeStreamCompressor(ctx_.channel->s3.compression, ctx_.compression_level));
     group_key_ = key;
     current_.key = ctx_.key_template->RenderWithSuffix(
         key_ctx_, rec.arrival_ms,
-        ObjectSuffix(rec.offset, ctx_.shard_index, ctx_.channel->id, rec.sequence_number));
+        ObjectSuffix(rec.offset, ctx_.shard_index, ctx_.channel->id, SequenceNumberOf(rec.offset)));
     current_.first_offset = rec.offset;
   }
   RETURN_IF_ERROR(group_->Add(rec.data));
@@ -138,7 +110,7 @@ Result<BatchResult> BatchBuilder::Finish() {
               kDlqLayout.RenderWithSuffix(key_ctx_, first_failed_->arrival_ms,
                                           ObjectSuffix(first_failed_->offset, ctx_.shard_index,
                                                        ctx_.channel->id,
-                                                       first_failed_->sequence_number));
+                                                       SequenceNumberOf(first_failed_->offset)));
     dlq.body = std::move(dlq_lines_);
     dlq.first_offset = first_failed_->offset;
     dlq.records = result_.failed_records;

@@ -24,7 +24,6 @@ struct BatchRecord {
   uint64_t offset = 0;
   int64_t arrival_ms = 0;
   std::string_view data;
-  std::string sequence_number;
 };
 
 struct BatchObject {
@@ -47,6 +46,7 @@ struct BatchResult {
 struct BatchContext {
   const ChannelConfig* channel = nullptr;
   const KeyTemplate* key_template = nullptr;
+  uint64_t stream_uid = 0;  // with shard_index, names records' sequence numbers
   uint32_t shard_index = 0;
   std::string shard_id;  // "shardId-000000000003"
   int compression_level = 0;
@@ -67,7 +67,13 @@ class BatchBuilder {
 
  private:
   Status CloseGroup();
+  std::string SequenceNumberOf(uint64_t offset) const;
+  // The rendered key (without suffix) for this arrival time; templates resolve to the
+  // minute at most, so one rendering per minute is enough.
+  const std::string& KeyFor(int64_t arrival_ms);
   BatchContext ctx_;
+  int64_t key_minute_ = INT64_MIN;
+  std::string key_cache_;
   KeyContext key_ctx_;
   BatchResult result_;
   std::string group_key_;  // rendered key without suffix of the open group

@@ -1,5 +1,7 @@
 #include "delivery/batch_builder.h"
 
+#include "stream/sequence_number.h"
+
 #include <zlib.h>
 #include <zstd.h>
 
@@ -51,10 +53,10 @@ class BatchBuilderTest : public ::testing::Test {
   Result<BatchResult> Build(const ChannelConfig& ch, const std::string& tmpl_text,
                             const std::vector<std::pair<int64_t, std::string>>& recs) {
     tmpl_ = std::make_unique<KeyTemplate>(*KeyTemplate::Parse(tmpl_text, ch.s3.compression));
-    BatchBuilder b({&ch, tmpl_.get(), 2, "shardId-000000000002", 0});
+    BatchBuilder b({&ch, tmpl_.get(), 123456789012345, 2, "shardId-000000000002", 0});
     uint64_t off = 100;
     for (const auto& [t, d] : recs) {
-      Status st = b.Add({off, t, d, "seq" + std::to_string(off)});
+      Status st = b.Add({off, t, d});
       if (!st.ok()) return st;
       ++off;
     }
@@ -97,7 +99,7 @@ TEST_F(BatchBuilderTest, InvalidJsonGoesToTheDlqOnly) {
   EXPECT_EQ(r->dlq->key.substr(0, 27), "errors/2026/09/03/10/abc-00");
   auto line = nlohmann::json::parse(r->dlq->body.substr(0, r->dlq->body.size() - 1));
   EXPECT_EQ(line["shardId"], "shardId-000000000002");
-  EXPECT_EQ(line["sequenceNumber"], "seq101");
+  EXPECT_EQ(line["sequenceNumber"], stream::SequenceNumber::ForRecord(123456789012345, 2, 101).ToString());
   EXPECT_EQ(line["errorCode"], "DESERIALIZATION_ERROR");
   EXPECT_EQ(line["streamARN"], ch.stream_arn);
   EXPECT_EQ(line["approximateArrivalTimestamp"], "2026-09-03T10:29:59.000Z");

@@ -687,7 +687,8 @@ void ChannelManager::RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard
   if (plan->has_value()) first = (*plan)->first_offset;
 
   // 2. Read and build.
-  BatchContext bctx{&c, tmpl.get(), shard, stream::ShardIdString(shard), options_.compression_level};
+  BatchContext bctx{&c, tmpl.get(), c.stream_uid, shard, stream::ShardIdString(shard),
+                    options_.compression_level};
   BatchBuilder builder(bctx);
   uint64_t offset = first;
   size_t bytes = 0;
@@ -700,9 +701,7 @@ void ChannelManager::RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard
     }
     if (r->records.empty()) break;
     for (const auto& rec : r->records) {
-      BatchRecord br{rec.offset, rec.arrival_ms, rec.data,
-                     stream::SequenceNumber::ForRecord(c.stream_uid, shard, rec.offset).ToString()};
-      Status st = builder.Add(br);
+      Status st = builder.Add({rec.offset, rec.arrival_ms, rec.data});
       if (!st.ok()) return finish(false, 0, st);
       bytes += rec.data.size();
     }

@@ -74,6 +74,20 @@ std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
   return from_arn;
 }
 
+std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
+  std::optional<aws::ApiError> err;
+  auto name = ResolveStream(ctx, p, &err);
+  if (auto e = p.Error()) {
+    call.Fail(*e);
+    return std::nullopt;
+  }
+  if (err) {
+    call.Fail(*err);
+    return std::nullopt;
+  }
+  return name;
+}
+
 void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string& value) {
   p.Pattern(path, value, aws::MatchesNameChars(value), "[a-zA-Z0-9_.-]+");
   p.Length(path, value, 1, 128);
@@ -185,9 +199,8 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
 
 KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, const Clock* clock,
                        std::string token_secret, std::function<void(std::function<void()>)> post)
-    : ctx_(std::make_unique<Context>(Context{std::move(options), streams, clock,
-                                             TokenCodec(std::move(token_secret)), std::move(post),
-                                             {}})) {}
+    : ctx_(new Context{std::move(options), streams, clock, TokenCodec(std::move(token_secret)),
+                       std::move(post), {}, nullptr, {}, "DISABLED"}) {}
 
 KinesisApi::~KinesisApi() = default;
 

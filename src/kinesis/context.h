@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,12 +45,18 @@ struct Context {
   std::function<void(std::function<void()>)> post;
   std::map<std::string, KinesisApi::ExternalHandler, std::less<>> external;
   delivery::ChannelManager* channels = nullptr;  // null when delivery is not wired
+  // UpdateAccountSettings' MinimumThroughputBillingCommitment, echoed by
+  // DescribeAccountSettings (billing does not exist here; kept in memory).
+  std::mutex account_mu;
+  std::string commitment_status = "DISABLED";
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and
 // checks it. Returns the stream name; on failure records the error in `p` or `err`.
 std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
                                          std::optional<aws::ApiError>* err);
+// ResolveStream, answering the call with the error when there is one.
+std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p);
 // Checks a StreamARN value; returns the stream name or nullopt (violation recorded).
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn);

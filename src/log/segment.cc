@@ -99,17 +99,25 @@ Result<uint64_t> Segment::Scan(uint64_t index_interval_bytes, uint64_t file_size
   return pos;
 }
 
+namespace {
+// Reads and checks the header of the segment file open on `fd`.
+Status CheckHeader(int fd, const std::string& path, uint64_t base_offset) {
+  std::string header(kSegmentHeaderSize, '\0');
+  ASSIGN_OR_RETURN(size_t got, fs::PReadFull(fd, header.data(), header.size(), 0, path));
+  header.resize(got);
+  ASSIGN_OR_RETURN(uint64_t hdr_base, DecodeSegmentHeader(header));
+  if (hdr_base != base_offset) return Corruption("segment " + path + " names the wrong offset");
+  return Status::OK();
+}
+}  // namespace
+
 Result<std::shared_ptr<Segment>> Segment::OpenSealed(const std::string& dir, uint64_t base_offset,
                                                      uint64_t index_interval_bytes) {
   std::string path = fs::Join(dir, FileName(base_offset));
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError("open segment " + path, errno);
   std::shared_ptr<Segment> seg(new Segment(dir, base_offset, fd));
-  std::string header(kSegmentHeaderSize, '\0');
-  ASSIGN_OR_RETURN(size_t got, fs::PReadFull(fd, header.data(), header.size(), 0, path));
-  header.resize(got);
-  ASSIGN_OR_RETURN(uint64_t hdr_base, DecodeSegmentHeader(header));
-  if (hdr_base != base_offset) return Corruption("segment " + path + " names the wrong offset");
+  RETURN_IF_ERROR(CheckHeader(fd, path, base_offset));
 
   auto idx_bytes = fs::ReadFile(fs::Join(dir, IndexFileName(base_offset)));
   if (idx_bytes.ok()) {
@@ -141,11 +149,7 @@ Result<std::shared_ptr<Segment>> Segment::OpenActive(const std::string& dir, uin
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return ErrnoError("open segment " + path, errno);
   std::shared_ptr<Segment> seg(new Segment(dir, base_offset, fd));
-  std::string header(kSegmentHeaderSize, '\0');
-  ASSIGN_OR_RETURN(size_t got, fs::PReadFull(fd, header.data(), header.size(), 0, path));
-  header.resize(got);
-  ASSIGN_OR_RETURN(uint64_t hdr_base, DecodeSegmentHeader(header));
-  if (hdr_base != base_offset) return Corruption("segment " + path + " names the wrong offset");
+  RETURN_IF_ERROR(CheckHeader(fd, path, base_offset));
   struct stat st {};
   if (::fstat(fd, &st) != 0) return ErrnoError("stat " + path, errno);
   auto size = static_cast<uint64_t>(st.st_size);

@@ -216,6 +216,23 @@ TEST_F(ShardLogTest, TimeLookup) {
   EXPECT_EQ(*log_->ArrivalOf(42), t0 + 420);
 }
 
+TEST_F(ShardLogTest, ApproximateBytesFollowsTheIndex) {
+  LogOptions opts;
+  opts.segment_bytes = 16 << 10;
+  opts.index_interval_bytes = 1024;
+  Open(opts);
+  for (int i = 0; i < 100; ++i) AppendSync({{"kk", std::string(1000, 'a')}});
+  const uint64_t frame = FrameSize(2, 1000);
+  EXPECT_GT(log_->segment_count(), 3u);
+  // Exact over whole segments, within one index interval per segment boundary otherwise.
+  uint64_t all = log_->ApproximateBytes(0, 100);
+  EXPECT_EQ(all, 100 * frame);
+  uint64_t mid = log_->ApproximateBytes(20, 60);
+  EXPECT_NEAR(static_cast<double>(mid), 40.0 * frame, 2.0 * 1024 + 2 * frame);
+  EXPECT_EQ(log_->ApproximateBytes(60, 60), 0u);
+  EXPECT_EQ(log_->ApproximateBytes(90, 1000), log_->ApproximateBytes(90, 100));
+}
+
 TEST_F(ShardLogTest, ArrivalTimeNeverGoesBackwards) {
   Open();
   AppendSync({{"k", "a"}});

@@ -128,6 +128,11 @@ Status StreamManager::NotFoundError(const std::string& name) const {
   return NotFound(fmt::format("Stream {} under account {} not found.", name, options_.account));
 }
 
+Status StreamManager::ShardNotFound(const std::string& name, uint32_t shard) const {
+  return NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
+                              ShardIdString(shard), name, options_.account));
+}
+
 Status StreamManager::NotActiveError(const StreamInfo& info) const {
   return FailedPrecondition(fmt::format("Stream {} under account {} not ACTIVE, instead in state {}",
                                         info.name, options_.account, StreamStatusName(info.status)));
@@ -602,8 +607,7 @@ Result<ShardBounds> StreamManager::Bounds(const std::string& name, uint64_t uid,
   const ShardInfo* info = s->info.FindShard(shard);
   auto it = s->logs.find(shard);
   if (!info || it == s->logs.end()) {
-    return NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
-                                ShardIdString(shard), name, options_.account));
+    return ShardNotFound(name, shard);
   }
   ShardBounds b;
   b.trim_horizon = it->second->start_offset();
@@ -631,8 +635,7 @@ Result<ShardReadResult> StreamManager::Read(const std::string& name, uint64_t ui
     const ShardInfo* info = s->info.FindShard(shard);
     auto it = s->logs.find(shard);
     if (!info || it == s->logs.end()) {
-      return NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
-                                  ShardIdString(shard), name, options_.account));
+      return ShardNotFound(name, shard);
     }
     log = it->second;
     end_offset = info->end_offset;

@@ -160,6 +160,7 @@ class StreamManager {
   Result<std::shared_ptr<Stream>> FindUid(const std::string& name, uint64_t uid) const;
   Status NotFoundError(const std::string& name) const;
   Status NotActiveError(const StreamInfo& info) const;
+  Status ShardNotFound(const std::string& name, uint32_t shard) const;
   Status CheckShardQuota(uint32_t additional) const;
   // Resharding primitives on a copy of the metadata (no I/O).
   Status SplitInto(StreamInfo& info, uint32_t shard, uint128 k, int64_t now,

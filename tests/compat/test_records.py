@@ -139,9 +139,12 @@ class PutAndGet(unittest.TestCase):
 
     def test_record_size_limits(self):
         K.create_stream(StreamName="sizes", ShardCount=1)
-        K.put_record(StreamName="sizes", Data=b"a" * (1024 * 1024 - 1), PartitionKey="k")
+        K.put_record(StreamName="sizes", Data=b"a" * (1024 * 1024), PartitionKey="k")  # exactly 1 MiB
         with self.assertRaises(ClientError) as cm:
-            K.put_record(StreamName="sizes", Data=b"a" * (1024 * 1024), PartitionKey="k")
+            K.put_record(StreamName="sizes", Data=b"a" * (1024 * 1024 + 1), PartitionKey="k")
+        self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
+        with self.assertRaises(ClientError) as cm:
+            K.put_records(StreamName="sizes", Records=[{"Data": b"a" * (1024 * 1024 + 1), "PartitionKey": "k"}])
         self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
         K.put_record(StreamName="sizes", Data=b"", PartitionKey="e")
         K.put_record(StreamName="sizes", Data=b"x", PartitionKey="p" * 256)
@@ -155,7 +158,7 @@ class PutAndGet(unittest.TestCase):
             K.put_record(StreamName="sizes", Data=b"x")
         self.assertEqual(error_code(cm.exception), "ValidationException")
         got, _ = read_all("sizes", "shardId-000000000000")
-        self.assertEqual([len(r["Data"]) for r in got], [1024 * 1024 - 1, 0, 1])
+        self.assertEqual([len(r["Data"]) for r in got], [1024 * 1024, 0, 1])
         # Larger records after UpdateMaxRecordSize.
         K.update_max_record_size(StreamARN=f"arn:aws:kinesis:us-east-1:{ACCOUNT}:stream/sizes",
                                  MaxRecordSizeInKiB=2048)

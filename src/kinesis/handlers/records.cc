@@ -24,20 +24,6 @@ namespace {
 constexpr size_t kMaxGetRecordsBytes = 10u << 20;
 constexpr size_t kPartitionKeyMaxChars = 256;
 
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
-  std::optional<aws::ApiError> err;
-  auto name = ResolveStream(ctx, p, &err);
-  if (auto e = p.Error()) {
-    call.Fail(*e);
-    return std::nullopt;
-  }
-  if (err) {
-    call.Fail(*err);
-    return std::nullopt;
-  }
-  return name;
-}
-
 // Limits that depend on the stream (MaxRecordSizeInKiB).
 struct StreamLimits {
   size_t max_record_bytes = 1u << 20;
@@ -59,11 +45,12 @@ std::string HashKeyRangeError(std::string_view v) {
       v);
 }
 
+// The data blob (before base64) may be up to the stream's MaxRecordSizeInKiB (1 MiB by
+// default), as the PutRecord reference states; the partition key is limited separately
+// (256 characters) and counts toward the request total.
 std::string RecordTooLarge(size_t size, size_t max) {
   return fmt::format(
-      "Record size {} bytes (data plus partition key) exceeds the stream's maximum record size of "
-      "{} bytes.",
-      size, max);
+      "Record data of {} bytes exceeds the stream's maximum record size of {} bytes.", size, max);
 }
 
 void AppendJsonString(std::string* out, std::string_view s) {
@@ -130,7 +117,7 @@ void PutRecord(Context& ctx, Call& call, aws::Params& p) {
   }
   auto limits = LimitsFor(ctx, *name);
   if (!limits.ok()) return call.Fail(limits.status());
-  size_t size = data->size() + pk->size();
+  size_t size = data->size();
   if (size > limits->max_record_bytes) {
     return call.Fail(aws::InvalidArgumentError(RecordTooLarge(size, limits->max_record_bytes)));
   }
@@ -316,11 +303,10 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   std::vector<stream::PutItem> items(entries.size());
   size_t total = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
-    size_t size = data[i].size() + pks[i].size();
-    if (size > limits->max_record_bytes) {
-      return call.Fail(aws::InvalidArgumentError(RecordTooLarge(size, limits->max_record_bytes)));
+    if (data[i].size() > limits->max_record_bytes) {
+      return call.Fail(aws::InvalidArgumentError(RecordTooLarge(data[i].size(), limits->max_record_bytes)));
     }
-    total += size;
+    total += data[i].size() + pks[i].size();
     uint128 hash;
     if (entries[i].has_ehk) {
       auto h = ParseDecimal128(ehks[i]);

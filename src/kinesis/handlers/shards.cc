@@ -12,20 +12,6 @@ using stream::StreamInfo;
 
 namespace {
 
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
-  std::optional<aws::ApiError> err;
-  auto name = ResolveStream(ctx, p, &err);
-  if (auto e = p.Error()) {
-    call.Fail(*e);
-    return std::nullopt;
-  }
-  if (err) {
-    call.Fail(*err);
-    return std::nullopt;
-  }
-  return name;
-}
-
 // Resharding is for PROVISIONED streams only; AWS answers ValidationException.
 bool RejectOnDemand(Context& ctx, Call& call, const std::string& name, std::string_view op) {
   auto info = ctx.streams->Describe(name);

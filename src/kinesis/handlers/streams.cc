@@ -19,21 +19,6 @@ namespace {
 constexpr int kMinRetention = 24;
 constexpr int kMaxRetention = 8760;
 
-// Reads the stream selector; on failure answers the call and returns nullopt.
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
-  std::optional<aws::ApiError> err;
-  auto name = ResolveStream(ctx, p, &err);
-  if (auto e = p.Error()) {
-    call.Fail(*e);
-    return std::nullopt;
-  }
-  if (err) {
-    call.Fail(*err);
-    return std::nullopt;
-  }
-  return name;
-}
-
 json EnhancedMonitoring(const StreamInfo& info) {
   return json::array({{{"ShardLevelMetrics", info.shard_level_metrics}}});
 }
@@ -460,11 +445,12 @@ void UpdateStreamWarmThroughput(Context& ctx, Call& call, aws::Params& p) {
               {"WarmThroughput", {{"TargetMiBps", *mib}, {"CurrentMiBps", *mib}}}});
 }
 
-void DescribeAccountSettings(Context&, Call& call, aws::Params&) {
-  call.Reply({{"MinimumThroughputBillingCommitment", {{"Status", "DISABLED"}}}});
+void DescribeAccountSettings(Context& ctx, Call& call, aws::Params&) {
+  std::lock_guard lock(ctx.account_mu);
+  call.Reply({{"MinimumThroughputBillingCommitment", {{"Status", ctx.commitment_status}}}});
 }
 
-void UpdateAccountSettings(Context&, Call& call, aws::Params& p) {
+void UpdateAccountSettings(Context& ctx, Call& call, aws::Params& p) {
   const json* c = p.Struct("MinimumThroughputBillingCommitment");
   p.Required("minimumThroughputBillingCommitment", c != nullptr);
   std::string status = "DISABLED";
@@ -478,6 +464,10 @@ void UpdateAccountSettings(Context&, Call& call, aws::Params& p) {
     }
   }
   if (auto e = p.Error()) return call.Fail(*e);
+  {
+    std::lock_guard lock(ctx.account_mu);
+    ctx.commitment_status = status;
+  }
   call.Reply({{"MinimumThroughputBillingCommitment", {{"Status", status}}}});
 }
 

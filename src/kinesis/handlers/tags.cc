@@ -15,20 +15,6 @@ namespace {
 
 constexpr size_t kMaxTagsPerStream = 50;
 
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
-  std::optional<aws::ApiError> err;
-  auto name = ResolveStream(ctx, p, &err);
-  if (auto e = p.Error()) {
-    call.Fail(*e);
-    return std::nullopt;
-  }
-  if (err) {
-    call.Fail(*err);
-    return std::nullopt;
-  }
-  return name;
-}
-
 // Tag keys and values: Unicode letters, digits, white space and _ . / = + - @ : .
 bool ValidTagText(std::string_view s) {
   for (unsigned char c : s) {
