@@ -62,6 +62,18 @@ Check SchemaIdOf(GlueApi::Context& ctx, aws::Params& p, std::string* registry, s
   return ResolveSchemaId(ctx, *id, registry, schema);
 }
 
+// SchemaId and SchemaDefinition, both required.
+Check SchemaAndDefinition(GlueApi::Context& ctx, aws::Params& p, std::string* registry, std::string* schema,
+                          std::string* definition) {
+  if (auto e = SchemaIdOf(ctx, p, registry, schema)) return e;
+  auto d = p.Str("SchemaDefinition");
+  if (auto e = p.Error()) return e;
+  if (!d) return Missing("SchemaDefinition");
+  if (auto e = CheckDefinitionText(*d)) return e;
+  *definition = std::move(*d);
+  return std::nullopt;
+}
+
 Check RegistryIdOf(GlueApi::Context& ctx, aws::Params& p, std::string* registry) {
   const json* id = p.Struct("RegistryId");
   if (auto e = p.Error()) return e;
@@ -249,13 +261,9 @@ void DeleteSchema(GlueApi::Context& ctx, Call& call, aws::Params& p) {
 // ---------------------------------------------------------------- versions
 
 void RegisterSchemaVersion(GlueApi::Context& ctx, Call& call, aws::Params& p) {
-  std::string registry, schema;
-  if (Failed(call, SchemaIdOf(ctx, p, &registry, &schema))) return;
-  auto definition = p.Str("SchemaDefinition");
-  if (Failed(call, p)) return;
-  if (!definition) return call.Fail(*Missing("SchemaDefinition"));
-  if (Failed(call, CheckDefinitionText(*definition))) return;
-  auto v = ctx.registry->RegisterVersion(registry, schema, *definition);
+  std::string registry, schema, definition;
+  if (Failed(call, SchemaAndDefinition(ctx, p, &registry, &schema, &definition))) return;
+  auto v = ctx.registry->RegisterVersion(registry, schema, definition);
   if (!v.ok()) return call.Fail(v.status());
   call.Reply({{"SchemaVersionId", v->id}, {"VersionNumber", v->number},
               {"Status", std::string(VersionStatusName(v->status))}});
@@ -305,13 +313,9 @@ void ListSchemaVersions(GlueApi::Context& ctx, Call& call, aws::Params& p) {
 }
 
 void GetSchemaByDefinition(GlueApi::Context& ctx, Call& call, aws::Params& p) {
-  std::string registry, schema;
-  if (Failed(call, SchemaIdOf(ctx, p, &registry, &schema))) return;
-  auto definition = p.Str("SchemaDefinition");
-  if (Failed(call, p)) return;
-  if (!definition) return call.Fail(*Missing("SchemaDefinition"));
-  if (Failed(call, CheckDefinitionText(*definition))) return;
-  auto v = ctx.registry->GetVersionByDefinition(registry, schema, *definition);
+  std::string registry, schema, definition;
+  if (Failed(call, SchemaAndDefinition(ctx, p, &registry, &schema, &definition))) return;
+  auto v = ctx.registry->GetVersionByDefinition(registry, schema, definition);
   if (!v.ok()) return call.Fail(v.status());
   call.Reply({{"SchemaVersionId", v->id}, {"SchemaArn", v->schema_arn},
               {"DataFormat", std::string(DataFormatName(v->data_format))},

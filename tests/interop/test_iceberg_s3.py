@@ -31,7 +31,25 @@ SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "required": True,
 
 
 class IcebergOnS3:
-    """Mixin: self.s3 (boto3 client), self.server (icestream with --s3-endpoint)."""
+    """Mixin: `store` (Moto or Rgw) is started with a bucket, then icestream with
+    --s3-endpoint pointing at it."""
+
+    store = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s3server = cls.store().start()
+        cls.s3 = cls.s3server.s3()
+        cls.s3.create_bucket(Bucket="lakehouse")
+        os.environ["AWS_ACCESS_KEY_ID"] = cls.store.access_key
+        os.environ["AWS_SECRET_ACCESS_KEY"] = cls.store.secret_key
+        cls.server = Server(extra_args=["--s3-endpoint", cls.s3server.endpoint]).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        cls.server.cleanup()
+        cls.s3server.stop()
 
     def test_tables_live_in_s3(self):
         bucket = "lakehouse"
@@ -67,39 +85,13 @@ class IcebergOnS3:
         self.assertEqual([o["Key"] for o in left if o["Key"].startswith("db/events-")], [])
 
 
-class MotoIceberg(unittest.TestCase, IcebergOnS3):
-    @classmethod
-    def setUpClass(cls):
-        cls.moto = Moto().start()
-        cls.s3 = cls.moto.s3()
-        cls.s3.create_bucket(Bucket="lakehouse")
-        os.environ["AWS_ACCESS_KEY_ID"] = Moto.access_key
-        os.environ["AWS_SECRET_ACCESS_KEY"] = Moto.secret_key
-        cls.server = Server(extra_args=["--s3-endpoint", cls.moto.endpoint]).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.server.cleanup()
-        cls.moto.stop()
+class MotoIceberg(IcebergOnS3, unittest.TestCase):
+    store = Moto
 
 
 @unittest.skipUnless(Rgw.available(), "radosgw is not installed (scripts/install-deps --with-rgw)")
-class RgwIceberg(unittest.TestCase, IcebergOnS3):
-    @classmethod
-    def setUpClass(cls):
-        cls.rgw = Rgw().start()
-        cls.s3 = cls.rgw.s3()
-        cls.s3.create_bucket(Bucket="lakehouse")
-        os.environ["AWS_ACCESS_KEY_ID"] = Rgw.access_key
-        os.environ["AWS_SECRET_ACCESS_KEY"] = Rgw.secret_key
-        cls.server = Server(extra_args=["--s3-endpoint", cls.rgw.endpoint]).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        cls.server.cleanup()
-        cls.rgw.stop()
+class RgwIceberg(IcebergOnS3, unittest.TestCase):
+    store = Rgw
 
 
 if __name__ == "__main__":
