@@ -131,7 +131,8 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       }
     }
   }
-  const Schema* schema = metadata_.CurrentSchema();
+  // A copy: a retry's Refresh() replaces metadata_.
+  const Schema schema = *metadata_.CurrentSchema();
   const int64_t snapshot_id = NewSnapshotId();
   const std::string commit_uuid = crypto::RandomUuid();
   int manifest_counter = 0;
@@ -146,7 +147,7 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     std::map<std::pair<int32_t, bool>, std::vector<const DataFile*>> groups;
     for (const auto& f : added) groups[{f.spec_id, f.content != FileContent::kData}].push_back(&f);
     for (const auto& [key, group] : groups) {
-      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(*schema, *metadata_.SpecById(key.first),
+      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(schema, *metadata_.SpecById(key.first),
                                                          key.second ? ManifestContent::kDeletes : ManifestContent::kData,
                                                          snapshot_id, options_.manifest));
       for (const DataFile* f : group) {
@@ -218,7 +219,8 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       const PartitionSpec* spec = metadata_.SpecById(first.partition_spec_id);
       if (spec == nullptr) return Corruption(fmt::format("manifest {} names unknown spec {}", first.manifest_path,
                                                          first.partition_spec_id));
-      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(*schema, *spec, first.content, snapshot_id, options_.manifest));
+      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(*metadata_.CurrentSchema(), *spec, first.content, snapshot_id,
+                                                         options_.manifest));
       for (const auto& mf : group) {
         ASSIGN_OR_RETURN(std::string bytes, io_->Read(mf.manifest_path));
         ASSIGN_OR_RETURN(ManifestContents contents, ReadManifest(bytes, &mf));

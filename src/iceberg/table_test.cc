@@ -178,6 +178,7 @@ TEST_F(TableTest, TwoWritersCommitConcurrentlyWithoutLosingFiles) {
       o.max_attempts = 50;
       o.min_retry_wait_ms = 1;
       o.max_retry_wait_ms = 20;
+      o.manifest_min_count_to_merge = 4;  // retries also redo merges
       auto t = Table::Load(catalog_.get(), io_.get(), id_, SystemClock::Default(), o);
       if (!t.ok()) {
         errors[w] = t.status();
