@@ -210,33 +210,37 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       }
     }
 
-    // Rewrites a group of manifests into one: live entries become EXISTING (keeping
-    // their sequence numbers), entries named in `to_delete` become DELETED by this
-    // snapshot, DELETED entries of earlier snapshots are dropped.
+    // A manifest-list entry with only DELETED entries of earlier snapshots: nothing in
+    // it is live any more, the new snapshot drops it.
+    auto only_old_deletes = [](const ManifestFile& mf) { return mf.live_files_count() == 0 && mf.deleted_files_count > 0; };
+    auto read_entries = [&](const ManifestFile& mf) -> Result<std::vector<ManifestEntry>> {
+      ASSIGN_OR_RETURN(std::string bytes, io_->Read(mf.manifest_path));
+      ASSIGN_OR_RETURN(ManifestContents contents, ReadManifest(bytes, &mf));
+      return std::move(contents.entries);
+    };
+    // Writes entries of manifests of `like`'s spec and content as one new manifest: live
+    // entries become EXISTING (keeping their sequence numbers), entries named in
+    // `to_delete` become DELETED by this snapshot, DELETED entries of earlier snapshots
+    // are dropped.
     std::set<std::string> to_delete(deleted.begin(), deleted.end());
-    auto rewrite = [&](const std::vector<ManifestFile>& group, bool* touched) -> Status {
-      const ManifestFile& first = group.front();
-      const PartitionSpec* spec = metadata_.SpecById(first.partition_spec_id);
-      if (spec == nullptr) return Corruption(fmt::format("manifest {} names unknown spec {}", first.manifest_path,
-                                                         first.partition_spec_id));
-      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(*metadata_.CurrentSchema(), *spec, first.content, snapshot_id,
+    auto rewrite = [&](const ManifestFile& like, std::vector<ManifestEntry> entries) -> Status {
+      const PartitionSpec* spec = metadata_.SpecById(like.partition_spec_id);
+      if (spec == nullptr) {
+        return Corruption(fmt::format("manifest {} names unknown spec {}", like.manifest_path, like.partition_spec_id));
+      }
+      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(*metadata_.CurrentSchema(), *spec, like.content, snapshot_id,
                                                          options_.manifest));
-      for (const auto& mf : group) {
-        ASSIGN_OR_RETURN(std::string bytes, io_->Read(mf.manifest_path));
-        ASSIGN_OR_RETURN(ManifestContents contents, ReadManifest(bytes, &mf));
-        for (auto& e : contents.entries) {
-          if (!e.live()) continue;
-          if (to_delete.erase(e.data_file.file_path)) {
-            *touched = true;
-            deleted_stats.Add(e.data_file);
-            changed_partitions.insert(fmt::format("{}/{}", e.data_file.spec_id, PartitionPath(*spec, e.data_file.partition)));
-            e.status = EntryStatus::kDeleted;
-            e.snapshot_id = snapshot_id;
-          } else {
-            e.status = EntryStatus::kExisting;
-          }
-          RETURN_IF_ERROR(writer->Add(e));
+      for (auto& e : entries) {
+        if (!e.live()) continue;
+        if (to_delete.erase(e.data_file.file_path)) {
+          deleted_stats.Add(e.data_file);
+          changed_partitions.insert(fmt::format("{}/{}", e.data_file.spec_id, PartitionPath(*spec, e.data_file.partition)));
+          e.status = EntryStatus::kDeleted;
+          e.snapshot_id = snapshot_id;
+        } else {
+          e.status = EntryStatus::kExisting;
         }
+        RETURN_IF_ERROR(writer->Add(e));
       }
       if (writer->entry_count() == 0) return Status::OK();
       ManifestFile mf;
@@ -248,32 +252,27 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       return Status::OK();
     };
 
-    Status st;
     if (replace) {
+      // Rewrite the manifests that hold a file to delete; keep the others as they are.
       for (const auto& mf : existing) {
-        bool candidate = mf.content == ManifestContent::kData &&
-                         (mf.live_files_count() > 0 || (mf.added_files_count == 0 && mf.existing_files_count == 0 &&
-                                                        mf.deleted_files_count == 0));
+        if (only_old_deletes(mf)) continue;
+        bool unknown_counts = mf.added_files_count == 0 && mf.existing_files_count == 0 && mf.deleted_files_count == 0;
+        bool may_hold = mf.content == ManifestContent::kData && (mf.live_files_count() > 0 || unknown_counts);
         bool touched = false;
-        if (candidate && !to_delete.empty()) {
-          // Read it to see whether it holds a file to delete; rewrite only if so.
-          auto bytes = io_->Read(mf.manifest_path);
-          if (!bytes.ok()) return fail(bytes.status());
-          auto contents = ReadManifest(*bytes, &mf);
-          if (!contents.ok()) return fail(contents.status());
-          for (const auto& e : contents->entries) {
-            if (e.live() && to_delete.count(e.data_file.file_path)) touched = true;
-          }
+        std::vector<ManifestEntry> entries;
+        if (may_hold && !to_delete.empty()) {
+          auto read = read_entries(mf);
+          if (!read.ok()) return fail(read.status());
+          entries = std::move(read).value();
+          for (const auto& e : entries) touched |= e.live() && to_delete.count(e.data_file.file_path) > 0;
         }
-        if (touched) {
-          bool t = false;
-          st = rewrite({mf}, &t);
-          if (!st.ok()) return fail(st);
-          ++result.manifests_replaced;
-        } else if (!(mf.live_files_count() == 0 && mf.deleted_files_count > 0)) {  // drop only-old-deletes
+        if (!touched) {
           manifests.push_back(mf);
           ++result.manifests_kept;
+          continue;
         }
+        if (Status st = rewrite(mf, std::move(entries)); !st.ok()) return fail(st);
+        ++result.manifests_replaced;
       }
       if (!to_delete.empty()) {
         return fail(Conflict("replace: data file " + *to_delete.begin() + " is no longer in table " + TableName(id_)));
@@ -284,8 +283,7 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       std::map<int32_t, std::vector<ManifestFile>> small;
       std::vector<ManifestFile> kept;
       for (const auto& mf : existing) {
-        bool dead = mf.live_files_count() == 0 && mf.deleted_files_count > 0;  // only old deletes
-        if (dead) continue;
+        if (only_old_deletes(mf)) continue;
         if (options_.manifest_merge_enabled && mf.content == ManifestContent::kData &&
             mf.manifest_length < std::min(options_.manifest_target_bytes, options_.manifest_merge_max_input_bytes)) {
           small[mf.partition_spec_id].push_back(mf);
@@ -304,8 +302,12 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
           if (bin.size() == 1) {
             kept.push_back(bin[0]);
           } else if (bin.size() > 1) {
-            bool touched = false;
-            RETURN_IF_ERROR(rewrite(bin, &touched));
+            std::vector<ManifestEntry> entries;
+            for (const auto& mf : bin) {
+              ASSIGN_OR_RETURN(auto more, read_entries(mf));
+              entries.insert(entries.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+            }
+            RETURN_IF_ERROR(rewrite(bin[0], std::move(entries)));
             result.manifests_replaced += static_cast<int>(bin.size());
             ++result.manifests_created;
           }
@@ -315,14 +317,12 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
         };
         for (const auto& mf : group) {
           if (!bin.empty() && bin_bytes + mf.manifest_length > options_.manifest_target_bytes) {
-            st = flush();
-            if (!st.ok()) return fail(st);
+            if (Status st = flush(); !st.ok()) return fail(st);
           }
           bin.push_back(mf);
           bin_bytes += mf.manifest_length;
         }
-        st = flush();
-        if (!st.ok()) return fail(st);
+        if (Status st = flush(); !st.ok()) return fail(st);
       }
       result.manifests_kept = static_cast<int>(kept.size());
       manifests.insert(manifests.end(), kept.begin(), kept.end());
