@@ -164,18 +164,19 @@ AccountTotals StreamManager::Totals() const {
   return t;
 }
 
+Status StreamManager::ShardQuotaError(uint32_t open_shards, uint32_t additional) const {
+  if (open_shards + additional <= options_.shard_limit) return Status::OK();
+  return ResourceExhausted(fmt::format(
+      "This request would exceed the shard limit for the account {} in {}. Current shard count "
+      "for the account: {}. Limit: {}. Number of additional shards that would have resulted "
+      "from this request: {}. Refer to the AWS Service Limits page "
+      "(https://docs.aws.amazon.com/general/latest/gr/aws_service_limits.html) for current "
+      "limits and how to request higher limits.",
+      options_.account, options_.region, open_shards, options_.shard_limit, additional));
+}
+
 Status StreamManager::CheckShardQuota(uint32_t additional) const {
-  AccountTotals t = Totals();
-  if (t.open_shards + additional > options_.shard_limit) {
-    return ResourceExhausted(fmt::format(
-        "This request would exceed the shard limit for the account {} in {}. Current shard count "
-        "for the account: {}. Limit: {}. Number of additional shards that would have resulted "
-        "from this request: {}. Refer to the AWS Service Limits page "
-        "(https://docs.aws.amazon.com/general/latest/gr/aws_service_limits.html) for current "
-        "limits and how to request higher limits.",
-        options_.account, options_.region, t.open_shards, options_.shard_limit, additional));
-  }
-  return Status::OK();
+  return ShardQuotaError(Totals().open_shards, additional);
 }
 
 Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
@@ -197,12 +198,7 @@ Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
     open += static_cast<uint32_t>(s->info.OpenShardCount());
     on_demand += s->info.mode == StreamMode::kOnDemand ? 1 : 0;
   }
-  if (open + count > options_.shard_limit) {
-    mu_.unlock();
-    Status st = CheckShardQuota(count);
-    mu_.lock();
-    if (!st.ok()) return st;
-  }
+  RETURN_IF_ERROR(ShardQuotaError(open, count));
   if (req.mode == StreamMode::kOnDemand && on_demand >= options_.on_demand_stream_limit) {
     return ResourceExhausted(fmt::format(
         "This request would exceed the on-demand stream count limit for the account {} in {}. "

@@ -161,7 +161,8 @@ class StreamManager {
   Status NotFoundError(const std::string& name) const;
   Status NotActiveError(const StreamInfo& info) const;
   Status ShardNotFound(const std::string& name, uint32_t shard) const;
-  Status CheckShardQuota(uint32_t additional) const;
+  Status CheckShardQuota(uint32_t additional) const;  // takes mu_
+  Status ShardQuotaError(uint32_t open_shards, uint32_t additional) const;
   // Resharding primitives on a copy of the metadata (no I/O).
   Status SplitInto(StreamInfo& info, uint32_t shard, uint128 k, int64_t now,
                    std::vector<uint32_t>* created) const;
