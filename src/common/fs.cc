@@ -20,6 +20,20 @@ Status MakeDirs(const std::string& path) {
   return Status::OK();
 }
 
+Status MakeDirsDurable(const std::string& path) {
+  std::filesystem::path p = std::filesystem::absolute(path);
+  std::vector<std::filesystem::path> missing;
+  for (auto q = p; !q.empty() && !Exists(q.string()); q = q.parent_path()) {
+    missing.push_back(q);
+    if (q == q.parent_path()) break;
+  }
+  RETURN_IF_ERROR(MakeDirs(path));
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    RETURN_IF_ERROR(SyncDir(it->parent_path().string()));
+  }
+  return Status::OK();
+}
+
 Status SyncDir(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoError("open dir " + path, errno);

@@ -11,6 +11,9 @@
 namespace icestream::fs {
 
 Status MakeDirs(const std::string& path);
+// MakeDirs, then fsyncs the parent of every directory it created, so that the new
+// directories survive a power loss (needed before files in them are made durable).
+Status MakeDirsDurable(const std::string& path);
 // fsyncs a directory so that entries created or removed in it are durable.
 Status SyncDir(const std::string& path);
 // Writes `data` to path via a temp file in the same directory: write, fsync, rename,

@@ -34,21 +34,25 @@ struct ChannelManager::Channel {
   std::map<uint32_t, bool> done;  // closed shards delivered to their end
   int in_flight = 0;
   int64_t updating_until_ms = 0;
+  bool activating = false;            // an activation job is queued or running
   std::atomic<bool> stopping{false};  // deleting or failed: stop retrying
   ChannelMetrics metrics;
-  std::unique_ptr<DeliveryLog> log;
+  // Replaced by UpdateChannel; users take a copy of the pointer under `mu`.
+  std::shared_ptr<DeliveryLog> log;
 };
 
 namespace {
 
 constexpr int64_t kMaxRetryDelayMs = 30000;
 
+// Errors after which retrying cannot help: the bucket is gone (NoSuchBucket) or the
+// request itself is refused (bad KMS key, invalid argument). Access denied (403) and
+// conflicts (409) are retried, as AWS does: permissions and owners can be fixed.
 bool Permanent(const Status& st) {
-  return st.code() == StatusCode::kNotFound || st.code() == StatusCode::kFailedPrecondition ||
-         st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kConflict;
+  return st.code() == StatusCode::kNotFound || st.code() == StatusCode::kInvalidArgument;
 }
 
-std::unique_ptr<DeliveryLog> MakeLog(const std::string& data_dir, const ChannelConfig& c) {
+std::shared_ptr<DeliveryLog> MakeLog(const std::string& data_dir, const ChannelConfig& c) {
   if (!c.logging.enabled) return nullptr;
   std::string stream = c.logging.log_stream_name.empty() ? std::string(kDefaultLogStreamName)
                                                          : c.logging.log_stream_name;
@@ -57,7 +61,7 @@ std::unique_ptr<DeliveryLog> MakeLog(const std::string& data_dir, const ChannelC
   }
   std::string path =
       fs::Join(fs::Join(fs::Join(data_dir, "delivery-logs"), c.id), stream + ".jsonl");
-  return std::make_unique<DeliveryLog>(path, c.logging.log_group_name);
+  return std::make_shared<DeliveryLog>(path, c.logging.log_group_name);
 }
 
 }  // namespace
@@ -103,7 +107,9 @@ void ChannelManager::Stop() {
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
-  streams_->SetRetentionFloor(nullptr);
+  // Until the stream manager stops, retention must not delete what channels still need:
+  // with the channels gone, nothing is known to be delivered, so nothing is released.
+  streams_->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
 }
 
 std::string ChannelManager::ArnFor(const std::string& id) const {
@@ -459,7 +465,18 @@ void ChannelManager::Tick() {
       }
     }
     switch (status) {
-      case ChannelStatus::kCreating: Activate(ch); break;
+      case ChannelStatus::kCreating: {
+        // Bucket checks may wait on S3: they run on a worker, not on the scheduler.
+        std::lock_guard lock(ch->mu);
+        if (ch->activating) break;
+        ch->activating = true;
+        Submit([this, ch] {
+          Activate(ch);
+          std::lock_guard l(ch->mu);
+          ch->activating = false;
+        });
+        break;
+      }
       case ChannelStatus::kActive:
       case ChannelStatus::kUpdating: ScheduleShards(ch, now); break;
       case ChannelStatus::kDeleting: {
@@ -629,9 +646,10 @@ void ChannelManager::ScheduleShards(const std::shared_ptr<Channel>& ch, int64_t 
   }
 }
 
-Status ChannelManager::PutWithRetry(const std::shared_ptr<Channel>& ch, const std::string& bucket,
-                                    const std::string& key, const std::string& body,
-                                    const objectstore::PutOptions& opts) {
+Status ChannelManager::PutWithRetry(const std::shared_ptr<Channel>& ch,
+                                    const std::shared_ptr<DeliveryLog>& dlog,
+                                    const std::string& bucket, const std::string& key,
+                                    const std::string& body, const objectstore::PutOptions& opts) {
   std::mt19937_64 rng(crypto::RandomU64());
   int64_t delay = 200;
   for (int attempt = 1;; ++attempt) {
@@ -639,14 +657,20 @@ Status ChannelManager::PutWithRetry(const std::shared_ptr<Channel>& ch, const st
     if (st.ok() || Permanent(st)) return st;
     if (ch->stopping || stopping_) return ShuttingDown("channel stopped while uploading");
     spdlog::debug("upload of {}/{} failed ({}), retrying", bucket, key, st.ToString());
-    if (ch->log) {
-      ch->log->Write({{"eventType", "DeliveryAttemptFailed"},
+    if (dlog) {
+      dlog->Write({{"eventType", "DeliveryAttemptFailed"},
                       {"destination", bucket + "/" + key},
                       {"attempt", attempt},
                       {"errorMessage", st.message()}},
                      clock_->NowMillis());
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % delay + delay / 2));
+    // Sleep in short steps so that a delete or a shutdown is not held up by a backoff.
+    auto until = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(static_cast<int64_t>(rng() % delay) + delay / 2);
+    while (std::chrono::steady_clock::now() < until) {
+      if (ch->stopping || stopping_) return ShuttingDown("channel stopped while uploading");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     delay = std::min<int64_t>(delay * 2, kMaxRetryDelayMs);
   }
 }
@@ -655,11 +679,13 @@ void ChannelManager::RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard
                               std::shared_ptr<log::ShardLog> log) {
   ChannelConfig c;
   std::shared_ptr<const KeyTemplate> tmpl;
+  std::shared_ptr<DeliveryLog> dlog;
   uint64_t first;
   {
     std::lock_guard lock(ch->mu);
     c = ch->config;
     tmpl = ch->key_template;
+    dlog = ch->log;
     first = ch->shards[shard].checkpoint;
   }
   ShardKey key{c.stream_uid, shard};
@@ -745,11 +771,11 @@ void ChannelManager::RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard
                                                                   : "application/x-ndjson";
   size_t out_bytes = 0;
   for (const auto& obj : built->objects) {
-    Status st = PutWithRetry(ch, *bucket, obj.key, obj.body, opts);
+    Status st = PutWithRetry(ch, dlog, *bucket, obj.key, obj.body, opts);
     if (!st.ok()) {
       if (Permanent(st)) Fail(ch, "Delivery to the destination failed: " + st.message());
-      if (ch->log) {
-        ch->log->Write({{"eventType", "DeliveryFailed"},
+      if (dlog) {
+        dlog->Write({{"eventType", "DeliveryFailed"},
                         {"channelARN", c.arn},
                         {"shardId", bctx.shard_id},
                         {"destination", *bucket + "/" + obj.key},
@@ -760,8 +786,8 @@ void ChannelManager::RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard
     }
     out_bytes += obj.body.size();
     ch->metrics.delivery_success++;
-    if (ch->log) {
-      ch->log->Write({{"eventType", "DeliverySucceeded"},
+    if (dlog) {
+      dlog->Write({{"eventType", "DeliverySucceeded"},
                       {"channelARN", c.arn},
                       {"streamName", c.stream_name},
                       {"shardId", bctx.shard_id},
@@ -777,18 +803,18 @@ void ChannelManager::RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard
     objectstore::PutOptions dopts;
     dopts.content_type = "application/x-ndjson";
     if (!options_.local_buckets) dopts.expected_bucket_owner = c.s3.dlq.expected_bucket_owner;
-    Status st = PutWithRetry(ch, *dlq_bucket, built->dlq->key, built->dlq->body, dopts);
+    Status st = PutWithRetry(ch, dlog, *dlq_bucket, built->dlq->key, built->dlq->body, dopts);
     if (!st.ok()) {
       if (Permanent(st)) Fail(ch, "Writing to the dead-letter queue failed: " + st.message());
-      if (ch->log) {
-        ch->log->Write({{"eventType", "DLQWriteFailed"}, {"channelARN", c.arn}, {"errorMessage", st.message()}},
+      if (dlog) {
+        dlog->Write({{"eventType", "DLQWriteFailed"}, {"channelARN", c.arn}, {"errorMessage", st.message()}},
                        clock_->NowMillis());
       }
       return finish(false, 0, st);
     }
     ch->metrics.dlq_delivery_success += built->dlq->records;
-    if (ch->log) {
-      ch->log->Write({{"eventType", "DLQWrite"},
+    if (dlog) {
+      dlog->Write({{"eventType", "DLQWrite"},
                       {"channelARN", c.arn},
                       {"shardId", bctx.shard_id},
                       {"destination", "s3://" + *dlq_bucket + "/" + built->dlq->key},

@@ -39,6 +39,8 @@
 
 namespace icestream::delivery {
 
+class DeliveryLog;
+
 struct ChannelManagerOptions {
   std::string data_dir;
   std::string region = "us-east-1";
@@ -125,7 +127,8 @@ class ChannelManager {
   void RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard, uint64_t end,
                 std::shared_ptr<log::ShardLog> log);
   // Puts with retries until success, a permanent error, or the channel/manager stopping.
-  Status PutWithRetry(const std::shared_ptr<Channel>& ch, const std::string& bucket,
+  Status PutWithRetry(const std::shared_ptr<Channel>& ch,
+                      const std::shared_ptr<DeliveryLog>& dlog, const std::string& bucket,
                       const std::string& key, const std::string& body,
                       const objectstore::PutOptions& opts);
   void Fail(const std::shared_ptr<Channel>& ch, const std::string& reason);

@@ -33,13 +33,17 @@ std::string Segment::IndexFileName(uint64_t base_offset) {
 }
 
 Result<std::shared_ptr<Segment>> Segment::Create(const std::string& dir, uint64_t base_offset) {
+  // The header is made durable under a temporary name first: a segment file under its
+  // real name always has a whole header, so recovery never has to guess.
   std::string path = fs::Join(dir, FileName(base_offset));
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError("create segment " + path, errno);
+  std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("create segment " + tmp, errno);
   std::shared_ptr<Segment> seg(new Segment(dir, base_offset, fd));
   std::string header = EncodeSegmentHeader(base_offset);
-  RETURN_IF_ERROR(fs::PWriteAll(fd, header.data(), header.size(), 0, path));
-  if (::fsync(fd) != 0) return ErrnoError("fsync " + path, errno);
+  RETURN_IF_ERROR(fs::PWriteAll(fd, header.data(), header.size(), 0, tmp));
+  if (::fsync(fd) != 0) return ErrnoError("fsync " + tmp, errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoError("rename " + tmp, errno);
   RETURN_IF_ERROR(fs::SyncDir(dir));
   return seg;
 }
@@ -119,25 +123,27 @@ Result<std::shared_ptr<Segment>> Segment::OpenSealed(const std::string& dir, uin
   std::shared_ptr<Segment> seg(new Segment(dir, base_offset, fd));
   RETURN_IF_ERROR(CheckHeader(fd, path, base_offset));
 
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return ErrnoError("stat " + path, errno);
+  auto file_size = static_cast<uint64_t>(st.st_size);
   auto idx_bytes = fs::ReadFile(fs::Join(dir, IndexFileName(base_offset)));
   if (idx_bytes.ok()) {
     auto idx = DecodeIndex(*idx_bytes);
-    if (idx.ok() && idx->base_offset == base_offset) {
+    // An index is trusted only if the file still holds what it describes.
+    if (idx.ok() && idx->base_offset == base_offset && idx->valid_bytes <= file_size) {
       seg->entries_ = std::move(idx->entries);
       int64_t first = seg->entries_.empty() ? 0 : seg->entries_.front().arrival_ms;
       seg->Publish(idx->valid_bytes, idx->end_offset, first, idx->last_arrival_ms);
       if (!seg->entries_.empty()) seg->last_indexed_position_ = seg->entries_.back().position;
       return seg;
     }
-    spdlog::warn("index of {} is damaged ({}); rebuilding", path,
-                 idx.ok() ? "wrong base offset" : idx.status().ToString());
+    spdlog::warn("index of {} does not match the segment ({}); rebuilding", path,
+                 idx.ok() ? "wrong base offset or longer than the file" : idx.status().ToString());
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return ErrnoError("stat " + path, errno);
-  ASSIGN_OR_RETURN(uint64_t valid, seg->Scan(index_interval_bytes, static_cast<uint64_t>(st.st_size)));
-  if (valid != static_cast<uint64_t>(st.st_size)) {
+  ASSIGN_OR_RETURN(uint64_t valid, seg->Scan(index_interval_bytes, file_size));
+  if (valid != file_size) {
     spdlog::error("sealed segment {} has {} damaged bytes after offset {}; they are skipped",
-                  path, static_cast<uint64_t>(st.st_size) - valid, seg->end_offset());
+                  path, file_size - valid, seg->end_offset());
   }
   return seg;
 }

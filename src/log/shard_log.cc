@@ -1,7 +1,11 @@
 // ShardLog: append queue, recovery, reads, time lookup, retention.
 #include "log/shard_log.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -26,7 +30,7 @@ Result<std::shared_ptr<ShardLog>> ShardLog::Open(std::string dir, LogOptions opt
 }
 
 Status ShardLog::Recover() {
-  RETURN_IF_ERROR(fs::MakeDirs(dir_));
+  RETURN_IF_ERROR(fs::MakeDirsDurable(dir_));
   ASSIGN_OR_RETURN(auto names, fs::ListDir(dir_));
   std::vector<uint64_t> bases;
   for (const auto& n : names) {
@@ -37,14 +41,24 @@ Status ShardLog::Recover() {
     }
   }
   std::sort(bases.begin(), bases.end());
-  // A last segment whose header never became durable is an interrupted roll: drop it.
-  while (!bases.empty()) {
-    std::string path = fs::Join(dir_, Segment::FileName(bases.back()));
-    auto bytes = fs::ReadFile(path);
-    if (bytes.ok() && DecodeSegmentHeader(*bytes).ok()) break;
-    spdlog::warn("removing segment {} with an incomplete header", path);
-    RETURN_IF_ERROR(fs::RemoveFile(path));
-    bases.pop_back();
+  // Segments are created under a temporary name and renamed once their header is durable
+  // (Segment::Create), so every segment file has a whole header. One that does not is
+  // damage (or a newer format): refuse to open the shard rather than drop acknowledged
+  // records — recovery never deletes a named segment.
+  for (uint64_t base : bases) {
+    std::string path = fs::Join(dir_, Segment::FileName(base));
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoError("open segment " + path, errno);
+    std::string header(kSegmentHeaderSize, '\0');
+    auto got = fs::PReadFull(fd, header.data(), header.size(), 0, path);
+    ::close(fd);
+    if (!got.ok()) return got.status();
+    header.resize(*got);
+    auto decoded = DecodeSegmentHeader(header);
+    if (!decoded.ok()) {
+      return Corruption("segment " + path + ": " + decoded.status().message() +
+                        "; the shard is not opened (move the file away to accept the loss)");
+    }
   }
   if (bases.empty()) {
     ASSIGN_OR_RETURN(auto seg, Segment::Create(dir_, 0));
@@ -265,7 +279,8 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
     bool progressed = false;
     size_t min_read = 0;  // set when one frame is larger than the default read size
     while (pos < seg_end_pos && offset < end && out.records.size() < max_records) {
-      uint64_t default_read = std::max<uint64_t>(256 << 10, max_bytes - out.bytes + 4096);
+      uint64_t left = max_bytes > out.bytes ? max_bytes - out.bytes : 0;
+      uint64_t default_read = std::max<uint64_t>(256 << 10, left + 4096);
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
       buf.resize(want);
@@ -278,9 +293,12 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
         FrameParse r = ParseFrame(std::string_view(buf).substr(at), &f);
         if (r == FrameParse::kIncomplete) {
           if (at == 0) {
+            // Only a frame larger than the read may be incomplete here: the file holds
+            // every byte below seg_end_pos. Anything else (a short read) is damage.
             uint64_t total = buf.size() >= 8 ? uint64_t{GetFixed32(buf.data() + 4)} + 8 : 0;
-            if (total <= buf.size() || pos + total > seg_end_pos) {
-              return Corruption("truncated frame in " + seg->path());
+            if (got < want || total <= buf.size() || pos + total > seg_end_pos) {
+              return Corruption("truncated frame in " + seg->path() + " at position " +
+                                std::to_string(pos));
             }
             min_read = static_cast<size_t>(total);
           }

@@ -53,7 +53,7 @@ Status LocalObjectStore::Put(const std::string& bucket, const std::string& key,
                              std::string_view data, const PutOptions& options) {
   ASSIGN_OR_RETURN(std::string path, PathFor(bucket, key));
   std::string dir = std::filesystem::path(path).parent_path().string();
-  RETURN_IF_ERROR(fs::MakeDirs(dir));
+  RETURN_IF_ERROR(fs::MakeDirsDurable(dir));
   if (options.if_none_match && fs::Exists(path)) {
     return Conflict("object already exists: " + bucket + "/" + key);
   }

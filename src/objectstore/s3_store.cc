@@ -186,6 +186,13 @@ Status S3ObjectStore::PutMultipart(const std::string& bucket, const std::string&
   done.headers.push_back({"content-type", "application/xml"});
   if (o.if_none_match) done.headers.push_back({"if-none-match", "*"});
   auto dr = Send(done);
+  if (dr.ok() && dr->status == 404 && XmlText(dr->body, "Code").value_or("") == "NoSuchUpload") {
+    // A retried completion whose first attempt succeeded (its reply was lost): the upload
+    // id is gone because the object is complete. Believe it only if the object is there
+    // with the right size.
+    auto head = Head(bucket, key, {o.expected_bucket_owner});
+    if (head.ok() && head->size == data.size()) return Status::OK();
+  }
   if (!dr.ok() || dr->status >= 300) {
     abort();
     return dr.ok() ? ErrorFrom(*dr, what) : dr.status();

@@ -291,6 +291,7 @@ std::vector<StreamInfo> StreamManager::ListStreams() const {
   return out;
 }
 
+// `fn` runs under the stream's exclusive lock: it must not call back into the manager.
 Status StreamManager::Mutate(const std::string& name,
                              const std::function<Status(StreamInfo&)>& fn) {
   ASSIGN_OR_RETURN(auto s, Find(name));
@@ -508,23 +509,24 @@ Result<uint32_t> StreamManager::UpdateShardCount(const std::string& name, uint32
 }
 
 Status StreamManager::UpdateStreamMode(const std::string& name, StreamMode mode) {
+  // The on-demand quota is counted before the stream's lock is taken: mu_ is never taken
+  // while a stream lock is held (every other path takes mu_ first).
+  uint32_t other_on_demand = 0;
+  if (mode == StreamMode::kOnDemand) {
+    std::lock_guard lock(mu_);
+    for (const auto& [n, s] : streams_) {
+      if (n == name) continue;
+      std::shared_lock slock(s->mu);
+      other_on_demand += s->info.mode == StreamMode::kOnDemand ? 1 : 0;
+    }
+  }
   return Mutate(name, [&](StreamInfo& info) -> Status {
     if (info.status != StreamStatus::kActive) return NotActiveError(info);
-    if (mode == StreamMode::kOnDemand && info.mode != StreamMode::kOnDemand) {
-      uint32_t on_demand = 0;
-      {
-        std::lock_guard lock(mu_);
-        for (const auto& [n, s] : streams_) {
-          if (n == name) continue;
-          std::shared_lock slock(s->mu);
-          on_demand += s->info.mode == StreamMode::kOnDemand ? 1 : 0;
-        }
-      }
-      if (on_demand >= options_.on_demand_stream_limit) {
-        return ResourceExhausted(fmt::format(
-            "This request would exceed the on-demand stream count limit for the account {} in {}.",
-            options_.account, options_.region));
-      }
+    if (mode == StreamMode::kOnDemand && info.mode != StreamMode::kOnDemand &&
+        other_on_demand >= options_.on_demand_stream_limit) {
+      return ResourceExhausted(fmt::format(
+          "This request would exceed the on-demand stream count limit for the account {} in {}.",
+          options_.account, options_.region));
     }
     info.mode = mode;
     return Status::OK();

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <atomic>
 #include <future>
+#include <thread>
 
 #include "common/fs.h"
 
@@ -190,6 +192,26 @@ TEST_F(StreamManagerTest, UpdateShardCountKeepsSpaceCoveredAndParentsValid) {
   ASSERT_TRUE(mgr_->CreateStream({.name = "x", .shard_count = 4}).ok());
   EXPECT_EQ(mgr_->UpdateShardCount("x", 9).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(mgr_->UpdateShardCount("x", 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+// UpdateStreamMode once took the manager's lock while holding a stream's lock, the
+// opposite order of ShardLogFor/ListStreams/Totals: the server hung within a second.
+TEST_F(StreamManagerTest, ModeChangesDoNotDeadlockWithReaders) {
+  auto info = *mgr_->CreateStream({.name = "m", .mode = StreamMode::kOnDemand});
+  std::atomic<bool> stop{false};
+  std::thread readers([&] {
+    while (!stop) {
+      (void)mgr_->ShardLogFor(info.uid, 0);
+      (void)mgr_->ListStreams();
+      (void)mgr_->Totals();
+    }
+  });
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(mgr_->UpdateStreamMode("m", i % 2 ? StreamMode::kOnDemand
+                                                  : StreamMode::kProvisioned).ok());
+  }
+  stop = true;
+  readers.join();
 }
 
 TEST_F(StreamManagerTest, RetentionExpiresClosedShards) {

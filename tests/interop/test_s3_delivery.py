@@ -120,6 +120,27 @@ class LocalDelivery(unittest.TestCase, Delivery):
                       rf"^lit/\d{{2}}/x{SUFFIX}\.json$",
                       dlq=None)
 
+    def test_logging_toggled_while_delivering(self):
+        # UpdateChannel replaces the delivery log while batches run (a use-after-free once).
+        k = self.server.client()
+        k.create_stream(StreamName="s-log")
+        st, body = kinesis_call(self.server, "CreateChannel",
+                                channel_request("ch-log", "s-log", bucket=self.bucket_name, compression="NONE",
+                                                freshness=1, template="log/!{mm}/o",
+                                                LoggingConfiguration={"CloudWatchLogs": {"Enabled": True}}))
+        arn = wait_channel(self.server, body["ChannelDescription"]["ChannelARN"])["ChannelARN"]
+        acked = []
+        for i in range(30):
+            acked += produce(k, "s-log", [(f"k{j}", b'{"i": %d}' % (i * 100 + j)) for j in range(100)])
+            wait_channel(self.server, arn)
+            st, body = kinesis_call(self.server, "UpdateChannel",
+                                    {"ChannelARN": arn, "LoggingConfiguration": {"CloudWatchLogs": {"Enabled": i % 2 == 1}}})
+            self.assertEqual(st, 200, body)
+        objs = wait_delivered(self.bucket(), "log/", len(acked), "JSON")
+        verify_exactly_once(self, objs, acked, "JSON")
+        logs = os.path.join(self.server.data_dir, "delivery-logs")
+        self.assertTrue(any(f.endswith(".jsonl") for _, _, fs in os.walk(logs) for f in fs))
+
     def test_key_time_comes_from_record_arrival(self):
         k = self.server.client()
         k.create_stream(StreamName="s-time")
