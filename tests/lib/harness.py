@@ -198,8 +198,37 @@ class Rgw:
             raise RuntimeError("radosgw did not start: " + p.stdout + p.stderr)
         return self
 
+    def _pids(self):
+        pids = []
+        run = os.path.join(self.dir, "run")
+        for name in os.listdir(run) if os.path.isdir(run) else []:
+            if name.endswith(".pid"):
+                try:
+                    with open(os.path.join(run, name)) as f:
+                        pids.append(int(f.read().strip()))
+                except (OSError, ValueError):
+                    pass
+        return pids
+
     def stop(self):
+        pids = self._pids()
         subprocess.run(["bash", os.path.join(SHARED_TOOLS, "stop-rgw.sh"), self.dir], capture_output=True, timeout=60)
+        # radosgw can hang in its shutdown once the monitor is gone: whatever is still
+        # alive after a grace period is killed, so no daemon outlives the test.
+        deadline = time.time() + 5
+        for pid in pids:
+            alive = True
+            while alive and time.time() < deadline:
+                try:
+                    os.kill(pid, 0)
+                    time.sleep(0.1)
+                except OSError:
+                    alive = False
+            if alive:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def s3(self):
