@@ -190,6 +190,16 @@ Status Segment::Sync() {
   return Status::OK();
 }
 
+void Segment::DropCacheBelow(uint64_t position, bool force) {
+  constexpr uint64_t kStep = 4ull << 20;
+  if (position <= cache_dropped_below_ || (!force && position < cache_dropped_below_ + kStep)) {
+    return;
+  }
+  // Advisory: a failure only means the pages stay cached.
+  (void)::posix_fadvise(fd_, 0, static_cast<off_t>(position), POSIX_FADV_DONTNEED);
+  cache_dropped_below_ = position;
+}
+
 void Segment::Unlink() {
   (void)fs::RemoveFile(fs::Join(dir_, IndexFileName(base_offset_)));
   (void)fs::RemoveFile(path_);

@@ -44,6 +44,10 @@ class Segment {
   Status WriteAt(const char* data, size_t n, uint64_t position);
   // fdatasync (or nothing when fsync is disabled).
   Status Sync();
+  // Drops the page-cache pages of [0, position) — durable, clean bytes only. Cheap to call
+  // often: does nothing until `position` has moved at least 4 MiB past the last drop,
+  // unless `force`. Committer only.
+  void DropCacheBelow(uint64_t position, bool force = false);
   // Deletes the files; the object stays readable through open descriptors.
   void Unlink();
 
@@ -79,6 +83,7 @@ class Segment {
   int fd_;
   std::vector<IndexEntry> entries_;
   uint64_t last_indexed_position_ = 0;
+  uint64_t cache_dropped_below_ = 0;
   std::atomic<uint64_t> durable_bytes_{kSegmentHeaderSize};
   std::atomic<uint64_t> end_offset_;
   std::atomic<int64_t> first_arrival_ms_{0};

@@ -199,12 +199,36 @@ void ShardLog::SyncAndPublish(FlushJob* job) {
     int64_t first = job->segment->empty() ? job->frames.front().second
                                           : job->segment->first_arrival_ms();
     int64_t last = job->frames.back().second;
-    job->segment->Publish(job->position + job->bytes.size(), end, first, last);
+    uint64_t durable = job->position + job->bytes.size();
+    job->segment->Publish(durable, end, first, last);
+    if (options_.fsync && options_.cache_window_bytes > 0) TrimPageCache(job->segment, durable);
     last_committed_arrival_.store(last, std::memory_order_release);
     committed_end_.store(end, std::memory_order_release);
   }
   for (auto& cb : job->callbacks) cb(st);
   job->callbacks.clear();
+}
+
+void ShardLog::TrimPageCache(const std::shared_ptr<Segment>& active, uint64_t durable) {
+  const uint64_t window = options_.cache_window_bytes;
+  if (cache_active_.lock() != active) {
+    cache_previous_ = cache_active_;
+    cache_active_ = active;
+  }
+  uint64_t in_active = durable - kSegmentHeaderSize;
+  if (durable > window) active->DropCacheBelow(durable - window);
+  if (auto previous = cache_previous_.lock()) {
+    // The window reaches back into the segment before; once it no longer does, that
+    // segment leaves the cache entirely.
+    uint64_t prev_end = previous->durable_bytes();
+    uint64_t reach = window > in_active ? window - in_active : 0;
+    if (reach == 0) {
+      previous->DropCacheBelow(prev_end, /*force=*/true);
+      cache_previous_.reset();
+    } else if (prev_end > reach) {
+      previous->DropCacheBelow(prev_end - reach);
+    }
+  }
 }
 
 Status ShardLog::RollLocked(uint64_t next_base) {

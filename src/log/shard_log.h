@@ -38,6 +38,12 @@ struct LogOptions {
   // false only for benchmarks of the rest of the path; acknowledged data is then NOT
   // crash-safe.
   bool fsync = true;
+  // Of what is durable, only the newest this-many bytes per shard stay in the page cache;
+  // older pages are dropped after each sync (0 keeps everything). Recycling a bounded set
+  // of cache pages instead of growing the cache through all of RAM makes the write path
+  // much cheaper on virtual machines, where first-touching fresh guest memory is slow;
+  // readers further behind than the window read from the disk (sequential, read-ahead).
+  uint64_t cache_window_bytes = 64ull << 20;
 };
 
 // One record to append: the partition key and the payload (copied into the queue).
@@ -129,6 +135,8 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   bool TakeAndWrite(FlushJob* job);
   void SyncAndPublish(FlushJob* job);
   Status RollLocked(uint64_t next_base);
+  // Committer thread, after a sync: keeps only the newest cache_window_bytes cached.
+  void TrimPageCache(const std::shared_ptr<Segment>& active, uint64_t durable);
   std::shared_ptr<Segment> FindSegment(uint64_t offset) const;  // caller holds seg_mu_
   uint64_t PositionFor(const Segment& seg, uint64_t offset) const;
 
@@ -154,6 +162,11 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   // Segments; the committer takes it exclusively to roll or index, readers shared.
   mutable std::shared_mutex seg_mu_;
   std::deque<std::shared_ptr<Segment>> segments_;
+
+  // Committer thread only: the segments whose pages TrimPageCache manages (weak: they
+  // must not keep a segment that retention deleted open).
+  std::weak_ptr<Segment> cache_active_;
+  std::weak_ptr<Segment> cache_previous_;
 
   std::atomic<uint64_t> committed_end_{0};
   std::atomic<int64_t> last_committed_arrival_{0};

@@ -46,6 +46,8 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
   if (auto* s = t["storage"].as_table()) {
     c.fsync = (*s)["fsync"].value_or(c.fsync);
     c.segment_bytes = (*s)["segment_bytes"].value_or(c.segment_bytes);
+    c.page_cache_window_bytes =
+        (*s)["page_cache_window_bytes"].value_or(c.page_cache_window_bytes);
     c.segment_ms = (*s)["segment_ms"].value_or(c.segment_ms);
     c.index_interval_bytes = (*s)["index_interval_bytes"].value_or(c.index_interval_bytes);
     c.commit_threads = (*s)["commit_threads"].value_or(c.commit_threads);

@@ -22,6 +22,7 @@ struct Config {
 
   // Storage.
   bool fsync = true;
+  uint64_t page_cache_window_bytes = 64ull << 20;
   uint64_t segment_bytes = 128ull << 20;
   int64_t segment_ms = 3600 * 1000;
   uint64_t index_interval_bytes = 64 << 10;

@@ -21,7 +21,20 @@ std::string_view StreamModeName(StreamMode m) {
   return m == StreamMode::kOnDemand ? "ON_DEMAND" : "PROVISIONED";
 }
 
-std::string ShardIdString(uint32_t index) { return fmt::format("shardId-{:012d}", index); }
+std::string ShardIdString(uint32_t index) {
+  std::string out;
+  AppendShardId(&out, index);
+  return out;
+}
+
+void AppendShardId(std::string* out, uint32_t index) {
+  char buf[20] = {'s', 'h', 'a', 'r', 'd', 'I', 'd', '-'};
+  for (int i = 19; i >= 8; --i) {
+    buf[i] = static_cast<char>('0' + index % 10);
+    index /= 10;
+  }
+  out->append(buf, sizeof buf);
+}
 
 std::optional<uint32_t> ParseShardId(std::string_view id) {
   size_t dash = id.rfind('-');

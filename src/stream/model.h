@@ -20,7 +20,8 @@ std::string_view StreamStatusName(StreamStatus s);  // "ACTIVE", ...
 std::string_view StreamModeName(StreamMode m);      // "PROVISIONED" | "ON_DEMAND"
 
 // "shardId-000000000007" for index 7.
-std::string ShardIdString(uint32_t index);
+std::string ShardIdString(uint32_t index);  // "shardId-" + 12 digits
+void AppendShardId(std::string* out, uint32_t index);
 // Accepts "shardId-000000000007" and, like AWS, any "<prefix>-<digits>" ("shard-7").
 std::optional<uint32_t> ParseShardId(std::string_view id);
 

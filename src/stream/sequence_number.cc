@@ -17,6 +17,14 @@ uint64_t Check(uint64_t uid, uint32_t shard, uint64_t position) {
   return Mix(Mix(Mix(uid) ^ shard) ^ position) % 10000000000ull;
 }
 
+// Writes `v` as exactly `width` decimal digits, zero-padded, ending at `end`.
+void PutDigits(char* end, int width, uint64_t v) {
+  for (int i = 0; i < width; ++i) {
+    *--end = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+}
+
 bool ParseDigits(std::string_view s, uint64_t* out) {
   uint64_t v = 0;
   for (char c : s) {
@@ -32,8 +40,20 @@ bool ParseDigits(std::string_view s, uint64_t* out) {
 }  // namespace
 
 std::string SequenceNumber::ToString() const {
-  return fmt::format("4{:015d}{:010d}{:020d}{:010d}", stream_uid, shard_index, position,
-                     Check(stream_uid, shard_index, position));
+  std::string out;
+  AppendTo(&out);
+  return out;
+}
+
+void SequenceNumber::AppendTo(std::string* out) const {
+  // Hot path (one per acknowledged record): fixed-width digits without a format parser.
+  char buf[kSequenceNumberDigits];
+  buf[0] = '4';
+  PutDigits(buf + 16, 15, stream_uid);
+  PutDigits(buf + 26, 10, shard_index);
+  PutDigits(buf + 46, 20, position);
+  PutDigits(buf + 56, 10, Check(stream_uid, shard_index, position));
+  out->append(buf, sizeof buf);
 }
 
 std::optional<SequenceNumber> SequenceNumber::Parse(std::string_view s) {

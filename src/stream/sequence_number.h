@@ -24,6 +24,7 @@ struct SequenceNumber {
   uint64_t position = 0;
 
   std::string ToString() const;
+  void AppendTo(std::string* out) const;  // appends ToString()
   // Parses a string produced by ToString. nullopt for anything else (wrong length,
   // non-digits, bad check digits).
   static std::optional<SequenceNumber> Parse(std::string_view s);
