@@ -76,7 +76,8 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
                            {"approximateArrivalTimestamp", FormatIso8601Ms(rec.arrival_ms)},
                            {"errorCode", bad->code},
                            {"errorMessage", bad->message},
-                           {"channelARN", ctx_.channel->arn}};
+                           {"channelARN", ctx_.channel->arn},
+                           {"attemptTimestamp", FormatIso8601Ms(ctx_.attempt_ms)}};
     dlq_lines_ += line.dump();
     dlq_lines_ += '\n';
     return Status::OK();

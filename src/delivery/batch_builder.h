@@ -50,6 +50,7 @@ struct BatchContext {
   uint32_t shard_index = 0;
   std::string shard_id;  // "shardId-000000000003"
   int compression_level = 0;
+  int64_t attempt_ms = 0;  // the DLQ lines' attemptTimestamp (fixed by the batch plan)
 };
 
 class BatchBuilder {

@@ -36,6 +36,8 @@ std::string Unzstd(const std::string& in) {
   return out;
 }
 
+constexpr int64_t kAttemptMs = 1788431700250;  // 2026-09-03T10:35:00.250Z
+
 class BatchBuilderTest : public ::testing::Test {
  protected:
   ChannelConfig Channel(RecordFormat f, Compression c) {
@@ -53,7 +55,8 @@ class BatchBuilderTest : public ::testing::Test {
   Result<BatchResult> Build(const ChannelConfig& ch, const std::string& tmpl_text,
                             const std::vector<std::pair<int64_t, std::string>>& recs) {
     tmpl_ = std::make_unique<KeyTemplate>(*KeyTemplate::Parse(tmpl_text, ch.s3.compression));
-    BatchBuilder b({&ch, tmpl_.get(), 123456789012345, 2, "shardId-000000000002", 0});
+    BatchBuilder b({&ch, tmpl_.get(), 123456789012345, 2, "shardId-000000000002", 0,
+                    kAttemptMs});
     uint64_t off = 100;
     for (const auto& [t, d] : recs) {
       Status st = b.Add({off, t, d});
@@ -103,6 +106,8 @@ TEST_F(BatchBuilderTest, InvalidJsonGoesToTheDlqOnly) {
   EXPECT_EQ(line["errorCode"], "DESERIALIZATION_ERROR");
   EXPECT_EQ(line["streamARN"], ch.stream_arn);
   EXPECT_EQ(line["approximateArrivalTimestamp"], "2026-09-03T10:29:59.000Z");
+  EXPECT_EQ(line["attemptTimestamp"], "2026-09-03T10:35:00.250Z");
+  EXPECT_EQ(line["channelARN"], ch.arn);
   EXPECT_FALSE(line.contains("data"));  // no payload in the DLQ
 }
 

@@ -713,8 +713,10 @@ void ChannelManager::RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard
   if (plan->has_value()) first = (*plan)->first_offset;
 
   // 2. Read and build.
+  int64_t attempt_ms = plan->has_value() && (*plan)->attempt_ms > 0 ? (*plan)->attempt_ms
+                                                                     : clock_->NowMillis();
   BatchContext bctx{&c, tmpl.get(), c.stream_uid, shard, stream::ShardIdString(shard),
-                    options_.compression_level};
+                    options_.compression_level, attempt_ms};
   BatchBuilder builder(bctx);
   uint64_t offset = first;
   size_t bytes = 0;
@@ -748,7 +750,7 @@ void ChannelManager::RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard
 
   // 3. Persist the plan before any upload.
   if (!plan->has_value()) {
-    Status st = store_->SavePlan(c.id, key, {first, next});
+    Status st = store_->SavePlan(c.id, key, {first, next, attempt_ms});
     if (!st.ok()) return finish(false, 0, st);
   }
 

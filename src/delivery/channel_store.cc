@@ -13,6 +13,14 @@ Result<std::unique_ptr<ChannelStore>> ChannelStore::Open(Database* db) {
       "CREATE TABLE IF NOT EXISTS channel_plans (channel_id TEXT NOT NULL, stream_uid INTEGER NOT "
       "NULL, shard INTEGER NOT NULL, first_offset INTEGER NOT NULL, end_offset INTEGER NOT NULL, "
       "PRIMARY KEY (channel_id, stream_uid, shard));"));
+  // Data directories from before attempt_ms: add the column (plans then read as 0).
+  ASSIGN_OR_RETURN(auto cols, db->Query("SELECT name FROM pragma_table_info('channel_plans')"));
+  bool has_attempt = false;
+  for (const auto& r : cols) has_attempt = has_attempt || AsText(r[0]) == "attempt_ms";
+  if (!has_attempt) {
+    RETURN_IF_ERROR(db->Exec(
+        "ALTER TABLE channel_plans ADD COLUMN attempt_ms INTEGER NOT NULL DEFAULT 0"));
+  }
   return std::unique_ptr<ChannelStore>(new ChannelStore(db));
 }
 
@@ -71,20 +79,22 @@ Status ChannelStore::Activate(const ChannelConfig& c, const std::map<ShardKey, u
 
 Result<std::optional<BatchPlan>> ChannelStore::LoadPlan(const std::string& id, ShardKey k) {
   ASSIGN_OR_RETURN(auto rows,
-                   db_->Query("SELECT first_offset, end_offset FROM channel_plans WHERE "
+                   db_->Query("SELECT first_offset, end_offset, attempt_ms FROM channel_plans WHERE "
                               "channel_id = ?1 AND stream_uid = ?2 AND shard = ?3",
                               {id, static_cast<int64_t>(k.stream_uid), static_cast<int64_t>(k.shard)}));
   if (rows.empty()) return std::optional<BatchPlan>();
   return std::optional<BatchPlan>(BatchPlan{static_cast<uint64_t>(AsInt(rows[0][0])),
-                                            static_cast<uint64_t>(AsInt(rows[0][1]))});
+                                            static_cast<uint64_t>(AsInt(rows[0][1])),
+                                            AsInt(rows[0][2])});
 }
 
 Status ChannelStore::SavePlan(const std::string& id, ShardKey k, const BatchPlan& p) {
   return db_
       ->Query("INSERT OR REPLACE INTO channel_plans(channel_id, stream_uid, shard, first_offset, "
-              "end_offset) VALUES (?1, ?2, ?3, ?4, ?5)",
+              "end_offset, attempt_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
               {id, static_cast<int64_t>(k.stream_uid), static_cast<int64_t>(k.shard),
-               static_cast<int64_t>(p.first_offset), static_cast<int64_t>(p.end_offset)})
+               static_cast<int64_t>(p.first_offset), static_cast<int64_t>(p.end_offset),
+               p.attempt_ms})
       .status();
 }
 

@@ -32,6 +32,9 @@ struct ShardKey {
 struct BatchPlan {
   uint64_t first_offset = 0;
   uint64_t end_offset = 0;  // exclusive
+  // When the batch was first attempted (the DLQ lines' attemptTimestamp); kept so a
+  // replay rebuilds the same bytes. 0 in plans written before the column existed.
+  int64_t attempt_ms = 0;
 };
 
 class ChannelStore {

@@ -43,9 +43,10 @@ std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
   std::string name = resource.substr(std::string_view("stream/").size());
   if (name.find('/') != std::string::npos) name = name.substr(0, name.find('/'));
   if (parts[3] != ctx.options.region || parts[4] != ctx.options.account) {
-    // Another region's or account's stream: it does not exist here. Return a name that
-    // cannot exist so the caller reports ResourceNotFound with the ARN's name.
-    return "\x01" + name;
+    // Another region's or account's stream: it does not exist here. The ARN itself is
+    // returned as the name: it can never name a stream (':' and '/' are not allowed), and
+    // the not-found message names the ARN's stream and account from it.
+    return "arn:" + parts[1] + ":kinesis:" + parts[3] + ":" + parts[4] + ":stream/" + name;
   }
   return name;
 }

@@ -139,13 +139,18 @@ class PutAndGet(unittest.TestCase):
 
     def test_record_size_limits(self):
         K.create_stream(StreamName="sizes", ShardCount=1)
-        K.put_record(StreamName="sizes", Data=b"a" * (1024 * 1024), PartitionKey="k")  # exactly 1 MiB
-        with self.assertRaises(ClientError) as cm:
-            K.put_record(StreamName="sizes", Data=b"a" * (1024 * 1024 + 1), PartitionKey="k")
-        self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
-        with self.assertRaises(ClientError) as cm:
-            K.put_records(StreamName="sizes", Records=[{"Data": b"a" * (1024 * 1024 + 1), "PartitionKey": "k"}])
-        self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
+        # The record size is data plus partition key: exactly 1 MiB together is accepted.
+        K.put_record(StreamName="sizes", Data=b"a" * (1024 * 1024 - 1), PartitionKey="k")
+        K.put_records(StreamName="sizes", Records=[{"Data": b"a" * (1024 * 1024 - 256),
+                                                     "PartitionKey": "q" * 256}])
+        for data, key in ((1024 * 1024, "k"), (1024 * 1024 - 255, "q" * 256), (1024 * 1024 + 1, "k")):
+            with self.assertRaises(ClientError) as cm:
+                K.put_record(StreamName="sizes", Data=b"a" * data, PartitionKey=key)
+            self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
+            self.assertIn("maximum record size", cm.exception.response["Error"]["Message"])
+            with self.assertRaises(ClientError) as cm:
+                K.put_records(StreamName="sizes", Records=[{"Data": b"a" * data, "PartitionKey": key}])
+            self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
         K.put_record(StreamName="sizes", Data=b"", PartitionKey="e")
         K.put_record(StreamName="sizes", Data=b"x", PartitionKey="p" * 256)
         with self.assertRaises(ClientError) as cm:
@@ -158,7 +163,7 @@ class PutAndGet(unittest.TestCase):
             K.put_record(StreamName="sizes", Data=b"x")
         self.assertEqual(error_code(cm.exception), "ValidationException")
         got, _ = read_all("sizes", "shardId-000000000000")
-        self.assertEqual([len(r["Data"]) for r in got], [1024 * 1024, 0, 1])
+        self.assertEqual([len(r["Data"]) for r in got], [1024 * 1024 - 1, 1024 * 1024 - 256, 0, 1])
         # Larger records after UpdateMaxRecordSize.
         K.update_max_record_size(StreamARN=f"arn:aws:kinesis:us-east-1:{ACCOUNT}:stream/sizes",
                                  MaxRecordSizeInKiB=2048)

@@ -109,6 +109,17 @@ class CreateDescribeDelete(unittest.TestCase):
         self.assertError("ResourceNotFoundException", K.describe_stream,
                          StreamARN=f"arn:aws:kinesis:us-east-1:{ACCOUNT}:stream/nope")
         self.assertError("ValidationException", K.describe_stream, StreamARN="not-an-arn")
+        # Same name in another region or account: not this stream, and the message names
+        # the ARN's stream and account.
+        for other in ("arn:aws:kinesis:eu-west-1:%s:stream/by-arn" % ACCOUNT,
+                      "arn:aws:kinesis:us-east-1:123456789012:stream/by-arn"):
+            for call in (K.describe_stream_summary, K.list_shards):
+                e = self.assertError("ResourceNotFoundException", call, StreamARN=other)
+                acct = other.split(":")[4]
+                self.assertEqual(e.response["Error"]["Message"],
+                                 f"Stream by-arn under account {acct} not found.")
+            self.assertError("ResourceNotFoundException", K.put_record, StreamARN=other,
+                             Data=b"x", PartitionKey="k")
         self.assertError("InvalidArgumentException", K.describe_stream)
         self.assertError("InvalidArgumentException", K.describe_stream, StreamName="other",
                          StreamARN=arn("by-arn"))

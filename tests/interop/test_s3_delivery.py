@@ -66,7 +66,10 @@ class Delivery:
                 self.assertEqual(e["streamARN"], f"arn:aws:kinesis:us-east-1:{ACCOUNT}:stream/{stream}")
                 self.assertEqual(e["errorCode"], "DESERIALIZATION_ERROR")
                 self.assertRegex(e["shardId"], r"shardId-\d{12}")
-                datetime.datetime.fromisoformat(e["approximateArrivalTimestamp"].replace("Z", "+00:00"))
+                arrived = datetime.datetime.fromisoformat(e["approximateArrivalTimestamp"].replace("Z", "+00:00"))
+                attempted = datetime.datetime.fromisoformat(e["attemptTimestamp"].replace("Z", "+00:00"))
+                self.assertGreaterEqual(attempted, arrived)
+                self.assertEqual(e["channelARN"].rsplit("/", 1)[-1], cid)
                 self.assertNotIn("data", e)
             # Invalid payloads are nowhere in the data objects.
             all_data = b"".join(objs.values())

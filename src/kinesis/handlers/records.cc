@@ -45,12 +45,13 @@ std::string HashKeyRangeError(std::string_view v) {
       v);
 }
 
-// The data blob (before base64) may be up to the stream's MaxRecordSizeInKiB (1 MiB by
-// default), as the PutRecord reference states; the partition key is limited separately
-// (256 characters) and counts toward the request total.
+// A record — its data blob (before base64) plus its partition key's UTF-8 bytes — may be
+// up to the stream's MaxRecordSizeInKiB (1 MiB by default) (aws-api.md §B.4, §C.4).
 std::string RecordTooLarge(size_t size, size_t max) {
   return fmt::format(
-      "Record data of {} bytes exceeds the stream's maximum record size of {} bytes.", size, max);
+      "Record size of {} bytes (data plus partition key) exceeds the stream's maximum record "
+      "size of {} bytes.",
+      size, max);
 }
 
 void AppendJsonString(std::string* out, std::string_view s) {
@@ -117,7 +118,7 @@ void PutRecord(Context& ctx, Call& call, aws::Params& p) {
   }
   auto limits = LimitsFor(ctx, *name);
   if (!limits.ok()) return call.Fail(limits.status());
-  size_t size = data->size();
+  size_t size = data->size() + pk->size();
   if (size > limits->max_record_bytes) {
     return call.Fail(aws::InvalidArgumentError(RecordTooLarge(size, limits->max_record_bytes)));
   }
@@ -309,8 +310,9 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   std::vector<stream::PutItem> items(entries.size());
   size_t total = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (data[i].size() > limits->max_record_bytes) {
-      return call.Fail(aws::InvalidArgumentError(RecordTooLarge(data[i].size(), limits->max_record_bytes)));
+    if (data[i].size() + pks[i].size() > limits->max_record_bytes) {
+      return call.Fail(aws::InvalidArgumentError(
+          RecordTooLarge(data[i].size() + pks[i].size(), limits->max_record_bytes)));
     }
     total += data[i].size() + pks[i].size();
     uint128 hash;
