@@ -196,6 +196,43 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
   return kHandlers;
 }
 
+// AWS's documented control-plane rates per account and Region (aws-api.md §B.1's list,
+// kds-delivery-spec.md §1.1 for channels), enforced only with --aws-strict. Each
+// operation has a token bucket that holds one second's calls.
+double StrictRatePerSecond(std::string_view op) {
+  static const std::unordered_map<std::string_view, double> kRates = {
+      {"CreateStream", 5},          {"DeleteStream", 5},
+      {"SplitShard", 5},            {"MergeShards", 5},
+      {"AddTagsToStream", 5},       {"RemoveTagsFromStream", 5},
+      {"ListTagsForStream", 5},     {"ListStreams", 5},
+      {"DescribeStream", 10},       {"DescribeStreamSummary", 20},
+      {"DescribeLimits", 1},        {"UpdateShardCount", 10},
+      {"DescribeAccountSettings", 5}, {"UpdateAccountSettings", 5},
+      {"UpdateStreamWarmThroughput", 5}, {"CreateChannel", 5},
+      {"DescribeChannel", 5},       {"ListChannels", 5},
+      {"UpdateChannel", 5},         {"DeleteChannel", 5},
+  };
+  auto it = kRates.find(op);
+  return it == kRates.end() ? 0 : it->second;
+}
+
+bool AllowStrictRate(Context& ctx, std::string_view op) {
+  double rate = StrictRatePerSecond(op);
+  if (rate <= 0) return true;
+  int64_t now = ctx.clock->NowMillis();
+  std::lock_guard lock(ctx.rate_mu);
+  auto it = ctx.rate_buckets.find(op);
+  if (it == ctx.rate_buckets.end()) {
+    it = ctx.rate_buckets.emplace(std::string(op), Context::RateBucket{rate, now}).first;
+  }
+  auto& b = it->second;
+  b.tokens = std::min(rate, b.tokens + static_cast<double>(now - b.last_ms) * rate / 1000.0);
+  b.last_ms = now;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
+}
+
 }  // namespace
 
 KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, const Clock* clock,
@@ -236,6 +273,11 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
   if (op == "PutRecords") return PutRecordsRaw(*ctx_, call);
   auto it = Handlers().find(op);
   if (it == Handlers().end()) return call.Fail(aws::UnknownOperationError());
+  if (ctx_->options.aws_strict && !AllowStrictRate(*ctx_, op)) {
+    return call.Fail(aws::ApiError{
+        "LimitExceededException",
+        fmt::format("Rate exceeded for {} under account {}.", op, ctx_->options.account), 400});
+  }
   json body = json::parse(call.req->body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
     return call.Fail(aws::SerializationError(

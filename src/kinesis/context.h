@@ -49,6 +49,13 @@ struct Context {
   // DescribeAccountSettings (billing does not exist here; kept in memory).
   std::mutex account_mu;
   std::string commitment_status = "DISABLED";
+  // --aws-strict: per-operation token buckets for AWS's control-plane rates.
+  struct RateBucket {
+    double tokens = 0;
+    int64_t last_ms = 0;
+  };
+  std::mutex rate_mu;
+  std::map<std::string, RateBucket, std::less<>> rate_buckets;
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -264,6 +265,15 @@ class StrictAndRestart(unittest.TestCase):
             arn = body["ChannelDescription"]["ChannelARN"]
             wait_channel(srv, arn)
             k.tag_resource(ResourceARN=arn, Tags={"keep": "me"})
+            # AWS's control-plane rate (5 TPS per operation and account) is enforced.
+            time.sleep(1.1)
+            codes = [kinesis_call(srv, "DescribeChannel", {"ChannelARN": arn})[1].get("__type")
+                     for _ in range(12)]
+            self.assertIsNone(codes[0])
+            self.assertIn("LimitExceededException", codes)
+            time.sleep(1.1)
+            st, body = kinesis_call(srv, "DescribeChannel", {"ChannelARN": arn})
+            self.assertEqual(st, 200, body)
             srv.stop()
             srv.start()
             d = wait_channel(srv, arn)
@@ -272,6 +282,19 @@ class StrictAndRestart(unittest.TestCase):
         finally:
             srv.stop()
             srv.cleanup()
+
+
+class NoRateLimitByDefault(unittest.TestCase):
+    def test_rapid_control_plane_calls_are_served(self):
+        K.create_stream(StreamName="rapid")
+        st, body = kinesis_call(SERVER, "CreateChannel", channel_request("rapid-ch", "rapid"))
+        self.assertEqual(st, 200, body)
+        arn = body["ChannelDescription"]["ChannelARN"]
+        for _ in range(20):
+            st, body = kinesis_call(SERVER, "DescribeChannel", {"ChannelARN": arn})
+            self.assertEqual(st, 200, body)
+        kinesis_call(SERVER, "DeleteChannel", {"ChannelARN": arn})
+        wait_channel(SERVER, arn, status="GONE")
 
 
 class Cli(unittest.TestCase):
