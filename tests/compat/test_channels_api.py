@@ -226,11 +226,39 @@ class Validation(unittest.TestCase):
         for i, fn in enumerate(cases):
             with self.subTest(case=i):
                 self.check("InvalidArgumentException", with_(fn))
-        # A streaming-table destination alone is refused with a clear message until it exists.
-        r = self.base()
-        r.pop("S3DestinationConfiguration")
-        r["S3TablesDestinationConfiguration"] = tables
-        st, body = call("CreateChannel", r)
+        # A streaming-table destination is validated by its own rules first...
+        def table_request(fn=None):
+            r = self.base()
+            r.pop("S3DestinationConfiguration")
+            t = copy.deepcopy(tables)
+            t["S3TablesConfigurationList"][0]["PartitionSpec"] = {
+                "PartitionFields": [{"SourceName": "event_time", "Transform": "TIME_HOUR"}]}
+            r["S3TablesDestinationConfiguration"] = t
+            r["StreamConfigurationList"][0]["RecordConfiguration"]["GSRSchemaARN"] = (
+                f"arn:aws:glue:us-east-1:{ACCOUNT}:schema/reg/events")
+            if fn:
+                fn(r)
+            return r
+        tconf = lambda r: r["S3TablesDestinationConfiguration"]["S3TablesConfigurationList"][0]  # noqa: E731
+        fields = lambda r: tconf(r)["PartitionSpec"]["PartitionFields"]  # noqa: E731
+        for i, fn in enumerate([
+                lambda r: fields(r)[0].__setitem__("Transform", "DAY"),
+                lambda r: fields(r)[0].__setitem__("SourceName", "a b"),
+                lambda r: fields(r)[0].pop("Transform"),
+                lambda r: tconf(r)["PartitionSpec"].__setitem__("PartitionFields", []),
+                lambda r: tconf(r)["PartitionSpec"].__setitem__("PartitionFields", [fields(r)[0]] * 11),
+                lambda r: tconf(r).__setitem__("Namespace", "Upper")]):
+            with self.subTest(table_model=i):
+                self.check("ValidationException", table_request(fn))
+        rc = lambda r: r["StreamConfigurationList"][0]["RecordConfiguration"]  # noqa: E731
+        for i, fn in enumerate([
+                lambda r: rc(r).pop("GSRSchemaARN"),
+                lambda r: rc(r).__setitem__("RecordFormatType", "STRING"),
+                lambda r: r["S3TablesDestinationConfiguration"]["S3TablesConfigurationList"].append(copy.deepcopy(tconf(r)))]):
+            with self.subTest(table_rule=i):
+                self.check("InvalidArgumentException", table_request(fn))
+        # ...and a valid one is refused with a clear message until streaming tables exist.
+        st, body = call("CreateChannel", table_request())
         self.assertEqual(body["__type"], "InvalidArgumentException")
         self.assertIn("not supported", body["message"])
 

@@ -23,6 +23,7 @@ const std::regex kGsrArn(
 const std::regex kBucketArn(R"(arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63})");
 const std::regex kTableBucketArn(R"(arn:aws[-a-z0-9]*:s3tables:[-a-z0-9]+:\d{12}:bucket/[a-z0-9_-]{3,63})");
 const std::regex kOwner(R"(\d{12})");
+const std::regex kSourceName(R"([a-zA-Z0-9._]+)");
 const std::regex kTemplateChars(R"([0-9A-Za-z!\-_'.*()/=:{}]+)");
 const std::regex kPrefixChars(R"([0-9A-Za-z!\-_'.*()/]+)");
 const std::regex kLogGroup(R"([.\-_/#A-Za-z0-9]+)");
@@ -270,8 +271,30 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         auto ns = t.Str("Namespace");
         auto tn = t.Str("TableName");
         auto comp = t.Str("CompressionType");
+        const json* spec = t.Struct("PartitionSpec");
         if (auto e = t.Error()) return call.Fail(*e);
         std::string b = fmt::format("s3TablesDestinationConfiguration.s3TablesConfigurationList.{}.member.", i + 1);
+        if (spec) {
+          aws::Params sp(*spec);
+          const json* fields = sp.List("PartitionFields");
+          if (auto e = sp.Error()) return call.Fail(*e);
+          if (fields) {
+            p.ListLength(b + "partitionSpec.partitionFields", fields->size(), fields->dump(), 1, 10);
+            for (size_t f = 0; f < fields->size(); ++f) {
+              if (!(*fields)[f].is_object()) {
+                return call.Fail(aws::SerializationError("Start of list found where not expected"));
+              }
+              aws::Params fp((*fields)[f]);
+              auto source = fp.Str("SourceName");
+              auto transform = fp.Str("Transform");
+              if (auto e = fp.Error()) return call.Fail(*e);
+              std::string fb = fmt::format("{}partitionSpec.partitionFields.{}.member.", b, f + 1);
+              StrMember(p, fb + "sourceName", source, true, 1, 255, &kSourceName, "[a-zA-Z0-9\\.\\_]+");
+              p.Required(fb + "transform", transform.has_value());
+              if (transform) p.Enum(fb + "transform", *transform, {"TIME_HOUR"});
+            }
+          }
+        }
         StrMember(p, b + "tableBucketARN", tb, true, 1, 2048, &kTableBucketArn,
                   "arn:aws[-a-z0-9]*:s3tables:[-a-z0-9]+:\\d{12}:bucket/[a-z0-9_-]{3,63}");
         StrMember(p, b + "namespace", ns, true, 1, 255, &kLowerName, "[0-9a-z_]+");
@@ -306,6 +329,22 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
                                                "StreamConfigurationList must have one item."));
   }
   if (tables) {
+    // The table destination's own rules (kds-delivery-spec.md §1.11, 3, 5 and 6) come first,
+    // so a request that AWS refuses gets AWS's reason.
+    const json& list = (*tables)["S3TablesConfigurationList"];
+    if (list.size() != 1) {
+      return call.Fail(aws::InvalidArgumentError(
+          "A channel writes exactly one table: S3TablesConfigurationList must have one item."));
+    }
+    if (c.record_format != delivery::RecordFormat::kJson &&
+        c.record_format != delivery::RecordFormat::kGsrJson) {
+      return call.Fail(aws::InvalidArgumentError(
+          "A streaming-table destination takes RecordFormatType JSON or GSR_JSON."));
+    }
+    if (c.gsr_schema_arn.empty()) {
+      return call.Fail(aws::InvalidArgumentError(
+          "A streaming-table destination needs GSRSchemaARN in the RecordConfiguration."));
+    }
     return call.Fail(aws::InvalidArgumentError(
         "S3TablesDestinationConfiguration (streaming tables) is not supported by this server "
         "yet; use S3DestinationConfiguration."));
