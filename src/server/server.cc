@@ -70,6 +70,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   so.region = config.region;
   so.account = config.account;
   so.log.fsync = config.fsync;
+  so.enforce_shard_limits = config.aws_strict;
   so.log.cache_window_bytes = config.page_cache_window_bytes;
   so.log.segment_bytes = config.segment_bytes;
   so.log.segment_ms = config.segment_ms;

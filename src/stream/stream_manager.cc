@@ -29,7 +29,9 @@ void StreamManager::Stream::RebuildRoutes() {
 }
 
 StreamManager::StreamManager(StreamManagerOptions options, const Clock* clock, Database* db)
-    : options_(std::move(options)), clock_(clock), db_(db), committer_(options_.commit_threads) {}
+    : options_(std::move(options)), clock_(clock), db_(db), committer_(options_.commit_threads) {
+  if (options_.enforce_shard_limits) limiter_ = std::make_unique<ShardLimiter>(clock_);
+}
 
 Result<std::unique_ptr<StreamManager>> StreamManager::Open(StreamManagerOptions options,
                                                            const Clock* clock, Database* db) {
@@ -593,7 +595,26 @@ Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& i
     uint32_t shard = routes[route_of_group[g]].second;
     const auto& log = s->logs.at(shard);
     recs.clear();
-    for (size_t i : state->groups[g]) recs.push_back({items[i].partition_key, items[i].data});
+    auto& group = state->groups[g];
+    if (limiter_) {
+      // Over the shard's rate: that record fails alone (PutRecords reports it per entry).
+      size_t kept = 0;
+      for (size_t i : group) {
+        size_t bytes = items[i].partition_key.size() + items[i].data.size();
+        if (limiter_->AdmitWrite(state->result.stream_uid, shard, bytes)) {
+          group[kept++] = i;
+        } else {
+          state->result.items[i] = {shard, 0,
+                                    Throttled("Rate exceeded for shard " + ShardIdString(shard))};
+        }
+      }
+      group.resize(kept);
+      if (group.empty()) {
+        if (state->remaining.fetch_sub(1) == 1) state->Finish();
+        continue;
+      }
+    }
+    for (size_t i : group) recs.push_back({items[i].partition_key, items[i].data});
     auto info = log->Append(recs, [state, g](const Status& st) {
       if (!st.ok()) state->group_status[g] = st;
       if (state->remaining.fetch_sub(1) == 1) state->Finish();

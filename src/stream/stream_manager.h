@@ -29,6 +29,7 @@
 #include "log/committer.h"
 #include "log/shard_log.h"
 #include "stream/model.h"
+#include "stream/shard_limiter.h"
 
 namespace icestream::stream {
 
@@ -43,6 +44,8 @@ struct StreamManagerOptions {
   uint32_t on_demand_stream_limit = 50;   // ON_DEMAND streams per account
   uint32_t on_demand_shard_count = 4;     // initial shards of an ON_DEMAND stream
   uint32_t max_shards_per_stream = 10000;
+  // --aws-strict: AWS's per-shard write and read rates (see ShardLimiter).
+  bool enforce_shard_limits = false;
 };
 
 struct CreateStreamRequest {
@@ -124,7 +127,11 @@ class StreamManager {
   // Routes records to open shards by hash and appends them. Stream-level failures come
   // back at once; otherwise `done` runs (on a log thread) once every record is durable
   // or failed.
+  // With enforce_shard_limits, records over their shard's write rate fail with kThrottled
+  // (one by one; the others are appended).
   Status Put(const std::string& name, const std::vector<PutItem>& items, PutDone done);
+  // The per-shard rate limiter when enforce_shard_limits is set, else null.
+  ShardLimiter* limiter() { return limiter_.get(); }
 
   Result<ShardBounds> Bounds(const std::string& name, uint64_t uid, uint32_t shard) const;
   Result<uint64_t> OffsetAtTime(const std::string& name, uint64_t uid, uint32_t shard,
@@ -177,6 +184,7 @@ class StreamManager {
   const Clock* clock_;
   Database* db_;
   log::Committer committer_;
+  std::unique_ptr<ShardLimiter> limiter_;
 
   mutable std::mutex mu_;  // guards streams_ and topology-changing creates/deletes
   std::map<std::string, std::shared_ptr<Stream>> streams_;

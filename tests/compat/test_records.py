@@ -12,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from harness import ACCOUNT, Server, error_code, raw_call  # noqa: E402
+from harness import ACCOUNT, Server, error_code, kinesis_call, raw_call  # noqa: E402
 from botocore.exceptions import ClientError  # noqa: E402
 
 SERVER = None
@@ -366,6 +366,63 @@ class Envelope(unittest.TestCase):
         import urllib.request
         with urllib.request.urlopen(SERVER.endpoint + "/health") as r:
             self.assertEqual(json.loads(r.read())["status"], "ok")
+
+
+class StrictShardLimits(unittest.TestCase):
+    """--aws-strict: 1 MiB/s and 1,000 records/s of writes, 5 GetRecords/s per shard."""
+
+    def test_writes_and_reads_over_the_shard_rate_are_throttled(self):
+        srv = Server(extra_args=["--aws-strict"]).start()
+        try:
+            k = srv.client()
+            k.create_stream(StreamName="strict", ShardCount=2)
+            k.get_waiter("stream_exists").wait(StreamName="strict", WaiterConfig={"Delay": 1})
+            shards = k.list_shards(StreamName="strict")["Shards"]
+            lo = shards[0]["HashKeyRange"]["StartingHashKey"]
+            # 400 x 4 KiB to one shard (1.6 MB): the shard takes about 1 MiB, the rest fail
+            # one by one with AWS's per-entry error; other shards are untouched.
+            recs = [{"Data": b"%06d" % i + b"x" * 4090, "PartitionKey": "p", "ExplicitHashKey": lo}
+                    for i in range(400)]
+            r = k.put_records(StreamName="strict", Records=recs)
+            ok = [e for e in r["Records"] if "SequenceNumber" in e]
+            failed = [e for e in r["Records"] if "ErrorCode" in e]
+            self.assertEqual(r["FailedRecordCount"], len(failed))
+            self.assertTrue(200 <= len(ok) <= 300, len(ok))
+            self.assertEqual(len(ok) + len(failed), 400)
+            self.assertEqual({e["ErrorCode"] for e in failed}, {"ProvisionedThroughputExceededException"})
+            self.assertIn("Rate exceeded for shard shardId-000000000000 in stream strict", failed[0]["ErrorMessage"])
+            other = k.put_record(StreamName="strict", Data=b"x", PartitionKey="p",
+                                 ExplicitHashKey=shards[1]["HashKeyRange"]["StartingHashKey"])
+            self.assertEqual(other["ShardId"], "shardId-000000000001")
+            # PutRecord over the rate fails as a whole: 512 KiB records, far above 1 MiB/s.
+            half = base64.b64encode(b"y" * (512 * 1024)).decode()
+            codes = []
+            for _ in range(4):
+                st, body = kinesis_call(srv, "PutRecord", {"StreamName": "strict", "Data": half,
+                                                            "PartitionKey": "p", "ExplicitHashKey": lo})
+                codes.append(body.get("__type", st))
+            self.assertIn("ProvisionedThroughputExceededException", codes)
+            put_ok = codes.count(200)
+            # Reads: five GetRecords per second per shard.
+            time.sleep(1.2)
+            it = k.get_shard_iterator(StreamName="strict", ShardId="shardId-000000000001",
+                                      ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+            codes = []
+            for _ in range(8):
+                st, body = kinesis_call(srv, "GetRecords", {"ShardIterator": it, "Limit": 1})
+                codes.append(body.get("__type", st))
+            self.assertEqual(codes[:5], [200] * 5)
+            self.assertIn("ProvisionedThroughputExceededException", codes[5:])
+            # The accepted records read back in order; nothing throttled was stored.
+            time.sleep(1.2)
+            it = k.get_shard_iterator(StreamName="strict", ShardId="shardId-000000000000",
+                                      ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+            got = k.get_records(ShardIterator=it, Limit=1000)["Records"]
+            self.assertEqual([g["SequenceNumber"] for g in got][:len(ok)], [e["SequenceNumber"] for e in ok])
+            self.assertEqual(len(got), len(ok) + put_ok)
+        finally:
+            srv.stop()
+            srv.cleanup()
 
 
 if __name__ == "__main__":

@@ -54,6 +54,14 @@ std::string RecordTooLarge(size_t size, size_t max) {
       size, max);
 }
 
+// The data-plane throttle of AWS (only with --aws-strict; see stream::ShardLimiter).
+aws::ApiError ShardRateExceeded(const Context& ctx, uint32_t shard, std::string_view stream) {
+  return aws::ApiError{"ProvisionedThroughputExceededException",
+                       fmt::format("Rate exceeded for shard {} in stream {} under account {}.",
+                                   ShardIdString(shard), stream, ctx.options.account),
+                       400};
+}
+
 void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
   for (char c : s) {
@@ -424,6 +432,9 @@ void GetShardIterator(Context& ctx, Call& call, aws::Params& p) {
   if (!idx || !info->FindShard(*idx)) return call.Fail(NotFound(not_found));
   auto bounds = ctx.streams->Bounds(*name, info->uid, *idx);
   if (!bounds.ok()) return call.Fail(bounds.status());
+  if (auto* limiter = ctx.streams->limiter(); limiter && !limiter->AdmitIterator(info->uid, *idx)) {
+    return call.Fail(ShardRateExceeded(ctx, *idx, *name));
+  }
   uint64_t offset = 0;
   if (*type == "TRIM_HORIZON") {
     offset = bounds->trim_horizon;
@@ -482,9 +493,18 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
         400});
   }
   size_t max_records = static_cast<size_t>(limit.value_or(10000));
+  auto* limiter = ctx.streams->limiter();
+  if (limiter && !limiter->AdmitRead(t->stream_uid, t->shard_index)) {
+    return call.Fail(ShardRateExceeded(ctx, t->shard_index, t->stream_name));
+  }
   auto r = ctx.streams->Read(t->stream_name, t->stream_uid, t->shard_index, t->offset, max_records,
                              kMaxGetRecordsBytes);
   if (!r.ok()) return call.Fail(r.status());
+  if (limiter) {
+    size_t bytes = 0;
+    for (const auto& rec : r->records) bytes += rec.data.size() + rec.partition_key.size();
+    limiter->ChargeRead(t->stream_uid, t->shard_index, bytes);
+  }
   std::string out;
   size_t est = 64;
   for (const auto& rec : r->records) est += base64::EncodedSize(rec.data.size()) + rec.partition_key.size() + 160;
