@@ -336,6 +336,10 @@ class Resharding(unittest.TestCase):
         with self.assertRaises(ClientError) as cm:
             K.split_shard(StreamName="odr", ShardToSplit="shardId-000000000000", NewStartingHashKey="12345")
         self.assertEqual(error_code(cm.exception), "ValidationException")
+        with self.assertRaises(ClientError) as cm:  # warm throughput is an ON_DEMAND setting
+            K.update_stream_mode(StreamARN=arn("odr"), StreamModeDetails={"StreamMode": "PROVISIONED"},
+                                 WarmThroughputMiBps=10)
+        self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
         K.update_stream_mode(StreamARN=arn("odr"), StreamModeDetails={"StreamMode": "PROVISIONED"})
         self.assertEqual(K.describe_stream_summary(StreamName="odr")["StreamDescriptionSummary"]
                          ["StreamModeDetails"]["StreamMode"], "PROVISIONED")

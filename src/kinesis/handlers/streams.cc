@@ -351,6 +351,10 @@ void UpdateStreamMode(Context& ctx, Call& call, aws::Params& p) {
   if (warm) p.Range("warmThroughputMiBps", *warm, 0, INT32_MAX);
   if (auto e = p.Error()) return call.Fail(*e);
   if (!mode || !name) return call.Fail(aws::InvalidArgumentError("StreamModeDetails is required."));
+  if (warm && *mode != StreamMode::kOnDemand) {
+    return call.Fail(aws::InvalidArgumentError(
+        "WarmThroughputMiBps can only be specified when switching a stream to ON_DEMAND."));
+  }
   Status st = ctx.streams->UpdateStreamMode(*name, *mode);
   if (!st.ok()) return call.Fail(st);
   if (warm && *mode == StreamMode::kOnDemand) {
