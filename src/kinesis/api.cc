@@ -223,14 +223,9 @@ bool AllowStrictRate(Context& ctx, std::string_view op) {
   std::lock_guard lock(ctx.rate_mu);
   auto it = ctx.rate_buckets.find(op);
   if (it == ctx.rate_buckets.end()) {
-    it = ctx.rate_buckets.emplace(std::string(op), Context::RateBucket{rate, now}).first;
+    it = ctx.rate_buckets.emplace(std::string(op), TokenBucket::Full(rate, now)).first;
   }
-  auto& b = it->second;
-  b.tokens = std::min(rate, b.tokens + static_cast<double>(now - b.last_ms) * rate / 1000.0);
-  b.last_ms = now;
-  if (b.tokens < 1) return false;
-  b.tokens -= 1;
-  return true;
+  return it->second.TakeOne(now);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "aws/error.h"
 #include "aws/params.h"
 #include "common/clock.h"
+#include "common/token_bucket.h"
 #include "http/message.h"
 #include "kinesis/api.h"
 #include "kinesis/tokens.h"
@@ -50,12 +51,8 @@ struct Context {
   std::mutex account_mu;
   std::string commitment_status = "DISABLED";
   // --aws-strict: per-operation token buckets for AWS's control-plane rates.
-  struct RateBucket {
-    double tokens = 0;
-    int64_t last_ms = 0;
-  };
   std::mutex rate_mu;
-  std::map<std::string, RateBucket, std::less<>> rate_buckets;
+  std::map<std::string, TokenBucket, std::less<>> rate_buckets;
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and

@@ -1,27 +1,17 @@
 // Per-shard token buckets for --aws-strict.
 #include "stream/shard_limiter.h"
 
-#include <algorithm>
-
 namespace icestream::stream {
-
-void ShardLimiter::Bucket::Refill(int64_t now_ms) {
-  if (now_ms > last_ms) {
-    tokens = std::min(rate, tokens + static_cast<double>(now_ms - last_ms) * rate / 1000.0);
-  }
-  last_ms = std::max(last_ms, now_ms);
-}
 
 ShardLimiter::Shard& ShardLimiter::Get(uint64_t stream_uid, uint32_t shard, int64_t now_ms) {
   auto [it, inserted] = shards_.try_emplace({stream_uid, shard});
   Shard& s = it->second;
   if (inserted) {
-    auto init = [now_ms](Bucket& b, double rate) { b = Bucket{rate, rate, now_ms}; };
-    init(s.write_bytes, kWriteBytesPerSecond);
-    init(s.write_records, kWriteRecordsPerSecond);
-    init(s.read_calls, kReadCallsPerSecond);
-    init(s.read_bytes, kReadBytesPerSecond);
-    init(s.iterators, kIteratorCallsPerSecond);
+    s.write_bytes = TokenBucket::Full(kWriteBytesPerSecond, now_ms);
+    s.write_records = TokenBucket::Full(kWriteRecordsPerSecond, now_ms);
+    s.read_calls = TokenBucket::Full(kReadCallsPerSecond, now_ms);
+    s.read_bytes = TokenBucket::Full(kReadBytesPerSecond, now_ms);
+    s.iterators = TokenBucket::Full(kIteratorCallsPerSecond, now_ms);
   }
   return s;
 }
@@ -60,11 +50,7 @@ void ShardLimiter::ChargeRead(uint64_t stream_uid, uint32_t shard, size_t bytes)
 bool ShardLimiter::AdmitIterator(uint64_t stream_uid, uint32_t shard) {
   int64_t now = clock_->NowMillis();
   std::lock_guard lock(mu_);
-  Shard& s = Get(stream_uid, shard, now);
-  s.iterators.Refill(now);
-  if (s.iterators.tokens < 1) return false;
-  s.iterators.tokens -= 1;
-  return true;
+  return Get(stream_uid, shard, now).iterators.TakeOne(now);
 }
 
 }  // namespace icestream::stream

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "common/clock.h"
+#include "common/token_bucket.h"
 
 namespace icestream::stream {
 
@@ -42,14 +43,8 @@ class ShardLimiter {
   bool AdmitIterator(uint64_t stream_uid, uint32_t shard);
 
  private:
-  struct Bucket {
-    double rate = 0;
-    double tokens = 0;
-    int64_t last_ms = 0;
-    void Refill(int64_t now_ms);
-  };
   struct Shard {
-    Bucket write_bytes, write_records, read_calls, read_bytes, iterators;
+    TokenBucket write_bytes, write_records, read_calls, read_bytes, iterators;
   };
   Shard& Get(uint64_t stream_uid, uint32_t shard, int64_t now_ms);
 
