@@ -93,7 +93,14 @@ Status ShardLog::Recover() {
 Result<AppendInfo> ShardLog::Append(const std::vector<AppendRecord>& records,
                                     DurableCallback on_durable) {
   size_t bytes = 0;
-  for (const auto& r : records) bytes += FrameSize(r.partition_key.size(), r.data.size());
+  for (const auto& r : records) {
+    // What a frame can hold (docs/formats/log.md); a bigger record would be written but
+    // read back as corruption, so it is refused here (the API's limits are far lower).
+    if (r.partition_key.size() > kMaxPartitionKeyBytes || r.data.size() > kMaxDataBytes) {
+      return InvalidArgument("record too large for a log frame");
+    }
+    bytes += FrameSize(r.partition_key.size(), r.data.size());
+  }
   bool schedule = false;
   AppendInfo info;
   {
@@ -108,10 +115,15 @@ Result<AppendInfo> ShardLog::Append(const std::vector<AppendRecord>& records,
     info.first_offset = next_offset_;
     info.arrival_ms = last_arrival_ms_;
     size_t at = pending_.size();
-    pending_.resize(at + bytes);
+    // Appended piece by piece (no zero-fill of a resize), then sealed in place.
+    pending_.reserve(at + bytes);
+    char head[kFrameHeaderSize + kMaxPartitionKeyBytes];
     for (const auto& r : records) {
       pending_frames_.emplace_back(static_cast<uint32_t>(at), info.arrival_ms);
-      EncodeFrame(pending_.data() + at, next_offset_++, info.arrival_ms, r.partition_key, r.data);
+      EncodeFrameHead(head, next_offset_++, info.arrival_ms, r.partition_key, r.data.size());
+      pending_.append(head, kFrameHeaderSize + r.partition_key.size());
+      pending_.append(r.data);
+      SealFrame(pending_.data() + at);
       at += FrameSize(r.partition_key.size(), r.data.size());
     }
     pending_callbacks_.push_back(std::move(on_durable));

@@ -95,6 +95,22 @@ TEST_F(ShardLogTest, AppendReadRoundTrip) {
   EXPECT_EQ(small->records.size(), 1u);
 }
 
+TEST_F(ShardLogTest, RecordsAFrameCannotHoldAreRefused) {
+  Open();
+  std::string max_key(kMaxPartitionKeyBytes, 'k');
+  AppendSync({{max_key, "fits"}});  // the largest key a frame holds round-trips
+  std::string too_long = max_key + "k";
+  std::vector<AppendRecord> in = {{too_long, "x"}};
+  auto info = log_->Append(in, [](const Status&) { ADD_FAILURE() << "must not be queued"; });
+  EXPECT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument);
+  auto r = log_->Read(0, 100, 1 << 20);
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->records.size(), 1u);
+  EXPECT_EQ(r->records[0].partition_key, max_key);
+  EXPECT_EQ(r->records[0].data, "fits");
+}
+
 TEST_F(ShardLogTest, ReopenKeepsEverything) {
   Open();
   for (int i = 0; i < 50; ++i) AppendSync({{"k", "v" + std::to_string(i)}});
