@@ -160,6 +160,18 @@ Result<TableUpdate> TableUpdateFromJsonValue(const json& j) {
   if (action == "add-snapshot") {
     const json* s = ju::Find(j, "snapshot");
     if (s == nullptr) return InvalidArgument(where + ": missing \"snapshot\"");
+    // A new snapshot must carry its summary and a known operation (REST OpenAPI Snapshot;
+    // table spec, Snapshots). Reading old metadata stays lenient (v1 may omit them).
+    const json* sum = s->is_object() ? ju::Find(*s, "summary") : nullptr;
+    const json* op = sum && sum->is_object() ? ju::Find(*sum, "operation") : nullptr;
+    if (op == nullptr || !op->is_string()) {
+      return InvalidArgument(where + ": the snapshot needs a summary with an \"operation\"");
+    }
+    std::string op_name = op->get<std::string>();
+    if (op_name != "append" && op_name != "replace" && op_name != "overwrite" && op_name != "delete") {
+      return InvalidArgument(where + ": snapshot operation must be append, replace, overwrite or delete, not \"" +
+                             op_name + "\"");
+    }
     ASSIGN_OR_RETURN(Snapshot snap, SnapshotFromJsonValue(*s));
     return TableUpdate(update::AddSnapshot{std::move(snap)});
   }

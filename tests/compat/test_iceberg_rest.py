@@ -88,6 +88,8 @@ class RestCatalog(unittest.TestCase):
         self.assertEqual(pages, [[["p", "a"], ["p", "b"]], [["p", "c"]]])
         self.assertError(call("GET", "/namespaces?parent=zz"), 404, "NoSuchNamespaceException")
         self.assertError(call("GET", "/namespaces?pageToken=x"), 400, "BadRequestException")
+        for q in ("pageSize=0", "pageSize=abc", "pageToken=&pageSize=-1"):
+            self.assertError(call("GET", "/namespaces?" + q), 400, "BadRequestException")
         for ns in (["p", "a", "deep"], ["p", "a"], ["p", "b"], ["p", "c"], ["p"]):
             self.assertEqual(call("DELETE", "/namespaces/" + "%1F".join(ns))[0], 204)
 
@@ -104,6 +106,18 @@ class RestCatalog(unittest.TestCase):
         self.assertError(call("GET", "/namespaces/err/views"), 406, "UnsupportedOperationException")
         self.assertError(call("GET", "/nothing-here/at/all"), 404)
         self.assertError(call("POST", "/namespaces/err/tables", {"name": "t"}), 400, "BadRequestException")
+        # format-version is reserved: it picks the table format and is not stored.
+        for v in ("1", "3", "abc"):
+            self.assertError(call("POST", "/namespaces/err/tables", {"name": "fv", "schema": SCHEMA,
+                                                                   "properties": {"format-version": v}}),
+                             400, "BadRequestException")
+        status, _, body = call("POST", "/namespaces/err/tables", {"name": "fv", "schema": SCHEMA,
+                                                                  "properties": {"format-version": "2", "k": "v"}})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["metadata"]["format-version"], 2)
+        self.assertNotIn("format-version", body["metadata"]["properties"])
+        self.assertEqual(body["metadata"]["properties"]["k"], "v")
+        self.assertEqual(call("DELETE", "/namespaces/err/tables/fv")[0], 204)
         self.assertError(call("POST", "/namespaces/err/register", {"name": "r", "metadata-location": "s3://x/y.json"}),
                          400, "BadRequestException")
         self.assertError(call("GET", "/config?warehouse=Not_A_Bucket"), 400, "BadRequestException")
@@ -161,6 +175,22 @@ class RestCatalog(unittest.TestCase):
         refs_snaps = call("GET", "/namespaces/tx/tables/s?snapshots=refs")[2]["metadata"]["snapshots"]
         self.assertEqual(sorted(s["snapshot-id"] for s in all_snaps), [11, 12])
         self.assertEqual([s["snapshot-id"] for s in refs_snaps], [12])
+        # The two representations have distinct ETags; each revalidates only itself.
+        _, h_all, _ = call("GET", "/namespaces/tx/tables/s?snapshots=all")
+        _, h_refs, _ = call("GET", "/namespaces/tx/tables/s?snapshots=refs")
+        self.assertNotEqual(h_all["ETag"], h_refs["ETag"])
+        self.assertEqual(call("GET", "/namespaces/tx/tables/s", headers={"If-None-Match": h_all["ETag"]})[0], 304)
+        self.assertEqual(call("GET", "/namespaces/tx/tables/s?snapshots=all",
+                              headers={"If-None-Match": h_refs["ETag"]})[0], 200)
+        # A new snapshot needs its summary and a known operation.
+        for summary in (None, {}, {"operation": "bogus"}):
+            bad = snapshot(13, 12, 3, loc_s)
+            if summary is None:
+                del bad["summary"]
+            else:
+                bad["summary"] = summary
+            self.assertError(call("POST", "/namespaces/tx/tables/s", {"requirements": [], "updates": [
+                {"action": "add-snapshot", "snapshot": bad}]}), 400, "BadRequestException")
         self.assertEqual(call("POST", "/namespaces/tx/tables/s/metrics",
                               {"report-type": "commit-report", "table-name": "tx.s"})[0], 204)
         self.assertError(call("POST", "/namespaces/tx/tables/none/metrics", {}), 404, "NoSuchTableException")

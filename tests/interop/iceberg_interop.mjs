@@ -26,7 +26,10 @@ const tool = resolve(toolArg);
 const npmDir = resolve(npmDirArg);
 const seed = seedArg ?? '11';
 const here = dirname(fileURLToPath(import.meta.url));
-const sharedTools = resolve(here, '../../../shared/tools');
+// shared/ sits beside the checkout; ICESTREAM_SHARED_DIR points elsewhere when it does not.
+const sharedTools = process.env.ICESTREAM_SHARED_DIR
+  ? join(process.env.ICESTREAM_SHARED_DIR, 'tools')
+  : resolve(here, '../../../shared/tools');
 const require = createRequire(join(npmDir, 'package.json'));
 const load = (p) => import(pathToFileURL(require.resolve(p)).href);
 

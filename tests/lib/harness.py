@@ -168,7 +168,9 @@ def raw_call(server, target, body, content_type="application/x-amz-json-1.1", si
     return status, hdrs, parsed
 
 
-SHARED_TOOLS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "tools"))
+# shared/ sits beside the checkout; ICESTREAM_SHARED_DIR points elsewhere when it does not.
+SHARED_TOOLS = (os.path.join(os.environ["ICESTREAM_SHARED_DIR"], "tools") if os.environ.get("ICESTREAM_SHARED_DIR")
+                else os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "tools")))
 
 
 class Rgw:

@@ -160,6 +160,15 @@ Result<CreateTableRequest> CreateTableRequestFromJson(const json& j) {
   ASSIGN_OR_RETURN(auto stage, ju::OptBool(j, "stage-create", where));
   r.stage_create = stage.value_or(false);
   ASSIGN_OR_RETURN(r.properties, ju::StringMap(j, "properties", where));
+  // "format-version" is a reserved property: it picks the format at creation and is not
+  // kept. Tables are created as v2 here, so only "2" is accepted.
+  if (auto fv = r.properties.find("format-version"); fv != r.properties.end()) {
+    if (fv->second != "2") {
+      return InvalidArgument(std::string(where) + ": format-version " + fv->second +
+                             " is not supported for new tables (this catalog creates v2 tables)");
+    }
+    r.properties.erase(fv);
+  }
   return r;
 }
 

@@ -104,19 +104,20 @@ Result<json> Body(const http::Request& req) {
 template <typename T>
 Result<std::pair<std::vector<T>, std::optional<std::string>>> Page(std::vector<T> all,
                                                                    const std::map<std::string, std::string>& query) {
-  auto token = query.find("pageToken");
-  if (token == query.end()) return std::make_pair(std::move(all), std::optional<std::string>());
   size_t offset = 0, size = 100;
-  if (!token->second.empty()) {
-    auto [p, ec] = std::from_chars(token->second.data(), token->second.data() + token->second.size(), offset);
-    if (ec != std::errc() || p != token->second.data() + token->second.size()) {
-      return InvalidArgument("invalid pageToken");
-    }
-  }
+  // pageSize is checked whenever it is given (an integer >= 1), even without a pageToken.
   if (auto ps = query.find("pageSize"); ps != query.end()) {
     auto [p, ec] = std::from_chars(ps->second.data(), ps->second.data() + ps->second.size(), size);
     if (ec != std::errc() || p != ps->second.data() + ps->second.size() || size == 0) {
       return InvalidArgument("pageSize must be a positive integer");
+    }
+  }
+  auto token = query.find("pageToken");
+  if (token == query.end()) return std::make_pair(std::move(all), std::optional<std::string>());
+  if (!token->second.empty()) {
+    auto [p, ec] = std::from_chars(token->second.data(), token->second.data() + token->second.size(), offset);
+    if (ec != std::errc() || p != token->second.data() + token->second.size()) {
+      return InvalidArgument("invalid pageToken");
     }
   }
   std::vector<T> page;
@@ -130,8 +131,12 @@ void PutPageToken(json* j, const std::map<std::string, std::string>& query, cons
   if (query.count("pageToken")) (*j)["next-page-token"] = next ? json(*next) : json(nullptr);
 }
 
-std::string ETagOf(const std::string& metadata_location) {
-  return "\"" + crypto::Hex(crypto::Sha256(metadata_location)).substr(0, 40) + "\"";
+// One tag per metadata version and representation: a LoadTable with snapshots=refs leaves
+// snapshots out, so it must not share the tag of the full metadata (REST OpenAPI, etag).
+std::string ETagOf(const std::string& metadata_location, std::string_view snapshots = "all") {
+  std::string key = metadata_location;
+  if (snapshots != "all") key += "#snapshots=" + std::string(snapshots);
+  return "\"" + crypto::Hex(crypto::Sha256(key)).substr(0, 40) + "\"";
 }
 
 const std::vector<std::string>& Endpoints() {
@@ -283,9 +288,9 @@ class Handler {
     return JsonResponse(200, j.dump());
   }
 
-  http::Response Loaded(const LoadedTable& t) {
+  http::Response Loaded(const LoadedTable& t, std::string_view snapshots = "all") {
     http::Response r = JsonResponse(200, LoadTableResultToJson(t));
-    if (!t.metadata_location.empty()) r.SetHeader("ETag", ETagOf(t.metadata_location));
+    if (!t.metadata_location.empty()) r.SetHeader("ETag", ETagOf(t.metadata_location, snapshots));
     return r;
   }
 
@@ -316,25 +321,27 @@ class Handler {
   http::Response LoadTable(const TableIdentifier& id) {
     auto t = catalog_->LoadTable(id);
     if (!t.ok()) return Fail(t.status(), Route::kOther, req_);
-    std::string etag = ETagOf(t->metadata_location);
+    std::string snapshots = "all";
+    if (auto it = query_.find("snapshots"); it != query_.end()) {
+      if (it->second != "all" && it->second != "refs") {
+        return Fail(InvalidArgument("snapshots must be 'all' or 'refs'"), Route::kOther, req_);
+      }
+      snapshots = it->second;
+    }
+    std::string etag = ETagOf(t->metadata_location, snapshots);
     if (req_.GetHeader("if-none-match") == etag) {
       http::Response r;
       r.status = 304;
       r.SetHeader("ETag", etag);
       return r;
     }
-    if (auto it = query_.find("snapshots"); it != query_.end()) {
-      if (it->second != "all" && it->second != "refs") {
-        return Fail(InvalidArgument("snapshots must be 'all' or 'refs'"), Route::kOther, req_);
-      }
-      if (it->second == "refs") {
-        std::set<int64_t> referenced;
-        for (const auto& [name, ref] : t->metadata.refs) referenced.insert(ref.snapshot_id);
-        std::erase_if(t->metadata.snapshots, [&](const Snapshot& s) { return !referenced.count(s.snapshot_id); });
-        t->metadata_json.reset();
-      }
+    if (snapshots == "refs") {
+      std::set<int64_t> referenced;
+      for (const auto& [name, ref] : t->metadata.refs) referenced.insert(ref.snapshot_id);
+      std::erase_if(t->metadata.snapshots, [&](const Snapshot& s) { return !referenced.count(s.snapshot_id); });
+      t->metadata_json.reset();
     }
-    return Loaded(*t);
+    return Loaded(*t, snapshots);
   }
 
   http::Response TableExists(const TableIdentifier& id) {
