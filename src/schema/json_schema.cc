@@ -130,7 +130,21 @@ class Mapper {
           continue;
         }
         if (v.is_object() || v.is_array()) return Unimplemented(ptr + ": enum values must be scalars");
-        c.enum_values.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+        if (v.is_string()) {
+          c.enum_values.push_back(v.get<std::string>());
+        } else {
+          c.enum_json_values.push_back(v.dump());
+        }
+      }
+      // The declared type, if any ("type": T or [T, "null"]), still holds for the values.
+      if (auto t = s.find("type"); t != s.end()) {
+        if (t->is_string()) {
+          c.enum_type = t->get<std::string>();
+        } else if (t->is_array()) {
+          for (const auto& member : *t) {
+            if (member.is_string() && member != "null") c.enum_type = member.get<std::string>();
+          }
+        }
       }
       return iceberg::Primitive(TypeId::kString);
     }
@@ -149,9 +163,31 @@ class Mapper {
     if (kind == "integer") {
       bool fits_int = false;
       RETURN_IF_ERROR(IntegerBounds(s, &c, &fits_int));
+      if (auto m = Num(s, "multipleOf")) {
+        if (!(*m > 0)) return InvalidArgument(ptr + ": \"multipleOf\" must be positive");
+        // A fractional multipleOf (0.5) holds for every integer; a whole one is checked.
+        if (*m == std::floor(*m) && *m > 1 && *m < 9.2e18) c.int_multiple_of = static_cast<int64_t>(*m);
+      }
       return iceberg::Primitive(fits_int ? TypeId::kInt : TypeId::kLong);
     }
     if (kind == "number") {
+      // Bounds hold for decimals and doubles alike.
+      c.min_number = Num(s, "minimum");
+      c.max_number = Num(s, "maximum");
+      auto flag = [&](const char* kw) {
+        auto it = s.find(kw);
+        return it != s.end() && it->is_boolean() && it->get<bool>();
+      };
+      c.exclusive_min_number = flag("exclusiveMinimum");
+      c.exclusive_max_number = flag("exclusiveMaximum");
+      if (auto x = Num(s, "exclusiveMinimum")) {
+        c.min_number = x;
+        c.exclusive_min_number = true;
+      }
+      if (auto x = Num(s, "exclusiveMaximum")) {
+        c.max_number = x;
+        c.exclusive_max_number = true;
+      }
       if (auto m = Num(s, "multipleOf")) {
         if (!(*m > 0)) return InvalidArgument(ptr + ": \"multipleOf\" must be positive");
         // The scale is the number of decimal places of multipleOf (0.001 -> 3).
@@ -168,22 +204,6 @@ class Mapper {
         unscaled = static_cast<int128>(r);
         c.multiple_of = unscaled;
         return iceberg::Decimal(38, scale);
-      }
-      c.min_number = Num(s, "minimum");
-      c.max_number = Num(s, "maximum");
-      auto flag = [&](const char* kw) {
-        auto it = s.find(kw);
-        return it != s.end() && it->is_boolean() && it->get<bool>();
-      };
-      c.exclusive_min_number = flag("exclusiveMinimum");
-      c.exclusive_max_number = flag("exclusiveMaximum");
-      if (auto x = Num(s, "exclusiveMinimum")) {
-        c.min_number = x;
-        c.exclusive_min_number = true;
-      }
-      if (auto x = Num(s, "exclusiveMaximum")) {
-        c.max_number = x;
-        c.exclusive_max_number = true;
       }
       return iceberg::Primitive(TypeId::kDouble);
     }

@@ -42,16 +42,23 @@ struct FieldConstraints {
   // integer (int/long): inclusive bounds.
   std::optional<int64_t> min_int;
   std::optional<int64_t> max_int;
-  // number (double): bounds, inclusive unless the exclusive flag is set.
+  // integer: multipleOf when it is a whole number above 1 (0 = none).
+  int64_t int_multiple_of = 0;
+  // number (double and decimal): bounds, inclusive unless the exclusive flag is set.
   std::optional<double> min_number;
   std::optional<double> max_number;
   bool exclusive_min_number = false;
   bool exclusive_max_number = false;
   // decimal: the unscaled multipleOf at the column's scale (0 = none).
   int128 multiple_of = 0;
-  // enum: allowed values (strings as-is, other scalars as their JSON text).
+  // enum: allowed values — strings as-is, other scalars (numbers, booleans) as their JSON
+  // text, kept apart so the string "1" is not the number 1.
   std::vector<std::string> enum_values;
+  std::vector<std::string> enum_json_values;
   bool has_enum = false;
+  // enum with a declared "type" ("string", "integer", "number", "boolean"): a value of
+  // another JSON kind is a type mismatch even if its text is listed. Empty: any kind.
+  std::string enum_type;
   // JSON null is accepted as a null value (the field is optional or typed [T,"null"]).
   bool nullable = false;
   // Listed in the parent's `required`: the member must be present (maybe null when

@@ -395,6 +395,10 @@ struct RecordConverter::Impl {
     if ((c.min_int && x < *c.min_int) || (c.max_int && x > *c.max_int)) {
       return Fail(RecordErrorCode::kValueOutOfRange, std::to_string(x) + " is outside the schema's bounds");
     }
+    if (c.int_multiple_of != 0 && x % c.int_multiple_of != 0) {
+      return Fail(RecordErrorCode::kValueOutOfRange,
+                  std::to_string(x) + " is not a multiple of " + std::to_string(c.int_multiple_of));
+    }
     if (n.type == TypeId::kInt) {
       if (x < INT32_MIN || x > INT32_MAX) {
         return Fail(RecordErrorCode::kValueOutOfRange, std::to_string(x) + " does not fit in int");
@@ -412,12 +416,8 @@ struct RecordConverter::Impl {
       if (e == simdjson::NUMBER_OUT_OF_RANGE) return Fail(RecordErrorCode::kValueOutOfRange, "number out of range");
       return FailJson(e == simdjson::INCORRECT_TYPE ? simdjson::NUMBER_ERROR : e);
     }
-    const FieldConstraints& c = *n.constraints;
-    if (c.min_number && (c.exclusive_min_number ? d <= *c.min_number : d < *c.min_number)) {
-      return Fail(RecordErrorCode::kValueOutOfRange, "number below the schema's minimum");
-    }
-    if (c.max_number && (c.exclusive_max_number ? d >= *c.max_number : d > *c.max_number)) {
-      return Fail(RecordErrorCode::kValueOutOfRange, "number above the schema's maximum");
+    if (!WithinNumberBounds(*n.constraints, d)) {
+      return Fail(RecordErrorCode::kValueOutOfRange, "number outside the schema's minimum/maximum");
     }
     if (n.type == TypeId::kFloat) {
       if (std::fabs(d) > FLT_MAX) return Fail(RecordErrorCode::kValueOutOfRange, "number does not fit in float");
@@ -426,6 +426,25 @@ struct RecordConverter::Impl {
       n.column->AddDouble(rep, d);
     }
     return true;
+  }
+
+  // minimum/maximum (and their exclusive forms) of a number column, double or decimal.
+  static bool WithinNumberBounds(const FieldConstraints& c, long double x) {
+    if (c.min_number) {
+      long double lo = *c.min_number;
+      if (c.exclusive_min_number ? x <= lo : x < lo) return false;
+    }
+    if (c.max_number) {
+      long double hi = *c.max_number;
+      if (c.exclusive_max_number ? x >= hi : x > hi) return false;
+    }
+    return true;
+  }
+
+  static long double Pow10(int32_t e) {
+    long double p = 1;
+    for (int32_t i = 0; i < e; ++i) p *= 10;
+    return p;
   }
 
   bool DecimalValue(const Node& n, od::value& v, int16_t rep) {
@@ -442,6 +461,9 @@ struct RecordConverter::Impl {
     if (n.constraints->multiple_of != 0 && unscaled % n.constraints->multiple_of != 0) {
       return Fail(RecordErrorCode::kValueOutOfRange, "number is not a multiple of the schema's multipleOf");
     }
+    if (!WithinNumberBounds(*n.constraints, static_cast<long double>(unscaled) / Pow10(n.scale))) {
+      return Fail(RecordErrorCode::kValueOutOfRange, std::string(TrimRight(tok)) + " is outside the schema's bounds");
+    }
     if (n.physical == PhysicalType::kInt32) {
       n.column->AddInt32(rep, static_cast<int32_t>(unscaled));
     } else if (n.physical == PhysicalType::kInt64) {
@@ -456,11 +478,20 @@ struct RecordConverter::Impl {
     return true;
   }
 
-  bool EnumMember(const Node& n, std::string_view s) {
-    for (const auto& e : n.constraints->enum_values) {
+  static bool Listed(const std::vector<std::string>& values, std::string_view s) {
+    for (const auto& e : values) {
       if (e == s) return true;
     }
     return false;
+  }
+
+  // Whether a JSON value of kind `t` may be a member of an enum with a declared type.
+  static bool EnumKindAllowed(const FieldConstraints& c, od::json_type t) {
+    if (c.enum_type.empty()) return true;
+    if (c.enum_type == "string") return t == od::json_type::string;
+    if (c.enum_type == "integer" || c.enum_type == "number") return t == od::json_type::number;
+    if (c.enum_type == "boolean") return t == od::json_type::boolean;
+    return true;
   }
 
   bool Primitive(const Node& n, od::value& v, od::json_type t, int16_t rep) {
@@ -486,13 +517,19 @@ struct RecordConverter::Impl {
       default: break;
     }
     // The remaining types come from JSON strings.
+    if (n.constraints->has_enum && !EnumKindAllowed(*n.constraints, t)) {
+      return Fail(RecordErrorCode::kTypeMismatch,
+                  "expected a " + n.constraints->enum_type + " enum value, got " + JsonTypeName(t));
+    }
     if (t != od::json_type::string) {
       if (n.constraints->has_enum && t != od::json_type::object && t != od::json_type::array) {
         // Non-string enum members are stored as their JSON text.
         std::string_view tok;
         tok = TrimRight(v.raw_json_token());
         if (!Skip(v, 0)) return false;
-        if (!EnumMember(n, tok)) return Fail(RecordErrorCode::kValueOutOfRange, "value is not one of the enum values");
+        if (!Listed(n.constraints->enum_json_values, tok)) {
+          return Fail(RecordErrorCode::kValueOutOfRange, "value is not one of the enum values");
+        }
         n.column->AddBytes(rep, tok);
         return true;
       }
@@ -515,7 +552,7 @@ struct RecordConverter::Impl {
     };
     switch (n.type) {
       case TypeId::kString:
-        if (n.constraints->has_enum && !EnumMember(n, s)) {
+        if (n.constraints->has_enum && !Listed(n.constraints->enum_values, s)) {
           return Fail(RecordErrorCode::kValueOutOfRange, "value is not one of the enum values");
         }
         n.column->AddBytes(rep, s);

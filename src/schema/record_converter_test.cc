@@ -204,5 +204,37 @@ TEST_F(ConverterTest, IntegersAcceptIntegralNumbers) {
   EXPECT_EQ(Values<int64_t>(Page(0)), (std::vector<int64_t>{1, -2000}));
 }
 
+TEST_F(ConverterTest, EnumMembersKeepTheirJsonKindAndDeclaredType) {
+  Load(R"({"type":"object","properties":{
+    "i":{"type":"integer","enum":[1,2,3]},
+    "s":{"type":"string","enum":["1","2"]},
+    "b":{"type":"boolean","enum":[true]},
+    "u":{"enum":["a",1,null]}}})");
+  ASSERT_TRUE(Convert(R"({"i":2,"s":"1","b":true,"u":"a"})"));
+  ASSERT_TRUE(Convert(R"({"u":1})"));
+  ASSERT_TRUE(Convert(R"({"u":null})"));
+  ExpectReject(R"({"i":"2"})", RecordErrorCode::kTypeMismatch, "$.i");
+  ExpectReject(R"({"i":5})", RecordErrorCode::kValueOutOfRange, "$.i");
+  ExpectReject(R"({"s":1})", RecordErrorCode::kTypeMismatch, "$.s");
+  ExpectReject(R"({"b":"true"})", RecordErrorCode::kTypeMismatch, "$.b");
+  ExpectReject(R"({"u":"1"})", RecordErrorCode::kValueOutOfRange, "$.u");  // the number 1 is listed
+}
+
+TEST_F(ConverterTest, DecimalBoundsAndIntegerMultipleOf) {
+  Load(R"({"type":"object","properties":{
+    "d":{"type":"number","multipleOf":0.01,"minimum":0,"maximum":10},
+    "x":{"type":"number","multipleOf":0.5,"exclusiveMinimum":-1,"exclusiveMaximum":1},
+    "n":{"type":"integer","multipleOf":5},
+    "h":{"type":"integer","multipleOf":0.5}}})");
+  ASSERT_TRUE(Convert(R"({"d":10.00,"x":0.5,"n":10,"h":7})"));
+  ASSERT_TRUE(Convert(R"({"d":0,"x":-0.5,"n":-15})"));
+  ExpectReject(R"({"d":20})", RecordErrorCode::kValueOutOfRange, "$.d");
+  ExpectReject(R"({"d":-1})", RecordErrorCode::kValueOutOfRange, "$.d");
+  ExpectReject(R"({"d":10.01})", RecordErrorCode::kValueOutOfRange, "$.d");
+  ExpectReject(R"({"x":1})", RecordErrorCode::kValueOutOfRange, "$.x");
+  ExpectReject(R"({"x":-1})", RecordErrorCode::kValueOutOfRange, "$.x");
+  ExpectReject(R"({"n":7})", RecordErrorCode::kValueOutOfRange, "$.n");
+}
+
 }  // namespace
 }  // namespace icestream::schema

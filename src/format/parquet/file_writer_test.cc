@@ -110,6 +110,18 @@ TEST(FileWriter, LayoutAndMetrics) {
   EXPECT_LT(sizes, m.file_size);
 }
 
+TEST(FileWriter, RowGroupsAreCutWhilePagesAreStillOpen) {
+  // Pages far larger than the row-group target: the row group is cut on the size of the
+  // pages being filled, not only of pages already cut (memory stays near row_group_size).
+  WriterOptions o;
+  o.row_group_size = 4096;
+  o.page_size = 1 << 30;
+  Written w = Write(o, 1000);
+  ExpectLayout(w.bytes);
+  EXPECT_EQ(w.metrics.record_count, 1000);
+  EXPECT_GT(w.metrics.split_offsets.size(), 1u);  // one, before the open pages counted
+}
+
 TEST(FileWriter, EmptyFileIsValid) {
   Written w = Write(WriterOptions(), 0);
   ExpectLayout(w.bytes);

@@ -50,11 +50,19 @@ class RowGroupBuilder final : public RecordSink {
   void AbortRecord() override;
 
   int64_t num_rows() const { return rows_; }
-  // Uncompressed size estimate of what the row group holds so far.
+  // Uncompressed size estimate of the pages already cut.
   int64_t estimated_bytes() const { return bytes_; }
-  // Whether the row group reached options.row_group_size or max_row_group_rows.
+  // Whether the row group reached options.row_group_size (cut pages plus the pages still
+  // being filled) or max_row_group_rows.
   bool full() const {
-    return bytes_ >= options_->row_group_size || rows_ >= options_->max_row_group_rows;
+    if (rows_ >= options_->max_row_group_rows || bytes_ >= options_->row_group_size) return true;
+    // The open pages are summed only when they could make the difference.
+    if (bytes_ + static_cast<int64_t>(columns_.size()) * options_->page_size < options_->row_group_size) {
+      return false;
+    }
+    int64_t open = 0;
+    for (const auto& c : columns_) open += c->EstimatedPageBytes();
+    return bytes_ + open >= options_->row_group_size;
   }
 
   // Moves everything into *out and starts a new, empty row group.
