@@ -461,7 +461,8 @@ struct RecordConverter::Impl {
     if (n.constraints->multiple_of != 0 && unscaled % n.constraints->multiple_of != 0) {
       return Fail(RecordErrorCode::kValueOutOfRange, "number is not a multiple of the schema's multipleOf");
     }
-    if (!WithinNumberBounds(*n.constraints, static_cast<long double>(unscaled) / Pow10(n.scale))) {
+    if ((n.constraints->min_number || n.constraints->max_number) &&
+        !WithinNumberBounds(*n.constraints, static_cast<long double>(unscaled) / Pow10(n.scale))) {
       return Fail(RecordErrorCode::kValueOutOfRange, std::string(TrimRight(tok)) + " is outside the schema's bounds");
     }
     if (n.physical == PhysicalType::kInt32) {
