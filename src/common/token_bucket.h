@@ -18,8 +18,10 @@ struct TokenBucket {
   void Refill(int64_t now_ms) {
     if (now_ms > last_ms) {
       tokens = std::min(rate, tokens + static_cast<double>(now_ms - last_ms) * rate / 1000.0);
-      last_ms = now_ms;
     }
+    // A wall clock stepped back restarts the count from now instead of pausing refills
+    // until it catches up.
+    last_ms = now_ms;
   }
   // Takes one unit when a whole one is there.
   bool TakeOne(int64_t now_ms) {

@@ -132,6 +132,8 @@ class Mapper {
         if (v.is_object() || v.is_array()) return Unimplemented(ptr + ": enum values must be scalars");
         if (v.is_string()) {
           c.enum_values.push_back(v.get<std::string>());
+        } else if (v.is_number()) {
+          c.enum_numbers.push_back(v.get<double>());
         } else {
           c.enum_json_values.push_back(v.dump());
         }
@@ -165,8 +167,11 @@ class Mapper {
       RETURN_IF_ERROR(IntegerBounds(s, &c, &fits_int));
       if (auto m = Num(s, "multipleOf")) {
         if (!(*m > 0)) return InvalidArgument(ptr + ": \"multipleOf\" must be positive");
-        // A fractional multipleOf (0.5) holds for every integer; a whole one is checked.
-        if (*m == std::floor(*m) && *m > 1 && *m < 9.2e18) c.int_multiple_of = static_cast<int64_t>(*m);
+        if (*m == std::floor(*m) && *m < 9.2e18) {
+          if (*m > 1) c.int_multiple_of = static_cast<int64_t>(*m);
+        } else {
+          c.int_multiple_of_fraction = *m;
+        }
       }
       return iceberg::Primitive(fits_int ? TypeId::kInt : TypeId::kLong);
     }

@@ -42,8 +42,10 @@ struct FieldConstraints {
   // integer (int/long): inclusive bounds.
   std::optional<int64_t> min_int;
   std::optional<int64_t> max_int;
-  // integer: multipleOf when it is a whole number above 1 (0 = none).
+  // integer: multipleOf (0 = none); checked exactly when it is a whole number, else as
+  // a double (7 is not a multiple of 1.5, 7 is one of 0.5).
   int64_t int_multiple_of = 0;
+  double int_multiple_of_fraction = 0;
   // number (double and decimal): bounds, inclusive unless the exclusive flag is set.
   std::optional<double> min_number;
   std::optional<double> max_number;
@@ -51,9 +53,10 @@ struct FieldConstraints {
   bool exclusive_max_number = false;
   // decimal: the unscaled multipleOf at the column's scale (0 = none).
   int128 multiple_of = 0;
-  // enum: allowed values — strings as-is, other scalars (numbers, booleans) as their JSON
-  // text, kept apart so the string "1" is not the number 1.
+  // enum: allowed values — strings as-is, numbers by value (2 equals 2.0), booleans as
+  // their JSON text; kept apart so the string "1" is not the number 1.
   std::vector<std::string> enum_values;
+  std::vector<double> enum_numbers;
   std::vector<std::string> enum_json_values;
   bool has_enum = false;
   // enum with a declared "type" ("string", "integer", "number", "boolean"): a value of

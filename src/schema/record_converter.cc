@@ -7,8 +7,10 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -399,6 +401,12 @@ struct RecordConverter::Impl {
       return Fail(RecordErrorCode::kValueOutOfRange,
                   std::to_string(x) + " is not a multiple of " + std::to_string(c.int_multiple_of));
     }
+    if (c.int_multiple_of_fraction > 0) {
+      auto xd = static_cast<double>(x);
+      if (std::fabs(std::remainder(xd, c.int_multiple_of_fraction)) > 1e-9 * std::max(1.0, std::fabs(xd))) {
+        return Fail(RecordErrorCode::kValueOutOfRange, std::to_string(x) + " is not a multiple of the schema's multipleOf");
+      }
+    }
     if (n.type == TypeId::kInt) {
       if (x < INT32_MIN || x > INT32_MAX) {
         return Fail(RecordErrorCode::kValueOutOfRange, std::to_string(x) + " does not fit in int");
@@ -441,10 +449,15 @@ struct RecordConverter::Impl {
     return true;
   }
 
-  static long double Pow10(int32_t e) {
-    long double p = 1;
-    for (int32_t i = 0; i < e; ++i) p *= 10;
-    return p;
+  // A JSON number token as a double (strtod needs a terminated copy).
+  static bool ParseDouble(std::string_view tok, double* out) {
+    char buf[128];
+    if (tok.empty() || tok.size() >= sizeof buf) return false;
+    std::memcpy(buf, tok.data(), tok.size());
+    buf[tok.size()] = '\0';
+    char* end = nullptr;
+    *out = std::strtod(buf, &end);
+    return end == buf + tok.size();
   }
 
   bool DecimalValue(const Node& n, od::value& v, int16_t rep) {
@@ -461,8 +474,12 @@ struct RecordConverter::Impl {
     if (n.constraints->multiple_of != 0 && unscaled % n.constraints->multiple_of != 0) {
       return Fail(RecordErrorCode::kValueOutOfRange, "number is not a multiple of the schema's multipleOf");
     }
+    // Bounds are compared like the double columns do (and JSON Schema validators): the
+    // number's text read as a double against the bounds read as doubles, so a value
+    // written exactly as a bound (0.01, 19.99) is on it, whatever binary rounding says.
+    double as_double = 0;
     if ((n.constraints->min_number || n.constraints->max_number) &&
-        !WithinNumberBounds(*n.constraints, static_cast<long double>(unscaled) / Pow10(n.scale))) {
+        (!ParseDouble(TrimRight(tok), &as_double) || !WithinNumberBounds(*n.constraints, as_double))) {
       return Fail(RecordErrorCode::kValueOutOfRange, std::string(TrimRight(tok)) + " is outside the schema's bounds");
     }
     if (n.physical == PhysicalType::kInt32) {
@@ -528,7 +545,16 @@ struct RecordConverter::Impl {
         std::string_view tok;
         tok = TrimRight(v.raw_json_token());
         if (!Skip(v, 0)) return false;
-        if (!Listed(n.constraints->enum_json_values, tok)) {
+        bool listed = false;
+        if (t == od::json_type::number) {
+          double d = 0;
+          if (ParseDouble(tok, &d)) {
+            for (double e : n.constraints->enum_numbers) listed = listed || e == d;
+          }
+        } else {
+          listed = Listed(n.constraints->enum_json_values, tok);
+        }
+        if (!listed) {
           return Fail(RecordErrorCode::kValueOutOfRange, "value is not one of the enum values");
         }
         n.column->AddBytes(rep, tok);

@@ -209,7 +209,8 @@ TEST_F(ConverterTest, EnumMembersKeepTheirJsonKindAndDeclaredType) {
     "i":{"type":"integer","enum":[1,2,3]},
     "s":{"type":"string","enum":["1","2"]},
     "b":{"type":"boolean","enum":[true]},
-    "u":{"enum":["a",1,null]}}})");
+    "u":{"enum":["a",1,null]},
+    "f":{"type":"number","enum":[1.5,2]}}})");
   ASSERT_TRUE(Convert(R"({"i":2,"s":"1","b":true,"u":"a"})"));
   ASSERT_TRUE(Convert(R"({"u":1})"));
   ASSERT_TRUE(Convert(R"({"u":null})"));
@@ -218,6 +219,9 @@ TEST_F(ConverterTest, EnumMembersKeepTheirJsonKindAndDeclaredType) {
   ExpectReject(R"({"s":1})", RecordErrorCode::kTypeMismatch, "$.s");
   ExpectReject(R"({"b":"true"})", RecordErrorCode::kTypeMismatch, "$.b");
   ExpectReject(R"({"u":"1"})", RecordErrorCode::kValueOutOfRange, "$.u");  // the number 1 is listed
+  ASSERT_TRUE(Convert(R"({"f":2.0,"u":1.0})"));                               // numbers by value
+  ASSERT_TRUE(Convert(R"({"f":1.50})"));
+  ExpectReject(R"({"f":2.5})", RecordErrorCode::kValueOutOfRange, "$.f");
 }
 
 TEST_F(ConverterTest, DecimalBoundsAndIntegerMultipleOf) {
@@ -225,9 +229,18 @@ TEST_F(ConverterTest, DecimalBoundsAndIntegerMultipleOf) {
     "d":{"type":"number","multipleOf":0.01,"minimum":0,"maximum":10},
     "x":{"type":"number","multipleOf":0.5,"exclusiveMinimum":-1,"exclusiveMaximum":1},
     "n":{"type":"integer","multipleOf":5},
-    "h":{"type":"integer","multipleOf":0.5}}})");
-  ASSERT_TRUE(Convert(R"({"d":10.00,"x":0.5,"n":10,"h":7})"));
-  ASSERT_TRUE(Convert(R"({"d":0,"x":-0.5,"n":-15})"));
+    "h":{"type":"integer","multipleOf":0.5},
+    "k":{"type":"integer","multipleOf":1.5},
+    "m":{"type":"number","multipleOf":0.01,"minimum":0.01,"maximum":19.99}}})");
+  ASSERT_TRUE(Convert(R"({"d":10.00,"x":0.5,"n":10,"h":7,"k":3})"));
+  ASSERT_TRUE(Convert(R"({"d":0,"x":-0.5,"n":-15,"k":-6})"));
+  // Bounds that binary floating point cannot hold exactly are still inclusive.
+  ASSERT_TRUE(Convert(R"({"m":0.01})"));
+  ASSERT_TRUE(Convert(R"({"m":19.99})"));
+  ASSERT_TRUE(Convert(R"({"m":0.10})"));
+  ExpectReject(R"({"m":0})", RecordErrorCode::kValueOutOfRange, "$.m");
+  ExpectReject(R"({"m":20.00})", RecordErrorCode::kValueOutOfRange, "$.m");
+  ExpectReject(R"({"k":7})", RecordErrorCode::kValueOutOfRange, "$.k");
   ExpectReject(R"({"d":20})", RecordErrorCode::kValueOutOfRange, "$.d");
   ExpectReject(R"({"d":-1})", RecordErrorCode::kValueOutOfRange, "$.d");
   ExpectReject(R"({"d":10.01})", RecordErrorCode::kValueOutOfRange, "$.d");

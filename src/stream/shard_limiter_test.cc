@@ -51,6 +51,16 @@ TEST(ShardLimiterTest, FiveReadsAndTwoMiBPerSecond) {
   EXPECT_TRUE(l.AdmitRead(1, 3));
 }
 
+TEST(ShardLimiterTest, ClockSteppedBackDoesNotStallRefills) {
+  ManualClock clock(1'000'000);
+  ShardLimiter l(&clock);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(l.AdmitIterator(1, 0));
+  clock.Set(1'000'000 - 3'600'000);  // an hour back
+  EXPECT_FALSE(l.AdmitIterator(1, 0));
+  clock.Advance(200);
+  EXPECT_TRUE(l.AdmitIterator(1, 0));
+}
+
 TEST(ShardLimiterTest, FiveIteratorsPerSecond) {
   ManualClock clock(1'000'000);
   ShardLimiter l(&clock);

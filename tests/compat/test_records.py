@@ -153,6 +153,14 @@ class PutAndGet(unittest.TestCase):
             self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
         K.put_record(StreamName="sizes", Data=b"", PartitionKey="e")
         K.put_record(StreamName="sizes", Data=b"x", PartitionKey="p" * 256)
+        # 256 characters of two bytes each: over 256 bytes, still a valid key (the limit
+        # counts characters), in PutRecord and in PutRecords alike.
+        K.put_record(StreamName="sizes", Data=b"x", PartitionKey="\u00e9" * 256)
+        r = K.put_records(StreamName="sizes", Records=[{"Data": b"x", "PartitionKey": "\u00e9" * 256}])
+        self.assertEqual(r["FailedRecordCount"], 0)
+        with self.assertRaises(ClientError) as cm:
+            K.put_records(StreamName="sizes", Records=[{"Data": b"x", "PartitionKey": "\u00e9" * 257}])
+        self.assertEqual(error_code(cm.exception), "ValidationException")
         with self.assertRaises(ClientError) as cm:
             K.put_record(StreamName="sizes", Data=b"x", PartitionKey="p" * 257)
         self.assertEqual(error_code(cm.exception), "ValidationException")
@@ -163,7 +171,7 @@ class PutAndGet(unittest.TestCase):
             K.put_record(StreamName="sizes", Data=b"x")
         self.assertEqual(error_code(cm.exception), "ValidationException")
         got, _ = read_all("sizes", "shardId-000000000000")
-        self.assertEqual([len(r["Data"]) for r in got], [1024 * 1024 - 1, 1024 * 1024 - 256, 0, 1])
+        self.assertEqual([len(r["Data"]) for r in got], [1024 * 1024 - 1, 1024 * 1024 - 256, 0, 1, 1, 1])
         # Larger records after UpdateMaxRecordSize.
         K.update_max_record_size(StreamARN=f"arn:aws:kinesis:us-east-1:{ACCOUNT}:stream/sizes",
                                  MaxRecordSizeInKiB=2048)
