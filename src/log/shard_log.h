@@ -43,6 +43,7 @@ struct LogOptions {
   // of cache pages instead of growing the cache through all of RAM makes the write path
   // much cheaper on virtual machines, where first-touching fresh guest memory is slow;
   // readers further behind than the window read from the disk (sequential, read-ahead).
+  // Only synced pages are dropped, so nothing is dropped when fsync is off.
   uint64_t cache_window_bytes = 64ull << 20;
 };
 
