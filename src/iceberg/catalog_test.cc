@@ -123,6 +123,21 @@ TEST_F(CatalogTest, CreateLoadCommitDrop) {
   EXPECT_TRUE(IsNoSuchTable(catalog_->DropTable(id2, false)));
 }
 
+TEST_F(CatalogTest, MetadataCacheStaysBoundedUnderManyCommits) {
+  // A single writer reads back only what it wrote (never a cache miss); the cache must
+  // still stay within its bound.
+  ASSERT_TRUE(catalog_->CreateNamespace({"db"}, {}).ok());
+  ASSERT_TRUE(catalog_->CreateTable({"db"}, Request("t")).ok());
+  TableIdentifier id{{"db"}, "t"};
+  for (int i = 0; i < 150; ++i) {
+    auto r = catalog_->CommitTable(id, {}, {update::SetProperties{{{"n", std::to_string(i)}}}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(catalog_->LoadTable(id).ok());
+  }
+  EXPECT_LE(catalog_->cached_metadata_count(), SqliteCatalogOptions().metadata_cache_entries);
+  EXPECT_EQ(catalog_->LoadTable(id)->metadata.properties.at("n"), "149");
+}
+
 TEST_F(CatalogTest, StagedCreateAndRegister) {
   ASSERT_TRUE(catalog_->CreateNamespace({"db"}, {}).ok());
   CreateTableRequest r = Request("staged");

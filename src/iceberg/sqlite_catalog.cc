@@ -129,15 +129,31 @@ Result<std::shared_ptr<const SqliteCatalog::Cached>> SqliteCatalog::ReadMetadata
   auto cached = std::make_shared<Cached>();
   cached->metadata = std::move(metadata).value();
   cached->json = std::make_shared<const std::string>(TableMetadataToJson(cached->metadata));
-  std::lock_guard lock(cache_mu_);
-  if (cache_.emplace(location, cached).second) {
-    cache_order_.push_back(location);
-    while (cache_order_.size() > options_.metadata_cache_entries) {
-      cache_.erase(cache_order_.front());
-      cache_order_.erase(cache_order_.begin());
-    }
-  }
+  CacheInsert(location, cached);
   return std::shared_ptr<const Cached>(cached);
+}
+
+void SqliteCatalog::CacheInsert(const std::string& location, std::shared_ptr<const Cached> cached) {
+  // Bounded on every insert: a writer that only reads back what it wrote never misses,
+  // so eviction cannot wait for a miss.
+  std::lock_guard lock(cache_mu_);
+  if (!cache_.emplace(location, std::move(cached)).second) return;
+  cache_order_.push_back(location);
+  while (cache_order_.size() > options_.metadata_cache_entries) {
+    cache_.erase(cache_order_.front());
+    cache_order_.pop_front();
+  }
+}
+
+void SqliteCatalog::DiscardMetadata(const std::string& location) {
+  CacheErase(location);
+  (void)io_->Delete(location);
+}
+
+void SqliteCatalog::CacheErase(const std::string& location) {
+  std::lock_guard lock(cache_mu_);
+  if (cache_.erase(location) == 0) return;
+  std::erase(cache_order_, location);
 }
 
 Result<std::optional<std::string>> SqliteCatalog::CurrentLocation(const TableIdentifier& id) {
@@ -170,8 +186,7 @@ Result<std::string> SqliteCatalog::WriteMetadata(const TableMetadata& next, cons
   cached->metadata = next;
   cached->json = std::make_shared<const std::string>(TableMetadataToJson(next));
   RETURN_IF_ERROR(io_->Write(location, *cached->json, /*if_absent=*/true));
-  std::lock_guard lock(cache_mu_);
-  if (cache_.emplace(location, cached).second) cache_order_.push_back(location);
+  CacheInsert(location, cached);
   return location;
 }
 
@@ -325,7 +340,7 @@ Result<LoadedTable> SqliteCatalog::CreateTable(const Namespace& ns, const Create
                    {options_.warehouse, NsKey(ns), req.name, new_location});
   });
   if (!st.ok()) {
-    (void)io_->Delete(new_location);
+    DiscardMetadata(new_location);
     return st;
   }
   return Loaded(new_location);
@@ -429,7 +444,7 @@ Result<LoadedTable> SqliteCatalog::CommitTable(const TableIdentifier& id,
       return UnknownOutcome("commit of " + TableName(id) + " failed at the pointer swap: " + st.ToString());
     }
     if (swapped) return Loaded(p.new_location);
-    (void)io_->Delete(p.new_location);  // lost the race to another process
+    DiscardMetadata(p.new_location);  // lost the race to another process
     if (attempt >= options_.cas_retries) {
       return Conflict("Commit failed: the metadata of " + TableName(id) + " kept changing concurrently");
     }
@@ -448,7 +463,7 @@ Status SqliteCatalog::CommitTransaction(const std::vector<TableCommit>& commits)
   for (const auto& id : ids) locks.emplace_back(TableLock(id));
   std::vector<Prepared> prepared;
   auto discard = [&] {
-    for (const auto& p : prepared) (void)io_->Delete(p.new_location);
+    for (const auto& p : prepared) DiscardMetadata(p.new_location);
   };
   for (const auto& c : commits) {
     auto p = Prepare(c.id, c.requirements, c.updates);

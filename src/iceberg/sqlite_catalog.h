@@ -11,6 +11,7 @@
 // commit re-checks its requirements against the metadata it then finds).
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,11 @@ class SqliteCatalog final : public Catalog {
 
   const FileIO& io() const { return *io_; }
   const std::string& warehouse() const { return options_.warehouse; }
+  // Metadata files held in memory (bounded by options.metadata_cache_entries).
+  size_t cached_metadata_count() {
+    std::lock_guard lock(cache_mu_);
+    return cache_.size();
+  }
 
   struct Cached;
 
@@ -72,6 +78,11 @@ class SqliteCatalog final : public Catalog {
   // Writes next as a new metadata file after `base_location` (empty for a new table)
   // and returns its location.
   Result<std::string> WriteMetadata(const TableMetadata& next, const std::string& base_location);
+  // The metadata cache: at most options_.metadata_cache_entries, oldest out first.
+  void CacheInsert(const std::string& location, std::shared_ptr<const Cached> cached);
+  void CacheErase(const std::string& location);
+  // Deletes a metadata file this catalog wrote but did not commit, with its cache entry.
+  void DiscardMetadata(const std::string& location);
   // Prepares one commit: the new metadata written to its file, not yet swapped in.
   struct Prepared {
     TableIdentifier id;
@@ -89,7 +100,7 @@ class SqliteCatalog final : public Catalog {
   SqliteCatalogOptions options_;
   std::mutex cache_mu_;
   std::map<std::string, std::shared_ptr<const Cached>> cache_;  // by location
-  std::vector<std::string> cache_order_;
+  std::deque<std::string> cache_order_;
   std::mutex locks_mu_;
   std::map<TableIdentifier, std::unique_ptr<std::mutex>> table_locks_;
 };
