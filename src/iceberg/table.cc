@@ -372,17 +372,27 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     std::vector<TableUpdate> updates = {update::AddSnapshot{snap},
                                         update::SetSnapshotRef{kMainBranch, SnapshotRef{snapshot_id, RefType::kBranch, {}, {}, {}}}};
     auto committed = catalog_->CommitTable(id_, requirements, updates);
-    if (committed.ok()) {
-      metadata_ = std::move(committed->metadata);
-      metadata_location_ = std::move(committed->metadata_location);
+    auto succeeded = [&] {
       result.snapshot_id = snapshot_id;
-      result.sequence_number = sequence_number;
+      result.sequence_number = metadata_.SnapshotById(snapshot_id)->sequence_number;
       result.metadata_location = metadata_location_;
       result.attempts = attempt;
       return result;
+    };
+    if (committed.ok()) {
+      metadata_ = std::move(committed->metadata);
+      metadata_location_ = std::move(committed->metadata_location);
+      return succeeded();
     }
-    const Status& cst = committed.status();
+    const Status cst = committed.status();
     if (cst.code() == StatusCode::kUnknownOutcome) return cst;  // the files may be live now
+    if (cst.code() == StatusCode::kInvalidArgument) return fail(cst);  // refused as such
+    // A conflict or a server error can also answer a commit that did land (a request
+    // delivered twice, a proxy failing after the catalog applied it): look at the table
+    // before deleting anything this attempt wrote, or the new snapshot would point at
+    // deleted files.
+    if (Status rs = Refresh(); !rs.ok()) return cst;  // cannot tell: keep the files
+    if (metadata_.SnapshotById(snapshot_id) != nullptr) return succeeded();
     if (cst.code() != StatusCode::kConflict) return fail(cst);
     delete_all(written);
     last_conflict = cst;

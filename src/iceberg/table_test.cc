@@ -111,6 +111,61 @@ TEST_F(TableTest, AppendsBuildSnapshotsWithSummariesAndSequenceNumbers) {
   EXPECT_EQ(t->AppendFiles({dup, dup}).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A catalog that applies a commit but answers it with a conflict, as a retried request
+// (the first delivery applied, the second refused) or a proxy can make a real one do.
+class ApplyThenConflictCatalog : public Catalog {
+ public:
+  explicit ApplyThenConflictCatalog(Catalog* real) : real_(real) {}
+  int lies_left = 1;
+  Result<std::vector<Namespace>> ListNamespaces(const Namespace& p) override { return real_->ListNamespaces(p); }
+  Status CreateNamespace(const Namespace& ns, const Properties& p) override { return real_->CreateNamespace(ns, p); }
+  Result<Properties> LoadNamespaceProperties(const Namespace& ns) override { return real_->LoadNamespaceProperties(ns); }
+  Result<bool> NamespaceExists(const Namespace& ns) override { return real_->NamespaceExists(ns); }
+  Result<NamespacePropertiesChange> UpdateNamespaceProperties(const Namespace& ns, const std::vector<std::string>& r,
+                                                              const Properties& u) override {
+    return real_->UpdateNamespaceProperties(ns, r, u);
+  }
+  Status DropNamespace(const Namespace& ns) override { return real_->DropNamespace(ns); }
+  Result<std::vector<TableIdentifier>> ListTables(const Namespace& ns) override { return real_->ListTables(ns); }
+  Result<LoadedTable> CreateTable(const Namespace& ns, const CreateTableRequest& r) override {
+    return real_->CreateTable(ns, r);
+  }
+  Result<LoadedTable> LoadTable(const TableIdentifier& id) override { return real_->LoadTable(id); }
+  Result<bool> TableExists(const TableIdentifier& id) override { return real_->TableExists(id); }
+  Result<LoadedTable> CommitTable(const TableIdentifier& id, const std::vector<TableRequirement>& req,
+                                  const std::vector<TableUpdate>& upd) override {
+    auto r = real_->CommitTable(id, req, upd);
+    if (r.ok() && lies_left > 0) {
+      --lies_left;
+      return Conflict("Requirement failed: branch main has changed");
+    }
+    return r;
+  }
+  Status CommitTransaction(const std::vector<TableCommit>& c) override { return real_->CommitTransaction(c); }
+  Status DropTable(const TableIdentifier& id, bool purge) override { return real_->DropTable(id, purge); }
+  Status RenameTable(const TableIdentifier& a, const TableIdentifier& b) override { return real_->RenameTable(a, b); }
+  Result<LoadedTable> RegisterTable(const TableIdentifier& id, const std::string& loc, bool ow) override {
+    return real_->RegisterTable(id, loc, ow);
+  }
+
+ private:
+  Catalog* real_;
+};
+
+TEST_F(TableTest, ACommitThatLandedButWasAnsweredWithAConflictKeepsItsFiles) {
+  ApplyThenConflictCatalog lying(catalog_.get());
+  auto t = Table::Load(&lying, io_.get(), id_, SystemClock::Default());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  auto r = (*t)->AppendFiles({NewFile(**t, "a.parquet", 19000, "a", 10)});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->attempts, 1);  // recognized as landed, not committed a second time
+  auto fresh = Open();
+  ASSERT_EQ(fresh->metadata().snapshots.size(), 1u);
+  EXPECT_EQ(fresh->metadata().CurrentSnapshot()->snapshot_id, r->snapshot_id);
+  // The snapshot's manifest list and manifests are all still there.
+  EXPECT_EQ(LivePaths(*fresh).size(), 1u);
+}
+
 TEST_F(TableTest, ManifestsAreMergedOnceThereAreMany) {
   TableOptions o;
   o.manifest_min_count_to_merge = 5;
