@@ -465,10 +465,27 @@ Result<std::vector<FileInfo>> Table::ListOrphanFiles(int64_t older_than_ms) {
   for (const auto& s : metadata_.snapshots) all.insert(s.snapshot_id);
   ASSIGN_OR_RETURN(ReachableFiles reachable, CollectReachableFiles(*io_, metadata_, all));
   reachable.other.insert(metadata_location_);
+  // Compared as object keys: metadata may spell a file "file:/x" or "s3a://b/x" where
+  // the listing says "file:///x" or "s3://b/x". A reachable location that maps to no key
+  // fails the listing (never report a live file as an orphan).
+  std::set<std::string> live;
+  for (const auto* set : {&reachable.manifest_lists, &reachable.manifests, &reachable.content_files,
+                          &reachable.other}) {
+    for (const auto& location : *set) {
+      auto key = io_->KeyOf(location);
+      if (!key.ok()) {
+        return InvalidArgument("cannot list orphans: table file " + location + " is outside the table's storage (" +
+                               key.status().message() + ")");
+      }
+      live.insert(std::move(key).value());
+    }
+  }
   ASSIGN_OR_RETURN(auto listed, io_->List(metadata_.location + "/"));
   std::vector<FileInfo> orphans;
   for (auto& f : listed) {
-    if (f.last_modified_ms >= older_than_ms || reachable.Contains(f.location)) continue;
+    if (f.last_modified_ms >= older_than_ms) continue;
+    auto key = io_->KeyOf(f.location);
+    if (!key.ok() || live.count(*key)) continue;
     orphans.push_back(std::move(f));
   }
   return orphans;

@@ -269,6 +269,32 @@ TEST_F(TableTest, TwoWritersCommitConcurrentlyWithoutLosingFiles) {
   std::printf("retries: %d + %d\n", retries[0], retries[1]);
 }
 
+TEST_F(TableTest, OrphanListingMatchesFileLocationsSpelledJavaStyle) {
+  // Java's Hadoop FileIO writes "file:/path"; the listing says "file:///path".
+  ASSERT_EQ(io_->root().rfind("file:///", 0), 0u);
+  CreateTableRequest r;
+  r.name = "javaish";
+  r.schema.fields = {{1, "id", true, Primitive(TypeId::kLong), ""}};
+  r.location = "file:/" + io_->root().substr(8) + "/db/javaish";
+  ASSERT_TRUE(catalog_->CreateTable({"db"}, r).ok());
+  auto t = Table::Load(catalog_.get(), io_.get(), {{"db"}, "javaish"}, SystemClock::Default());
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ((*t)->metadata().location.rfind("file:/", 0), 0u);
+  ASSERT_NE((*t)->metadata().location.rfind("file:///", 0), 0u);
+  DataFile f;
+  f.file_path = (*t)->NewDataFileLocation({}, "a.parquet");
+  f.record_count = 1;
+  f.file_size_in_bytes = 4;
+  ASSERT_TRUE(io_->Write(f.file_path, "data").ok());
+  ASSERT_TRUE((*t)->AppendFiles({f}).ok());
+  std::string stray = (*t)->NewDataFileLocation({}, "stray.parquet");
+  ASSERT_TRUE(io_->Write(stray, "junk").ok());
+  auto orphans = (*t)->ListOrphanFiles(SystemClock::Default()->NowMillis() + 60000);
+  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
+  ASSERT_EQ(orphans->size(), 1u);  // only the stray file: not the data, manifests or metadata
+  EXPECT_EQ(*io_->KeyOf((*orphans)[0].location), *io_->KeyOf(stray));
+}
+
 TEST_F(TableTest, ExpiryDeletesOnlyUnreachableFilesAndOrphansAreListed) {
   auto t = Open();
   DataFile a = NewFile(*t, "a.parquet", 19000, "a", 10);
