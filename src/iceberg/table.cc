@@ -337,7 +337,15 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     snap.schema_id = metadata_.current_schema_id;
     auto& s = snap.summary;
     s = summary_extra;
-    s[summary::kOperation] = replace ? operation::kReplace : operation::kAppend;
+    // "append" promises data files only (incremental readers skip such snapshots'
+    // deletes): added delete files make it an overwrite, or a delete without data files.
+    const char* op = operation::kAppend;
+    if (replace) {
+      op = operation::kReplace;
+    } else if (added_stats.delete_files > 0) {
+      op = added_stats.data_files > 0 ? operation::kOverwrite : operation::kDelete;
+    }
+    s[summary::kOperation] = op;
     if (added_stats.data_files) s[summary::kAddedDataFiles] = std::to_string(added_stats.data_files);
     if (added_stats.delete_files) s[summary::kAddedDeleteFiles] = std::to_string(added_stats.delete_files);
     if (added_stats.records) s[summary::kAddedRecords] = std::to_string(added_stats.records);

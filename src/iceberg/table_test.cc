@@ -166,6 +166,20 @@ TEST_F(TableTest, ACommitThatLandedButWasAnsweredWithAConflictKeepsItsFiles) {
   EXPECT_EQ(LivePaths(*fresh).size(), 1u);
 }
 
+TEST_F(TableTest, AddedDeleteFilesAreNotAnAppend) {
+  auto t = Open();
+  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}).ok());
+  EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("operation"), "append");
+  DataFile del = NewFile(*t, "a-deletes.parquet", 19000, "a", 2);
+  del.content = FileContent::kPositionDeletes;
+  ASSERT_TRUE(t->AppendFiles({del}).ok());
+  EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("operation"), "delete");
+  DataFile del2 = NewFile(*t, "b-deletes.parquet", 19000, "a", 1);
+  del2.content = FileContent::kPositionDeletes;
+  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "b.parquet", 19000, "a", 5), del2}).ok());
+  EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("operation"), "overwrite");
+}
+
 TEST_F(TableTest, ManifestsAreMergedOnceThereAreMany) {
   TableOptions o;
   o.manifest_min_count_to_merge = 5;
