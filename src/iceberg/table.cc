@@ -411,7 +411,17 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
 }
 
 Result<ExpireResult> Table::ExpireSnapshots(const ExpireOptions& options) {
-  RETURN_IF_ERROR(Refresh());
+  // The snapshots to expire are chosen from one version of the metadata; the commit
+  // asserts that no ref moved since (a rollback or a new commit could otherwise point a
+  // ref at a snapshot being removed), and a conflict chooses again on fresh metadata.
+  for (int attempt = 1;; ++attempt) {
+    RETURN_IF_ERROR(Refresh());
+    auto r = ExpireSnapshotsOnce(options);
+    if (r.ok() || r.status().code() != StatusCode::kConflict || attempt >= options_.max_attempts) return r;
+  }
+}
+
+Result<ExpireResult> Table::ExpireSnapshotsOnce(const ExpireOptions& options) {
   const TableMetadata before = metadata_;
   std::set<int64_t> retain;
   for (const auto& [name, ref] : before.refs) {
@@ -435,9 +445,12 @@ Result<ExpireResult> Table::ExpireSnapshots(const ExpireOptions& options) {
     }
   }
   if (expired.empty()) return result;
+  std::vector<TableRequirement> requirements = {requirement::AssertTableUuid{before.table_uuid}};
+  for (const auto& [name, ref] : before.refs) {
+    requirements.push_back(requirement::AssertRefSnapshotId{name, ref.snapshot_id});
+  }
   auto committed = catalog_->CommitTable(
-      id_, {requirement::AssertTableUuid{before.table_uuid}},
-      {update::RemoveSnapshots{std::vector<int64_t>(expired.begin(), expired.end())}});
+      id_, requirements, {update::RemoveSnapshots{std::vector<int64_t>(expired.begin(), expired.end())}});
   if (!committed.ok()) return committed.status();
   metadata_ = std::move(committed->metadata);
   metadata_location_ = std::move(committed->metadata_location);

@@ -122,6 +122,8 @@ class Table {
                               const std::map<std::string, std::string>& summary_extra);
   int64_t NewSnapshotId() const;
   std::string MetadataDir() const;
+  // One expiry attempt on the current metadata_ (kConflict when a ref moved meanwhile).
+  Result<ExpireResult> ExpireSnapshotsOnce(const ExpireOptions& options);
 
   Catalog* catalog_;
   const FileIO* io_;

@@ -111,12 +111,10 @@ TEST_F(TableTest, AppendsBuildSnapshotsWithSummariesAndSequenceNumbers) {
   EXPECT_EQ(t->AppendFiles({dup, dup}).status().code(), StatusCode::kInvalidArgument);
 }
 
-// A catalog that applies a commit but answers it with a conflict, as a retried request
-// (the first delivery applied, the second refused) or a proxy can make a real one do.
-class ApplyThenConflictCatalog : public Catalog {
+// Forwards everything to a real catalog; tests override CommitTable to inject a race.
+class ForwardingCatalog : public Catalog {
  public:
-  explicit ApplyThenConflictCatalog(Catalog* real) : real_(real) {}
-  int lies_left = 1;
+  explicit ForwardingCatalog(Catalog* real) : real_(real) {}
   Result<std::vector<Namespace>> ListNamespaces(const Namespace& p) override { return real_->ListNamespaces(p); }
   Status CreateNamespace(const Namespace& ns, const Properties& p) override { return real_->CreateNamespace(ns, p); }
   Result<Properties> LoadNamespaceProperties(const Namespace& ns) override { return real_->LoadNamespaceProperties(ns); }
@@ -134,12 +132,7 @@ class ApplyThenConflictCatalog : public Catalog {
   Result<bool> TableExists(const TableIdentifier& id) override { return real_->TableExists(id); }
   Result<LoadedTable> CommitTable(const TableIdentifier& id, const std::vector<TableRequirement>& req,
                                   const std::vector<TableUpdate>& upd) override {
-    auto r = real_->CommitTable(id, req, upd);
-    if (r.ok() && lies_left > 0) {
-      --lies_left;
-      return Conflict("Requirement failed: branch main has changed");
-    }
-    return r;
+    return real_->CommitTable(id, req, upd);
   }
   Status CommitTransaction(const std::vector<TableCommit>& c) override { return real_->CommitTransaction(c); }
   Status DropTable(const TableIdentifier& id, bool purge) override { return real_->DropTable(id, purge); }
@@ -148,8 +141,45 @@ class ApplyThenConflictCatalog : public Catalog {
     return real_->RegisterTable(id, loc, ow);
   }
 
- private:
+ protected:
   Catalog* real_;
+};
+
+// Applies a commit but answers it with a conflict, as a retried request (the first
+// delivery applied, the second refused) or a proxy can make a real catalog do.
+class ApplyThenConflictCatalog : public ForwardingCatalog {
+ public:
+  using ForwardingCatalog::ForwardingCatalog;
+  int lies_left = 1;
+  Result<LoadedTable> CommitTable(const TableIdentifier& id, const std::vector<TableRequirement>& req,
+                                  const std::vector<TableUpdate>& upd) override {
+    auto r = real_->CommitTable(id, req, upd);
+    if (r.ok() && lies_left > 0) {
+      --lies_left;
+      return Conflict("Requirement failed: branch main has changed");
+    }
+    return r;
+  }
+};
+
+// Just before the first snapshot removal reaches the catalog, another writer rolls the
+// main branch back to `rollback_to`.
+class RollbackDuringExpiryCatalog : public ForwardingCatalog {
+ public:
+  using ForwardingCatalog::ForwardingCatalog;
+  int64_t rollback_to = 0;
+  bool done = false;
+  Result<LoadedTable> CommitTable(const TableIdentifier& id, const std::vector<TableRequirement>& req,
+                                  const std::vector<TableUpdate>& upd) override {
+    bool removes = false;
+    for (const auto& u : upd) removes = removes || std::holds_alternative<update::RemoveSnapshots>(u);
+    if (removes && !done) {
+      done = true;
+      auto rb = real_->CommitTable(id, {}, {update::SetSnapshotRef{"main", SnapshotRef{rollback_to, RefType::kBranch, {}, {}, {}}}});
+      if (!rb.ok()) return rb.status();
+    }
+    return real_->CommitTable(id, req, upd);
+  }
 };
 
 TEST_F(TableTest, ACommitThatLandedButWasAnsweredWithAConflictKeepsItsFiles) {
@@ -164,6 +194,27 @@ TEST_F(TableTest, ACommitThatLandedButWasAnsweredWithAConflictKeepsItsFiles) {
   EXPECT_EQ(fresh->metadata().CurrentSnapshot()->snapshot_id, r->snapshot_id);
   // The snapshot's manifest list and manifests are all still there.
   EXPECT_EQ(LivePaths(*fresh).size(), 1u);
+}
+
+TEST_F(TableTest, ExpiryRechecksWhenARefMovesToASnapshotBeingExpired) {
+  auto t = Open();
+  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}).ok());
+  int64_t first = t->metadata().CurrentSnapshot()->snapshot_id;
+  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "b.parquet", 19000, "a", 20)}).ok());
+  RollbackDuringExpiryCatalog racing(catalog_.get());
+  racing.rollback_to = first;
+  auto rt = Table::Load(&racing, io_.get(), id_, SystemClock::Default());
+  ASSERT_TRUE(rt.ok());
+  ExpireOptions eo;
+  eo.older_than_ms = SystemClock::Default()->NowMillis() + 60000;
+  eo.retain_last = 1;  // chooses to expire `first`, which main is rolled back to meanwhile
+  auto r = (*rt)->ExpireSnapshots(eo);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(racing.done);
+  auto fresh = Open();
+  ASSERT_NE(fresh->metadata().CurrentSnapshot(), nullptr);
+  EXPECT_EQ(fresh->metadata().CurrentSnapshot()->snapshot_id, first);
+  EXPECT_EQ(LivePaths(*fresh).size(), 1u);  // a.parquet, still readable
 }
 
 TEST_F(TableTest, AddedDeleteFilesAreNotAnAppend) {
