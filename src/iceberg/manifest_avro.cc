@@ -499,8 +499,35 @@ Status ManifestWriter::AddAdded(const DataFile& file) {
   return Add(e);
 }
 
-Status ManifestWriter::Add(const ManifestEntry& e) {
+// A partition value of a column that was promoted since (int -> long, float -> double,
+// decimal(P, S) -> decimal(P', S) with P' >= P) is read back in its old type; it is
+// written in the new one, as Java's Avro projection reads it.
+static std::optional<Literal> PromotedPartitionValue(const Literal& v, const Type& to) {
+  if (v.type.id == TypeId::kInt && to.id == TypeId::kLong) return Literal::Long(v.as_int());
+  if (v.type.id == TypeId::kFloat && to.id == TypeId::kDouble) {
+    return Literal::Double(static_cast<double>(std::get<float>(v.value)));
+  }
+  if (v.type.id == TypeId::kDecimal && to.id == TypeId::kDecimal && v.type.scale == to.scale &&
+      v.type.precision <= to.precision) {
+    return Literal::DecimalValue(to.precision, to.scale, v.as_decimal());
+  }
+  return std::nullopt;
+}
+
+Status ManifestWriter::Add(const ManifestEntry& entry) {
   Impl& m = *impl_;
+  const ManifestEntry* ep = &entry;
+  std::optional<ManifestEntry> promoted;
+  for (size_t i = 0; i < entry.data_file.partition.size() && i < m.partition_type.size(); ++i) {
+    const auto& v = entry.data_file.partition[i];
+    if (!v || v->type == m.partition_type[i].type) continue;
+    if (auto p = PromotedPartitionValue(*v, m.partition_type[i].type)) {
+      if (!promoted) promoted = entry;
+      promoted->data_file.partition[i] = std::move(p);
+      ep = &*promoted;
+    }
+  }
+  const ManifestEntry& e = *ep;
   const DataFile& f = e.data_file;
   bool is_data = f.content == FileContent::kData;
   if (is_data != (m.content == ManifestContent::kData)) {

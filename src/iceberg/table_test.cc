@@ -217,6 +217,56 @@ TEST_F(TableTest, ExpiryRechecksWhenARefMovesToASnapshotBeingExpired) {
   EXPECT_EQ(LivePaths(*fresh).size(), 1u);  // a.parquet, still readable
 }
 
+TEST_F(TableTest, ManifestsAreRewrittenAfterThePartitionSourceWasPromoted) {
+  // Partitioned by identity(bucket_no int); files added; then int -> long, a legal
+  // promotion. Rewriting the old manifests (replace, merge) must write the old int
+  // partition values as longs.
+  ASSERT_TRUE(catalog_->CreateNamespace({"p"}, {}).ok());
+  CreateTableRequest r;
+  r.name = "promo";
+  r.schema.fields = {{1, "bucket_no", false, Primitive(TypeId::kInt), ""}};
+  PartitionSpec spec;
+  spec.fields = {{1, 0, "bucket_no", Transform::Identity()}};
+  r.spec = spec;
+  ASSERT_TRUE(catalog_->CreateTable({"p"}, r).ok());
+  TableIdentifier id{{"p"}, "promo"};
+  TableOptions o;
+  o.manifest_min_count_to_merge = 3;
+  auto t = std::move(Table::Load(catalog_.get(), io_.get(), id, SystemClock::Default(), o)).value();
+  auto file = [&](const std::string& name, int32_t b) {
+    DataFile f;
+    f.partition = {Literal::Int(b)};
+    f.file_path = t->NewDataFileLocation(f.partition, name);
+    f.record_count = 1;
+    f.file_size_in_bytes = 1;
+    EXPECT_TRUE(io_->Write(f.file_path, "x").ok());
+    return f;
+  };
+  DataFile a = file("a.parquet", 1), b = file("b.parquet", 2);
+  ASSERT_TRUE(t->AppendFiles({a}).ok());
+  ASSERT_TRUE(t->AppendFiles({b}).ok());
+  Schema wider = *t->metadata().CurrentSchema();
+  wider.fields[0].type = Primitive(TypeId::kLong);
+  ASSERT_TRUE(catalog_->CommitTable(id, {}, {update::AddSchema{wider, {}}, update::SetCurrentSchema{-1}}).ok());
+  ASSERT_TRUE(t->Refresh().ok());
+  DataFile ab = file("ab.parquet", 1);
+  ab.partition = {Literal::Long(1)};
+  auto rep = t->ReplaceFiles({a.file_path}, {ab});
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  DataFile c = file("c.parquet", 3);
+  c.partition = {Literal::Long(3)};
+  auto app = t->AppendFiles({c});  // enough small manifests now: they are merged
+  ASSERT_TRUE(app.ok()) << app.status().ToString();
+  auto entries = LiveEntries(*io_, *t->metadata().CurrentSnapshot());
+  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  std::set<int64_t> buckets;
+  for (const auto& e : *entries) buckets.insert(e.data_file.partition[0]->type.id == TypeId::kLong
+                                                    ? e.data_file.partition[0]->as_long()
+                                                    : e.data_file.partition[0]->as_int());
+  EXPECT_EQ(buckets, (std::set<int64_t>{1, 2, 3}));
+  EXPECT_EQ(entries->size(), 3u);
+}
+
 TEST_F(TableTest, AddedDeleteFilesAreNotAnAppend) {
   auto t = Open();
   ASSERT_TRUE(t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}).ok());
