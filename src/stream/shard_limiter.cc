@@ -53,4 +53,9 @@ bool ShardLimiter::AdmitIterator(uint64_t stream_uid, uint32_t shard) {
   return Get(stream_uid, shard, now).iterators.TakeOne(now);
 }
 
+void ShardLimiter::Forget(uint64_t stream_uid) {
+  std::lock_guard lock(mu_);
+  shards_.erase(shards_.lower_bound({stream_uid, 0}), shards_.upper_bound({stream_uid, UINT32_MAX}));
+}
+
 }  // namespace icestream::stream

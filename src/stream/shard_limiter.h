@@ -41,6 +41,12 @@ class ShardLimiter {
   bool AdmitRead(uint64_t stream_uid, uint32_t shard);
   void ChargeRead(uint64_t stream_uid, uint32_t shard, size_t bytes);
   bool AdmitIterator(uint64_t stream_uid, uint32_t shard);
+  // Drops the buckets of a deleted stream.
+  void Forget(uint64_t stream_uid);
+  size_t tracked_shards() {
+    std::lock_guard lock(mu_);
+    return shards_.size();
+  }
 
  private:
   struct Shard {

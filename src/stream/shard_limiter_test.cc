@@ -61,6 +61,17 @@ TEST(ShardLimiterTest, ClockSteppedBackDoesNotStallRefills) {
   EXPECT_TRUE(l.AdmitIterator(1, 0));
 }
 
+TEST(ShardLimiterTest, ForgetDropsOnlyThatStream) {
+  ManualClock clock(1'000'000);
+  ShardLimiter l(&clock);
+  for (uint32_t s = 0; s < 4; ++s) ASSERT_TRUE(l.AdmitWrite(7, s, 1));
+  ASSERT_TRUE(l.AdmitWrite(8, 0, 1));
+  EXPECT_EQ(l.tracked_shards(), 5u);
+  l.Forget(7);
+  EXPECT_EQ(l.tracked_shards(), 1u);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(l.AdmitIterator(7, 0));  // a fresh budget
+}
+
 TEST(ShardLimiterTest, FiveIteratorsPerSecond) {
   ManualClock clock(1'000'000);
   ShardLimiter l(&clock);

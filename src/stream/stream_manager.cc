@@ -278,6 +278,7 @@ Status StreamManager::DeleteStream(const std::string& name) {
     uid = s->info.uid;
     for (auto& [idx, log] : s->logs) log->Close();
   }
+  if (limiter_) limiter_->Forget(uid);
   // Folders are removed now; descriptors held by in-flight readers stay valid. If this
   // fails or the process dies, Load() removes the leftover folder.
   Status st = fs::RemoveAll(StreamDir(uid));
