@@ -24,7 +24,8 @@ constexpr uint32_t kBad = 0xffffffffu;
 // group, so a group decodes with four lookups and three ORs; kBad marks invalid input.
 struct DecodeTables {
   std::array<std::array<uint32_t, 256>, 4> t{};
-  constexpr explicit DecodeTables(const char* alphabet) {
+  char c62, c63;  // the alphabet's two non-alphanumeric characters (values 62 and 63)
+  constexpr explicit DecodeTables(const char* alphabet) : c62(alphabet[62]), c63(alphabet[63]) {
     for (auto& tab : t) tab.fill(kBad);
     for (uint32_t i = 0; i < 64; ++i) {
       auto c = static_cast<uint8_t>(alphabet[i]);
@@ -122,18 +123,15 @@ bool HaveAvx2() {
 #endif
 
 // Decodes full groups of `text` (length multiple of 4, no padding) into dst.
-bool DecodeGroups(const DecodeTables& d, const uint8_t* s, size_t n, uint8_t* dst,
-                  bool url = false) {
+bool DecodeGroups(const DecodeTables& d, const uint8_t* s, size_t n, uint8_t* dst) {
 #ifdef ICESTREAM_BASE64_AVX2
   if (n >= 32 && HaveAvx2()) {
-    size_t done = url ? DecodeAvx2(s, n, dst, '-', '_') : DecodeAvx2(s, n, dst, '+', '/');
+    size_t done = DecodeAvx2(s, n, dst, d.c62, d.c63);
     if (done == SIZE_MAX) return false;
     s += done;
     n -= done;
     dst += done / 4 * 3;
   }
-#else
-  (void)url;
 #endif
   uint32_t bad = 0;
   for (size_t i = 0; i < n; i += 4) {
@@ -224,7 +222,7 @@ std::optional<std::string> DecodeUrl(std::string_view text) {
   std::string out(full / 4 * 3 + (rem ? rem - 1 : 0), '\0');
   auto* dst = reinterpret_cast<uint8_t*>(out.data());
   const auto* s = reinterpret_cast<const uint8_t*>(text.data());
-  if (!DecodeGroups(kUrlDec, s, full, dst, /*url=*/true)) return std::nullopt;
+  if (!DecodeGroups(kUrlDec, s, full, dst)) return std::nullopt;
   if (rem && !DecodeTail(kUrlDec, s + full, rem, dst + full / 4 * 3)) return std::nullopt;
   return out;
 }

@@ -31,24 +31,16 @@ std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
   bool ok = std::regex_match(arn, kArn);
   p.Pattern(path, arn, ok, "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
   if (!ok) return std::nullopt;
-  // arn:aws:kinesis:<region>:<account>:stream/<name>
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (int i = 0; i < 5; ++i) {
-    size_t c = arn.find(':', start);
-    parts.push_back(arn.substr(start, c - start));
-    start = c + 1;
-  }
-  std::string resource = arn.substr(start);
-  std::string name = resource.substr(std::string_view("stream/").size());
-  if (name.find('/') != std::string::npos) name = name.substr(0, name.find('/'));
-  if (parts[3] != ctx.options.region || parts[4] != ctx.options.account) {
+  auto parts = stream::ParseStreamArn(arn);
+  if (!parts) return arn;  // matches the pattern yet names no stream: cannot exist here
+  if (parts->region != ctx.options.region || parts->account != ctx.options.account) {
     // Another region's or account's stream: it does not exist here. The ARN itself is
     // returned as the name: it can never name a stream (':' and '/' are not allowed), and
-    // the not-found message names the ARN's stream and account from it.
-    return "arn:" + parts[1] + ":kinesis:" + parts[3] + ":" + parts[4] + ":stream/" + name;
+    // StreamManager's not-found message names the ARN's stream and account from it.
+    return "arn:" + parts->partition + ":kinesis:" + parts->region + ":" + parts->account + ":stream/" +
+           parts->name;
   }
-  return name;
+  return parts->name;
 }
 
 std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,

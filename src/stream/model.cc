@@ -67,6 +67,21 @@ std::string StreamArn(std::string_view region, std::string_view account, std::st
   return fmt::format("arn:aws:kinesis:{}:{}:stream/{}", region, account, name);
 }
 
+std::optional<StreamArnParts> ParseStreamArn(std::string_view arn) {
+  std::string_view part[5];
+  for (auto& p : part) {
+    size_t colon = arn.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    p = arn.substr(0, colon);
+    arn.remove_prefix(colon + 1);
+  }
+  if (part[0] != "arn" || part[2] != "kinesis" || !arn.starts_with("stream/")) return std::nullopt;
+  arn.remove_prefix(7);
+  std::string_view name = arn.substr(0, arn.find('/'));
+  if (name.empty()) return std::nullopt;
+  return StreamArnParts{std::string(part[1]), std::string(part[3]), std::string(part[4]), std::string(name)};
+}
+
 namespace {
 using nlohmann::json;
 

@@ -63,6 +63,12 @@ struct StreamInfo {
 };
 
 std::string StreamArn(std::string_view region, std::string_view account, std::string_view name);
+// The parts of "arn:<partition>:kinesis:<region>:<account>:stream/<name>[/...]"; nullopt
+// for anything else. The name ends at the first '/' after "stream/".
+struct StreamArnParts {
+  std::string partition, region, account, name;
+};
+std::optional<StreamArnParts> ParseStreamArn(std::string_view arn);
 
 // JSON document stored per stream in meta.db.
 std::string StreamInfoToJson(const StreamInfo& info);

@@ -128,18 +128,8 @@ Status StreamManager::Persist(const StreamInfo& info) {
 
 Status StreamManager::NotFoundError(const std::string& name) const {
   // A stream ARN of another region or account arrives whole (see StreamNameFromArn).
-  if (name.starts_with("arn:")) {
-    // arn:<partition>:kinesis:<region>:<account>:stream/<name>
-    std::vector<std::string_view> parts;
-    std::string_view rest = name;
-    for (int i = 0; i < 5 && rest.find(':') != std::string_view::npos; ++i) {
-      parts.push_back(rest.substr(0, rest.find(':')));
-      rest.remove_prefix(rest.find(':') + 1);
-    }
-    if (parts.size() == 5 && rest.starts_with("stream/")) {
-      return NotFound(fmt::format("Stream {} under account {} not found.", rest.substr(7),
-                                  parts[4]));
-    }
+  if (auto arn = ParseStreamArn(name)) {
+    return NotFound(fmt::format("Stream {} under account {} not found.", arn->name, arn->account));
   }
   return NotFound(fmt::format("Stream {} under account {} not found.", name, options_.account));
 }

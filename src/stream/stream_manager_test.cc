@@ -232,5 +232,19 @@ TEST_F(StreamManagerTest, RetentionExpiresClosedShards) {
   EXPECT_EQ(mgr_->Bounds("s", info.uid, 0).status().code(), StatusCode::kNotFound);
 }
 
+TEST(StreamArnTest, ParsesPartsAndRefusesOtherResources) {
+  auto a = ParseStreamArn("arn:aws-cn:kinesis:cn-north-1:123456789012:stream/orders/consumer/x:1");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->partition, "aws-cn");
+  EXPECT_EQ(a->region, "cn-north-1");
+  EXPECT_EQ(a->account, "123456789012");
+  EXPECT_EQ(a->name, "orders");
+  EXPECT_EQ(ParseStreamArn(StreamArn("us-east-1", "000000000000", "s"))->name, "s");
+  EXPECT_FALSE(ParseStreamArn("arn:aws:kinesis:us-east-1:000000000000:channel/abc"));
+  EXPECT_FALSE(ParseStreamArn("arn:aws:s3:us-east-1:000000000000:stream/x"));
+  EXPECT_FALSE(ParseStreamArn("arn:aws:kinesis:us-east-1:000000000000:stream/"));
+  EXPECT_FALSE(ParseStreamArn("orders"));
+}
+
 }  // namespace
 }  // namespace icestream::stream

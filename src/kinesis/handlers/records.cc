@@ -54,11 +54,12 @@ std::string RecordTooLarge(size_t size, size_t max) {
       size, max);
 }
 
-// The data-plane throttle of AWS (only with --aws-strict; see stream::ShardLimiter).
-aws::ApiError ShardRateExceeded(const Context& ctx, uint32_t shard, std::string_view stream) {
+// AWS's data-plane throttle (a full write queue; with --aws-strict also the per-shard
+// rates of stream::ShardLimiter), for a whole call or as a PutRecords entry's message.
+aws::ApiError ShardRateExceeded(std::string_view account, uint32_t shard, std::string_view stream) {
   return aws::ApiError{"ProvisionedThroughputExceededException",
                        fmt::format("Rate exceeded for shard {} in stream {} under account {}.",
-                                   ShardIdString(shard), stream, ctx.options.account),
+                                   ShardIdString(shard), stream, account),
                        400};
 }
 
@@ -148,11 +149,7 @@ void PutRecord(Context& ctx, Call& call, aws::Params& p) {
       const auto& item = r.items[0];
       if (!item.error.ok()) {
         if (item.error.code() == StatusCode::kThrottled) {
-          return call.Fail(aws::ApiError{
-              "ProvisionedThroughputExceededException",
-              fmt::format("Rate exceeded for shard {} in stream {} under account {}.",
-                          ShardIdString(item.shard_index), name, ctx.options.account),
-              400});
+          return call.Fail(ShardRateExceeded(ctx.options.account, item.shard_index, name));
         }
         return call.Fail(aws::ApiError{"InternalFailureException", "Internal service failure.", 500});
       }
@@ -360,9 +357,7 @@ void PutRecordsRaw(Context& ctx, Call& call) {
           ++failed;
           if (it.error.code() == StatusCode::kThrottled) {
             out += R"({"ErrorCode":"ProvisionedThroughputExceededException","ErrorMessage":)";
-            AppendJsonString(&out, fmt::format("Rate exceeded for shard {} in stream {} under "
-                                               "account {}.",
-                                               ShardIdString(it.shard_index), stream_name, account));
+            AppendJsonString(&out, ShardRateExceeded(account, it.shard_index, stream_name).message);
             out += "}";
           } else {
             out += R"({"ErrorCode":"InternalFailure","ErrorMessage":"Internal service failure."})";
@@ -433,7 +428,7 @@ void GetShardIterator(Context& ctx, Call& call, aws::Params& p) {
   auto bounds = ctx.streams->Bounds(*name, info->uid, *idx);
   if (!bounds.ok()) return call.Fail(bounds.status());
   if (auto* limiter = ctx.streams->limiter(); limiter && !limiter->AdmitIterator(info->uid, *idx)) {
-    return call.Fail(ShardRateExceeded(ctx, *idx, *name));
+    return call.Fail(ShardRateExceeded(ctx.options.account, *idx, *name));
   }
   uint64_t offset = 0;
   if (*type == "TRIM_HORIZON") {
@@ -495,7 +490,7 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
   size_t max_records = static_cast<size_t>(limit.value_or(10000));
   auto* limiter = ctx.streams->limiter();
   if (limiter && !limiter->AdmitRead(t->stream_uid, t->shard_index)) {
-    return call.Fail(ShardRateExceeded(ctx, t->shard_index, t->stream_name));
+    return call.Fail(ShardRateExceeded(ctx.options.account, t->shard_index, t->stream_name));
   }
   auto r = ctx.streams->Read(t->stream_name, t->stream_uid, t->shard_index, t->offset, max_records,
                              kMaxGetRecordsBytes);
