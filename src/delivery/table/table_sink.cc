@@ -140,6 +140,8 @@ class TableSink final : public Sink {
     if (last_commit_ms_ > 0) j["LastCommitTimestamp"] = static_cast<double>(last_commit_ms_) / 1000.0;
     if (!table_location_.empty()) j["TableLocation"] = table_location_;
     if (!ignored_version_.empty()) j["IgnoredSchemaVersion"] = ignored_version_;
+    j["SnapshotsExpired"] = snapshots_expired_;
+    j["OrphanFilesRemoved"] = orphans_removed_;
     return j;
   }
 
@@ -216,7 +218,9 @@ class TableSink final : public Sink {
                         {std::string(kVersionProperty), std::to_string(version_->number)},
                         {"write.format.default", "parquet"},
                         {"write.parquet.compression-codec", CodecProperty(config_.table().compression)},
-                        {"write.target-file-size-bytes", std::to_string(options_.target_file_size_bytes)}};
+                        {"write.target-file-size-bytes", std::to_string(options_.target_file_size_bytes)},
+                        {"history.expire.max-snapshot-age-ms", std::to_string(options_.snapshot_max_age_ms)},
+                        {"history.expire.min-snapshots-to-keep", std::to_string(options_.min_snapshots_to_keep)}};
       auto created = wh.catalog->CreateTable({config_.table().ns}, req);
       if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
       if (created.ok()) {
@@ -486,6 +490,9 @@ class TableSink final : public Sink {
     return Status::OK();
   }
 
+  // Table upkeep after a commit: snapshot expiry and orphan removal, each at its pace.
+  void Maintain(const iceberg::FileIO* io);
+  void ExpireSnapshots();
   void RemoveOrphans(const iceberg::FileIO* io);
 
   const ChannelConfig config_;
@@ -505,6 +512,7 @@ class TableSink final : public Sink {
   std::unique_ptr<BatchWriter> writer_;  // made from layout_
   std::shared_ptr<const SchemaVersion> evolve_to_;
   int64_t last_orphan_scan_ms_ = 0;
+  int64_t last_expiry_ms_ = 0;
 
   std::mutex fits_mu_;  // Decode runs on converter threads
   std::unordered_map<std::string, FitResult> fits_;
@@ -517,6 +525,8 @@ class TableSink final : public Sink {
   int64_t last_commit_ms_ = 0;
   int64_t version_number_ = 0;
   std::string ignored_version_;
+  int64_t snapshots_expired_ = 0;
+  int64_t orphans_removed_ = 0;
 };
 
 Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSource* source) {
@@ -665,8 +675,56 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
        {"records", counts.delivered},
        {"bytes", counts.bytes_out},
        {"attempts", committed->attempts}});
-  RemoveOrphans(wh.io);
+  Maintain(wh.io);
   return counts;
+}
+
+void TableSink::Maintain(const iceberg::FileIO* io) {
+  ExpireSnapshots();
+  RemoveOrphans(io);
+}
+
+void TableSink::ExpireSnapshots() {
+  int64_t now = env_.clock->NowMillis();
+  if (now - last_expiry_ms_ < options_.expire_interval_ms) return;
+  last_expiry_ms_ = now;
+  const iceberg::TableMetadata& m = table_->metadata();
+  auto prop = [&](const char* key, int64_t fallback) {
+    auto it = m.properties.find(key);
+    if (it == m.properties.end()) return fallback;
+    char* end = nullptr;
+    long long v = std::strtoll(it->second.c_str(), &end, 10);
+    return end != it->second.c_str() && *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : fallback;
+  };
+  iceberg::ExpireOptions eo;
+  eo.older_than_ms = now - prop("history.expire.max-snapshot-age-ms", options_.snapshot_max_age_ms);
+  eo.retain_last = static_cast<int>(std::max<int64_t>(1, prop("history.expire.min-snapshots-to-keep",
+                                                              options_.min_snapshots_to_keep)));
+  // The snapshot that holds the channel's checkpoints stays: a restart resumes from it.
+  for (const iceberg::Snapshot* s = m.CurrentSnapshot(); s != nullptr;
+       s = s->parent_snapshot_id ? m.SnapshotById(*s->parent_snapshot_id) : nullptr) {
+    auto owner = s->summary.find(std::string(kOwnerProperty));
+    if (owner != s->summary.end() && owner->second == config_.arn) {
+      eo.keep.insert(s->snapshot_id);
+      break;
+    }
+  }
+  auto r = table_->ExpireSnapshots(eo);
+  if (!r.ok()) {
+    spdlog::warn("channel {}: expiring snapshots of {}: {}", config_.name, TableLabel(), r.status().ToString());
+    return;
+  }
+  if (r->expired_snapshot_ids.empty()) return;
+  {
+    std::lock_guard slock(status_mu_);
+    snapshots_expired_ += static_cast<int64_t>(r->expired_snapshot_ids.size());
+  }
+  spdlog::debug("channel {}: expired {} snapshot(s) of {}, deleted {} data file(s)", config_.name,
+                r->expired_snapshot_ids.size(), TableLabel(), r->deleted_content_files);
+  Log({{"eventType", "SnapshotsExpired"},
+       {"snapshots", r->expired_snapshot_ids.size()},
+       {"deletedDataFiles", r->deleted_content_files},
+       {"deletedManifests", r->deleted_manifests + r->deleted_manifest_lists}});
 }
 
 void TableSink::RemoveOrphans(const iceberg::FileIO* io) {
@@ -683,11 +741,18 @@ void TableSink::RemoveOrphans(const iceberg::FileIO* io) {
   for (const auto& f : *orphans) {
     size_t slash = f.location.rfind('/');
     std::string_view name = std::string_view(f.location).substr(slash == std::string::npos ? 0 : slash + 1);
-    if (f.location.find("/data/") == std::string::npos || !name.starts_with(config_.id + "-")) continue;
+    bool ours = f.location.find("/data/") != std::string::npos && name.starts_with(config_.id + "-");
+    // Manifests and manifest lists nothing references (an expiry cut short by a crash).
+    bool manifest = f.location.find("/metadata/") != std::string::npos && name.ends_with(".avro");
+    if (!ours && !manifest) continue;
     if (io->Delete(f.location).ok()) ++removed;
   }
   if (removed > 0) {
-    spdlog::info("channel {}: removed {} data file(s) of attempts that never committed", config_.name, removed);
+    {
+      std::lock_guard slock(status_mu_);
+      orphans_removed_ += removed;
+    }
+    spdlog::info("channel {}: removed {} unreferenced file(s) of {} (attempts that never committed)", config_.name, removed, TableLabel());
     Log({{"eventType", "OrphansRemoved"}, {"files", removed}});
   }
 }
