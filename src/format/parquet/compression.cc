@@ -159,6 +159,13 @@ Status Decompressor::Decompress(Codec codec, std::string_view input, size_t expe
     case Codec::kZstd: {
       if (zstd_ == nullptr) zstd_ = ZSTD_createDCtx();
       if (zstd_ == nullptr) return Internal("zstd: ZSTD_createDCtx failed");
+      // A frame that states its size must state the page's; checked before allocating.
+      const unsigned long long stated = ZSTD_getFrameContentSize(input.data(), input.size());
+      if (stated == ZSTD_CONTENTSIZE_ERROR) return Corruption("zstd: not a zstd frame");
+      if (stated != ZSTD_CONTENTSIZE_UNKNOWN && stated != expected_size) {
+        return Corruption("zstd: frame of " + std::to_string(stated) + " bytes where the page header says " +
+                          std::to_string(expected_size));
+      }
       out->resize(expected_size);
       // The output buffer bounds what a frame may expand to.
       size_t n = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(zstd_), out->data(), out->size(),

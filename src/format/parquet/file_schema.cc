@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "common/utf8.h"
+
 namespace icestream::format::parquet {
 
 using iceberg::NestedField;
@@ -165,6 +167,7 @@ struct Walker {
     if (pos >= elements.size()) return Bad("fewer elements than num_children announce");
     const size_t begin = pos;
     const SchemaElement& e = elements[pos++];
+    if (!IsValidUtf8(e.name)) return Bad("a name that is not UTF-8");
     Repetition repetition = e.repetition_type.value_or(Repetition::kOptional);
     if (repetition != Repetition::kRequired && repetition != Repetition::kOptional &&
         repetition != Repetition::kRepeated) {
