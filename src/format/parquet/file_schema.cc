@@ -147,7 +147,8 @@ struct Walker {
   Status Bad(const std::string& what) const {
     return Corruption("parquet schema: " + what + " (element " + std::to_string(pos) + ")");
   }
-  int32_t IdOf(const SchemaElement& e) { return e.field_id ? *e.field_id : next_id++; }
+  // Iceberg ids are positive: a missing, zero or negative field_id gets a synthetic one.
+  int32_t IdOf(const SchemaElement& e) { return e.field_id && *e.field_id > 0 ? *e.field_id : next_id++; }
   std::string Dotted() const {
     std::string s;
     for (const auto& p : path) s += (s.empty() ? "" : ".") + p;
@@ -156,7 +157,7 @@ struct Walker {
   // Records the ids of the elements [begin, end) as skipped.
   void SkipIds(size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
-      if (elements[i].field_id) skipped_ids->push_back(*elements[i].field_id);
+      if (elements[i].field_id && *elements[i].field_id > 0) skipped_ids->push_back(*elements[i].field_id);
     }
   }
 

@@ -15,7 +15,9 @@
 // TIME/TIMESTAMP in NANOS, keyless maps, repeated fields outside a LIST...) are left out
 // of the derived schema and listed in skipped(); a struct left without fields, a list
 // without its element and a map without key or value are left out with them. Elements
-// without a field_id get synthetic ids above the file's highest one (is_synthetic()).
+// without a positive field_id (Iceberg ids are positive; DuckDB's FIELD_IDS 'auto'
+// starts at 0) get synthetic ids above the file's highest one (is_synthetic()); they
+// never match a target field.
 #pragma once
 
 #include <cstdint>
