@@ -21,14 +21,16 @@ using testing::Unhex;
 TEST(RleDecoder, SpecExamples) {
   // Formats.md A.7: 100 x 1 with width 1 -> C8 01 01; [1,1,0,1,1] bit-packed -> 03 1B.
   std::vector<uint16_t> out(100);
-  RleDecoder a(Unhex("C8 01 01"), 1);
+  // The decoders view their input: keep it alive.
+  const std::string ea = Unhex("C8 01 01"), eb = Unhex("03 1B"), ec = Unhex("03 88 C6 FA");
+  RleDecoder a(ea, 1);
   ASSERT_TRUE(a.Get(out.data(), 100).ok());
   for (auto v : out) EXPECT_EQ(v, 1);
-  RleDecoder b(Unhex("03 1B"), 1);
+  RleDecoder b(eb, 1);
   ASSERT_TRUE(b.Get(out.data(), 5).ok());
   EXPECT_EQ(std::vector<uint16_t>(out.begin(), out.begin() + 5), (std::vector<uint16_t>{1, 1, 0, 1, 1}));
   // Encodings.md: 0..7 with width 3 bit-packed = 88 C6 FA.
-  RleDecoder c(Unhex("03 88 C6 FA"), 3);
+  RleDecoder c(ec, 3);
   ASSERT_TRUE(c.Get(out.data(), 8).ok());
   for (uint16_t i = 0; i < 8; ++i) EXPECT_EQ(out[i], i);
 }

@@ -42,7 +42,8 @@ TEST(CompactReader, VerifiedExamples) {
 
   // list<bool>[t,f,t] as field 1 = 19 31 01 02 01; i32 0 as field 8; i32 -1 as field 20 in
   // the long form (05, zigzag id 28).
-  CompactReader r(Unhex("19 31 01 02 01 75 00 05 28 01 00"));
+  const std::string bytes = Unhex("19 31 01 02 01 75 00 05 28 01 00");  // outlives the reader
+  CompactReader r(bytes);
   ASSERT_TRUE(r.BeginStruct().ok());
   int16_t id;
   CType t;
