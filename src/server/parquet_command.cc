@@ -34,7 +34,8 @@ struct ParquetArgs {
 Status Cat(const ParquetArgs& a) {
   ASSIGN_OR_RETURN(std::string bytes, ReadFile(a.path));
   ASSIGN_OR_RETURN(auto reader, pq::ParquetFileReader::Open(bytes));
-  for (const auto& s : reader->schema().skipped()) std::cerr << "parquet cat: not shown: " << s << "\n";
+  for (const auto& s : reader->schema().skipped())
+    std::cerr << "parquet cat: not shown: " << s << "\n";
   for (int g = 0; g < reader->num_row_groups(); ++g) {
     if (a.row_group >= 0 && g != a.row_group) continue;
     std::string out;
@@ -48,7 +49,8 @@ Status Cat(const ParquetArgs& a) {
 Status Schema(const ParquetArgs& a) {
   ASSIGN_OR_RETURN(std::string bytes, ReadFile(a.path));
   ASSIGN_OR_RETURN(auto reader, pq::ParquetFileReader::Open(bytes));
-  for (const auto& s : reader->schema().skipped()) std::cerr << "parquet schema: not readable: " << s << "\n";
+  for (const auto& s : reader->schema().skipped())
+    std::cerr << "parquet schema: not readable: " << s << "\n";
   std::cout << iceberg::SchemaToJson(reader->schema().iceberg_schema()) << "\n";
   return Status::OK();
 }
@@ -62,7 +64,8 @@ Status Copy(const ParquetArgs& a) {
     ASSIGN_OR_RETURN(schema, iceberg::SchemaFromJson(text));
   }
   pq::WriterOptions options;
-  if (!pq::ParseCodec(a.compression, &options.codec)) return InvalidArgument("unknown codec " + a.compression);
+  if (!pq::ParseCodec(a.compression, &options.codec))
+    return InvalidArgument("unknown codec " + a.compression);
   ASSIGN_OR_RETURN(auto out, pq::FileOutputStream::Open(a.output_path));
   ASSIGN_OR_RETURN(auto writer, pq::FileWriter::Make(schema, out.get(), options));
   RETURN_IF_ERROR(reader->CopyRows(writer.get()));
@@ -82,11 +85,14 @@ void AddParquetCommand(CLI::App* app) {
   cat->add_option("--row-group", args->row_group, "only this row group (0-based)");
   auto* schema = cmd->add_subcommand("schema", "Print the Iceberg schema read from a Parquet file");
   schema->add_option("file", args->path, "Parquet file")->required();
-  auto* copy = cmd->add_subcommand("copy", "Copy the rows of a Parquet file into a new one (icestream's writer)");
+  auto* copy = cmd->add_subcommand(
+      "copy", "Copy the rows of a Parquet file into a new one (icestream's writer)");
   copy->add_option("input", args->path, "Parquet file to read")->required();
   copy->add_option("output", args->output_path, "Parquet file to write")->required();
-  copy->add_option("--schema", args->schema_path, "Iceberg schema JSON of the output (default: the input's)");
-  copy->add_option("--compression", args->compression, "zstd, snappy, gzip or none")->capture_default_str();
+  copy->add_option("--schema", args->schema_path,
+                   "Iceberg schema JSON of the output (default: the input's)");
+  copy->add_option("--compression", args->compression, "zstd, snappy, gzip or none")
+      ->capture_default_str();
   auto run = [args](const char* name, Status (*fn)(const ParquetArgs&)) {
     return [args, name, fn] {
       Status st = fn(*args);

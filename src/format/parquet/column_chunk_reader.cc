@@ -17,8 +17,8 @@ namespace {
 
 class ChunkReader {
  public:
-  ChunkReader(std::string_view file, const ColumnChunk& chunk, const SourceLeaf& leaf, bool verify_crc,
-              Decompressor* decompressor, ReadBudget* budget, DecodedColumn* out)
+  ChunkReader(std::string_view file, const ColumnChunk& chunk, const SourceLeaf& leaf,
+              bool verify_crc, Decompressor* decompressor, ReadBudget* budget, DecodedColumn* out)
       : file_(file),
         meta_(chunk.meta_data),
         leaf_(leaf),
@@ -32,7 +32,8 @@ class ChunkReader {
 
  private:
   Status Bad(const std::string& what) const {
-    return Corruption("column " + leaf_.path + ", page at byte " + std::to_string(page_offset_) + ": " + what);
+    return Corruption("column " + leaf_.path + ", page at byte " + std::to_string(page_offset_) +
+                      ": " + what);
   }
   Status Unsupported(const std::string& what) const {
     return Unimplemented("column " + leaf_.path + ": " + what);
@@ -96,15 +97,17 @@ Status ChunkReader::Run(int64_t footer_start) {
   page_offset_ = start;
   if (start < 4 || meta_.total_compressed_size < 0 || start > footer_start ||
       meta_.total_compressed_size > footer_start - start) {
-    return Bad("chunk [" + std::to_string(start) + ", +" + std::to_string(meta_.total_compressed_size) +
-               ") outside the data area [4, " + std::to_string(footer_start) + ")");
+    return Bad("chunk [" + std::to_string(start) + ", +" +
+               std::to_string(meta_.total_compressed_size) + ") outside the data area [4, " +
+               std::to_string(footer_start) + ")");
   }
   if (meta_.num_values < 0) return Bad("negative num_values");
-  if (meta_.codec != Codec::kUncompressed && meta_.codec != Codec::kSnappy && meta_.codec != Codec::kGzip &&
-      meta_.codec != Codec::kZstd) {
+  if (meta_.codec != Codec::kUncompressed && meta_.codec != Codec::kSnappy &&
+      meta_.codec != Codec::kGzip && meta_.codec != Codec::kZstd) {
     return Unsupported("codec " + std::string(CodecName(meta_.codec)) + " is not supported");
   }
-  const std::string_view chunk = file_.substr(static_cast<size_t>(start), static_cast<size_t>(meta_.total_compressed_size));
+  const std::string_view chunk =
+      file_.substr(static_cast<size_t>(start), static_cast<size_t>(meta_.total_compressed_size));
   size_t pos = 0;
   while (pos < chunk.size() && out_->num_entries < meta_.num_values) {
     page_offset_ = start + static_cast<int64_t>(pos);
@@ -113,26 +116,35 @@ Status ChunkReader::Run(int64_t footer_start) {
     Status st = ParsePageHeader(chunk.substr(pos), &h, &header_size);
     if (!st.ok()) return st.code() == StatusCode::kCorruption ? Bad(st.message()) : st;
     pos += header_size;
-    if (h.compressed_page_size < 0 || static_cast<size_t>(h.compressed_page_size) > chunk.size() - pos) {
-      return Bad("page body of " + std::to_string(h.compressed_page_size) + " bytes runs past the chunk");
+    if (h.compressed_page_size < 0 ||
+        static_cast<size_t>(h.compressed_page_size) > chunk.size() - pos) {
+      return Bad("page body of " + std::to_string(h.compressed_page_size) +
+                 " bytes runs past the chunk");
     }
     std::string_view body = chunk.substr(pos, static_cast<size_t>(h.compressed_page_size));
     pos += body.size();
     if (verify_crc_ && h.crc) {
       // parquet.thrift PageHeader.crc: CRC-32 (zlib polynomial) of the page as stored.
-      uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
-      if (static_cast<uint32_t>(crc) != static_cast<uint32_t>(*h.crc)) return Bad("page CRC mismatch");
+      uLong crc =
+          crc32(0L, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
+      if (static_cast<uint32_t>(crc) != static_cast<uint32_t>(*h.crc))
+        return Bad("page CRC mismatch");
     }
     switch (h.type) {
-      case PageType::kDictionaryPage: RETURN_IF_ERROR(ReadDictionary(h, body)); break;
+      case PageType::kDictionaryPage:
+        RETURN_IF_ERROR(ReadDictionary(h, body));
+        break;
       case PageType::kDataPage:
-      case PageType::kDataPageV2: RETURN_IF_ERROR(ReadDataPage(h, body)); break;
-      default: break;  // index pages and unknown types carry no values
+      case PageType::kDataPageV2:
+        RETURN_IF_ERROR(ReadDataPage(h, body));
+        break;
+      default:
+        break;  // index pages and unknown types carry no values
     }
   }
   if (out_->num_entries != meta_.num_values) {
-    return Bad("the pages hold " + std::to_string(out_->num_entries) + " level entries, the chunk metadata says " +
-               std::to_string(meta_.num_values));
+    return Bad("the pages hold " + std::to_string(out_->num_entries) +
+               " level entries, the chunk metadata says " + std::to_string(meta_.num_values));
   }
   return Status::OK();
 }
@@ -152,13 +164,15 @@ Status ChunkReader::ReadDictionary(const PageHeader& h, std::string_view body) {
   auto n = static_cast<size_t>(d.num_values);
   RETURN_IF_ERROR(Charge(n, byte_array ? sizeof(std::string_view) : width_, "a dictionary"));
   Status st = DecodePlain(data, leaf_.physical, leaf_.type_length, n, &dict_fixed_, &dict_bytes_);
-  if (!st.ok()) return st.code() == StatusCode::kCorruption ? Bad(st.message()) : Unsupported(st.message());
+  if (!st.ok())
+    return st.code() == StatusCode::kCorruption ? Bad(st.message()) : Unsupported(st.message());
   dict_size_ = n;
   have_dictionary_ = true;
   return Status::OK();
 }
 
-Status ChunkReader::ReadLevels(std::string_view in, int16_t max_level, size_t n, std::vector<int16_t>* levels) {
+Status ChunkReader::ReadLevels(std::string_view in, int16_t max_level, size_t n,
+                               std::vector<int16_t>* levels) {
   int width = 0;
   while ((1 << width) <= max_level) ++width;
   RleDecoder d(in, width);
@@ -169,7 +183,8 @@ Status ChunkReader::ReadLevels(std::string_view in, int16_t max_level, size_t n,
   if (!st.ok()) return Bad(st.message());
   for (size_t i = 0; i < n; ++i) {
     if (p[i] > static_cast<uint16_t>(max_level)) {
-      return Bad("level " + std::to_string(p[i]) + " above the maximum " + std::to_string(max_level));
+      return Bad("level " + std::to_string(p[i]) + " above the maximum " +
+                 std::to_string(max_level));
     }
   }
   return Status::OK();
@@ -178,7 +193,8 @@ Status ChunkReader::ReadLevels(std::string_view in, int16_t max_level, size_t n,
 Status ChunkReader::ReadDataPage(const PageHeader& h, std::string_view body) {
   const bool v2 = h.type == PageType::kDataPageV2;
   if (v2 ? !h.data_page_header_v2 : !h.data_page_header) return Bad("data page without its header");
-  const int32_t num_entries = v2 ? h.data_page_header_v2->num_values : h.data_page_header->num_values;
+  const int32_t num_entries =
+      v2 ? h.data_page_header_v2->num_values : h.data_page_header->num_values;
   const Encoding encoding = v2 ? h.data_page_header_v2->encoding : h.data_page_header->encoding;
   if (num_entries < 0) return Bad("negative num_values");
   if (num_entries > meta_.num_values - out_->num_entries) {
@@ -193,10 +209,12 @@ Status ChunkReader::ReadDataPage(const PageHeader& h, std::string_view body) {
   std::string_view rep_bytes, def_bytes, values;
   if (!v2) {
     if (leaf_.max_rep > 0 && h.data_page_header->repetition_level_encoding != Encoding::kRle) {
-      return Unsupported("repetition levels in " + EncodingName(h.data_page_header->repetition_level_encoding));
+      return Unsupported("repetition levels in " +
+                         EncodingName(h.data_page_header->repetition_level_encoding));
     }
     if (leaf_.max_def > 0 && h.data_page_header->definition_level_encoding != Encoding::kRle) {
-      return Unsupported("definition levels in " + EncodingName(h.data_page_header->definition_level_encoding));
+      return Unsupported("definition levels in " +
+                         EncodingName(h.data_page_header->definition_level_encoding));
     }
     std::string_view page;
     RETURN_IF_ERROR(Inflate(body, h.uncompressed_page_size, keep, &page));
@@ -204,7 +222,8 @@ Status ChunkReader::ReadDataPage(const PageHeader& h, std::string_view body) {
     auto take_levels = [&](std::string_view* levels) -> Status {
       if (page.size() < 4) return Bad("page ends before a level length");
       uint32_t len = GetFixed32(page.data());
-      if (len > page.size() - 4) return Bad("level length " + std::to_string(len) + " beyond the page");
+      if (len > page.size() - 4)
+        return Bad("level length " + std::to_string(len) + " beyond the page");
       *levels = page.substr(4, len);
       page.remove_prefix(4 + static_cast<size_t>(len));
       return Status::OK();
@@ -224,30 +243,35 @@ Status ChunkReader::ReadDataPage(const PageHeader& h, std::string_view body) {
     rep_bytes = body.substr(0, static_cast<size_t>(d.repetition_levels_byte_length));
     def_bytes = body.substr(rep_bytes.size(), static_cast<size_t>(d.definition_levels_byte_length));
     std::string_view rest = body.substr(rep_bytes.size() + def_bytes.size());
-    const int64_t raw = h.uncompressed_page_size - static_cast<int64_t>(rep_bytes.size() + def_bytes.size());
+    const int64_t raw =
+        h.uncompressed_page_size - static_cast<int64_t>(rep_bytes.size() + def_bytes.size());
     if (d.is_compressed) {
       RETURN_IF_ERROR(Inflate(rest, raw, keep, &values));
     } else {
-      if (static_cast<int64_t>(rest.size()) != raw) return Bad("uncompressed v2 values differ from the header size");
+      if (static_cast<int64_t>(rest.size()) != raw)
+        return Bad("uncompressed v2 values differ from the header size");
       values = rest;
     }
   }
 
   // Levels.
   const size_t before = static_cast<size_t>(out_->num_entries);
-  RETURN_IF_ERROR(Charge(n, (leaf_.max_rep > 0 ? 2 : 0) + (leaf_.max_def > 0 ? 2 : 0), "level arrays"));
+  RETURN_IF_ERROR(
+      Charge(n, (leaf_.max_rep > 0 ? 2 : 0) + (leaf_.max_def > 0 ? 2 : 0), "level arrays"));
   if (leaf_.max_rep > 0) {
     RETURN_IF_ERROR(ReadLevels(rep_bytes, leaf_.max_rep, n, &out_->rep));
-    if (before == 0 && n > 0 && out_->rep[0] != 0) return Bad("the chunk's first entry does not start a record");
-    out_->num_records += std::count(out_->rep.begin() + static_cast<ptrdiff_t>(before), out_->rep.end(), 0);
+    if (before == 0 && n > 0 && out_->rep[0] != 0)
+      return Bad("the chunk's first entry does not start a record");
+    out_->num_records +=
+        std::count(out_->rep.begin() + static_cast<ptrdiff_t>(before), out_->rep.end(), 0);
   } else {
     out_->num_records += num_entries;
   }
   size_t num_values = n;
   if (leaf_.max_def > 0) {
     RETURN_IF_ERROR(ReadLevels(def_bytes, leaf_.max_def, n, &out_->def));
-    num_values = static_cast<size_t>(
-        std::count(out_->def.begin() + static_cast<ptrdiff_t>(before), out_->def.end(), leaf_.max_def));
+    num_values = static_cast<size_t>(std::count(out_->def.begin() + static_cast<ptrdiff_t>(before),
+                                                out_->def.end(), leaf_.max_def));
   }
   out_->num_entries += num_entries;
   RETURN_IF_ERROR(ReadValues(encoding, values, num_values));
@@ -264,7 +288,8 @@ Status ChunkReader::ReadValues(Encoding encoding, std::string_view in, size_t n)
   };
   switch (encoding) {
     case Encoding::kPlain:
-      if (Status st = DecodePlain(in, p, leaf_.type_length, n, &out_->fixed, &out_->bytes); !st.ok()) {
+      if (Status st = DecodePlain(in, p, leaf_.type_length, n, &out_->fixed, &out_->bytes);
+          !st.ok()) {
         return fail(st);
       }
       return Status::OK();
@@ -274,7 +299,8 @@ Status ChunkReader::ReadValues(Encoding encoding, std::string_view in, size_t n)
       if (Status st = DecodeDictionaryIndices(in, n, &indices_); !st.ok()) return fail(st);
       for (uint32_t i : indices_) {
         if (i >= dict_size_) {
-          return Bad("dictionary index " + std::to_string(i) + " beyond " + std::to_string(dict_size_) + " entries");
+          return Bad("dictionary index " + std::to_string(i) + " beyond " +
+                     std::to_string(dict_size_) + " entries");
         }
       }
       if (byte_array) {
@@ -291,7 +317,8 @@ Status ChunkReader::ReadValues(Encoding encoding, std::string_view in, size_t n)
       return Status::OK();
     }
     case Encoding::kRle:
-      if (p != PhysicalType::kBoolean) return Unsupported("RLE encoding for " + PhysicalTypeName(p));
+      if (p != PhysicalType::kBoolean)
+        return Unsupported("RLE encoding for " + PhysicalTypeName(p));
       if (Status st = DecodeRleBooleans(in, n, &out_->fixed); !st.ok()) return fail(st);
       for (size_t i = out_->fixed.size() - n; i < out_->fixed.size(); ++i) {
         if (static_cast<uint8_t>(out_->fixed[i]) > 1) return Bad("RLE boolean above 1");
@@ -304,7 +331,8 @@ Status ChunkReader::ReadValues(Encoding encoding, std::string_view in, size_t n)
       RETURN_IF_ERROR(Charge(n, 8, "delta values"));
       ints_.resize(n);
       size_t consumed;
-      if (Status st = DecodeDeltaBinaryPacked(in, n, ints_.data(), &consumed); !st.ok()) return fail(st);
+      if (Status st = DecodeDeltaBinaryPacked(in, n, ints_.data(), &consumed); !st.ok())
+        return fail(st);
       size_t at = out_->fixed.size();
       out_->fixed.resize(at + n * width_);
       char* dst = out_->fixed.data() + at;
@@ -329,11 +357,13 @@ Status ChunkReader::ReadValues(Encoding encoding, std::string_view in, size_t n)
       std::vector<std::string_view> views;
       std::vector<std::string_view>* dst = byte_array ? &out_->bytes : &views;
       size_t max_bytes = static_cast<size_t>(std::max<int64_t>(budget_->left(), 0));
-      if (Status st = DecodeDeltaByteArray(in, n, max_bytes, &storage, dst); !st.ok()) return fail(st);
+      if (Status st = DecodeDeltaByteArray(in, n, max_bytes, &storage, dst); !st.ok())
+        return fail(st);
       RETURN_IF_ERROR(budget_->Take(storage.size(), "DELTA_BYTE_ARRAY values"));
       if (!byte_array) {
         for (std::string_view v : views) {
-          if (v.size() != width_) return Bad("DELTA_BYTE_ARRAY value not " + std::to_string(width_) + " bytes");
+          if (v.size() != width_)
+            return Bad("DELTA_BYTE_ARRAY value not " + std::to_string(width_) + " bytes");
           out_->fixed.append(v);
         }
         out_->storage.pop_back();
@@ -347,7 +377,8 @@ Status ChunkReader::ReadValues(Encoding encoding, std::string_view in, size_t n)
       }
       if (Status st = DecodeByteStreamSplit(in, width_, n, &out_->fixed); !st.ok()) return fail(st);
       return Status::OK();
-    default: return Unsupported("data page encoding " + EncodingName(encoding));
+    default:
+      return Unsupported("data page encoding " + EncodingName(encoding));
   }
 }
 
@@ -358,10 +389,12 @@ Status ReadColumnChunk(std::string_view file, int64_t footer_start, const Column
                        ReadBudget* budget, DecodedColumn* out) {
   *out = DecodedColumn();
   if (chunk.meta_data.type != leaf.physical) {
-    return Corruption("column " + leaf.path + ": chunk type " + PhysicalTypeName(chunk.meta_data.type) +
-                      " differs from the schema's " + PhysicalTypeName(leaf.physical));
+    return Corruption("column " + leaf.path + ": chunk type " +
+                      PhysicalTypeName(chunk.meta_data.type) + " differs from the schema's " +
+                      PhysicalTypeName(leaf.physical));
   }
-  if (leaf.physical == PhysicalType::kInt96) return Unimplemented("column " + leaf.path + ": INT96 is not supported");
+  if (leaf.physical == PhysicalType::kInt96)
+    return Unimplemented("column " + leaf.path + ": INT96 is not supported");
   ChunkReader r(file, chunk, leaf, verify_crc, decompressor, budget, out);
   return r.Run(footer_start);
 }

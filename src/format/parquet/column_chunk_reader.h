@@ -33,7 +33,8 @@ class ReadBudget {
   explicit ReadBudget(int64_t bytes) : left_(bytes) {}
   Status Take(uint64_t bytes, std::string_view what) {
     if (bytes > static_cast<uint64_t>(left_)) {
-      return ResourceExhausted("parquet reader: " + std::string(what) + " needs more than the read budget (" +
+      return ResourceExhausted("parquet reader: " + std::string(what) +
+                               " needs more than the read budget (" +
                                "ReaderOptions.max_row_group_bytes)");
     }
     left_ -= static_cast<int64_t>(bytes);

@@ -13,10 +13,14 @@ namespace {
 
 std::string KindName(ShredNode::Kind k) {
   switch (k) {
-    case ShredNode::Kind::kPrimitive: return "primitive";
-    case ShredNode::Kind::kStruct: return "struct";
-    case ShredNode::Kind::kList: return "list";
-    case ShredNode::Kind::kMap: return "map";
+    case ShredNode::Kind::kPrimitive:
+      return "primitive";
+    case ShredNode::Kind::kStruct:
+      return "struct";
+    case ShredNode::Kind::kList:
+      return "list";
+    case ShredNode::Kind::kMap:
+      return "map";
   }
   return "?";
 }
@@ -61,19 +65,24 @@ struct Planner {
     const ColumnDescriptor& tc = target.columns()[static_cast<size_t>(t.leaf_begin)];
     if (tt.id == TypeId::kDecimal && st.id == TypeId::kDecimal) {
       if (tt.scale != st.scale || tt.precision < st.precision) {
-        return Refuse(t, "decimal(" + std::to_string(st.precision) + "," + std::to_string(st.scale) +
-                             ") in the file cannot be read as " + TypeName(tt));
+        return Refuse(t, "decimal(" + std::to_string(st.precision) + "," +
+                             std::to_string(st.scale) + ") in the file cannot be read as " +
+                             TypeName(tt));
       }
-      if (s.physical == tc.physical && (s.physical != PhysicalType::kFixedLenByteArray || s.type_length == tc.type_length)) {
+      if (s.physical == tc.physical &&
+          (s.physical != PhysicalType::kFixedLenByteArray || s.type_length == tc.type_length)) {
         return ValueConversion::kNone;
       }
       return ValueConversion::kDecimal;
     }
     if (tt == st) {
       switch (s.interp) {
-        case SourceLeaf::Interp::kUnsigned32: return ValueConversion::kUInt32ToInt64;
-        case SourceLeaf::Interp::kMillis: return ValueConversion::kMillisToMicros;
-        case SourceLeaf::Interp::kAsIs: break;
+        case SourceLeaf::Interp::kUnsigned32:
+          return ValueConversion::kUInt32ToInt64;
+        case SourceLeaf::Interp::kMillis:
+          return ValueConversion::kMillisToMicros;
+        case SourceLeaf::Interp::kAsIs:
+          break;
       }
       if (s.physical != tc.physical) {
         return Refuse(t, "stored as " + PhysicalTypeName(s.physical) + " in the file");
@@ -114,7 +123,8 @@ struct Planner {
         int best = -1;
         for (int d = anchor.source->leaf_begin; d < anchor.source->leaf_end; ++d) {
           int f = fs.file_leaf(d);
-          if (best < 0 || fs.leaves()[static_cast<size_t>(f)].max_rep < fs.leaves()[static_cast<size_t>(best)].max_rep) {
+          if (best < 0 || fs.leaves()[static_cast<size_t>(f)].max_rep <
+                              fs.leaves()[static_cast<size_t>(best)].max_rep) {
             best = f;
           }
         }
@@ -129,8 +139,10 @@ struct Planner {
 
   // `t` is a target node, `s` its match in the file (same field id).
   Status Present(const ShredNode& t, const ShredNode& s, Pairs pairs, int16_t rep) {
-    if (t.kind != s.kind) return Refuse(t, KindName(s.kind) + " in the file, " + KindName(t.kind) + " in the target");
-    if (!t.optional && s.optional) return Refuse(t, "optional in the file but required in the target");
+    if (t.kind != s.kind)
+      return Refuse(t, KindName(s.kind) + " in the file, " + KindName(t.kind) + " in the target");
+    if (!t.optional && s.optional)
+      return Refuse(t, "optional in the file but required in the target");
     pairs.emplace_back(s.def, t.def);
     switch (t.kind) {
       case ShredNode::Kind::kPrimitive: {
@@ -143,7 +155,8 @@ struct Planner {
         p.def_map = DefMap(pairs, sl.max_def);
         ASSIGN_OR_RETURN(p.conversion, Conversion(t, sl));
         const ColumnDescriptor& tc = target.columns()[static_cast<size_t>(t.leaf_begin)];
-        if (tc.max_rep != sl.max_rep) return Refuse(t, "nested in a different number of lists or maps");
+        if (tc.max_rep != sl.max_rep)
+          return Refuse(t, "nested in a different number of lists or maps");
         plans->push_back(std::move(p));
         return Status::OK();
       }
@@ -154,7 +167,8 @@ struct Planner {
         rep = t.rep;
         if (s.rep != t.rep) return Refuse(t, "nested in a different number of lists or maps");
         break;
-      case ShredNode::Kind::kStruct: break;
+      case ShredNode::Kind::kStruct:
+        break;
     }
     Anchor anchor{&s, pairs, rep};
     for (const ShredNode& tc : t.children) {
@@ -181,8 +195,10 @@ Result<std::vector<LeafPlan>> PlanCopy(const FileSchema& source, const ParquetSc
   for (const ShredNode& t : target.root().children) {
     RETURN_IF_ERROR(planner.Child(t, nullptr, root));
   }
-  std::sort(plans.begin(), plans.end(), [](const LeafPlan& a, const LeafPlan& b) { return a.target_leaf < b.target_leaf; });
-  if (plans.size() != target.columns().size()) return Internal("copy plan does not cover every target leaf");
+  std::sort(plans.begin(), plans.end(),
+            [](const LeafPlan& a, const LeafPlan& b) { return a.target_leaf < b.target_leaf; });
+  if (plans.size() != target.columns().size())
+    return Internal("copy plan does not cover every target leaf");
   return plans;
 }
 

@@ -43,8 +43,8 @@ struct LeafPlan {
   // The file leaf whose levels (and values, unless `nulls`) feed this target leaf; -1
   // when the nearest present ancestor is the root (one null entry per record).
   int source_leaf = -1;
-  bool nulls = false;      // the field is not in the file: entries only, no values
-  int16_t rep_limit = 0;   // source entries with a higher repetition level are skipped
+  bool nulls = false;            // the field is not in the file: entries only, no values
+  int16_t rep_limit = 0;         // source entries with a higher repetition level are skipped
   std::vector<int16_t> def_map;  // source definition level -> target definition level
   ValueConversion conversion = ValueConversion::kNone;
 };

@@ -4,7 +4,6 @@
 // budget) or, where a flip only changes a value, with rows; never crash, hang or
 // allocate what the bytes claim.
 #include <gtest/gtest.h>
-
 #include <zstd.h>
 
 #include "common/bytes.h"
@@ -27,11 +26,16 @@ std::string SmallFile(Codec codec) {
   schema.fields = {
       NestedField{1, "id", true, iceberg::Primitive(TypeId::kLong), ""},
       NestedField{2, "name", false, iceberg::Primitive(TypeId::kString), ""},
-      NestedField{3, "tags", false, iceberg::List(4, false, iceberg::Primitive(TypeId::kString)), ""},
-      NestedField{5, "m", false,
-                  iceberg::Map(6, iceberg::Primitive(TypeId::kString), 7, false, iceberg::Decimal(20, 3)), ""},
-      NestedField{8, "s", false, iceberg::Struct({NestedField{9, "d", false, iceberg::Primitive(TypeId::kDouble), ""}}),
-                  ""}};
+      NestedField{3, "tags", false, iceberg::List(4, false, iceberg::Primitive(TypeId::kString)),
+                  ""},
+      NestedField{
+          5, "m", false,
+          iceberg::Map(6, iceberg::Primitive(TypeId::kString), 7, false, iceberg::Decimal(20, 3)),
+          ""},
+      NestedField{
+          8, "s", false,
+          iceberg::Struct({NestedField{9, "d", false, iceberg::Primitive(TypeId::kDouble), ""}}),
+          ""}};
   std::string bytes;
   StringOutputStream out(&bytes);
   WriterOptions o;
@@ -84,7 +88,8 @@ TEST(DamagedFile, DataCutOutOfTheMiddle) {
   const uint32_t footer_len = GetFixed32(f.data() + f.size() - 8);
   const size_t footer_start = f.size() - 8 - footer_len;
   for (size_t cut : {size_t{1}, size_t{7}, size_t{100}}) {
-    std::string g = f.substr(0, 4) + f.substr(4 + cut, footer_start - 4 - cut) + f.substr(footer_start);
+    std::string g =
+        f.substr(0, 4) + f.substr(4 + cut, footer_start - 4 - cut) + f.substr(footer_start);
     Status st = ReadEverything(g);
     ASSERT_FALSE(st.ok()) << "cut " << cut;
     EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
@@ -107,8 +112,10 @@ TEST(DamagedFile, EveryFlippedByteEndsCleanly) {
         if (!st.ok()) {
           ++errors;
           if (i >= footer_start) ++footer_errors;
-          EXPECT_TRUE(st.code() == StatusCode::kCorruption || st.code() == StatusCode::kUnimplemented ||
-                      st.code() == StatusCode::kResourceExhausted || st.code() == StatusCode::kInvalidArgument)
+          EXPECT_TRUE(st.code() == StatusCode::kCorruption ||
+                      st.code() == StatusCode::kUnimplemented ||
+                      st.code() == StatusCode::kResourceExhausted ||
+                      st.code() == StatusCode::kInvalidArgument)
               << st.ToString();
         }
       }
@@ -116,8 +123,8 @@ TEST(DamagedFile, EveryFlippedByteEndsCleanly) {
     // Most damage is noticed (a flipped value byte in an uncompressed page cannot be).
     EXPECT_GT(errors, 0);
     EXPECT_GT(footer_errors, 0);
-    std::printf("codec %s: %d of %zu flips detected (%d in the footer)\n", std::string(CodecName(c)).c_str(), errors,
-                f.size() * 3, footer_errors);
+    std::printf("codec %s: %d of %zu flips detected (%d in the footer)\n",
+                std::string(CodecName(c)).c_str(), errors, f.size() * 3, footer_errors);
   }
 }
 
@@ -204,7 +211,8 @@ TEST(HandMadeFile, BaselineReads) {
 
 TEST(HandMadeFile, AbsurdLengthsAndCounts) {
   std::string json;
-  auto expect = [&](const std::string& f, StatusCode code, const std::string& what, ReaderOptions o = {}) {
+  auto expect = [&](const std::string& f, StatusCode code, const std::string& what,
+                    ReaderOptions o = {}) {
     json.clear();
     Status st = ReadJson(f, &json, o);
     EXPECT_EQ(st.code(), code) << what << ": " << st.ToString();
@@ -239,9 +247,11 @@ TEST(HandMadeFile, AbsurdLengthsAndCounts) {
     c.num_values = INT32_MAX;
     std::string defs = std::string("\x06\x00\x00\x00", 4);
     defs += std::string("\xFE\xFF\xFF\xFF\x0F\x01", 6);  // run of 2^31 - 1 ones
-    expect(MakeFile(c, Page(V1(INT32_MAX), defs + Ints())), StatusCode::kResourceExhausted, "level entries");
+    expect(MakeFile(c, Page(V1(INT32_MAX), defs + Ints())), StatusCode::kResourceExhausted,
+           "level entries");
     c.num_values = 3;
-    expect(MakeFile(c, Page(V1(INT32_MAX), defs + Ints())), StatusCode::kCorruption, "more entries than the chunk");
+    expect(MakeFile(c, Page(V1(INT32_MAX), defs + Ints())), StatusCode::kCorruption,
+           "more entries than the chunk");
   }
   // A dictionary of two billion entries.
   {
@@ -249,7 +259,8 @@ TEST(HandMadeFile, AbsurdLengthsAndCounts) {
     d.type = PageType::kDictionaryPage;
     d.dictionary_page_header = DictionaryPageHeader{INT32_MAX, Encoding::kPlain};
     std::string dict = Page(d, Ints());
-    std::string data = Page(V1(3, Encoding::kRleDictionary), kDefs + std::string("\x02\x03\x24", 3));
+    std::string data =
+        Page(V1(3, Encoding::kRleDictionary), kDefs + std::string("\x02\x03\x24", 3));
     OneColumn c;
     std::string f = MakeFile(c, dict + data, 4);
     // data_page_offset must point past the dictionary page.
@@ -286,8 +297,10 @@ TEST(HandMadeFile, AbsurdLengthsAndCounts) {
   }
   // Encodings and types refused cleanly.
   {
-    expect(MakeFile({}, Page(V1(3, Encoding::kBitPacked), kDefs + Ints())), StatusCode::kUnimplemented, "BIT_PACKED");
-    expect(MakeFile({}, Page(V1(3, static_cast<Encoding>(42)), kDefs + Ints())), StatusCode::kUnimplemented, "42");
+    expect(MakeFile({}, Page(V1(3, Encoding::kBitPacked), kDefs + Ints())),
+           StatusCode::kUnimplemented, "BIT_PACKED");
+    expect(MakeFile({}, Page(V1(3, static_cast<Encoding>(42)), kDefs + Ints())),
+           StatusCode::kUnimplemented, "42");
     OneColumn c;
     c.type = PhysicalType::kInt96;
     std::string f = MakeFile(c, Page(V1(3), kDefs + std::string(36, '\0')));

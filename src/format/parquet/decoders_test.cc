@@ -28,7 +28,8 @@ TEST(RleDecoder, SpecExamples) {
   for (auto v : out) EXPECT_EQ(v, 1);
   RleDecoder b(eb, 1);
   ASSERT_TRUE(b.Get(out.data(), 5).ok());
-  EXPECT_EQ(std::vector<uint16_t>(out.begin(), out.begin() + 5), (std::vector<uint16_t>{1, 1, 0, 1, 1}));
+  EXPECT_EQ(std::vector<uint16_t>(out.begin(), out.begin() + 5),
+            (std::vector<uint16_t>{1, 1, 0, 1, 1}));
   // Encodings.md: 0..7 with width 3 bit-packed = 88 C6 FA.
   RleDecoder c(ec, 3);
   ASSERT_TRUE(c.Get(out.data(), 8).ok());
@@ -70,10 +71,11 @@ TEST(RleDecoder, RoundTripsTheEncoderAtEveryWidth) {
 
 TEST(RleDecoder, RefusesDamage) {
   std::vector<uint32_t> out(10);
-  EXPECT_FALSE(RleDecoder("", 3).Get(out.data(), 1).ok());                       // empty
-  EXPECT_FALSE(RleDecoder(Unhex("FF FF FF FF FF FF FF FF FF FF FF"), 3).Get(out.data(), 1).ok());  // varint
-  EXPECT_FALSE(RleDecoder(Unhex("08"), 9).Get(out.data(), 1).ok());              // value bytes missing
-  EXPECT_FALSE(RleDecoder(Unhex("08 07"), 2).Get(out.data(), 1).ok());           // value wider than 2 bits
+  EXPECT_FALSE(RleDecoder("", 3).Get(out.data(), 1).ok());  // empty
+  EXPECT_FALSE(
+      RleDecoder(Unhex("FF FF FF FF FF FF FF FF FF FF FF"), 3).Get(out.data(), 1).ok());  // varint
+  EXPECT_FALSE(RleDecoder(Unhex("08"), 9).Get(out.data(), 1).ok());     // value bytes missing
+  EXPECT_FALSE(RleDecoder(Unhex("08 07"), 2).Get(out.data(), 1).ok());  // value wider than 2 bits
   // A huge RLE run decodes lazily: asking for 10 values costs nothing.
   EXPECT_TRUE(RleDecoder(Unhex("FE FF FF FF 0F 01"), 1).Get(out.data(), 10).ok());
 }
@@ -86,7 +88,9 @@ void Uleb(uint64_t v, std::string* out) {
   }
   out->push_back(static_cast<char>(v));
 }
-void ZigZag(int64_t v, std::string* out) { Uleb((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63), out); }
+void ZigZag(int64_t v, std::string* out) {
+  Uleb((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63), out);
+}
 
 // DELTA_BINARY_PACKED with blocks of 128 values in 4 miniblocks of 32.
 std::string EncodeDelta(const std::vector<int64_t>& v) {
@@ -98,7 +102,8 @@ std::string EncodeDelta(const std::vector<int64_t>& v) {
   for (size_t start = 1; start < v.size(); start += 128) {
     size_t end = std::min(v.size(), start + 128);
     std::vector<uint64_t> deltas;
-    for (size_t i = start; i < end; ++i) deltas.push_back(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(v[i - 1]));
+    for (size_t i = start; i < end; ++i)
+      deltas.push_back(static_cast<uint64_t>(v[i]) - static_cast<uint64_t>(v[i - 1]));
     int64_t min = INT64_MAX;
     for (uint64_t d : deltas) min = std::min(min, static_cast<int64_t>(d));
     ZigZag(min, &out);
@@ -145,10 +150,18 @@ TEST(DeltaBinaryPacked, HandMadeExampleAndRandomRoundTrips) {
     int64_t x = static_cast<int64_t>(rng());
     for (auto& e : v) {
       switch (trial % 4) {
-        case 0: e = x += static_cast<int64_t>(rng() % 7); break;               // sorted
-        case 1: e = static_cast<int64_t>(rng()); break;                        // wraps
-        case 2: e = static_cast<int32_t>(rng()); break;                        // int32 range
-        default: e = trial % 8 == 3 ? INT64_MIN : INT64_MAX; break;
+        case 0:
+          e = x += static_cast<int64_t>(rng() % 7);
+          break;  // sorted
+        case 1:
+          e = static_cast<int64_t>(rng());
+          break;  // wraps
+        case 2:
+          e = static_cast<int32_t>(rng());
+          break;  // int32 range
+        default:
+          e = trial % 8 == 3 ? INT64_MIN : INT64_MAX;
+          break;
       }
     }
     std::string enc = EncodeDelta(v) + "trailing";
@@ -158,12 +171,15 @@ TEST(DeltaBinaryPacked, HandMadeExampleAndRandomRoundTrips) {
     EXPECT_EQ(enc.substr(consumed), "trailing");
     // Every truncation fails cleanly.
     for (size_t cut = 0; cut + 8 < enc.size(); cut += 1 + enc.size() / 17) {
-      EXPECT_FALSE(DecodeDeltaBinaryPacked(enc.substr(0, cut), v.size(), got.data(), &consumed).ok() && !v.empty() &&
-                   cut < consumed);
+      EXPECT_FALSE(
+          DecodeDeltaBinaryPacked(enc.substr(0, cut), v.size(), got.data(), &consumed).ok() &&
+          !v.empty() && cut < consumed);
     }
   }
-  EXPECT_FALSE(DecodeDeltaBinaryPacked(Unhex("81 01 04 01 00"), 1, out.data(), &consumed).ok()) << "block size 129";
-  EXPECT_FALSE(DecodeDeltaBinaryPacked(Unhex("80 01 03 01 00"), 1, out.data(), &consumed).ok()) << "3 miniblocks";
+  EXPECT_FALSE(DecodeDeltaBinaryPacked(Unhex("81 01 04 01 00"), 1, out.data(), &consumed).ok())
+      << "block size 129";
+  EXPECT_FALSE(DecodeDeltaBinaryPacked(Unhex("80 01 03 01 00"), 1, out.data(), &consumed).ok())
+      << "3 miniblocks";
 }
 
 TEST(DeltaByteArrays, LengthAndPrefixEncodings) {
@@ -181,7 +197,8 @@ TEST(DeltaByteArrays, LengthAndPrefixEncodings) {
   ASSERT_TRUE(DecodeDeltaByteArray(dba, 4, 1 << 20, &storage, &got).ok());
   EXPECT_EQ(got, (std::vector<std::string_view>{"axis", "axle", "babble", "babyhood"}));
   got.clear();
-  EXPECT_EQ(DecodeDeltaByteArray(dba, 4, 10, &storage, &got).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(DecodeDeltaByteArray(dba, 4, 10, &storage, &got).code(),
+            StatusCode::kResourceExhausted);
   std::string bad = EncodeDelta({0, 5}) + EncodeDelta({1, 0}) + "a";
   got.clear();
   EXPECT_EQ(DecodeDeltaByteArray(bad, 2, 1 << 20, &storage, &got).code(), StatusCode::kCorruption)
@@ -193,7 +210,8 @@ TEST(DeltaByteArrays, LengthAndPrefixEncodings) {
 
 TEST(ByteStreamSplit, SpecExampleAndSizes) {
   std::string fixed;
-  ASSERT_TRUE(DecodeByteStreamSplit(Unhex("AA 00 A3 BB 11 B4 CC 22 C5 DD 33 D6"), 4, 3, &fixed).ok());
+  ASSERT_TRUE(
+      DecodeByteStreamSplit(Unhex("AA 00 A3 BB 11 B4 CC 22 C5 DD 33 D6"), 4, 3, &fixed).ok());
   EXPECT_EQ(fixed, Unhex("AA BB CC DD 00 11 22 33 A3 B4 C5 D6"));
   EXPECT_FALSE(DecodeByteStreamSplit(Unhex("AA 00 A3"), 4, 3, &fixed).ok());
 }
@@ -204,14 +222,17 @@ TEST(Plain, EveryPhysicalTypeAndShortPages) {
   ASSERT_TRUE(DecodePlain(Unhex("05"), PhysicalType::kBoolean, 0, 3, &fixed, &bytes).ok());
   EXPECT_EQ(fixed, std::string("\x01\x00\x01", 3));
   fixed.clear();
-  ASSERT_TRUE(DecodePlain(Unhex("01000000 FFFFFFFF"), PhysicalType::kInt32, 0, 2, &fixed, &bytes).ok());
+  ASSERT_TRUE(
+      DecodePlain(Unhex("01000000 FFFFFFFF"), PhysicalType::kInt32, 0, 2, &fixed, &bytes).ok());
   EXPECT_EQ(fixed.size(), 8u);
   EXPECT_FALSE(DecodePlain(Unhex("010000"), PhysicalType::kInt32, 0, 1, &fixed, &bytes).ok());
-  EXPECT_FALSE(DecodePlain(Unhex("0102"), PhysicalType::kFixedLenByteArray, 3, 1, &fixed, &bytes).ok());
+  EXPECT_FALSE(
+      DecodePlain(Unhex("0102"), PhysicalType::kFixedLenByteArray, 3, 1, &fixed, &bytes).ok());
   const std::string page = Unhex("02000000 6869 00000000");  // the views point into it
   ASSERT_TRUE(DecodePlain(page, PhysicalType::kByteArray, 0, 2, &fixed, &bytes).ok());
   EXPECT_EQ(bytes, (std::vector<std::string_view>{"hi", ""}));
-  EXPECT_FALSE(DecodePlain(Unhex("FFFFFF7F 6869"), PhysicalType::kByteArray, 0, 1, &fixed, &bytes).ok());
+  EXPECT_FALSE(
+      DecodePlain(Unhex("FFFFFF7F 6869"), PhysicalType::kByteArray, 0, 1, &fixed, &bytes).ok());
   EXPECT_EQ(DecodePlain(std::string(12, 'x'), PhysicalType::kInt96, 0, 1, &fixed, &bytes).code(),
             StatusCode::kUnimplemented);
   std::vector<uint32_t> idx;

@@ -35,7 +35,8 @@ Status Lengths(std::string_view in, size_t n, std::vector<int64_t>* lengths, siz
   lengths->resize(n);
   RETURN_IF_ERROR(DecodeDeltaBinaryPacked(in, n, lengths->data(), consumed));
   for (int64_t len : *lengths) {
-    if (len < 0 || len > INT32_MAX) return Corruption("delta: byte array length " + std::to_string(len));
+    if (len < 0 || len > INT32_MAX)
+      return Corruption("delta: byte array length " + std::to_string(len));
   }
   return Status::OK();
 }
@@ -53,12 +54,12 @@ Status DecodeDeltaBinaryPacked(std::string_view in, size_t n, int64_t* out, size
     return Corruption("DELTA_BINARY_PACKED: block size " + std::to_string(block_size));
   }
   if (miniblocks == 0 || block_size % miniblocks != 0 || (block_size / miniblocks) % 32 != 0) {
-    return Corruption("DELTA_BINARY_PACKED: " + std::to_string(miniblocks) + " miniblocks in a block of " +
-                      std::to_string(block_size));
+    return Corruption("DELTA_BINARY_PACKED: " + std::to_string(miniblocks) +
+                      " miniblocks in a block of " + std::to_string(block_size));
   }
   if (total != n) {
-    return Corruption("DELTA_BINARY_PACKED: " + std::to_string(total) + " values where the page has " +
-                      std::to_string(n));
+    return Corruption("DELTA_BINARY_PACKED: " + std::to_string(total) +
+                      " values where the page has " + std::to_string(n));
   }
   const uint64_t per_mini = block_size / miniblocks;
   if (n == 0) {
@@ -72,14 +73,16 @@ Status DecodeDeltaBinaryPacked(std::string_view in, size_t n, int64_t* out, size
   while (done < n) {
     uint64_t min_delta;
     RETURN_IF_ERROR(ZigZag(in, &pos, &min_delta));
-    if (in.size() - pos < miniblocks) return Corruption("DELTA_BINARY_PACKED: stream ends in the bit widths");
+    if (in.size() - pos < miniblocks)
+      return Corruption("DELTA_BINARY_PACKED: stream ends in the bit widths");
     const auto* widths = reinterpret_cast<const uint8_t*>(in.data() + pos);
     pos += static_cast<size_t>(miniblocks);
     for (uint64_t m = 0; m < miniblocks && done < n; ++m) {
       int w = widths[m];
       if (w > 64) return Corruption("DELTA_BINARY_PACKED: bit width " + std::to_string(w));
       size_t bytes = static_cast<size_t>(per_mini * static_cast<uint64_t>(w) / 8);
-      if (in.size() - pos < bytes) return Corruption("DELTA_BINARY_PACKED: stream ends inside a miniblock");
+      if (in.size() - pos < bytes)
+        return Corruption("DELTA_BINARY_PACKED: stream ends inside a miniblock");
       const auto* p = reinterpret_cast<const uint8_t*>(in.data() + pos);
       for (uint64_t i = 0; i < per_mini && done < n;) {
         size_t take = static_cast<size_t>(std::min<uint64_t>({per_mini - i, n - done, 256}));
@@ -99,7 +102,8 @@ Status DecodeDeltaBinaryPacked(std::string_view in, size_t n, int64_t* out, size
   return Status::OK();
 }
 
-Status DecodeDeltaLengthByteArray(std::string_view in, size_t n, std::vector<std::string_view>* out) {
+Status DecodeDeltaLengthByteArray(std::string_view in, size_t n,
+                                  std::vector<std::string_view>* out) {
   std::vector<int64_t> lengths;
   size_t pos;
   RETURN_IF_ERROR(Lengths(in, n, &lengths, &pos));
@@ -125,11 +129,13 @@ Status DecodeDeltaByteArray(std::string_view in, size_t n, size_t max_bytes, std
   for (size_t i = 0; i < n; ++i) {
     auto prefix = static_cast<size_t>(prefixes[i]);
     if (prefix > prev) {
-      return Corruption("DELTA_BYTE_ARRAY: prefix " + std::to_string(prefix) + " longer than the previous value");
+      return Corruption("DELTA_BYTE_ARRAY: prefix " + std::to_string(prefix) +
+                        " longer than the previous value");
     }
     prev = prefix + suffixes[i].size();
     total += prev;
-    if (total > max_bytes) return ResourceExhausted("DELTA_BYTE_ARRAY: values exceed the read budget");
+    if (total > max_bytes)
+      return ResourceExhausted("DELTA_BYTE_ARRAY: values exceed the read budget");
   }
   storage->clear();
   storage->reserve(total);

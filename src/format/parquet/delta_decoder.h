@@ -29,7 +29,8 @@ namespace icestream::format::parquet {
 Status DecodeDeltaBinaryPacked(std::string_view in, size_t n, int64_t* out, size_t* consumed);
 
 // Appends n values to *out as views into `in`.
-Status DecodeDeltaLengthByteArray(std::string_view in, size_t n, std::vector<std::string_view>* out);
+Status DecodeDeltaLengthByteArray(std::string_view in, size_t n,
+                                  std::vector<std::string_view>* out);
 
 // Rebuilds n values into *storage (which must not be resized afterwards while the views
 // live) and appends views of them to *out. Fails with kResourceExhausted when the values

@@ -26,7 +26,9 @@ inline void EachEntry(LeafCursor& c, ColumnWriter& w, Add&& add) {
 Status CopyRecord(LeafCursor& c, ColumnWriter& w) {
   const ColumnDescriptor& d = w.descriptor();
   switch (d.physical) {
-    case PhysicalType::kBoolean: EachEntry(c, w, [&](int16_t r) { w.AddBool(r, c.Bool()); }); break;
+    case PhysicalType::kBoolean:
+      EachEntry(c, w, [&](int16_t r) { w.AddBool(r, c.Bool()); });
+      break;
     case PhysicalType::kInt32:
     case PhysicalType::kInt64:
     case PhysicalType::kFixedLenByteArray: {
@@ -47,33 +49,42 @@ Status CopyRecord(LeafCursor& c, ColumnWriter& w) {
           w.AddBytes(r, c.Bytes(scratch));
         }
       });
-      if (!fits) return Corruption("column " + std::to_string(d.field_id) + ": a decimal does not fit the target type");
+      if (!fits)
+        return Corruption("column " + std::to_string(d.field_id) +
+                          ": a decimal does not fit the target type");
       break;
     }
-    case PhysicalType::kFloat: EachEntry(c, w, [&](int16_t r) { w.AddFloat(r, c.Float()); }); break;
-    case PhysicalType::kDouble: EachEntry(c, w, [&](int16_t r) { w.AddDouble(r, c.Double()); }); break;
+    case PhysicalType::kFloat:
+      EachEntry(c, w, [&](int16_t r) { w.AddFloat(r, c.Float()); });
+      break;
+    case PhysicalType::kDouble:
+      EachEntry(c, w, [&](int16_t r) { w.AddDouble(r, c.Double()); });
+      break;
     case PhysicalType::kByteArray: {
       char scratch[16];
       EachEntry(c, w, [&](int16_t r) { w.AddBytes(r, c.Bytes(scratch)); });
       break;
     }
-    case PhysicalType::kInt96: return Internal("INT96 target column");
+    case PhysicalType::kInt96:
+      return Internal("INT96 target column");
   }
   return Status::OK();
 }
 
 }  // namespace
 
-Result<std::unique_ptr<ParquetFileReader>> ParquetFileReader::Open(std::string_view file, ReaderOptions options) {
-  if (file.size() < 12) return Corruption("parquet: file of " + std::to_string(file.size()) + " bytes is too short");
+Result<std::unique_ptr<ParquetFileReader>> ParquetFileReader::Open(std::string_view file,
+                                                                   ReaderOptions options) {
+  if (file.size() < 12)
+    return Corruption("parquet: file of " + std::to_string(file.size()) + " bytes is too short");
   if (file.substr(0, 4) != kMagic) return Corruption("parquet: no PAR1 magic at the start");
   std::string_view tail = file.substr(file.size() - 4);
   if (tail == "PARE") return Unimplemented("parquet: encrypted footers are not supported");
   if (tail != kMagic) return Corruption("parquet: no PAR1 magic at the end (truncated file?)");
   const uint32_t footer_len = GetFixed32(file.data() + file.size() - 8);
   if (footer_len > file.size() - 12) {
-    return Corruption("parquet: footer length " + std::to_string(footer_len) + " beyond the file of " +
-                      std::to_string(file.size()) + " bytes");
+    return Corruption("parquet: footer length " + std::to_string(footer_len) +
+                      " beyond the file of " + std::to_string(file.size()) + " bytes");
   }
   std::unique_ptr<ParquetFileReader> r(new ParquetFileReader(file, options));
   r->footer_start_ = static_cast<int64_t>(file.size() - 8 - footer_len);
@@ -90,39 +101,43 @@ Result<std::unique_ptr<ParquetFileReader>> ParquetFileReader::Open(std::string_v
     const RowGroup& rg = r->metadata_.row_groups[g];
     const std::string where = "parquet: row group " + std::to_string(g);
     if (rg.columns.size() != leaves.size()) {
-      return Corruption(where + " has " + std::to_string(rg.columns.size()) + " column chunks for " +
-                        std::to_string(leaves.size()) + " leaf columns");
+      return Corruption(where + " has " + std::to_string(rg.columns.size()) +
+                        " column chunks for " + std::to_string(leaves.size()) + " leaf columns");
     }
-    if (rg.num_rows < 0 || rg.num_rows > INT64_MAX - rows) return Corruption(where + ": bad num_rows");
+    if (rg.num_rows < 0 || rg.num_rows > INT64_MAX - rows)
+      return Corruption(where + ": bad num_rows");
     rows += rg.num_rows;
     for (size_t c = 0; c < rg.columns.size(); ++c) {
       const ColumnChunk& chunk = rg.columns[c];
       const ColumnMetaData& m = chunk.meta_data;
       const std::string col = where + ", column " + leaves[c].path;
-      if (chunk.file_path) return Unimplemented(col + ": chunk stored in another file (" + *chunk.file_path + ")");
+      if (chunk.file_path)
+        return Unimplemented(col + ": chunk stored in another file (" + *chunk.file_path + ")");
       if (m.type != leaves[c].physical) {
-        return Corruption(col + ": chunk type " + PhysicalTypeName(m.type) + " differs from the schema's " +
-                          PhysicalTypeName(leaves[c].physical));
+        return Corruption(col + ": chunk type " + PhysicalTypeName(m.type) +
+                          " differs from the schema's " + PhysicalTypeName(leaves[c].physical));
       }
       int64_t start = m.data_page_offset;
-      if (m.dictionary_page_offset && *m.dictionary_page_offset >= 4 && *m.dictionary_page_offset < start) {
+      if (m.dictionary_page_offset && *m.dictionary_page_offset >= 4 &&
+          *m.dictionary_page_offset < start) {
         start = *m.dictionary_page_offset;
       }
       if (start < 4 || m.total_compressed_size < 0 || start > r->footer_start_ ||
           m.total_compressed_size > r->footer_start_ - start) {
-        return Corruption(col + ": chunk [" + std::to_string(start) + ", +" + std::to_string(m.total_compressed_size) +
-                          ") outside the data area [4, " + std::to_string(r->footer_start_) + ")");
+        return Corruption(col + ": chunk [" + std::to_string(start) + ", +" +
+                          std::to_string(m.total_compressed_size) + ") outside the data area [4, " +
+                          std::to_string(r->footer_start_) + ")");
       }
       if (m.num_values < 0) return Corruption(col + ": negative num_values");
       if (m.num_values < rg.num_rows) {
-        return Corruption(col + ": " + std::to_string(m.num_values) + " values for " + std::to_string(rg.num_rows) +
-                          " rows");
+        return Corruption(col + ": " + std::to_string(m.num_values) + " values for " +
+                          std::to_string(rg.num_rows) + " rows");
       }
     }
   }
   if (rows != r->metadata_.num_rows) {
-    return Corruption("parquet: the row groups hold " + std::to_string(rows) + " rows, the footer says " +
-                      std::to_string(r->metadata_.num_rows));
+    return Corruption("parquet: the row groups hold " + std::to_string(rows) +
+                      " rows, the footer says " + std::to_string(r->metadata_.num_rows));
   }
   return r;
 }
@@ -134,9 +149,11 @@ std::optional<std::string_view> ParquetFileReader::FindKeyValue(std::string_view
   return std::nullopt;
 }
 
-Status ParquetFileReader::OpenRowGroup(int row_group, const ParquetSchema& target, const std::vector<LeafPlan>& plans,
+Status ParquetFileReader::OpenRowGroup(int row_group, const ParquetSchema& target,
+                                       const std::vector<LeafPlan>& plans,
                                        RowGroupCursors* out) const {
-  if (row_group < 0 || row_group >= num_row_groups()) return InvalidArgument("no row group " + std::to_string(row_group));
+  if (row_group < 0 || row_group >= num_row_groups())
+    return InvalidArgument("no row group " + std::to_string(row_group));
   const RowGroup& rg = metadata_.row_groups[static_cast<size_t>(row_group)];
   const auto& leaves = schema_->leaves();
   out->num_rows = rg.num_rows;
@@ -153,7 +170,8 @@ Status ParquetFileReader::OpenRowGroup(int row_group, const ParquetSchema& targe
     // Only null-filled columns: one readable column still vouches for the row count.
     int best = -1;
     for (size_t i = 0; i < leaves.size(); ++i) {
-      if (leaves[i].supported && (best < 0 || leaves[i].max_rep < leaves[static_cast<size_t>(best)].max_rep)) {
+      if (leaves[i].supported &&
+          (best < 0 || leaves[i].max_rep < leaves[static_cast<size_t>(best)].max_rep)) {
         best = static_cast<int>(i);
       }
     }
@@ -164,24 +182,29 @@ Status ParquetFileReader::OpenRowGroup(int row_group, const ParquetSchema& targe
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (!wanted[i]) continue;
     auto col = std::make_unique<DecodedColumn>();
-    RETURN_IF_ERROR(ReadColumnChunk(file_, footer_start_, rg.columns[i], leaves[i], options_.verify_page_crc,
-                                    &decompressor, &budget, col.get()));
+    RETURN_IF_ERROR(ReadColumnChunk(file_, footer_start_, rg.columns[i], leaves[i],
+                                    options_.verify_page_crc, &decompressor, &budget, col.get()));
     if (col->num_records != rg.num_rows) {
-      return Corruption("parquet: row group " + std::to_string(row_group) + ", column " + leaves[i].path + " holds " +
-                        std::to_string(col->num_records) + " records, the row group " + std::to_string(rg.num_rows));
+      return Corruption("parquet: row group " + std::to_string(row_group) + ", column " +
+                        leaves[i].path + " holds " + std::to_string(col->num_records) +
+                        " records, the row group " + std::to_string(rg.num_rows));
     }
     out->columns[i] = std::move(col);
   }
   for (size_t t = 0; t < plans.size(); ++t) {
     const LeafPlan& p = plans[t];
-    const DecodedColumn* col = p.source_leaf >= 0 ? out->columns[static_cast<size_t>(p.source_leaf)].get() : nullptr;
-    const SourceLeaf* src = p.source_leaf >= 0 ? &leaves[static_cast<size_t>(p.source_leaf)] : nullptr;
-    out->leaves[t].Init(&p, col, src, &target.columns()[static_cast<size_t>(p.target_leaf)], rg.num_rows);
+    const DecodedColumn* col =
+        p.source_leaf >= 0 ? out->columns[static_cast<size_t>(p.source_leaf)].get() : nullptr;
+    const SourceLeaf* src =
+        p.source_leaf >= 0 ? &leaves[static_cast<size_t>(p.source_leaf)] : nullptr;
+    out->leaves[t].Init(&p, col, src, &target.columns()[static_cast<size_t>(p.target_leaf)],
+                        rg.num_rows);
   }
   return Status::OK();
 }
 
-Status ParquetFileReader::CopyRowGroup(int row_group, const std::vector<LeafPlan>& plans, RecordSink* sink) const {
+Status ParquetFileReader::CopyRowGroup(int row_group, const std::vector<LeafPlan>& plans,
+                                       RecordSink* sink) const {
   RowGroupCursors cursors;
   RETURN_IF_ERROR(OpenRowGroup(row_group, sink->schema(), plans, &cursors));
   const size_t n = cursors.leaves.size();
@@ -192,7 +215,8 @@ Status ParquetFileReader::CopyRowGroup(int row_group, const std::vector<LeafPlan
                            : CopyRecord(c, sink->column(static_cast<int>(t)));
       if (!st.ok()) {
         sink->AbortRecord();
-        return st.WithContext("row group " + std::to_string(row_group) + ", row " + std::to_string(row));
+        return st.WithContext("row group " + std::to_string(row_group) + ", row " +
+                              std::to_string(row));
       }
     }
     RETURN_IF_ERROR(sink->EndRecord());

@@ -53,7 +53,8 @@ class ParquetFileReader {
   // Checks the magic bytes, parses the footer and the schema, and checks every column
   // chunk's range against the file. Errors: kCorruption (what and where),
   // kUnimplemented (encrypted footer, chunks in other files).
-  static Result<std::unique_ptr<ParquetFileReader>> Open(std::string_view file, ReaderOptions options = {});
+  static Result<std::unique_ptr<ParquetFileReader>> Open(std::string_view file,
+                                                         ReaderOptions options = {});
 
   const FileMetaData& metadata() const { return metadata_; }
   const FileSchema& schema() const { return *schema_; }
@@ -75,11 +76,12 @@ class ParquetFileReader {
 
   // Decodes what `plans` (PlanCopy against `target`) need of a row group and sets up
   // the cursors. Errors: kCorruption, kUnimplemented, kResourceExhausted.
-  Status OpenRowGroup(int row_group, const ParquetSchema& target, const std::vector<LeafPlan>& plans,
-                      RowGroupCursors* out) const;
+  Status OpenRowGroup(int row_group, const ParquetSchema& target,
+                      const std::vector<LeafPlan>& plans, RowGroupCursors* out) const;
 
  private:
-  ParquetFileReader(std::string_view file, ReaderOptions options) : file_(file), options_(options) {}
+  ParquetFileReader(std::string_view file, ReaderOptions options)
+      : file_(file), options_(options) {}
   Status CopyRowGroup(int row_group, const std::vector<LeafPlan>& plans, RecordSink* sink) const;
 
   std::string_view file_;

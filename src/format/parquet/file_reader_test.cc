@@ -22,7 +22,8 @@ namespace {
 using testing::RowGen;
 using testing::Value;
 
-std::string WriteRows(const iceberg::Schema& schema, const std::vector<Value>& rows, WriterOptions o) {
+std::string WriteRows(const iceberg::Schema& schema, const std::vector<Value>& rows,
+                      WriterOptions o) {
   std::string bytes;
   StringOutputStream out(&bytes);
   auto w = FileWriter::Make(schema, &out, o);
@@ -83,8 +84,8 @@ TEST_P(RoundTrip, RandomSchemasAndRows) {
     WriterOptions o;
     o.codec = codec;
     o.dictionary = dictionary;
-    o.page_size = 2048;            // several pages per chunk (dictionary pages, then PLAIN fallback)
-    o.row_group_size = 16 << 10;   // several row groups
+    o.page_size = 2048;           // several pages per chunk (dictionary pages, then PLAIN fallback)
+    o.row_group_size = 16 << 10;  // several row groups
     o.max_row_group_rows = 128;
     o.max_page_levels = 100;
     std::string a = WriteRows(schema, rows, o);
@@ -92,7 +93,8 @@ TEST_P(RoundTrip, RandomSchemasAndRows) {
     ASSERT_TRUE(reader.ok()) << reader.status().ToString();
     EXPECT_GT((*reader)->num_row_groups(), 1) << "seed " << seed;
     EXPECT_EQ((*reader)->num_rows(), n);
-    EXPECT_EQ((*reader)->schema().iceberg_schema().fields, schema.fields) << "field ids, names, types";
+    EXPECT_EQ((*reader)->schema().iceberg_schema().fields, schema.fields)
+        << "field ids, names, types";
     EXPECT_TRUE((*reader)->FindKeyValue("iceberg.schema").has_value());
     std::string got = ReadJson(a);
     ASSERT_EQ(got, expected) << "seed " << seed;
@@ -109,8 +111,8 @@ TEST_P(RoundTrip, RandomSchemasAndRows) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, RoundTrip,
-                         ::testing::Combine(::testing::Values(Codec::kUncompressed, Codec::kSnappy, Codec::kGzip,
-                                                              Codec::kZstd),
+                         ::testing::Combine(::testing::Values(Codec::kUncompressed, Codec::kSnappy,
+                                                              Codec::kGzip, Codec::kZstd),
                                             ::testing::Bool()));
 
 TEST(FileReader, CopiesIntoARowGroupBuilder) {
@@ -161,7 +163,8 @@ TEST(FileReader, CopySpeedIsOfTheWritersOrder) {
   schema.fields.push_back({1, "id", true, iceberg::Primitive(TypeId::kLong), ""});
   schema.fields.push_back({2, "name", false, iceberg::Primitive(TypeId::kString), ""});
   schema.fields.push_back({3, "score", false, iceberg::Primitive(TypeId::kDouble), ""});
-  schema.fields.push_back({4, "tags", false, iceberg::List(5, false, iceberg::Primitive(TypeId::kString)), ""});
+  schema.fields.push_back(
+      {4, "tags", false, iceberg::List(5, false, iceberg::Primitive(TypeId::kString)), ""});
   RowGen gen(5);
   std::vector<Value> rows;
   for (int i = 0; i < 100000; ++i) rows.push_back(gen.Row(schema));
@@ -173,7 +176,8 @@ TEST(FileReader, CopySpeedIsOfTheWritersOrder) {
   ASSERT_TRUE(b.ok());
   double write_s = std::chrono::duration<double>(t1 - t0).count();
   double copy_s = std::chrono::duration<double>(t2 - t1).count();
-  std::printf("write %.3f s, copy (read + write) %.3f s for %zu rows\n", write_s, copy_s, rows.size());
+  std::printf("write %.3f s, copy (read + write) %.3f s for %zu rows\n", write_s, copy_s,
+              rows.size());
   EXPECT_LT(copy_s, 10 * write_s + 0.5);
 }
 

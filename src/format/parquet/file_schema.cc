@@ -16,7 +16,9 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 
-bool Is(const SchemaElement& e, ConvertedType c) { return e.converted_type && *e.converted_type == c; }
+bool Is(const SchemaElement& e, ConvertedType c) {
+  return e.converted_type && *e.converted_type == c;
+}
 
 // The Iceberg type of a leaf (LogicalTypes.md; the logical type wins over the converted
 // type). Returns false with *why set when there is none.
@@ -37,23 +39,30 @@ bool LeafType(const SchemaElement& e, SourceLeaf* leaf, std::string* why) {
     int32_t precision = lt.kind == K::kDecimal ? lt.precision : e.precision.value_or(0);
     int32_t scale = lt.kind == K::kDecimal ? lt.scale : e.scale.value_or(0);
     if (precision < 1 || precision > 38 || scale < 0 || scale > precision) {
-      return no("decimal(" + std::to_string(precision) + "," + std::to_string(scale) + ") is outside Iceberg's range");
+      return no("decimal(" + std::to_string(precision) + "," + std::to_string(scale) +
+                ") is outside Iceberg's range");
     }
-    if (p == PhysicalType::kFixedLenByteArray && leaf->type_length > 16) return no("decimal wider than 16 bytes");
-    if (p != PhysicalType::kInt32 && p != PhysicalType::kInt64 && p != PhysicalType::kFixedLenByteArray &&
-        p != PhysicalType::kByteArray) {
+    if (p == PhysicalType::kFixedLenByteArray && leaf->type_length > 16)
+      return no("decimal wider than 16 bytes");
+    if (p != PhysicalType::kInt32 && p != PhysicalType::kInt64 &&
+        p != PhysicalType::kFixedLenByteArray && p != PhysicalType::kByteArray) {
       return no("decimal stored as " + PhysicalTypeName(p));
     }
     leaf->type = iceberg::Decimal(precision, scale);
     return true;
   }
   switch (p) {
-    case PhysicalType::kBoolean: return lt.kind == K::kNone ? prim(TypeId::kBoolean) : no("annotated BOOLEAN");
-    case PhysicalType::kFloat: return lt.kind == K::kNone ? prim(TypeId::kFloat) : no("annotated FLOAT");
-    case PhysicalType::kDouble: return lt.kind == K::kNone ? prim(TypeId::kDouble) : no("annotated DOUBLE");
-    case PhysicalType::kInt96: return no("INT96 is not supported");
+    case PhysicalType::kBoolean:
+      return lt.kind == K::kNone ? prim(TypeId::kBoolean) : no("annotated BOOLEAN");
+    case PhysicalType::kFloat:
+      return lt.kind == K::kNone ? prim(TypeId::kFloat) : no("annotated FLOAT");
+    case PhysicalType::kDouble:
+      return lt.kind == K::kNone ? prim(TypeId::kDouble) : no("annotated DOUBLE");
+    case PhysicalType::kInt96:
+      return no("INT96 is not supported");
     case PhysicalType::kInt32: {
-      if (lt.kind == K::kDate || (lt.kind == K::kNone && Is(e, ConvertedType::kDate))) return prim(TypeId::kDate);
+      if (lt.kind == K::kDate || (lt.kind == K::kNone && Is(e, ConvertedType::kDate)))
+        return prim(TypeId::kDate);
       if ((lt.kind == K::kTime && lt.unit == LogicalType::Unit::kMillis) ||
           (lt.kind == K::kNone && Is(e, ConvertedType::kTimeMillis))) {
         leaf->interp = SourceLeaf::Interp::kMillis;
@@ -68,16 +77,30 @@ bool LeafType(const SchemaElement& e, SourceLeaf* leaf, std::string* why) {
         return no("INT32 with an unsupported logical type");
       } else if (e.converted_type) {
         switch (*e.converted_type) {
-          case ConvertedType::kInt8: bits = 8; break;
-          case ConvertedType::kInt16: bits = 16; break;
-          case ConvertedType::kInt32: bits = 32; break;
-          case ConvertedType::kUint8: bits = 8, is_signed = false; break;
-          case ConvertedType::kUint16: bits = 16, is_signed = false; break;
-          case ConvertedType::kUint32: bits = 32, is_signed = false; break;
-          default: return no("INT32 with an unsupported converted type");
+          case ConvertedType::kInt8:
+            bits = 8;
+            break;
+          case ConvertedType::kInt16:
+            bits = 16;
+            break;
+          case ConvertedType::kInt32:
+            bits = 32;
+            break;
+          case ConvertedType::kUint8:
+            bits = 8, is_signed = false;
+            break;
+          case ConvertedType::kUint16:
+            bits = 16, is_signed = false;
+            break;
+          case ConvertedType::kUint32:
+            bits = 32, is_signed = false;
+            break;
+          default:
+            return no("INT32 with an unsupported converted type");
         }
       }
-      if (bits != 8 && bits != 16 && bits != 32) return no("INT32 holding " + std::to_string(bits) + "-bit integers");
+      if (bits != 8 && bits != 16 && bits != 32)
+        return no("INT32 holding " + std::to_string(bits) + "-bit integers");
       if (!is_signed && bits == 32) {
         leaf->interp = SourceLeaf::Interp::kUnsigned32;
         return prim(TypeId::kLong);
@@ -93,32 +116,42 @@ bool LeafType(const SchemaElement& e, SourceLeaf* leaf, std::string* why) {
       }
       if (lt.kind == K::kNone && e.converted_type) {
         switch (*e.converted_type) {
-          case ConvertedType::kTimeMicros: return prim(TypeId::kTime);
+          case ConvertedType::kTimeMicros:
+            return prim(TypeId::kTime);
           case ConvertedType::kTimestampMillis:
             leaf->interp = SourceLeaf::Interp::kMillis;
             return prim(TypeId::kTimestampTz);
-          case ConvertedType::kTimestampMicros: return prim(TypeId::kTimestampTz);
-          case ConvertedType::kInt64: return prim(TypeId::kLong);
-          default: return no("INT64 with an unsupported converted type");
+          case ConvertedType::kTimestampMicros:
+            return prim(TypeId::kTimestampTz);
+          case ConvertedType::kInt64:
+            return prim(TypeId::kLong);
+          default:
+            return no("INT64 with an unsupported converted type");
         }
       }
       if (lt.kind == K::kInteger) {
-        if (lt.bit_width != 64 || !lt.is_signed) return no("INT64 holding unsigned or narrow integers");
+        if (lt.bit_width != 64 || !lt.is_signed)
+          return no("INT64 holding unsigned or narrow integers");
         return prim(TypeId::kLong);
       }
-      return lt.kind == K::kNone ? prim(TypeId::kLong) : no("INT64 with an unsupported logical type");
+      return lt.kind == K::kNone ? prim(TypeId::kLong)
+                                 : no("INT64 with an unsupported logical type");
     }
     case PhysicalType::kByteArray: {
-      if (lt.kind == K::kString || lt.kind == K::kEnum || lt.kind == K::kJson) return prim(TypeId::kString);
+      if (lt.kind == K::kString || lt.kind == K::kEnum || lt.kind == K::kJson)
+        return prim(TypeId::kString);
       if (lt.kind == K::kBson) return prim(TypeId::kBinary);
       if (lt.kind != K::kNone) return no("BYTE_ARRAY with an unsupported logical type");
       if (!e.converted_type) return prim(TypeId::kBinary);
       switch (*e.converted_type) {
         case ConvertedType::kUtf8:
         case ConvertedType::kEnum:
-        case ConvertedType::kJson: return prim(TypeId::kString);
-        case ConvertedType::kBson: return prim(TypeId::kBinary);
-        default: return no("BYTE_ARRAY with an unsupported converted type");
+        case ConvertedType::kJson:
+          return prim(TypeId::kString);
+        case ConvertedType::kBson:
+          return prim(TypeId::kBinary);
+        default:
+          return no("BYTE_ARRAY with an unsupported converted type");
       }
     }
     case PhysicalType::kFixedLenByteArray: {
@@ -126,7 +159,8 @@ bool LeafType(const SchemaElement& e, SourceLeaf* leaf, std::string* why) {
         if (leaf->type_length != 16) return no("UUID not 16 bytes wide");
         return prim(TypeId::kUuid);
       }
-      if (lt.kind != K::kNone || e.converted_type) return no("FIXED_LEN_BYTE_ARRAY with an unsupported annotation");
+      if (lt.kind != K::kNone || e.converted_type)
+        return no("FIXED_LEN_BYTE_ARRAY with an unsupported annotation");
       leaf->type = iceberg::Fixed(leaf->type_length);
       return true;
     }
@@ -148,7 +182,9 @@ struct Walker {
     return Corruption("parquet schema: " + what + " (element " + std::to_string(pos) + ")");
   }
   // Iceberg ids are positive: a missing, zero or negative field_id gets a synthetic one.
-  int32_t IdOf(const SchemaElement& e) { return e.field_id && *e.field_id > 0 ? *e.field_id : next_id++; }
+  int32_t IdOf(const SchemaElement& e) {
+    return e.field_id && *e.field_id > 0 ? *e.field_id : next_id++;
+  }
   std::string Dotted() const {
     std::string s;
     for (const auto& p : path) s += (s.empty() ? "" : ".") + p;
@@ -157,7 +193,8 @@ struct Walker {
   // Records the ids of the elements [begin, end) as skipped.
   void SkipIds(size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
-      if (elements[i].field_id && *elements[i].field_id > 0) skipped_ids->push_back(*elements[i].field_id);
+      if (elements[i].field_id && *elements[i].field_id > 0)
+        skipped_ids->push_back(*elements[i].field_id);
     }
   }
 
@@ -174,8 +211,10 @@ struct Walker {
         repetition != Repetition::kRepeated) {
       return Bad("unknown repetition type");
     }
-    const int16_t my_def = static_cast<int16_t>(def + (repetition == Repetition::kRequired ? 0 : 1));
-    const int16_t my_rep = static_cast<int16_t>(rep + (repetition == Repetition::kRepeated ? 1 : 0));
+    const int16_t my_def =
+        static_cast<int16_t>(def + (repetition == Repetition::kRequired ? 0 : 1));
+    const int16_t my_rep =
+        static_cast<int16_t>(rep + (repetition == Repetition::kRepeated ? 1 : 0));
     path.push_back(e.name);
     struct PopPath {
       std::vector<std::string>* p;
@@ -204,7 +243,8 @@ struct Walker {
       leaf.unsupported = why;
       if (leaf.supported) {
         file_leaf.push_back(leaf.index);
-        *out = NestedField{leaf.field_id, e.name, repetition == Repetition::kRequired, leaf.type, ""};
+        *out =
+            NestedField{leaf.field_id, e.name, repetition == Repetition::kRequired, leaf.type, ""};
       } else {
         skipped->push_back(leaf.path + ": " + why);
         SkipIds(begin, pos);
@@ -218,9 +258,10 @@ struct Walker {
       return Bad("group " + Dotted() + " announces more children than the schema holds");
     }
     const int32_t id = IdOf(e);
-    const bool is_list = e.logical_type.kind == LogicalType::Kind::kList || Is(e, ConvertedType::kList);
-    const bool is_map = e.logical_type.kind == LogicalType::Kind::kMap || Is(e, ConvertedType::kMap) ||
-                        Is(e, ConvertedType::kMapKeyValue);
+    const bool is_list =
+        e.logical_type.kind == LogicalType::Kind::kList || Is(e, ConvertedType::kList);
+    const bool is_map = e.logical_type.kind == LogicalType::Kind::kMap ||
+                        Is(e, ConvertedType::kMap) || Is(e, ConvertedType::kMapKeyValue);
     const bool required = repetition == Repetition::kRequired;
     const size_t derived_leaves_before = file_leaf.size();
     auto drop = [&](const std::string& why) {
@@ -261,7 +302,8 @@ struct Walker {
         bool r_is_element = !r.num_children || *r.num_children > 1 || r.name == "array" ||
                             r.name == e.name + "_tuple";
         if (!r_is_element && pos + 1 < elements.size() &&
-            elements[pos + 1].repetition_type.value_or(Repetition::kOptional) == Repetition::kRepeated) {
+            elements[pos + 1].repetition_type.value_or(Repetition::kOptional) ==
+                Repetition::kRepeated) {
           r_is_element = true;
         }
         std::optional<NestedField> element;
@@ -278,7 +320,8 @@ struct Walker {
         }
         if (!element) return drop("list element not readable");
         element->name = "element";
-        *out = NestedField{id, e.name, required, iceberg::List(element->id, element->required, element->type), ""};
+        *out = NestedField{id, e.name, required,
+                           iceberg::List(element->id, element->required, element->type), ""};
         return Status::OK();
       }
       // MAP: repeated group key_value { required key; value }.
@@ -297,7 +340,8 @@ struct Walker {
       if (!key || !value) return drop("map key or value not readable");
       if (!key->required) return drop("map key is optional");
       *out = NestedField{id, e.name, required,
-                         iceberg::Map(key->id, key->type, value->id, value->required, value->type), ""};
+                         iceberg::Map(key->id, key->type, value->id, value->required, value->type),
+                         ""};
       return Status::OK();
     }
 
@@ -316,7 +360,8 @@ struct Walker {
   // elements[pos] is a repeated node that is itself a list's element: read as a
   // required node whose parent levels are one deeper, it gets the levels the file gives
   // it (a repeated node adds one to both).
-  Status RepeatedAsElement(int16_t list_def, int16_t list_rep, int depth, std::optional<NestedField>* out) {
+  Status RepeatedAsElement(int16_t list_def, int16_t list_rep, int depth,
+                           std::optional<NestedField>* out) {
     elements[pos].repetition_type = Repetition::kRequired;
     return Node(static_cast<int16_t>(list_def + 1), static_cast<int16_t>(list_rep + 1), depth, out);
   }
@@ -332,14 +377,16 @@ Result<FileSchema> FileSchema::Make(const std::vector<SchemaElement>& elements_i
   for (const auto& e : elements) {
     if (e.field_id) fs.max_file_id_ = std::max(fs.max_file_id_, *e.field_id);
   }
-  if (fs.max_file_id_ > INT32_MAX - static_cast<int32_t>(std::min<size_t>(elements.size(), INT32_MAX / 2))) {
+  if (fs.max_file_id_ >
+      INT32_MAX - static_cast<int32_t>(std::min<size_t>(elements.size(), INT32_MAX / 2))) {
     return Corruption("parquet schema: field ids too large");
   }
   const SchemaElement& root = elements[0];
   if (!root.num_children || *root.num_children < 0 ||
       static_cast<size_t>(*root.num_children) > elements.size() - 1) {
-    return Corruption("parquet schema: root announces " + std::to_string(root.num_children.value_or(-1)) +
-                      " children for " + std::to_string(elements.size() - 1) + " elements");
+    return Corruption("parquet schema: root announces " +
+                      std::to_string(root.num_children.value_or(-1)) + " children for " +
+                      std::to_string(elements.size() - 1) + " elements");
   }
   Walker w{elements, &fs.leaves_, &fs.skipped_, &fs.skipped_ids_, {}, fs.max_file_id_ + 1, 1, {}};
   iceberg::Schema schema;
@@ -359,11 +406,13 @@ Result<FileSchema> FileSchema::Make(const std::vector<SchemaElement>& elements_i
     if (!ps.ok()) return Corruption("parquet schema: " + ps.status().message());
     fs.parquet_ = std::make_unique<ParquetSchema>(std::move(*ps));
     const auto& cols = fs.parquet_->columns();
-    if (cols.size() != fs.file_leaf_.size()) return Internal("parquet schema: derived leaves differ");
+    if (cols.size() != fs.file_leaf_.size())
+      return Internal("parquet schema: derived leaves differ");
     for (size_t i = 0; i < cols.size(); ++i) {
       const SourceLeaf& leaf = fs.leaves_[static_cast<size_t>(fs.file_leaf_[i])];
       if (cols[i].max_def != leaf.max_def || cols[i].max_rep != leaf.max_rep) {
-        return Unimplemented("parquet schema: the levels of " + leaf.path + " do not follow the LIST/MAP rules");
+        return Unimplemented("parquet schema: the levels of " + leaf.path +
+                             " do not follow the LIST/MAP rules");
       }
     }
     fs.Index(fs.parquet_->root(), nullptr);

@@ -35,7 +35,7 @@ namespace icestream::format::parquet {
 
 // One leaf column of the file, as stored.
 struct SourceLeaf {
-  int index = 0;  // position among the file's leaves (= the row group's chunk index)
+  int index = 0;     // position among the file's leaves (= the row group's chunk index)
   std::string path;  // dotted path_in_schema, for messages
   PhysicalType physical = PhysicalType::kBoolean;
   int32_t type_length = 0;  // FIXED_LEN_BYTE_ARRAY width

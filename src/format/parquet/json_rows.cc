@@ -18,11 +18,21 @@ void AppendJsonString(std::string_view s, std::string* out) {
     auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
+        case '"':
+          out->append("\\\"");
+          break;
+        case '\\':
+          out->append("\\\\");
+          break;
+        case '\n':
+          out->append("\\n");
+          break;
+        case '\r':
+          out->append("\\r");
+          break;
+        case '\t':
+          out->append("\\t");
+          break;
         default:
           if (c < 0x20) {
             char buf[8];
@@ -38,7 +48,8 @@ void AppendJsonString(std::string_view s, std::string* out) {
     // A well-formed UTF-8 sequence is copied; anything else becomes U+FFFD.
     size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
     bool ok = len > 0 && c <= 0xF4 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    for (size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
     if (ok && len == 3) {
       auto c1 = static_cast<unsigned char>(s[i + 1]);
       ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
@@ -118,15 +129,17 @@ void AppendDate(int64_t days, std::string* out) {
   unsigned m, d;
   CivilFromDays(days, &y, &m, &d);
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%s%04lld-%02u-%02u", y < 0 ? "-" : "", static_cast<long long>(y < 0 ? -y : y), m, d);
+  std::snprintf(buf, sizeof buf, "%s%04lld-%02u-%02u", y < 0 ? "-" : "",
+                static_cast<long long>(y < 0 ? -y : y), m, d);
   out->append(buf);
 }
 
 void AppendTimeOfDay(int64_t micros, std::string* out) {
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%02lld:%02lld:%02lld.%06lld", static_cast<long long>(micros / 3600000000LL),
-                static_cast<long long>(micros / 60000000LL % 60), static_cast<long long>(micros / 1000000LL % 60),
-                static_cast<long long>(micros % 1000000LL));
+  std::snprintf(
+      buf, sizeof buf, "%02lld:%02lld:%02lld.%06lld", static_cast<long long>(micros / 3600000000LL),
+      static_cast<long long>(micros / 60000000LL % 60),
+      static_cast<long long>(micros / 1000000LL % 60), static_cast<long long>(micros % 1000000LL));
   out->append(buf);
 }
 
@@ -146,7 +159,8 @@ class Printer {
     }
     out_->append("}\n");
     for (const LeafCursor& l : c_->leaves) {
-      if (!l.done() && l.rep() != 0) return Corruption("parquet: columns disagree on the shape of a record");
+      if (!l.done() && l.rep() != 0)
+        return Corruption("parquet: columns disagree on the shape of a record");
     }
     return Status::OK();
   }
@@ -222,11 +236,21 @@ class Printer {
     const iceberg::Type& t = *n.type;
     char scratch[16];
     switch (t.id) {
-      case TypeId::kBoolean: out_->append(c.Bool() ? "true" : "false"); break;
-      case TypeId::kInt: out_->append(std::to_string(c.Int32())); break;
-      case TypeId::kLong: out_->append(std::to_string(c.Int64())); break;
-      case TypeId::kFloat: AppendFloat(c.Float(), out_); break;
-      case TypeId::kDouble: AppendFloat(c.Double(), out_); break;
+      case TypeId::kBoolean:
+        out_->append(c.Bool() ? "true" : "false");
+        break;
+      case TypeId::kInt:
+        out_->append(std::to_string(c.Int32()));
+        break;
+      case TypeId::kLong:
+        out_->append(std::to_string(c.Int64()));
+        break;
+      case TypeId::kFloat:
+        AppendFloat(c.Float(), out_);
+        break;
+      case TypeId::kDouble:
+        AppendFloat(c.Double(), out_);
+        break;
       case TypeId::kDecimal: {
         Int128 v = 0;
         if (t.precision <= 9) {
@@ -235,7 +259,8 @@ class Printer {
           v = c.Int64();
         } else {
           std::string_view b = c.Bytes(scratch);
-          UInt128 u = !b.empty() && (static_cast<uint8_t>(b[0]) & 0x80) ? ~static_cast<UInt128>(0) : 0;
+          UInt128 u =
+              !b.empty() && (static_cast<uint8_t>(b[0]) & 0x80) ? ~static_cast<UInt128>(0) : 0;
           for (char ch : b) u = (u << 8) | static_cast<uint8_t>(ch);
           v = static_cast<Int128>(u);
         }
@@ -268,18 +293,23 @@ class Printer {
         out_->push_back('"');
         break;
       }
-      case TypeId::kString: AppendJsonString(c.Bytes(scratch), out_); break;
+      case TypeId::kString:
+        AppendJsonString(c.Bytes(scratch), out_);
+        break;
       case TypeId::kUuid: {
         std::string hex;
         AppendHex(c.Bytes(scratch), &hex);  // "32 hex digits"
         if (hex.size() != 34) return Corruption("parquet: uuid not 16 bytes");
-        out_->append(hex.substr(0, 9) + "-" + hex.substr(9, 4) + "-" + hex.substr(13, 4) + "-" + hex.substr(17, 4) +
-                     "-" + hex.substr(21));
+        out_->append(hex.substr(0, 9) + "-" + hex.substr(9, 4) + "-" + hex.substr(13, 4) + "-" +
+                     hex.substr(17, 4) + "-" + hex.substr(21));
         break;
       }
       case TypeId::kFixed:
-      case TypeId::kBinary: AppendHex(c.Bytes(scratch), out_); break;
-      default: return Internal("nested type at a leaf");
+      case TypeId::kBinary:
+        AppendHex(c.Bytes(scratch), out_);
+        break;
+      default:
+        return Internal("nested type at a leaf");
     }
     return Status::OK();
   }
@@ -291,10 +321,12 @@ class Printer {
 }  // namespace
 
 Status AppendJsonRows(const ParquetFileReader& reader, int row_group, std::string* out) {
-  if (row_group < 0 || row_group >= reader.num_row_groups()) return InvalidArgument("no row group " + std::to_string(row_group));
+  if (row_group < 0 || row_group >= reader.num_row_groups())
+    return InvalidArgument("no row group " + std::to_string(row_group));
   const ParquetSchema* schema = reader.schema().parquet_schema();
   if (schema == nullptr) {
-    if (reader.metadata().row_groups[static_cast<size_t>(row_group)].num_rows == 0) return Status::OK();
+    if (reader.metadata().row_groups[static_cast<size_t>(row_group)].num_rows == 0)
+      return Status::OK();
     return Unimplemented("parquet: the file has no column this reader can read");
   }
   ASSIGN_OR_RETURN(std::vector<LeafPlan> plans, PlanCopy(reader.schema(), *schema));

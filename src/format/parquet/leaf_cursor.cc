@@ -35,11 +35,14 @@ void LeafCursor::Init(const LeafPlan* plan, const DecodedColumn* column, const S
 
 bool LeafCursor::Unscaled(Int128* v) const {
   switch (source_physical_) {
-    case PhysicalType::kInt32: *v = static_cast<int32_t>(GetFixed32(column_->fixed.data() + value_ * 4)); return true;
+    case PhysicalType::kInt32:
+      *v = static_cast<int32_t>(GetFixed32(column_->fixed.data() + value_ * 4));
+      return true;
     case PhysicalType::kInt64:
       *v = static_cast<int64_t>(GetFixed64(column_->fixed.data() + value_ * 8));
       return true;
-    default: break;
+    default:
+      break;
   }
   std::string_view b = SourceBytes();
   if (b.empty()) {
@@ -64,8 +67,10 @@ bool LeafCursor::ValueFits() const {
   Int128 v;
   if (!Unscaled(&v)) return false;
   switch (target_physical_) {
-    case PhysicalType::kInt32: return v >= INT32_MIN && v <= INT32_MAX;
-    case PhysicalType::kInt64: return v >= INT64_MIN && v <= INT64_MAX;
+    case PhysicalType::kInt32:
+      return v >= INT32_MIN && v <= INT32_MAX;
+    case PhysicalType::kInt64:
+      return v >= INT64_MIN && v <= INT64_MAX;
     default: {
       if (target_width_ >= 16) return true;
       const Int128 limit = static_cast<Int128>(1) << (8 * target_width_ - 1);

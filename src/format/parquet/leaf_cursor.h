@@ -64,7 +64,9 @@ class LeafCursor {
   bool ValueFits() const;
 
  private:
-  size_t SourceDef() const { return def_ != nullptr ? static_cast<size_t>(def_[pos_]) : source_max_def_; }
+  size_t SourceDef() const {
+    return def_ != nullptr ? static_cast<size_t>(def_[pos_]) : source_max_def_;
+  }
   std::string_view SourceBytes() const {
     if (source_physical_ == PhysicalType::kByteArray) return column_->bytes[value_];
     return std::string_view(column_->fixed).substr(value_ * width_, width_);
@@ -79,7 +81,7 @@ class LeafCursor {
   size_t n_ = 0;
   size_t pos_ = 0;
   size_t value_ = 0;
-  size_t width_ = 0;            // source fixed width
+  size_t width_ = 0;  // source fixed width
   size_t source_max_def_ = 0;
   int16_t rep_limit_ = 0;
   bool nulls_ = false;
@@ -102,10 +104,12 @@ inline int64_t LeafCursor::Int64() const {
   switch (conversion_) {
     case ValueConversion::kInt32ToInt64:
       return static_cast<int32_t>(GetFixed32(column_->fixed.data() + value_ * 4));
-    case ValueConversion::kUInt32ToInt64: return GetFixed32(column_->fixed.data() + value_ * 4);
+    case ValueConversion::kUInt32ToInt64:
+      return GetFixed32(column_->fixed.data() + value_ * 4);
     case ValueConversion::kMillisToMicros: {
-      int64_t ms = width_ == 4 ? static_cast<int32_t>(GetFixed32(column_->fixed.data() + value_ * 4))
-                               : static_cast<int64_t>(GetFixed64(column_->fixed.data() + value_ * 8));
+      int64_t ms = width_ == 4
+                       ? static_cast<int32_t>(GetFixed32(column_->fixed.data() + value_ * 4))
+                       : static_cast<int64_t>(GetFixed64(column_->fixed.data() + value_ * 8));
       return static_cast<int64_t>(static_cast<uint64_t>(ms) * 1000u);  // wraps like Java
     }
     case ValueConversion::kDecimal: {
@@ -113,7 +117,8 @@ inline int64_t LeafCursor::Int64() const {
       Unscaled(&v);
       return static_cast<int64_t>(v);
     }
-    default: return static_cast<int64_t>(GetFixed64(column_->fixed.data() + value_ * 8));
+    default:
+      return static_cast<int64_t>(GetFixed64(column_->fixed.data() + value_ * 8));
   }
 }
 

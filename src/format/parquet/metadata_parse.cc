@@ -8,9 +8,9 @@
 
 // RETURN_IF_ERROR with a per-line variable: the field callbacks nest lambdas inside
 // its argument, where the common macro's variable would shadow itself.
-#define TRY(expr)                                                      \
-  do {                                                                 \
-    ::icestream::Status ICESTREAM_CONCAT(try_st_, __LINE__) = (expr);  \
+#define TRY(expr)                                                                              \
+  do {                                                                                         \
+    ::icestream::Status ICESTREAM_CONCAT(try_st_, __LINE__) = (expr);                          \
     if (!ICESTREAM_CONCAT(try_st_, __LINE__).ok()) return ICESTREAM_CONCAT(try_st_, __LINE__); \
   } while (0)
 
@@ -115,16 +115,36 @@ Status ParseLogicalType(CompactReader& r, LogicalType* lt) {
     if (t != CType::kStruct) return Status::OK();
     *handled = true;
     switch (id) {
-      case 1: lt->kind = K::kString; return r.Skip(t);
-      case 2: lt->kind = K::kMap; return r.Skip(t);
-      case 3: lt->kind = K::kList; return r.Skip(t);
-      case 4: lt->kind = K::kEnum; return r.Skip(t);
-      case 6: lt->kind = K::kDate; return r.Skip(t);
-      case 11: lt->kind = K::kUnknown; return r.Skip(t);
-      case 12: lt->kind = K::kJson; return r.Skip(t);
-      case 13: lt->kind = K::kBson; return r.Skip(t);
-      case 14: lt->kind = K::kUuid; return r.Skip(t);
-      case 15: lt->kind = K::kFloat16; return r.Skip(t);
+      case 1:
+        lt->kind = K::kString;
+        return r.Skip(t);
+      case 2:
+        lt->kind = K::kMap;
+        return r.Skip(t);
+      case 3:
+        lt->kind = K::kList;
+        return r.Skip(t);
+      case 4:
+        lt->kind = K::kEnum;
+        return r.Skip(t);
+      case 6:
+        lt->kind = K::kDate;
+        return r.Skip(t);
+      case 11:
+        lt->kind = K::kUnknown;
+        return r.Skip(t);
+      case 12:
+        lt->kind = K::kJson;
+        return r.Skip(t);
+      case 13:
+        lt->kind = K::kBson;
+        return r.Skip(t);
+      case 14:
+        lt->kind = K::kUuid;
+        return r.Skip(t);
+      case 15:
+        lt->kind = K::kFloat16;
+        return r.Skip(t);
       case 5: {  // DecimalType{1: scale, 2: precision}
         lt->kind = K::kDecimal;
         bool has_scale = false, has_precision = false;
@@ -194,29 +214,48 @@ Status ParseSchemaElement(CompactReader& r, SchemaElement* e) {
         if (*h) e->type = p;
         return Status::OK();
       }
-      case 2: TRY(I32(r, t, &v, h)); if (*h) e->type_length = v; return Status::OK();
+      case 2:
+        TRY(I32(r, t, &v, h));
+        if (*h) e->type_length = v;
+        return Status::OK();
       case 3: {
         Repetition rep{};
         TRY(Enum(r, t, &rep, h));
         if (*h) e->repetition_type = rep;
         return Status::OK();
       }
-      case 4: TRY(Binary(r, t, &e->name, h)); has_name = *h; return Status::OK();
-      case 5: TRY(I32(r, t, &v, h)); if (*h) e->num_children = v; return Status::OK();
+      case 4:
+        TRY(Binary(r, t, &e->name, h));
+        has_name = *h;
+        return Status::OK();
+      case 5:
+        TRY(I32(r, t, &v, h));
+        if (*h) e->num_children = v;
+        return Status::OK();
       case 6: {
         ConvertedType c{};
         TRY(Enum(r, t, &c, h));
         if (*h) e->converted_type = c;
         return Status::OK();
       }
-      case 7: TRY(I32(r, t, &v, h)); if (*h) e->scale = v; return Status::OK();
-      case 8: TRY(I32(r, t, &v, h)); if (*h) e->precision = v; return Status::OK();
-      case 9: TRY(I32(r, t, &v, h)); if (*h) e->field_id = v; return Status::OK();
+      case 7:
+        TRY(I32(r, t, &v, h));
+        if (*h) e->scale = v;
+        return Status::OK();
+      case 8:
+        TRY(I32(r, t, &v, h));
+        if (*h) e->precision = v;
+        return Status::OK();
+      case 9:
+        TRY(I32(r, t, &v, h));
+        if (*h) e->field_id = v;
+        return Status::OK();
       case 10:
         if (t != CType::kStruct) return Status::OK();
         *h = true;
         return ParseLogicalType(r, &e->logical_type);
-      default: return Status::OK();
+      default:
+        return Status::OK();
     }
   }));
   if (!has_name) return Missing("SchemaElement", "name");
@@ -230,16 +269,48 @@ Status ParseStatistics(CompactReader& r, Statistics* s) {
     int64_t v = 0;
     bool x = false;
     switch (id) {
-      case 1: TRY(Binary(r, t, &b, h)); if (*h) s->max = std::move(b); break;
-      case 2: TRY(Binary(r, t, &b, h)); if (*h) s->min = std::move(b); break;
-      case 3: TRY(I64(r, t, &v, h)); if (*h) s->null_count = v; break;
-      case 4: TRY(I64(r, t, &v, h)); if (*h) s->distinct_count = v; break;
-      case 5: TRY(Binary(r, t, &b, h)); if (*h) s->max_value = std::move(b); break;
-      case 6: TRY(Binary(r, t, &b, h)); if (*h) s->min_value = std::move(b); break;
-      case 7: if (Bool(t, &x)) { *h = true; s->is_max_value_exact = x; } break;
-      case 8: if (Bool(t, &x)) { *h = true; s->is_min_value_exact = x; } break;
-      case 9: TRY(I64(r, t, &v, h)); if (*h) s->nan_count = v; break;
-      default: break;
+      case 1:
+        TRY(Binary(r, t, &b, h));
+        if (*h) s->max = std::move(b);
+        break;
+      case 2:
+        TRY(Binary(r, t, &b, h));
+        if (*h) s->min = std::move(b);
+        break;
+      case 3:
+        TRY(I64(r, t, &v, h));
+        if (*h) s->null_count = v;
+        break;
+      case 4:
+        TRY(I64(r, t, &v, h));
+        if (*h) s->distinct_count = v;
+        break;
+      case 5:
+        TRY(Binary(r, t, &b, h));
+        if (*h) s->max_value = std::move(b);
+        break;
+      case 6:
+        TRY(Binary(r, t, &b, h));
+        if (*h) s->min_value = std::move(b);
+        break;
+      case 7:
+        if (Bool(t, &x)) {
+          *h = true;
+          s->is_max_value_exact = x;
+        }
+        break;
+      case 8:
+        if (Bool(t, &x)) {
+          *h = true;
+          s->is_min_value_exact = x;
+        }
+        break;
+      case 9:
+        TRY(I64(r, t, &v, h));
+        if (*h) s->nan_count = v;
+        break;
+      default:
+        break;
     }
     return Status::OK();
   });
@@ -250,7 +321,9 @@ Status ParseColumnMetaData(CompactReader& r, ColumnMetaData* m) {
   TRY(ForEachField(r, [&](int16_t id, CType t, bool* h) -> Status {
     int64_t v = 0;
     switch (id) {
-      case 1: TRY(Enum(r, t, &m->type, h)); break;
+      case 1:
+        TRY(Enum(r, t, &m->type, h));
+        break;
       case 2:
         TRY(List(r, t, CType::kI32, h, [&]() -> Status {
           int32_t e;
@@ -267,12 +340,25 @@ Status ParseColumnMetaData(CompactReader& r, ColumnMetaData* m) {
           return Status::OK();
         }));
         break;
-      case 4: TRY(Enum(r, t, &m->codec, h)); break;
-      case 5: TRY(I64(r, t, &m->num_values, h)); break;
-      case 6: TRY(I64(r, t, &m->total_uncompressed_size, h)); break;
-      case 7: TRY(I64(r, t, &m->total_compressed_size, h)); break;
-      case 9: TRY(I64(r, t, &m->data_page_offset, h)); break;
-      case 11: TRY(I64(r, t, &v, h)); if (*h) m->dictionary_page_offset = v; break;
+      case 4:
+        TRY(Enum(r, t, &m->codec, h));
+        break;
+      case 5:
+        TRY(I64(r, t, &m->num_values, h));
+        break;
+      case 6:
+        TRY(I64(r, t, &m->total_uncompressed_size, h));
+        break;
+      case 7:
+        TRY(I64(r, t, &m->total_compressed_size, h));
+        break;
+      case 9:
+        TRY(I64(r, t, &m->data_page_offset, h));
+        break;
+      case 11:
+        TRY(I64(r, t, &v, h));
+        if (*h) m->dictionary_page_offset = v;
+        break;
       case 12:
         if (t == CType::kStruct) {
           *h = true;
@@ -295,19 +381,28 @@ Status ParseColumnMetaData(CompactReader& r, ColumnMetaData* m) {
             if (f >= 1 && f <= 3) got[f] = *fh;
             return Status::OK();
           }));
-          if (!got[1] || !got[2] || !got[3]) return Missing("PageEncodingStats", "page_type/encoding/count");
+          if (!got[1] || !got[2] || !got[3])
+            return Missing("PageEncodingStats", "page_type/encoding/count");
           m->encoding_stats.push_back(s);
           return Status::OK();
         }));
         break;
-      default: break;
+      default:
+        break;
     }
     if (id >= 1 && id <= 9) has[id] = *h;
     return Status::OK();
   }));
-  static constexpr const char* kNames[] = {"",      "type",  "encodings", "path_in_schema", "codec",
-                                           "num_values", "total_uncompressed_size",
-                                           "total_compressed_size", "", "data_page_offset"};
+  static constexpr const char* kNames[] = {"",
+                                           "type",
+                                           "encodings",
+                                           "path_in_schema",
+                                           "codec",
+                                           "num_values",
+                                           "total_uncompressed_size",
+                                           "total_compressed_size",
+                                           "",
+                                           "data_page_offset"};
   for (int id : {1, 2, 3, 4, 5, 6, 7, 9}) {
     if (!has[id]) return Missing("ColumnMetaData", kNames[id]);
   }
@@ -319,8 +414,14 @@ Status ParseColumnChunk(CompactReader& r, ColumnChunk* c) {
   TRY(ForEachField(r, [&](int16_t id, CType t, bool* h) -> Status {
     std::string path;
     switch (id) {
-      case 1: TRY(Binary(r, t, &path, h)); if (*h) c->file_path = std::move(path); break;
-      case 2: TRY(I64(r, t, &c->file_offset, h)); has_offset = *h; break;
+      case 1:
+        TRY(Binary(r, t, &path, h));
+        if (*h) c->file_path = std::move(path);
+        break;
+      case 2:
+        TRY(I64(r, t, &c->file_offset, h));
+        has_offset = *h;
+        break;
       case 3:
         if (t == CType::kStruct) {
           *h = has_meta = true;
@@ -328,8 +429,10 @@ Status ParseColumnChunk(CompactReader& r, ColumnChunk* c) {
         }
         break;
       case 8:
-      case 9: return Unimplemented("encrypted column chunks are not supported");
-      default: break;
+      case 9:
+        return Unimplemented("encrypted column chunks are not supported");
+      default:
+        break;
     }
     return Status::OK();
   }));
@@ -349,12 +452,25 @@ Status ParseRowGroup(CompactReader& r, RowGroup* g) {
         }));
         has_columns = *h;
         break;
-      case 2: TRY(I64(r, t, &g->total_byte_size, h)); has_bytes = *h; break;
-      case 3: TRY(I64(r, t, &g->num_rows, h)); has_rows = *h; break;
-      case 5: TRY(I64(r, t, &g->file_offset, h)); break;
-      case 6: TRY(I64(r, t, &g->total_compressed_size, h)); break;
-      case 7: TRY(I16(r, t, &g->ordinal, h)); break;
-      default: break;
+      case 2:
+        TRY(I64(r, t, &g->total_byte_size, h));
+        has_bytes = *h;
+        break;
+      case 3:
+        TRY(I64(r, t, &g->num_rows, h));
+        has_rows = *h;
+        break;
+      case 5:
+        TRY(I64(r, t, &g->file_offset, h));
+        break;
+      case 6:
+        TRY(I64(r, t, &g->total_compressed_size, h));
+        break;
+      case 7:
+        TRY(I16(r, t, &g->ordinal, h));
+        break;
+      default:
+        break;
     }
     return Status::OK();
   }));
@@ -369,11 +485,20 @@ Status ParseDataPageHeader(CompactReader& r, DataPageHeader* d) {
   bool has[5] = {};
   TRY(ForEachField(r, [&](int16_t id, CType t, bool* h) -> Status {
     switch (id) {
-      case 1: TRY(I32(r, t, &d->num_values, h)); break;
-      case 2: TRY(Enum(r, t, &d->encoding, h)); break;
-      case 3: TRY(Enum(r, t, &d->definition_level_encoding, h)); break;
-      case 4: TRY(Enum(r, t, &d->repetition_level_encoding, h)); break;
-      default: break;  // 5 statistics: not needed to read values
+      case 1:
+        TRY(I32(r, t, &d->num_values, h));
+        break;
+      case 2:
+        TRY(Enum(r, t, &d->encoding, h));
+        break;
+      case 3:
+        TRY(Enum(r, t, &d->definition_level_encoding, h));
+        break;
+      case 4:
+        TRY(Enum(r, t, &d->repetition_level_encoding, h));
+        break;
+      default:
+        break;  // 5 statistics: not needed to read values
     }
     if (id >= 1 && id <= 4) has[id] = *h;
     return Status::OK();
@@ -389,20 +514,39 @@ Status ParseDataPageHeaderV2(CompactReader& r, DataPageHeaderV2* d) {
   bool has[7] = {};
   TRY(ForEachField(r, [&](int16_t id, CType t, bool* h) -> Status {
     switch (id) {
-      case 1: TRY(I32(r, t, &d->num_values, h)); break;
-      case 2: TRY(I32(r, t, &d->num_nulls, h)); break;
-      case 3: TRY(I32(r, t, &d->num_rows, h)); break;
-      case 4: TRY(Enum(r, t, &d->encoding, h)); break;
-      case 5: TRY(I32(r, t, &d->definition_levels_byte_length, h)); break;
-      case 6: TRY(I32(r, t, &d->repetition_levels_byte_length, h)); break;
-      case 7: *h = Bool(t, &d->is_compressed); break;
-      default: break;  // 8 statistics
+      case 1:
+        TRY(I32(r, t, &d->num_values, h));
+        break;
+      case 2:
+        TRY(I32(r, t, &d->num_nulls, h));
+        break;
+      case 3:
+        TRY(I32(r, t, &d->num_rows, h));
+        break;
+      case 4:
+        TRY(Enum(r, t, &d->encoding, h));
+        break;
+      case 5:
+        TRY(I32(r, t, &d->definition_levels_byte_length, h));
+        break;
+      case 6:
+        TRY(I32(r, t, &d->repetition_levels_byte_length, h));
+        break;
+      case 7:
+        *h = Bool(t, &d->is_compressed);
+        break;
+      default:
+        break;  // 8 statistics
     }
     if (id >= 1 && id <= 6) has[id] = *h;
     return Status::OK();
   }));
-  static constexpr const char* kNames[] = {"",         "num_values", "num_nulls", "num_rows",
-                                           "encoding", "definition_levels_byte_length",
+  static constexpr const char* kNames[] = {"",
+                                           "num_values",
+                                           "num_nulls",
+                                           "num_rows",
+                                           "encoding",
+                                           "definition_levels_byte_length",
                                            "repetition_levels_byte_length"};
   for (int id = 1; id <= 6; ++id) {
     if (!has[id]) return Missing("DataPageHeaderV2", kNames[id]);
@@ -415,10 +559,22 @@ Status ParseDictionaryPageHeader(CompactReader& r, DictionaryPageHeader* d) {
   TRY(ForEachField(r, [&](int16_t id, CType t, bool* h) -> Status {
     bool x = false;
     switch (id) {
-      case 1: TRY(I32(r, t, &d->num_values, h)); has_num = *h; break;
-      case 2: TRY(Enum(r, t, &d->encoding, h)); has_encoding = *h; break;
-      case 3: if (Bool(t, &x)) { *h = true; d->is_sorted = x; } break;
-      default: break;
+      case 1:
+        TRY(I32(r, t, &d->num_values, h));
+        has_num = *h;
+        break;
+      case 2:
+        TRY(Enum(r, t, &d->encoding, h));
+        has_encoding = *h;
+        break;
+      case 3:
+        if (Bool(t, &x)) {
+          *h = true;
+          d->is_sorted = x;
+        }
+        break;
+      default:
+        break;
     }
     return Status::OK();
   }));
@@ -436,14 +592,18 @@ Result<FileMetaData> ParseFileMetaData(std::string_view in) {
   bool has[5] = {};
   TRY(ForEachField(r, [&](int16_t id, CType t, bool* h) -> Status {
     switch (id) {
-      case 1: TRY(I32(r, t, &m.version, h)); break;
+      case 1:
+        TRY(I32(r, t, &m.version, h));
+        break;
       case 2:
         TRY(List(r, t, CType::kStruct, h, [&]() -> Status {
           m.schema.emplace_back();
           return ParseSchemaElement(r, &m.schema.back());
         }));
         break;
-      case 3: TRY(I64(r, t, &m.num_rows, h)); break;
+      case 3:
+        TRY(I64(r, t, &m.num_rows, h));
+        break;
       case 4:
         TRY(List(r, t, CType::kStruct, h, [&]() -> Status {
           m.row_groups.emplace_back();
@@ -468,7 +628,9 @@ Result<FileMetaData> ParseFileMetaData(std::string_view in) {
           return Status::OK();
         }));
         break;
-      case 6: TRY(Binary(r, t, &m.created_by, h)); break;
+      case 6:
+        TRY(Binary(r, t, &m.created_by, h));
+        break;
       case 7:
         TRY(List(r, t, CType::kStruct, h, [&]() -> Status {
           ++m.num_leaf_columns;
@@ -476,8 +638,10 @@ Result<FileMetaData> ParseFileMetaData(std::string_view in) {
         }));
         break;
       case 8:
-      case 9: return Unimplemented("encrypted Parquet files are not supported");
-      default: break;
+      case 9:
+        return Unimplemented("encrypted Parquet files are not supported");
+      default:
+        break;
     }
     if (id >= 1 && id <= 4) has[id] = *h;
     return Status::OK();
@@ -496,10 +660,19 @@ Status ParsePageHeader(std::string_view in, PageHeader* out, size_t* size) {
   TRY(ForEachField(r, [&](int16_t id, CType t, bool* h) -> Status {
     int32_t v = 0;
     switch (id) {
-      case 1: TRY(Enum(r, t, &out->type, h)); break;
-      case 2: TRY(I32(r, t, &out->uncompressed_page_size, h)); break;
-      case 3: TRY(I32(r, t, &out->compressed_page_size, h)); break;
-      case 4: TRY(I32(r, t, &v, h)); if (*h) out->crc = v; break;
+      case 1:
+        TRY(Enum(r, t, &out->type, h));
+        break;
+      case 2:
+        TRY(I32(r, t, &out->uncompressed_page_size, h));
+        break;
+      case 3:
+        TRY(I32(r, t, &out->compressed_page_size, h));
+        break;
+      case 4:
+        TRY(I32(r, t, &v, h));
+        if (*h) out->crc = v;
+        break;
       case 5:
         if (t == CType::kStruct) {
           *h = true;
@@ -521,7 +694,8 @@ Status ParsePageHeader(std::string_view in, PageHeader* out, size_t* size) {
           return ParseDataPageHeaderV2(r, &*out->data_page_header_v2);
         }
         break;
-      default: break;
+      default:
+        break;
     }
     if (id >= 1 && id <= 3) has[id] = *h;
     return Status::OK();

@@ -155,7 +155,8 @@ TEST(MetadataParse, PageHeaderRoundTrips) {
   v1.uncompressed_page_size = 100;
   v1.compressed_page_size = 50;
   v1.crc = -5;
-  v1.data_page_header = DataPageHeader{10, Encoding::kRleDictionary, Encoding::kRle, Encoding::kRle};
+  v1.data_page_header =
+      DataPageHeader{10, Encoding::kRleDictionary, Encoding::kRle, Encoding::kRle};
   PageHeader v2;
   v2.type = PageType::kDataPageV2;
   v2.uncompressed_page_size = 10;
@@ -224,9 +225,11 @@ TEST(MetadataParse, RefusesAbsurdLengthsAndDepth) {
   PageHeader h;
   size_t size;
   // Binary field of 2^40 bytes.
-  EXPECT_EQ(ParsePageHeader(Unhex("18 80 80 80 80 80 20 00"), &h, &size).code(), StatusCode::kCorruption);
+  EXPECT_EQ(ParsePageHeader(Unhex("18 80 80 80 80 80 20 00"), &h, &size).code(),
+            StatusCode::kCorruption);
   // List of a billion elements.
-  EXPECT_EQ(ParsePageHeader(Unhex("19 F5 80 94 EB DC 03 00"), &h, &size).code(), StatusCode::kCorruption);
+  EXPECT_EQ(ParsePageHeader(Unhex("19 F5 80 94 EB DC 03 00"), &h, &size).code(),
+            StatusCode::kCorruption);
   // 1000 nested structs in an unknown field.
   std::string deep;
   for (int i = 0; i < 1000; ++i) deep += "\x1C";

@@ -24,7 +24,8 @@ void UnpackBits(const uint8_t* in, size_t len, int bit_width, size_t n, uint64_t
     uint64_t w;
     std::memcpy(&w, in + byte, 8);
     uint64_t v = w >> shift;
-    if (shift + static_cast<unsigned>(bit_width) > 64) v |= static_cast<uint64_t>(in[byte + 8]) << (64 - shift);
+    if (shift + static_cast<unsigned>(bit_width) > 64)
+      v |= static_cast<uint64_t>(in[byte + 8]) << (64 - shift);
     out[i] = v & mask;
   }
   // Tail: byte by byte, zero past the end.
@@ -55,7 +56,8 @@ Status RleDecoder::NextRun() {
     size_t width_bytes = static_cast<size_t>((bit_width_ + 7) / 8);
     if (size_ - pos_ < width_bytes) return Corruption("RLE: stream ends inside a run value");
     rle_value_ = 0;
-    for (size_t b = 0; b < width_bytes; ++b) rle_value_ |= static_cast<uint64_t>(data_[pos_ + b]) << (8 * b);
+    for (size_t b = 0; b < width_bytes; ++b)
+      rle_value_ |= static_cast<uint64_t>(data_[pos_ + b]) << (8 * b);
     pos_ += width_bytes;
     if (bit_width_ < 64 && (rle_value_ >> bit_width_) != 0) {
       return Corruption("RLE: run value wider than " + std::to_string(bit_width_) + " bits");
@@ -71,7 +73,9 @@ Status RleDecoder::NextRun() {
     packed_ = data_ + pos_;
     packed_len_ = have;
     pos_ += have;
-    left_ = bit_width_ == 0 ? groups * 8 : std::min<uint64_t>(groups * 8, have * 8 / static_cast<uint64_t>(bit_width_));
+    left_ = bit_width_ == 0
+                ? groups * 8
+                : std::min<uint64_t>(groups * 8, have * 8 / static_cast<uint64_t>(bit_width_));
     packed_next_ = 0;
   }
   return Status::OK();
@@ -98,9 +102,11 @@ Status RleDecoder::Get(T* out, size_t n) {
       } else {
         // Only reached when a previous call stopped mid-group: unpack from the group start.
         uint64_t skip = packed_next_ % 8;
-        size_t gbyte = static_cast<size_t>((packed_next_ - skip) * static_cast<uint64_t>(bit_width_) / 8);
+        size_t gbyte =
+            static_cast<size_t>((packed_next_ - skip) * static_cast<uint64_t>(bit_width_) / 8);
         uint64_t tmp[72];
-        UnpackBits(packed_ + gbyte, packed_len_ - gbyte, bit_width_, static_cast<size_t>(skip) + take, tmp);
+        UnpackBits(packed_ + gbyte, packed_len_ - gbyte, bit_width_,
+                   static_cast<size_t>(skip) + take, tmp);
         std::copy(tmp + skip, tmp + skip + take, buf);
       }
       for (size_t i = 0; i < take; ++i) out[i] = static_cast<T>(buf[i]);

@@ -21,7 +21,9 @@ void UnpackBits(const uint8_t* in, size_t len, int bit_width, size_t n, uint64_t
 class RleDecoder {
  public:
   RleDecoder(std::string_view data, int bit_width)
-      : data_(reinterpret_cast<const uint8_t*>(data.data())), size_(data.size()), bit_width_(bit_width) {}
+      : data_(reinterpret_cast<const uint8_t*>(data.data())),
+        size_(data.size()),
+        bit_width_(bit_width) {}
 
   // Decodes the next n values into out[0, n). Errors (kCorruption): the stream ends
   // before n values, a run header is malformed. A bit-packed run cut short by the end
@@ -41,7 +43,7 @@ class RleDecoder {
   int bit_width_;
   // The current run.
   bool rle_ = true;
-  uint64_t left_ = 0;         // values left in the run
+  uint64_t left_ = 0;  // values left in the run
   uint64_t rle_value_ = 0;
   const uint8_t* packed_ = nullptr;  // bit-packed: its first byte
   size_t packed_len_ = 0;

@@ -91,9 +91,12 @@ std::vector<int16_t> DefLevels(const std::string& file, int leaf) {
     ReadBudget budget(1 << 30);
     Decompressor d;
     DecodedColumn c;
-    const int64_t footer_start = static_cast<int64_t>(file.size() - 8 - GetFixed32(file.data() + file.size() - 8));
-    Status st = ReadColumnChunk(file, footer_start, (*r)->metadata().row_groups[static_cast<size_t>(g)].columns[static_cast<size_t>(leaf)],
-                                l, true, &d, &budget, &c);
+    const int64_t footer_start =
+        static_cast<int64_t>(file.size() - 8 - GetFixed32(file.data() + file.size() - 8));
+    Status st = ReadColumnChunk(
+        file, footer_start,
+        (*r)->metadata().row_groups[static_cast<size_t>(g)].columns[static_cast<size_t>(leaf)], l,
+        true, &d, &budget, &c);
     EXPECT_TRUE(st.ok()) << st.ToString();
     out.insert(out.end(), c.def.begin(), c.def.end());
   }
@@ -106,12 +109,13 @@ NestedField F(int32_t id, std::string name, bool required, iceberg::Type t) {
 
 TEST(SchemaEvolution, AddedColumnsArePromotedTypesAreConverted) {
   iceberg::Schema v1;
-  v1.fields = {F(1, "id", true, iceberg::Primitive(TypeId::kLong)),
-               F(2, "a", false, iceberg::Primitive(TypeId::kInt)),
-               F(3, "f", false, iceberg::Primitive(TypeId::kFloat)),
-               F(4, "s", false, iceberg::Struct({F(5, "x", false, iceberg::Primitive(TypeId::kInt))})),
-               F(6, "d", false, iceberg::Decimal(9, 2)),
-               F(7, "gone", false, iceberg::Primitive(TypeId::kString))};
+  v1.fields = {
+      F(1, "id", true, iceberg::Primitive(TypeId::kLong)),
+      F(2, "a", false, iceberg::Primitive(TypeId::kInt)),
+      F(3, "f", false, iceberg::Primitive(TypeId::kFloat)),
+      F(4, "s", false, iceberg::Struct({F(5, "x", false, iceberg::Primitive(TypeId::kInt))})),
+      F(6, "d", false, iceberg::Decimal(9, 2)),
+      F(7, "gone", false, iceberg::Primitive(TypeId::kString))};
   std::vector<Value> rows = {
       N({I(1), I(-5), D(1.5), N({I(10)}), I(12345), S("x")}),
       N({I(2), Null(), Null(), Null(), I(-1), Null()}),
@@ -120,21 +124,25 @@ TEST(SchemaEvolution, AddedColumnsArePromotedTypesAreConverted) {
   std::string a = Write(v1, rows);
 
   iceberg::Schema v2;
-  v2.fields = {F(1, "id", true, iceberg::Primitive(TypeId::kLong)),
-               F(2, "a", false, iceberg::Primitive(TypeId::kLong)),
-               F(3, "f", false, iceberg::Primitive(TypeId::kDouble)),
-               F(4, "s", false,
-                 iceberg::Struct({F(5, "x", false, iceberg::Primitive(TypeId::kInt)),
-                                  F(10, "y", false, iceberg::Primitive(TypeId::kString))})),
-               F(6, "d", false, iceberg::Decimal(18, 2)),
-               F(11, "added", false, iceberg::Primitive(TypeId::kString)),
-               F(12, "added_list", false, iceberg::List(13, false, iceberg::Primitive(TypeId::kInt)))};
+  v2.fields = {
+      F(1, "id", true, iceberg::Primitive(TypeId::kLong)),
+      F(2, "a", false, iceberg::Primitive(TypeId::kLong)),
+      F(3, "f", false, iceberg::Primitive(TypeId::kDouble)),
+      F(4, "s", false,
+        iceberg::Struct({F(5, "x", false, iceberg::Primitive(TypeId::kInt)),
+                         F(10, "y", false, iceberg::Primitive(TypeId::kString))})),
+      F(6, "d", false, iceberg::Decimal(18, 2)),
+      F(11, "added", false, iceberg::Primitive(TypeId::kString)),
+      F(12, "added_list", false, iceberg::List(13, false, iceberg::Primitive(TypeId::kInt)))};
   auto b = Copy(a, v2);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(Json(*b),
-            "{\"id\":1,\"a\":-5,\"f\":1.5,\"s\":{\"x\":10,\"y\":null},\"d\":\"123.45\",\"added\":null,\"added_list\":null}\n"
-            "{\"id\":2,\"a\":null,\"f\":null,\"s\":null,\"d\":\"-0.01\",\"added\":null,\"added_list\":null}\n"
-            "{\"id\":3,\"a\":2147483647,\"f\":-0.25,\"s\":{\"x\":null,\"y\":null},\"d\":null,\"added\":null,\"added_list\":null}\n");
+            "{\"id\":1,\"a\":-5,\"f\":1.5,\"s\":{\"x\":10,\"y\":null},\"d\":\"123.45\",\"added\":"
+            "null,\"added_list\":null}\n"
+            "{\"id\":2,\"a\":null,\"f\":null,\"s\":null,\"d\":\"-0.01\",\"added\":null,\"added_"
+            "list\":null}\n"
+            "{\"id\":3,\"a\":2147483647,\"f\":-0.25,\"s\":{\"x\":null,\"y\":null},\"d\":null,"
+            "\"added\":null,\"added_list\":null}\n");
   // s.y is null (def 1) where s is present and absent with s (def 0) where s is null.
   auto reader = ParquetFileReader::Open(*b);
   ASSERT_TRUE(reader.ok());
@@ -159,10 +167,14 @@ TEST(SchemaEvolution, AddedFieldsInsideListsAndNextToDeeperLists) {
   iceberg::Schema v1;
   v1.fields = {
       F(1, "l", false,
-        iceberg::List(2, false,
-                      iceberg::Struct({F(3, "x", false, iceberg::Primitive(TypeId::kInt)),
-                                       F(4, "inner", false, iceberg::List(5, false, iceberg::Primitive(TypeId::kInt)))}))),
-      F(6, "s", false, iceberg::Struct({F(7, "xs", false, iceberg::List(8, true, iceberg::Primitive(TypeId::kInt)))}))};
+        iceberg::List(
+            2, false,
+            iceberg::Struct({F(3, "x", false, iceberg::Primitive(TypeId::kInt)),
+                             F(4, "inner", false,
+                               iceberg::List(5, false, iceberg::Primitive(TypeId::kInt)))}))),
+      F(6, "s", false,
+        iceberg::Struct(
+            {F(7, "xs", false, iceberg::List(8, true, iceberg::Primitive(TypeId::kInt)))}))};
   std::vector<Value> rows = {
       N({N({N({I(1), N({I(1), I(2), I(3)})}), Null(), N({Null(), N({})})}), N({N({I(4), I(5)})})}),
       N({Null(), Null()}),
@@ -172,27 +184,31 @@ TEST(SchemaEvolution, AddedFieldsInsideListsAndNextToDeeperLists) {
   std::string a = Write(v1, rows);
   iceberg::Schema v2 = v1;
   // y next to x in the list's struct; z in s, whose only column is a deeper list.
-  v2.fields[0].type.fields[0].type.fields.push_back(F(20, "y", false, iceberg::Primitive(TypeId::kString)));
+  v2.fields[0].type.fields[0].type.fields.push_back(
+      F(20, "y", false, iceberg::Primitive(TypeId::kString)));
   v2.fields[1].type.fields.push_back(F(21, "z", false, iceberg::Primitive(TypeId::kLong)));
   auto b = Copy(a, v2);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
-  EXPECT_EQ(Json(*b),
-            "{\"l\":[{\"x\":1,\"inner\":[1,2,3],\"y\":null},null,{\"x\":null,\"inner\":[],\"y\":null}],"
-            "\"s\":{\"xs\":[4,5],\"z\":null}}\n"
-            "{\"l\":null,\"s\":null}\n"
-            "{\"l\":[],\"s\":{\"xs\":[],\"z\":null}}\n"
-            "{\"l\":[{\"x\":9,\"inner\":null,\"y\":null}],\"s\":{\"xs\":null,\"z\":null}}\n");
+  EXPECT_EQ(
+      Json(*b),
+      "{\"l\":[{\"x\":1,\"inner\":[1,2,3],\"y\":null},null,{\"x\":null,\"inner\":[],\"y\":null}],"
+      "\"s\":{\"xs\":[4,5],\"z\":null}}\n"
+      "{\"l\":null,\"s\":null}\n"
+      "{\"l\":[],\"s\":{\"xs\":[],\"z\":null}}\n"
+      "{\"l\":[{\"x\":9,\"inner\":null,\"y\":null}],\"s\":{\"xs\":null,\"z\":null}}\n");
 }
 
 TEST(SchemaEvolution, RequiredBecomesOptionalAndDroppedColumnsAreNotRead) {
   iceberg::Schema v1;
-  v1.fields = {F(1, "id", true, iceberg::Primitive(TypeId::kLong)),
-               F(2, "s", true, iceberg::Struct({F(3, "x", true, iceberg::Primitive(TypeId::kInt))})),
-               F(4, "drop", false, iceberg::Primitive(TypeId::kString))};
+  v1.fields = {
+      F(1, "id", true, iceberg::Primitive(TypeId::kLong)),
+      F(2, "s", true, iceberg::Struct({F(3, "x", true, iceberg::Primitive(TypeId::kInt))})),
+      F(4, "drop", false, iceberg::Primitive(TypeId::kString))};
   std::string a = Write(v1, {N({I(1), N({I(7)}), S("a")}), N({I(2), N({I(8)}), Null()})});
   iceberg::Schema v2;
-  v2.fields = {F(2, "s", false, iceberg::Struct({F(3, "x", false, iceberg::Primitive(TypeId::kInt))})),
-               F(1, "id", false, iceberg::Primitive(TypeId::kLong))};
+  v2.fields = {
+      F(2, "s", false, iceberg::Struct({F(3, "x", false, iceberg::Primitive(TypeId::kInt))})),
+      F(1, "id", false, iceberg::Primitive(TypeId::kLong))};
   auto b = Copy(a, v2);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(Json(*b), "{\"s\":{\"x\":7},\"id\":1}\n{\"s\":{\"x\":8},\"id\":2}\n");
@@ -201,9 +217,10 @@ TEST(SchemaEvolution, RequiredBecomesOptionalAndDroppedColumnsAreNotRead) {
 
 TEST(SchemaEvolution, RefusesChangesIcebergDoesNotAllow) {
   iceberg::Schema v1;
-  v1.fields = {F(1, "a", false, iceberg::Primitive(TypeId::kInt)), F(2, "d", false, iceberg::Decimal(10, 2)),
-               F(3, "s", false, iceberg::Struct({F(4, "x", false, iceberg::Primitive(TypeId::kInt))})),
-               F(5, "t", false, iceberg::Primitive(TypeId::kTimestamp))};
+  v1.fields = {
+      F(1, "a", false, iceberg::Primitive(TypeId::kInt)), F(2, "d", false, iceberg::Decimal(10, 2)),
+      F(3, "s", false, iceberg::Struct({F(4, "x", false, iceberg::Primitive(TypeId::kInt))})),
+      F(5, "t", false, iceberg::Primitive(TypeId::kTimestamp))};
   std::string a = Write(v1, {N({I(1), I(100), N({I(1)}), I(0)})});
   auto refused = [&](iceberg::Schema target, const std::string& why) {
     auto r = Copy(a, target);

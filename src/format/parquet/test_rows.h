@@ -5,10 +5,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <ctime>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
@@ -23,9 +23,9 @@ namespace icestream::format::parquet::testing {
 // fields in order, list elements, map entries as key, value, key, value...).
 struct Value {
   bool null = true;
-  int64_t i = 0;   // boolean, int, long, date, time, timestamps, decimal P <= 18 (unscaled)
-  double d = 0;    // float, double
-  std::string b;   // string, binary, fixed, uuid, decimal P > 18 (big-endian, minimal width)
+  int64_t i = 0;  // boolean, int, long, date, time, timestamps, decimal P <= 18 (unscaled)
+  double d = 0;   // float, double
+  std::string b;  // string, binary, fixed, uuid, decimal P > 18 (big-endian, minimal width)
   std::vector<Value> items;
 };
 
@@ -41,7 +41,8 @@ class RowGen {
   iceberg::Schema Schema(int top_fields) {
     next_id_ = 1;
     iceberg::Schema s;
-    for (int i = 0; i < top_fields; ++i) s.fields.push_back(Field("c" + std::to_string(i), 0, i < 14 ? i : -1));
+    for (int i = 0; i < top_fields; ++i)
+      s.fields.push_back(Field("c" + std::to_string(i), 0, i < 14 ? i : -1));
     return s;
   }
 
@@ -60,21 +61,32 @@ class RowGen {
     const iceberg::Type& t = f.type;
     using iceberg::TypeId;
     switch (t.id) {
-      case TypeId::kBoolean: v.i = Chance(0.5); break;
-      case TypeId::kInt: v.i = Pick<int64_t>({0, -1, 1, INT32_MIN, INT32_MAX, Int(1000), -Int(100000)}); break;
+      case TypeId::kBoolean:
+        v.i = Chance(0.5);
+        break;
+      case TypeId::kInt:
+        v.i = Pick<int64_t>({0, -1, 1, INT32_MIN, INT32_MAX, Int(1000), -Int(100000)});
+        break;
       case TypeId::kLong:
       case TypeId::kTime:
       case TypeId::kTimestamp:
       case TypeId::kTimestampTz: {
-        v.i = Pick<int64_t>({0, -1, 1, Int(1000), static_cast<int64_t>(rng_()) * 1000003, 1700000000123456LL,
-                             -86400000001LL, 253402300799999999LL});
+        v.i = Pick<int64_t>({0, -1, 1, Int(1000), static_cast<int64_t>(rng_()) * 1000003,
+                             1700000000123456LL, -86400000001LL, 253402300799999999LL});
         if (t.id == TypeId::kTime) v.i = ((v.i % 86400000000LL) + 86400000000LL) % 86400000000LL;
         if (t.id == TypeId::kLong && Chance(0.1)) v.i = Chance(0.5) ? INT64_MIN : INT64_MAX;
         break;
       }
-      case TypeId::kDate: v.i = Pick<int64_t>({0, -1, 19000, -719162, 2932896, Int(30000)}); break;
-      case TypeId::kFloat: v.d = static_cast<float>(Pick<double>({0.0, -0.0, 1.5, -3.25e10, 1e-30, 0.1, NAN, INFINITY})); break;
-      case TypeId::kDouble: v.d = Pick<double>({0.0, 1.0 / 3, -2.5e300, 5e-324, 0.1, NAN, -INFINITY, 123456789.125}); break;
+      case TypeId::kDate:
+        v.i = Pick<int64_t>({0, -1, 19000, -719162, 2932896, Int(30000)});
+        break;
+      case TypeId::kFloat:
+        v.d =
+            static_cast<float>(Pick<double>({0.0, -0.0, 1.5, -3.25e10, 1e-30, 0.1, NAN, INFINITY}));
+        break;
+      case TypeId::kDouble:
+        v.d = Pick<double>({0.0, 1.0 / 3, -2.5e300, 5e-324, 0.1, NAN, -INFINITY, 123456789.125});
+        break;
       case TypeId::kDecimal: {
         // Unscaled value with up to `precision` digits.
         int digits = 1 + Int(t.precision);
@@ -89,13 +101,16 @@ class RowGen {
         break;
       }
       case TypeId::kString:
-        v.b = Pick<std::string>({"", "a", "héllo wörld", "日本語", "🚀 emoji", "quote \" backslash \\ tab \t nl \n",
-                                 std::string("\x01\x1f ctl"), std::string(70, 'x'), "s" + std::to_string(Int(50))});
+        v.b = Pick<std::string>({"", "a", "héllo wörld", "日本語", "🚀 emoji",
+                                 "quote \" backslash \\ tab \t nl \n", std::string("\x01\x1f ctl"),
+                                 std::string(70, 'x'), "s" + std::to_string(Int(50))});
         break;
       case TypeId::kUuid:
       case TypeId::kFixed:
       case TypeId::kBinary: {
-        size_t n = t.id == TypeId::kUuid ? 16 : t.id == TypeId::kFixed ? static_cast<size_t>(t.length) : static_cast<size_t>(Int(20));
+        size_t n = t.id == TypeId::kUuid    ? 16
+                   : t.id == TypeId::kFixed ? static_cast<size_t>(t.length)
+                                            : static_cast<size_t>(Int(20));
         for (size_t k = 0; k < n; ++k) v.b.push_back(static_cast<char>(Int(256)));
         break;
       }
@@ -159,10 +174,10 @@ class RowGen {
 
   iceberg::Type Type(int depth, int forced_primitive) {
     using iceberg::TypeId;
-    static const TypeId kPrims[] = {TypeId::kBoolean, TypeId::kInt,       TypeId::kLong,   TypeId::kFloat,
-                                    TypeId::kDouble,  TypeId::kDecimal,   TypeId::kDate,   TypeId::kTime,
-                                    TypeId::kTimestamp, TypeId::kTimestampTz, TypeId::kString, TypeId::kUuid,
-                                    TypeId::kFixed,   TypeId::kBinary};
+    static const TypeId kPrims[] = {
+        TypeId::kBoolean, TypeId::kInt,  TypeId::kLong,  TypeId::kFloat,     TypeId::kDouble,
+        TypeId::kDecimal, TypeId::kDate, TypeId::kTime,  TypeId::kTimestamp, TypeId::kTimestampTz,
+        TypeId::kString,  TypeId::kUuid, TypeId::kFixed, TypeId::kBinary};
     int r = Int(100);
     if (forced_primitive < 0 && depth < 3 && r < 35) {
       if (r < 15) {
@@ -195,7 +210,8 @@ class RowGen {
 
 // Dremel striping of one value of node n; `rep` is the repetition level of its first
 // entry and `parent_def` the definition level at which its parent is present.
-inline void Shred(const ShredNode& n, const Value& v, int16_t rep, int16_t parent_def, RecordSink& sink) {
+inline void Shred(const ShredNode& n, const Value& v, int16_t rep, int16_t parent_def,
+                  RecordSink& sink) {
   if (v.null) {
     for (int l = n.leaf_begin; l < n.leaf_end; ++l) sink.column(l).AddNull(rep, parent_def);
     return;
@@ -205,17 +221,30 @@ inline void Shred(const ShredNode& n, const Value& v, int16_t rep, int16_t paren
     case K::kPrimitive: {
       ColumnWriter& w = sink.column(n.leaf_begin);
       switch (w.descriptor().physical) {
-        case PhysicalType::kBoolean: w.AddBool(rep, v.i != 0); break;
-        case PhysicalType::kInt32: w.AddInt32(rep, static_cast<int32_t>(v.i)); break;
-        case PhysicalType::kInt64: w.AddInt64(rep, v.i); break;
-        case PhysicalType::kFloat: w.AddFloat(rep, static_cast<float>(v.d)); break;
-        case PhysicalType::kDouble: w.AddDouble(rep, v.d); break;
-        default: w.AddBytes(rep, v.b); break;
+        case PhysicalType::kBoolean:
+          w.AddBool(rep, v.i != 0);
+          break;
+        case PhysicalType::kInt32:
+          w.AddInt32(rep, static_cast<int32_t>(v.i));
+          break;
+        case PhysicalType::kInt64:
+          w.AddInt64(rep, v.i);
+          break;
+        case PhysicalType::kFloat:
+          w.AddFloat(rep, static_cast<float>(v.d));
+          break;
+        case PhysicalType::kDouble:
+          w.AddDouble(rep, v.d);
+          break;
+        default:
+          w.AddBytes(rep, v.b);
+          break;
       }
       return;
     }
     case K::kStruct:
-      for (size_t i = 0; i < n.children.size(); ++i) Shred(n.children[i], v.items[i], rep, n.def, sink);
+      for (size_t i = 0; i < n.children.size(); ++i)
+        Shred(n.children[i], v.items[i], rep, n.def, sink);
       return;
     case K::kList:
     case K::kMap: {
@@ -226,7 +255,8 @@ inline void Shred(const ShredNode& n, const Value& v, int16_t rep, int16_t paren
       const size_t per = n.kind == K::kList ? 1 : 2;
       for (size_t i = 0; i < v.items.size(); i += per) {
         int16_t r = i == 0 ? rep : n.rep;
-        for (size_t k = 0; k < per; ++k) Shred(n.children[k], v.items[i + k], r, static_cast<int16_t>(n.def + 1), sink);
+        for (size_t k = 0; k < per; ++k)
+          Shred(n.children[k], v.items[i + k], r, static_cast<int16_t>(n.def + 1), sink);
       }
       return;
     }
@@ -234,7 +264,8 @@ inline void Shred(const ShredNode& n, const Value& v, int16_t rep, int16_t paren
 }
 
 inline void ShredRow(const ParquetSchema& s, const Value& row, RecordSink& sink) {
-  for (size_t i = 0; i < s.root().children.size(); ++i) Shred(s.root().children[i], row.items[i], 0, 0, sink);
+  for (size_t i = 0; i < s.root().children.size(); ++i)
+    Shred(s.root().children[i], row.items[i], 0, 0, sink);
 }
 
 // ------------------------------------------------------------------ expected JSON
@@ -280,8 +311,8 @@ inline std::string DateTime(int64_t seconds, bool with_time) {
   gmtime_r(&t, &tm);
   char buf[64];
   if (with_time) {
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                  tm.tm_hour, tm.tm_min, tm.tm_sec);
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
   } else {
     std::snprintf(buf, sizeof buf, "%04d-%02d-%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
   }
@@ -310,11 +341,19 @@ inline void ExpectedJson(const iceberg::Type& t, const Value& v, std::string* ou
     return;
   }
   switch (t.id) {
-    case TypeId::kBoolean: out->append(v.i ? "true" : "false"); return;
+    case TypeId::kBoolean:
+      out->append(v.i ? "true" : "false");
+      return;
     case TypeId::kInt:
-    case TypeId::kLong: out->append(std::to_string(v.i)); return;
-    case TypeId::kFloat: out->append(ShortestDouble(v.d, true)); return;
-    case TypeId::kDouble: out->append(ShortestDouble(v.d, false)); return;
+    case TypeId::kLong:
+      out->append(std::to_string(v.i));
+      return;
+    case TypeId::kFloat:
+      out->append(ShortestDouble(v.d, true));
+      return;
+    case TypeId::kDouble:
+      out->append(ShortestDouble(v.d, false));
+      return;
     case TypeId::kDecimal: {
       Int128 u = v.i;
       if (t.precision > 18) {
@@ -334,12 +373,15 @@ inline void ExpectedJson(const iceberg::Type& t, const Value& v, std::string* ou
       out->append("\"" + std::string(neg ? "-" : "") + digits + "\"");
       return;
     }
-    case TypeId::kDate: out->append("\"" + DateTime(v.i * 86400, false) + "\""); return;
+    case TypeId::kDate:
+      out->append("\"" + DateTime(v.i * 86400, false) + "\"");
+      return;
     case TypeId::kTime: {
       char buf[32];
-      std::snprintf(buf, sizeof buf, "\"%02lld:%02lld:%02lld.%06lld\"", static_cast<long long>(v.i / 3600000000LL),
-                    static_cast<long long>(v.i / 60000000 % 60), static_cast<long long>(v.i / 1000000 % 60),
-                    static_cast<long long>(v.i % 1000000));
+      std::snprintf(
+          buf, sizeof buf, "\"%02lld:%02lld:%02lld.%06lld\"",
+          static_cast<long long>(v.i / 3600000000LL), static_cast<long long>(v.i / 60000000 % 60),
+          static_cast<long long>(v.i / 1000000 % 60), static_cast<long long>(v.i % 1000000));
       out->append(buf);
       return;
     }
@@ -349,18 +391,23 @@ inline void ExpectedJson(const iceberg::Type& t, const Value& v, std::string* ou
       if (us < 0) us += 1000000, --s;
       char frac[16];
       std::snprintf(frac, sizeof frac, ".%06lld", static_cast<long long>(us));
-      out->append("\"" + DateTime(s, true) + frac + (t.id == TypeId::kTimestampTz ? "+00:00" : "") + "\"");
+      out->append("\"" + DateTime(s, true) + frac + (t.id == TypeId::kTimestampTz ? "+00:00" : "") +
+                  "\"");
       return;
     }
-    case TypeId::kString: JsonStr(v.b, out); return;
+    case TypeId::kString:
+      JsonStr(v.b, out);
+      return;
     case TypeId::kUuid: {
       std::string h = Hex(v.b);
-      out->append("\"" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" +
-                  h.substr(20) + "\"");
+      out->append("\"" + h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" +
+                  h.substr(16, 4) + "-" + h.substr(20) + "\"");
       return;
     }
     case TypeId::kFixed:
-    case TypeId::kBinary: out->append("\"" + Hex(v.b) + "\""); return;
+    case TypeId::kBinary:
+      out->append("\"" + Hex(v.b) + "\"");
+      return;
     case TypeId::kStruct: {
       out->push_back('{');
       for (size_t i = 0; i < t.fields.size(); ++i) {

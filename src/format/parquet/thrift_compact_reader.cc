@@ -176,7 +176,8 @@ Status CompactReader::Skip(CType type) {
       if (n == 0) return Status::OK();
       if (pos_ >= in_.size()) return Error("truncated map header");
       auto kv = static_cast<uint8_t>(in_[pos_++]);
-      if (n > remaining()) return Error("map of " + std::to_string(n) + " entries beyond the input");
+      if (n > remaining())
+        return Error("map of " + std::to_string(n) + " entries beyond the input");
       RETURN_IF_ERROR(Enter());
       auto k = static_cast<CType>(kv >> 4);
       auto v = static_cast<CType>(kv & 0x0F);

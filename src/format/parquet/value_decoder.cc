@@ -8,13 +8,18 @@ namespace icestream::format::parquet {
 
 size_t FixedWidth(PhysicalType type, int32_t type_length) {
   switch (type) {
-    case PhysicalType::kBoolean: return 1;
+    case PhysicalType::kBoolean:
+      return 1;
     case PhysicalType::kInt32:
-    case PhysicalType::kFloat: return 4;
+    case PhysicalType::kFloat:
+      return 4;
     case PhysicalType::kInt64:
-    case PhysicalType::kDouble: return 8;
-    case PhysicalType::kFixedLenByteArray: return type_length > 0 ? static_cast<size_t>(type_length) : 0;
-    default: return 0;
+    case PhysicalType::kDouble:
+      return 8;
+    case PhysicalType::kFixedLenByteArray:
+      return type_length > 0 ? static_cast<size_t>(type_length) : 0;
+    default:
+      return 0;
   }
 }
 
@@ -27,7 +32,8 @@ Status DecodePlain(std::string_view in, PhysicalType type, int32_t type_length, 
       size_t at = fixed->size();
       fixed->resize(at + n);
       char* out = fixed->data() + at;
-      for (size_t i = 0; i < n; ++i) out[i] = static_cast<char>((static_cast<uint8_t>(in[i >> 3]) >> (i & 7)) & 1);
+      for (size_t i = 0; i < n; ++i)
+        out[i] = static_cast<char>((static_cast<uint8_t>(in[i >> 3]) >> (i & 7)) & 1);
       return Status::OK();
     }
     case PhysicalType::kByteArray: {
@@ -36,17 +42,21 @@ Status DecodePlain(std::string_view in, PhysicalType type, int32_t type_length, 
         if (in.size() - pos < 4) return Corruption("PLAIN BYTE_ARRAY: page ends inside a length");
         uint32_t len = GetFixed32(in.data() + pos);
         pos += 4;
-        if (in.size() - pos < len) return Corruption("PLAIN BYTE_ARRAY: value of " + std::to_string(len) + " bytes runs past the page");
+        if (in.size() - pos < len)
+          return Corruption("PLAIN BYTE_ARRAY: value of " + std::to_string(len) +
+                            " bytes runs past the page");
         bytes->push_back(in.substr(pos, len));
         pos += len;
       }
       return Status::OK();
     }
-    case PhysicalType::kInt96: return Unimplemented("INT96 values are not supported");
+    case PhysicalType::kInt96:
+      return Unimplemented("INT96 values are not supported");
     default: {
       size_t w = FixedWidth(type, type_length);
       if (w == 0) return Corruption("PLAIN: unknown physical type " + PhysicalTypeName(type));
-      if (n > in.size() / w) return Corruption("PLAIN " + PhysicalTypeName(type) + ": page too short");
+      if (n > in.size() / w)
+        return Corruption("PLAIN " + PhysicalTypeName(type) + ": page too short");
       fixed->append(in.data(), n * w);
       return Status::OK();
     }
@@ -55,8 +65,8 @@ Status DecodePlain(std::string_view in, PhysicalType type, int32_t type_length, 
 
 Status DecodeByteStreamSplit(std::string_view in, size_t width, size_t n, std::string* fixed) {
   if (width == 0 || n > in.size() / width || in.size() != n * width) {
-    return Corruption("BYTE_STREAM_SPLIT: " + std::to_string(in.size()) + " bytes for " + std::to_string(n) +
-                      " values of " + std::to_string(width) + " bytes");
+    return Corruption("BYTE_STREAM_SPLIT: " + std::to_string(in.size()) + " bytes for " +
+                      std::to_string(n) + " values of " + std::to_string(width) + " bytes");
   }
   size_t at = fixed->size();
   fixed->resize(at + n * width);
