@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("icestream ") + ICESTREAM_VERSION);
   icestream::server::AddServeCommand(&app);
   icestream::server::AddConvertCommand(&app);
+  icestream::server::AddParquetCommand(&app);
   icestream::server::AddChannelsCommand(&app);
   CLI11_PARSE(app, argc, argv);
   return icestream::server::ExitCode();

@@ -25,7 +25,27 @@ class Compressor {
 // kUncompressed returns a compressor that copies.
 Result<std::unique_ptr<Compressor>> MakeCompressor(Codec codec, int level = 0);
 
-// Decompression, for tests and self-checks; `expected_size` is the uncompressed size
+// Decompression of pages for the reader. Keeps its library context between pages. Not
+// thread-safe; use one per thread.
+class Decompressor {
+ public:
+  Decompressor() = default;
+  ~Decompressor();
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+
+  // Replaces *out with the decompressed `input`, which must be exactly `expected_size`
+  // bytes (the page header's uncompressed size). The caller bounds expected_size; a
+  // block that would expand beyond it is refused, never written past. Errors:
+  // kCorruption (damaged block, size mismatch), kUnimplemented (LZO, BROTLI, LZ4,
+  // LZ4_RAW). *out is unspecified after an error.
+  Status Decompress(Codec codec, std::string_view input, size_t expected_size, std::string* out);
+
+ private:
+  void* zstd_ = nullptr;  // ZSTD_DCtx
+};
+
+// One-shot decompression, for tests and self-checks; `expected_size` is the uncompressed size
 // recorded in the page header.
 Result<std::string> Decompress(Codec codec, std::string_view input, size_t expected_size);
 

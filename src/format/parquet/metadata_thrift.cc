@@ -21,7 +21,7 @@ void WriteLogicalType(CompactWriter& w, const LogicalType& lt) {
     w.FieldStructBegin(id);
     w.FieldBool(1, lt.adjusted_to_utc);
     w.FieldStructBegin(2);  // unit: TimeUnit union
-    empty_member(2);        // MICROS
+    empty_member(static_cast<int16_t>(lt.unit));
     w.EndStruct();
     w.EndStruct();
   };
@@ -39,6 +39,18 @@ void WriteLogicalType(CompactWriter& w, const LogicalType& lt) {
     case K::kTime: time_like(7); break;
     case K::kTimestamp: time_like(8); break;
     case K::kUuid: empty_member(14); break;
+    case K::kEnum: empty_member(4); break;
+    case K::kInteger:
+      w.FieldStructBegin(10);
+      w.FieldI8(1, lt.bit_width);
+      w.FieldBool(2, lt.is_signed);
+      w.EndStruct();
+      break;
+    case K::kUnknown: empty_member(11); break;
+    case K::kJson: empty_member(12); break;
+    case K::kBson: empty_member(13); break;
+    case K::kFloat16: empty_member(15); break;
+    case K::kOther: empty_member(lt.other_id); break;
     case K::kNone: break;
   }
   w.EndStruct();
@@ -62,10 +74,12 @@ void WriteStatistics(CompactWriter& w, int16_t id, const Statistics& s) {
   if (s.max) w.FieldBinary(1, *s.max);
   if (s.min) w.FieldBinary(2, *s.min);
   if (s.null_count) w.FieldI64(3, *s.null_count);
+  if (s.distinct_count) w.FieldI64(4, *s.distinct_count);
   if (s.max_value) w.FieldBinary(5, *s.max_value);
   if (s.min_value) w.FieldBinary(6, *s.min_value);
   if (s.is_max_value_exact) w.FieldBool(7, *s.is_max_value_exact);
   if (s.is_min_value_exact) w.FieldBool(8, *s.is_min_value_exact);
+  if (s.nan_count) w.FieldI64(9, *s.nan_count);
   w.EndStruct();
 }
 
@@ -101,6 +115,7 @@ void WriteRowGroup(CompactWriter& w, const RowGroup& rg) {
   w.FieldListBegin(1, CType::kStruct, rg.columns.size());
   for (const auto& c : rg.columns) {
     w.ElemStructBegin();
+    if (c.file_path) w.FieldBinary(1, *c.file_path);
     w.FieldI64(2, c.file_offset);
     WriteColumnMetaData(w, c.meta_data);
     w.EndStruct();
@@ -179,6 +194,19 @@ void SerializePageHeader(const PageHeader& h, std::string* out) {
     w.FieldStructBegin(7);
     w.FieldI32(1, d.num_values);
     w.FieldI32(2, E(d.encoding));
+    if (d.is_sorted) w.FieldBool(3, *d.is_sorted);
+    w.EndStruct();
+  }
+  if (h.data_page_header_v2) {
+    const auto& d = *h.data_page_header_v2;
+    w.FieldStructBegin(8);
+    w.FieldI32(1, d.num_values);
+    w.FieldI32(2, d.num_nulls);
+    w.FieldI32(3, d.num_rows);
+    w.FieldI32(4, E(d.encoding));
+    w.FieldI32(5, d.definition_levels_byte_length);
+    w.FieldI32(6, d.repetition_levels_byte_length);
+    w.FieldBool(7, d.is_compressed);
     w.EndStruct();
   }
   w.EndStruct();

@@ -246,6 +246,7 @@ Statistics StatsAccumulator::ToParquet(int64_t null_count, size_t truncate_bytes
       }
       break;
     }
+    case PhysicalType::kInt96: return s;  // never written
     case PhysicalType::kFixedLenByteArray:
       lo = smin_;
       hi = smax_;
@@ -340,6 +341,7 @@ void StatsAccumulator::UpdatePlain(std::string_view v) {
     }
     case PhysicalType::kByteArray:
     case PhysicalType::kFixedLenByteArray: UpdateBytes(v); break;
+    case PhysicalType::kInt96: break;  // never written
   }
 }
 
