@@ -8,7 +8,7 @@
 //   2. `icestream parquet schema` must carry DuckDB's field ids;
 //   3. `icestream parquet copy` rewrites it with the project's writer (rows copied
 //      through the reader); DuckDB must read the copy with the same values, and so must
-//      `parquet cat`.
+//      `parquet cat`; a copy of that copy (our writer's file read back) too.
 // A file with columns the reader cannot read (UBIGINT, INTERVAL) must print the other
 // columns and name the skipped ones on stderr.
 //
@@ -257,6 +257,10 @@ try {
     icestream(['parquet', 'copy', src, copy, '--compression', ['zstd', 'snappy', 'gzip', 'none'][n % 4]]);
     compare(await duckRows(copy), theirs, `${what} copy read by DuckDB`);
     compare(catRows(copy), theirs, `${what} copy read by parquet cat`);
+    // And once more from our own writer's file (dictionary pages, our page layout).
+    const copy2 = join(dir, `copy2_${n}.parquet`);
+    icestream(['parquet', 'copy', copy, copy2, '--compression', 'snappy']);
+    compare(await duckRows(copy2), theirs, `${what} copy of the copy read by DuckDB`);
     checked += theirs.length;
     console.log(`ok ${what}: ${theirs.length} rows`);
   }
