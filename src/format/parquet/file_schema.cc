@@ -125,13 +125,15 @@ bool LeafType(const SchemaElement& e, SourceLeaf* leaf, std::string* why) {
             return prim(TypeId::kTimestampTz);
           case ConvertedType::kInt64:
             return prim(TypeId::kLong);
+          case ConvertedType::kUint64:
+            return no("UINT_64 (unsigned 64-bit) has no Iceberg type");
           default:
             return no("INT64 with an unsupported converted type");
         }
       }
       if (lt.kind == K::kInteger) {
         if (lt.bit_width != 64 || !lt.is_signed)
-          return no("INT64 holding unsigned or narrow integers");
+          return no("INT64 holding unsigned (UINT_64) or narrow integers");
         return prim(TypeId::kLong);
       }
       return lt.kind == K::kNone ? prim(TypeId::kLong)
@@ -159,6 +161,8 @@ bool LeafType(const SchemaElement& e, SourceLeaf* leaf, std::string* why) {
         if (leaf->type_length != 16) return no("UUID not 16 bytes wide");
         return prim(TypeId::kUuid);
       }
+      if (lt.kind == K::kFloat16) return no("FLOAT16 has no Iceberg type");
+      if (Is(e, ConvertedType::kInterval)) return no("INTERVAL has no Iceberg type");
       if (lt.kind != K::kNone || e.converted_type)
         return no("FIXED_LEN_BYTE_ARRAY with an unsupported annotation");
       leaf->type = iceberg::Fixed(leaf->type_length);
