@@ -54,6 +54,8 @@ struct Planner {
   const FileSchema& source;
   const ParquetSchema& target;
   std::vector<LeafPlan>* plans;
+  // The target is the file's own schema (cat, a plain copy): synthetic ids match too.
+  bool own_schema;
 
   Status Refuse(const ShredNode& t, const std::string& why) const {
     return InvalidArgument("field " + std::to_string(t.field_id) + " (" + t.name + "): " + why);
@@ -179,7 +181,8 @@ struct Planner {
 
   // A child `t` of the target node whose match in the file is `s_parent` (nullptr = root).
   Status Child(const ShredNode& t, const ShredNode* s_parent, const Anchor& anchor) {
-    const ShredNode* s = source.is_synthetic(t.field_id) ? nullptr : source.FindNode(t.field_id);
+    const ShredNode* s =
+        source.is_synthetic(t.field_id) && !own_schema ? nullptr : source.FindNode(t.field_id);
     if (s == nullptr) return Absent(t, anchor);
     if (source.Parent(t.field_id) != s_parent) return Refuse(t, "has another parent in the file");
     return Present(t, *s, anchor.pairs, anchor.rep);
@@ -190,7 +193,9 @@ struct Planner {
 
 Result<std::vector<LeafPlan>> PlanCopy(const FileSchema& source, const ParquetSchema& target) {
   std::vector<LeafPlan> plans;
-  Planner planner{source, target, &plans};
+  Planner planner{
+      source, target, &plans,
+      source.parquet_schema() != nullptr && target.iceberg_schema() == source.iceberg_schema()};
   Anchor root{nullptr, {{0, 0}}, 0};
   for (const ShredNode& t : target.root().children) {
     RETURN_IF_ERROR(planner.Child(t, nullptr, root));

@@ -49,7 +49,8 @@ struct LeafPlan {
   ValueConversion conversion = ValueConversion::kNone;
 };
 
-// One plan per target leaf, in target leaf order.
+// One plan per target leaf, in target leaf order. Synthetic ids (file_schema.h) match
+// only when the target is the file's own derived schema.
 Result<std::vector<LeafPlan>> PlanCopy(const FileSchema& source, const ParquetSchema& target);
 
 }  // namespace icestream::format::parquet

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <zstd.h>
 
+#include <optional>
+
 #include "common/bytes.h"
 #include "format/parquet/file_reader.h"
 #include "format/parquet/file_writer.h"
@@ -135,6 +137,7 @@ struct OneColumn {
   Codec codec = Codec::kUncompressed;
   int64_t num_rows = 3;
   int64_t num_values = 3;
+  std::optional<int32_t> field_id = 1;
 };
 
 // "PAR1" | pages | footer for one leaf column "a" (field id 1).
@@ -147,7 +150,7 @@ std::string MakeFile(const OneColumn& c, const std::string& pages, int64_t dict_
   a.name = "a";
   a.type = c.type;
   a.repetition_type = c.repetition;
-  a.field_id = 1;
+  a.field_id = c.field_id;
   if (c.type == PhysicalType::kByteArray) a.converted_type = ConvertedType::kUtf8;
   m.schema = {root, a};
   m.num_rows = c.num_rows;
@@ -207,6 +210,46 @@ TEST(HandMadeFile, BaselineReads) {
   Status st = ReadJson(MakeFile({}, Page(V1(3), kDefs + Ints())), &json);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(json, "{\"a\":7}\n{\"a\":8}\n{\"a\":9}\n");
+}
+
+TEST(HandMadeFile, ColumnsWithoutPositiveFieldIdsReadAsThemselves) {
+  // DuckDB's FIELD_IDS 'auto' starts at 0; other writers set none. Such columns get
+  // synthetic ids: shown by cat and copied into the file's own schema, never matched to
+  // a table's field.
+  for (std::optional<int32_t> id : {std::optional<int32_t>(0), std::optional<int32_t>()}) {
+    OneColumn c;
+    c.field_id = id;
+    std::string f = MakeFile(c, Page(V1(3), kDefs + Ints()));
+    std::string json;
+    Status st = ReadJson(f, &json);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(json, "{\"a\":7}\n{\"a\":8}\n{\"a\":9}\n");
+    auto r = ParquetFileReader::Open(f);
+    ASSERT_TRUE(r.ok());
+    const iceberg::Schema& own = (*r)->schema().iceberg_schema();
+    EXPECT_TRUE((*r)->schema().is_synthetic(own.fields[0].id));
+    std::string copy;
+    StringOutputStream out(&copy);
+    auto w = FileWriter::Make(own, &out, WriterOptions());
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*r)->CopyRows(w->get()).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+    json.clear();
+    ASSERT_TRUE(ReadJson(copy, &json).ok());
+    EXPECT_EQ(json, "{\"a\":7}\n{\"a\":8}\n{\"a\":9}\n");
+    // A table schema whose field carries the same number is another field: nulls.
+    iceberg::Schema table = own;
+    table.fields[0].name = "other";
+    std::string copy2;
+    StringOutputStream out2(&copy2);
+    auto w2 = FileWriter::Make(table, &out2, WriterOptions());
+    ASSERT_TRUE(w2.ok());
+    ASSERT_TRUE((*r)->CopyRows(w2->get()).ok());
+    ASSERT_TRUE((*w2)->Close().ok());
+    json.clear();
+    ASSERT_TRUE(ReadJson(copy2, &json).ok());
+    EXPECT_EQ(json, "{\"other\":null}\n{\"other\":null}\n{\"other\":null}\n");
+  }
 }
 
 TEST(HandMadeFile, AbsurdLengthsAndCounts) {
