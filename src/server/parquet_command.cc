@@ -32,7 +32,7 @@ struct ParquetArgs {
 };
 
 Status Cat(const ParquetArgs& a) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(a.path));
+  ASSIGN_OR_RETURN(std::string bytes, fs::ReadFile(a.path));
   ASSIGN_OR_RETURN(auto reader, pq::ParquetFileReader::Open(bytes));
   for (const auto& s : reader->schema().skipped())
     std::cerr << "parquet cat: not shown: " << s << "\n";
@@ -47,7 +47,7 @@ Status Cat(const ParquetArgs& a) {
 }
 
 Status Schema(const ParquetArgs& a) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(a.path));
+  ASSIGN_OR_RETURN(std::string bytes, fs::ReadFile(a.path));
   ASSIGN_OR_RETURN(auto reader, pq::ParquetFileReader::Open(bytes));
   for (const auto& s : reader->schema().skipped())
     std::cerr << "parquet schema: not readable: " << s << "\n";
@@ -56,11 +56,11 @@ Status Schema(const ParquetArgs& a) {
 }
 
 Status Copy(const ParquetArgs& a) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(a.path));
+  ASSIGN_OR_RETURN(std::string bytes, fs::ReadFile(a.path));
   ASSIGN_OR_RETURN(auto reader, pq::ParquetFileReader::Open(bytes));
   iceberg::Schema schema = reader->schema().iceberg_schema();
   if (!a.schema_path.empty()) {
-    ASSIGN_OR_RETURN(std::string text, ReadFile(a.schema_path));
+    ASSIGN_OR_RETURN(std::string text, fs::ReadFile(a.schema_path));
     ASSIGN_OR_RETURN(schema, iceberg::SchemaFromJson(text));
   }
   pq::WriterOptions options;
