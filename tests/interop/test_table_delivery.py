@@ -39,8 +39,8 @@ import gsr  # noqa: E402
 from delivery_check import LocalBucket, S3Bucket, produce  # noqa: E402
 from harness import ACCOUNT, REGION, Rgw, Server, kinesis_call, wait_channel  # noqa: E402
 from table_check import (assert_rows, create_channel, describe, dlq_lines, expected_row, iso_micros,  # noqa: E402
-                         metric, metrics, npm_dir, read_table, register_schema, schema_arn,
-                         table_channel_request, ts_micros)
+                         metric, metrics, npm_dir, read_table, register_schema, rest_metadata,
+                         schema_arn, table_channel_request, ts_micros, wait_records)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASE_TS = ts_micros("2025-06-01T08:00:00Z")
@@ -177,43 +177,6 @@ def invalid_records(base_id, vid_other=None):
     if vid_other:
         cases.append((gsr.encode(vid_other, {"id": base_id + 7, "name": "x", "event_time": ts}), "DESERIALIZATION_ERROR"))
     return cases
-
-
-def rest_table(server, warehouse, namespace, table):
-    """Current metadata through the REST catalog over plain HTTP (None when absent)."""
-    base = server.endpoint + "/iceberg"
-    with urllib.request.urlopen(f"{base}/v1/config?warehouse={warehouse}", timeout=10) as r:
-        prefix = json.loads(r.read())["overrides"]["prefix"]
-    try:
-        with urllib.request.urlopen(f"{base}/v1/{prefix}/namespaces/{namespace}/tables/{table}", timeout=10) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            return None
-        raise
-
-
-def total_records(server, warehouse, namespace, table):
-    t = rest_table(server, warehouse, namespace, table)
-    if not t:
-        return 0
-    md = t["metadata"]
-    cur = md.get("current-snapshot-id")
-    for s in md.get("snapshots", []):
-        if s["snapshot-id"] == cur:
-            return int(s["summary"].get("total-records", 0))
-    return 0
-
-
-def wait_records(server, warehouse, namespace, table, count, timeout=90):
-    deadline = time.time() + timeout
-    n = 0
-    while time.time() < deadline:
-        n = total_records(server, warehouse, namespace, table)
-        if n >= count:
-            return n
-        time.sleep(0.3)
-    raise AssertionError(f"table {namespace}.{table} has {n} of {count} rows after {timeout} s")
 
 
 def wait_dlq(bucket, prefix, count, timeout=60):
@@ -579,14 +542,14 @@ class LocalTables(unittest.TestCase, TableDelivery):
         post("namespaces", {"namespace": ["ns_own"]})
         post("namespaces/ns_own/tables", {"name": "theirs", "schema": {"type": "struct", "schema-id": 0, "fields": [
             {"id": 1, "name": "id", "required": True, "type": "long"}]}})
-        before = rest_table(self.server, self.warehouse_arn(), "ns_own", "theirs")
+        before = rest_metadata(self.server, self.warehouse_arn(), "ns_own", "theirs")
         d = create_channel(self, self.server, table_channel_request(
             "ch-theirs", "s-own", arn, self.warehouse_bucket, "ns_own", "theirs", self.dlq_bucket_name))
         produce(k, "s-own", [("a", _dumps(valid_record(i, random.Random(i))).encode()) for i in range(1, 50)])
         failed = wait_channel(self.server, d["ChannelARN"], status="FAILED", timeout=30)
         self.assertTrue(failed.get("ChannelStatusReason"), failed)
         self.assertIn("theirs", failed["ChannelStatusReason"])
-        after = rest_table(self.server, self.warehouse_arn(), "ns_own", "theirs")
+        after = rest_metadata(self.server, self.warehouse_arn(), "ns_own", "theirs")
         self.assertEqual(after["metadata-location"], before["metadata-location"], "a foreign table was written")
         kinesis_call(self.server, "DeleteChannel", {"ChannelARN": d["ChannelARN"]})
         wait_channel(self.server, d["ChannelARN"], status="GONE")

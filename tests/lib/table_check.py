@@ -260,3 +260,57 @@ def metric(text, name, channel):
         if labels.get("channel_name") == channel:
             return float(m.group(2)), labels
     return None
+
+
+def rows_by_file(t):
+    """{file_path: [rows]} of a read_table result (rows come file by file, in order)."""
+    out, i = {}, 0
+    for f in t["files"]:
+        out[f["file_path"]] = t["rows"][i:i + f["record_count"]]
+        i += f["record_count"]
+    if i != len(t["rows"]):
+        raise AssertionError(f"{len(t['rows'])} rows but the files hold {i}")
+    return out
+
+
+def rest_metadata(server, warehouse, namespace, table):
+    """{"metadata-location", "metadata"} through the REST catalog over plain HTTP, or None."""
+    import urllib.error
+    base = server.endpoint + "/iceberg"
+    with urllib.request.urlopen(f"{base}/v1/config?warehouse={warehouse}", timeout=10) as r:
+        prefix = json.loads(r.read())["overrides"]["prefix"]
+    try:
+        with urllib.request.urlopen(f"{base}/v1/{prefix}/namespaces/{namespace}/tables/{table}", timeout=10) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise
+
+
+def total_records(server, warehouse, namespace, table):
+    """total-records of the table's current snapshot (0 when there is none)."""
+    t = rest_metadata(server, warehouse, namespace, table)
+    if not t:
+        return 0
+    md = t["metadata"]
+    cur = md.get("current-snapshot-id")
+    for s in md.get("snapshots", []):
+        if s["snapshot-id"] == cur:
+            return int(s["summary"].get("total-records", 0))
+    return 0
+
+
+def wait_records(server, warehouse, namespace, table, count, timeout=90):
+    """Waits until the current snapshot holds >= count rows."""
+    deadline = time.time() + timeout
+    n = 0
+    while time.time() < deadline:
+        try:
+            n = total_records(server, warehouse, namespace, table)
+        except OSError:
+            n = n  # the server may be restarting
+        if n >= count:
+            return n
+        time.sleep(0.3)
+    raise AssertionError(f"table {namespace}.{table} has {n} of {count} rows after {timeout} s")
