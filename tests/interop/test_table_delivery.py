@@ -476,7 +476,8 @@ class LocalTables(unittest.TestCase, TableDelivery):
             ("InvalidArgumentException", req(partition=None)),            # no PartitionSpec
             ("InvalidArgumentException", with_(req(), lambda r: tconf(r)["PartitionSpec"]["PartitionFields"].append(
                 {"SourceName": "event_time", "Transform": "TIME_HOUR"}))),
-            ("InvalidArgumentException", with_(req(), lambda r: r["S3TablesDestinationConfiguration"].pop(
+            # The DLQ block is a required member of the model: a shape error.
+            ("ValidationException", with_(req(), lambda r: r["S3TablesDestinationConfiguration"].pop(
                 "DeadLetterQueueS3Configuration"))),
             ("InvalidArgumentException", with_(req(), lambda r: r["StreamConfigurationList"][0]["RecordConfiguration"].pop(
                 "GSRSchemaARN"))),
@@ -521,7 +522,7 @@ class LocalTables(unittest.TestCase, TableDelivery):
         self.assertEqual(body.get("__type"), "InvalidArgumentException", body)
         # A second table channel on the same stream is over the quota (one per type).
         st, body = kinesis_call(self.server, "CreateChannel", dict(req(), ChannelName="ch-err-2"))
-        self.assertEqual(st, 400, body)
+        self.assertEqual(body.get("__type"), "LimitExceededException", body)
         kinesis_call(self.server, "DeleteChannel", {"ChannelARN": d["ChannelARN"]})
         wait_channel(self.server, d["ChannelARN"], status="GONE")
 
