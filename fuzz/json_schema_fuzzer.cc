@@ -7,7 +7,7 @@
 
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 #include "schema/json_schema.h"
 #include "schema/record_converter.h"
 

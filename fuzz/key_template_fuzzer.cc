@@ -1,4 +1,4 @@
-// Fuzzes the output key template parser and renderer (delivery/key_template.h): any
+// Fuzzes the output key template parser and renderer (delivery/s3/key_template.h): any
 // bytes as a template under each compression. Invariants: no crash; an accepted template
 // renders keys that never start with '/', never contain "//" or a ".." or "." segment, and
 // carry the suffix right before the extension.
@@ -6,9 +6,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "delivery/key_template.h"
+#include "delivery/s3/key_template.h"
 
 using namespace icestream::delivery;
+using namespace icestream::delivery::s3;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

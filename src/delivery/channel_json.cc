@@ -52,6 +52,26 @@ std::optional<Compression> ParseCompression(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view TableCompressionName(TableCompression c) {
+  switch (c) {
+    case TableCompression::kNone: return "NONE";
+    case TableCompression::kZstd: return "ZSTD";
+    case TableCompression::kSnappy: return "SNAPPY";
+  }
+  return "NONE";
+}
+
+std::optional<TableCompression> ParseTableCompression(std::string_view s) {
+  if (s == "NONE") return TableCompression::kNone;
+  if (s == "ZSTD") return TableCompression::kZstd;
+  if (s == "SNAPPY") return TableCompression::kSnappy;
+  return std::nullopt;
+}
+
+std::string_view DestinationTypeName(DestinationType t) {
+  return t == DestinationType::kS3 ? "S3" : "S3_TABLES";
+}
+
 std::string DefaultErrorOutputPrefix(const std::string& name, const std::string& id) {
   return fmt::format("kinesis-channel/errors/{}/{}/", name, id);
 }
@@ -68,6 +88,16 @@ ChannelStatus ParseStatus(const std::string& s) {
   if (s == "FAILED") return ChannelStatus::kFailed;
   return ChannelStatus::kCreating;
 }
+
+json DlqToJson(const DeadLetterQueueConfig& d) {
+  return {{"bucket_arn", d.bucket_arn},
+          {"expected_bucket_owner", d.expected_bucket_owner},
+          {"error_output_prefix", d.error_output_prefix}};
+}
+
+DeadLetterQueueConfig DlqFromJson(const json& j) {
+  return {j.at("bucket_arn"), j.at("expected_bucket_owner"), j.at("error_output_prefix")};
+}
 }  // namespace
 
 json ChannelToJson(const ChannelConfig& c) {
@@ -83,18 +113,9 @@ json ChannelToJson(const ChannelConfig& c) {
       {"record_format", RecordFormatName(c.record_format)},
       {"gsr_schema_arn", c.gsr_schema_arn},
       {"starting_position", {{"type", c.starting_position.type}, {"timestamp_ms", c.starting_position.timestamp_ms}}},
-      {"destination", c.destination == DestinationType::kS3 ? "S3" : "S3_TABLES"},
-      {"s3",
-       {{"bucket_arn", c.s3.bucket_arn},
-        {"compression", CompressionName(c.s3.compression)},
-        {"expected_bucket_owner", c.s3.expected_bucket_owner},
-        {"output_key_template", c.s3.output_key_template},
-        {"storage_class", c.s3.storage_class},
-        {"data_freshness_seconds", c.s3.data_freshness_seconds},
-        {"dlq",
-         {{"bucket_arn", c.s3.dlq.bucket_arn},
-          {"expected_bucket_owner", c.s3.dlq.expected_bucket_owner},
-          {"error_output_prefix", c.s3.dlq.error_output_prefix}}}}},
+      {"destination", DestinationTypeName(c.destination_type())},
+      {"data_freshness_seconds", c.data_freshness_seconds},
+      {"dlq", DlqToJson(c.dlq)},
       {"logging",
        {{"enabled", c.logging.enabled},
         {"log_group_name", c.logging.log_group_name},
@@ -103,6 +124,25 @@ json ChannelToJson(const ChannelConfig& c) {
       {"status", ChannelStatusName(c.status)},
       {"status_reason", c.status_reason},
       {"created_ms", c.created_ms}};
+  if (c.destination_type() == DestinationType::kS3) {
+    const auto& s3 = c.s3();
+    j["s3"] = {{"bucket_arn", s3.bucket_arn},
+               {"compression", CompressionName(s3.compression)},
+               {"expected_bucket_owner", s3.expected_bucket_owner},
+               {"output_key_template", s3.output_key_template},
+               {"storage_class", s3.storage_class}};
+  } else {
+    const auto& t = c.table();
+    json fields = json::array();
+    for (const auto& f : t.partition_fields) fields.push_back({{"source_name", f.source_name}, {"transform", f.transform}});
+    j["table"] = {{"table_bucket_arn", t.table_bucket_arn},
+                  {"namespace", t.ns},
+                  {"table_name", t.table_name},
+                  {"compression", TableCompressionName(t.compression)},
+                  {"partition_fields", fields},
+                  {"schema_version_id", t.schema_version_id},
+                  {"schema_version_number", t.schema_version_number}};
+  }
   if (c.encryption) {
     j["encryption"] = {{"type", c.encryption->encryption_type}, {"key_id", c.encryption->key_id}};
   }
@@ -124,17 +164,32 @@ Result<ChannelConfig> ChannelFromJson(const json& j) {
     c.gsr_schema_arn = j.value("gsr_schema_arn", "");
     c.starting_position.type = j.at("starting_position").at("type");
     c.starting_position.timestamp_ms = j.at("starting_position").at("timestamp_ms");
-    c.destination = j.at("destination") == "S3" ? DestinationType::kS3 : DestinationType::kS3Tables;
-    const json& s3 = j.at("s3");
-    c.s3.bucket_arn = s3.at("bucket_arn");
-    c.s3.compression = ParseCompression(s3.at("compression").get<std::string>()).value_or(Compression::kNone);
-    c.s3.expected_bucket_owner = s3.at("expected_bucket_owner");
-    c.s3.output_key_template = s3.at("output_key_template");
-    c.s3.storage_class = s3.at("storage_class");
-    c.s3.data_freshness_seconds = s3.at("data_freshness_seconds");
-    c.s3.dlq.bucket_arn = s3.at("dlq").at("bucket_arn");
-    c.s3.dlq.expected_bucket_owner = s3.at("dlq").at("expected_bucket_owner");
-    c.s3.dlq.error_output_prefix = s3.at("dlq").at("error_output_prefix");
+    if (j.at("destination") == "S3") {
+      const json& s3 = j.at("s3");
+      S3DestinationConfig d;
+      d.bucket_arn = s3.at("bucket_arn");
+      d.compression = ParseCompression(s3.at("compression").get<std::string>()).value_or(Compression::kNone);
+      d.expected_bucket_owner = s3.at("expected_bucket_owner");
+      d.output_key_template = s3.at("output_key_template");
+      d.storage_class = s3.at("storage_class");
+      c.destination = std::move(d);
+      // Documents written before freshness and the DLQ moved out of the S3 block.
+      if (!j.contains("data_freshness_seconds")) c.data_freshness_seconds = s3.at("data_freshness_seconds");
+      if (!j.contains("dlq")) c.dlq = DlqFromJson(s3.at("dlq"));
+    } else {
+      const json& t = j.at("table");
+      TableDestinationConfig d;
+      d.table_bucket_arn = t.at("table_bucket_arn");
+      d.ns = t.at("namespace");
+      d.table_name = t.at("table_name");
+      d.compression = ParseTableCompression(t.at("compression").get<std::string>()).value_or(TableCompression::kZstd);
+      for (const auto& f : t.at("partition_fields")) d.partition_fields.push_back({f.at("source_name"), f.at("transform")});
+      d.schema_version_id = t.value("schema_version_id", "");
+      d.schema_version_number = t.value("schema_version_number", int64_t{0});
+      c.destination = std::move(d);
+    }
+    if (j.contains("data_freshness_seconds")) c.data_freshness_seconds = j["data_freshness_seconds"];
+    if (j.contains("dlq")) c.dlq = DlqFromJson(j["dlq"]);
     c.logging.enabled = j.at("logging").at("enabled");
     c.logging.log_group_name = j.at("logging").at("log_group_name");
     c.logging.log_stream_name = j.at("logging").at("log_stream_name");

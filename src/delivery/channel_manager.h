@@ -1,15 +1,13 @@
-// ChannelManager: the delivery engine. Owns every channel — its lifecycle (CREATING →
-// ACTIVE | FAILED, UPDATING → ACTIVE, DELETING → gone), its per-shard checkpoints, and the
-// threads that deliver each shard's records exactly once into S3 buckets
-// (kds-delivery-spec.md §1, §3, §4, §5; ARCHITECTURE.md §5 "Exactly-once per shard").
+// ChannelManager: the channels of this server — their lifecycle (CREATING → ACTIVE |
+// FAILED, UPDATING → ACTIVE, DELETING → gone; kds-delivery-spec.md §1), quotas, tags,
+// metrics text, and the threads that run them: one scheduler thread that asks every
+// active channel's ShardRunner for due batches, and a pool of workers that run them.
+// What a batch does at its destination is the business of the Sink that the
+// destination's Destination makes (registered by server/: S3 buckets, Iceberg tables).
 //
-// Delivery of one shard is a sequence of batches. A batch starts at the checkpoint and is
-// due when its oldest record is about to exceed the channel's freshness (or the backlog
-// is large). It is read straight from the shard log, built into objects (BatchBuilder),
-// its offset range is persisted as a plan, its objects (and DLQ lines) are uploaded under
-// deterministic keys, and only then the checkpoint moves past it. After a crash the plan
-// is replayed byte for byte, overwriting what a half-finished attempt left. A child shard
-// is delivered only once its parents are delivered to their end.
+// Activation (CREATING → ACTIVE) checks the destination in the background and retries a
+// destination that cannot be reached yet, with the reason in DescribeChannel's
+// IcestreamStatus and in the log, until activation_timeout_ms; then the channel FAILS.
 //
 // Errors use the Kinesis mapping (aws::KinesisError): kNotFound → ResourceNotFound,
 // kAlreadyExists / kFailedPrecondition → ResourceInUse, kInvalidArgument →
@@ -30,16 +28,18 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/clock.h"
 #include "common/sqlite.h"
 #include "delivery/channel.h"
 #include "delivery/channel_store.h"
+#include "delivery/shard_runner.h"
+#include "delivery/sink.h"
 #include "objectstore/object_store.h"
 #include "stream/stream_manager.h"
 
 namespace icestream::delivery {
-
-class DeliveryLog;
 
 struct ChannelManagerOptions {
   std::string data_dir;
@@ -51,42 +51,37 @@ struct ChannelManagerOptions {
   size_t max_channels_per_stream = 2;
   size_t max_channels_per_account = 100;  // AWS: 2 x the on-demand stream quota (50)
   size_t worker_threads = 2;
-  uint64_t max_batch_bytes = 32ull << 20;  // record bytes per batch (bounds memory)
-  size_t max_batch_records = 250000;
+  RunnerOptions runner;
   int64_t tick_ms = 50;
   int compression_level = 0;  // 0 = codec default (gzip 6, zstd 3)
   // Whether object stores check ExpectedBucketOwner (S3 does; local folders have no owner).
   bool local_buckets = true;
-};
-
-struct ChannelMetrics {
-  std::atomic<uint64_t> bytes_in{0};
-  std::atomic<uint64_t> bytes_processed{0};
-  std::atomic<uint64_t> bytes_out{0};
-  std::atomic<uint64_t> record_count{0};
-  std::atomic<uint64_t> successful_record_count{0};
-  std::atomic<uint64_t> failed_record_count{0};
-  std::atomic<uint64_t> delivery_success{0};
-  std::atomic<uint64_t> dlq_delivery_success{0};
-  std::atomic<int64_t> data_freshness_ms{0};
+  // A channel whose destination stays unreachable this long after CreateChannel FAILS.
+  int64_t activation_timeout_ms = 10 * 60 * 1000;
 };
 
 class ChannelManager {
  public:
-  static Result<std::unique_ptr<ChannelManager>> Open(
-      ChannelManagerOptions options, stream::StreamManager* streams, Database* db,
-      std::shared_ptr<objectstore::ObjectStore> store, const Clock* clock);
+  // `destinations`: one per destination type the server delivers to; a CreateChannel for
+  // another type is refused. `streams`, `db`, `buckets` and `clock` must outlive it.
+  static Result<std::unique_ptr<ChannelManager>> Open(ChannelManagerOptions options, stream::StreamManager* streams,
+                                                      Database* db, std::shared_ptr<objectstore::ObjectStore> buckets,
+                                                      std::vector<std::shared_ptr<Destination>> destinations,
+                                                      const Clock* clock);
   ~ChannelManager();
   // Stops scheduling; batches in flight finish or are abandoned (they replay on restart).
   void Stop();
 
   const ChannelManagerOptions& options() const { return options_; }
+  bool Supports(DestinationType type) const;
 
-  // Checks what needs state (name unique, stream exists and is ON_DEMAND, channel quotas),
-  // fills defaults, persists the channel as CREATING and returns it. Activation (checking
-  // the buckets, fixing start positions) happens in the background.
+  // Checks what needs state (name unique, stream exists and is ON_DEMAND, channel quotas,
+  // the destination's own rules), fills defaults, persists the channel as CREATING and
+  // returns it. Activation happens in the background.
   Result<ChannelConfig> Create(ChannelConfig draft);
   Result<ChannelConfig> Describe(const std::string& arn) const;
+  // icestream's status of the channel (IcestreamStatus in DescribeChannel).
+  Result<nlohmann::json> DeliveryStatus(const std::string& arn) const;
   std::vector<ChannelConfig> List() const;  // by name
   // Only freshness and logging are mutable; the channel must be ACTIVE.
   Result<ChannelConfig> Update(const std::string& arn, std::optional<int> freshness_seconds,
@@ -102,8 +97,7 @@ class ChannelManager {
   Status Untag(const std::string& arn, const std::vector<std::string>& keys);
   Result<std::map<std::string, std::string>> Tags(const std::string& arn) const;
 
-  // Prometheus text for every channel: DeliveryToS3_<Metric>{channel_name, channel_id,
-  // stream_name} (kds-delivery-spec.md §5.1 names, '.' written as '_').
+  // Prometheus text for every channel (channel_metrics.h).
   std::string PrometheusText() const;
   // Smallest offset of this shard some channel has not delivered (UINT64_MAX if none).
   uint64_t RetentionFloor(uint64_t stream_uid, uint32_t shard) const;
@@ -111,33 +105,28 @@ class ChannelManager {
   std::string ArnFor(const std::string& id) const;
 
   struct Channel;
-  struct ShardState;
 
  private:
-  ChannelManager(ChannelManagerOptions options, stream::StreamManager* streams,
-                 std::unique_ptr<ChannelStore> store,
-                 std::shared_ptr<objectstore::ObjectStore> objects, const Clock* clock);
+  ChannelManager(ChannelManagerOptions options, stream::StreamManager* streams, std::unique_ptr<ChannelStore> store,
+                 std::shared_ptr<objectstore::ObjectStore> buckets,
+                 std::vector<std::shared_ptr<Destination>> destinations, const Clock* clock);
   Status Load();
+  Destination* DestinationFor(DestinationType type) const;
+  // Makes the channel's runner (its sink); a channel whose sink cannot be made FAILS.
+  void StartRunner(Channel* ch);
   Result<std::shared_ptr<Channel>> Find(const std::string& arn) const;
   void SchedulerLoop();
   void WorkerLoop();
   void Tick();
   void Activate(const std::shared_ptr<Channel>& ch);
-  void ScheduleShards(const std::shared_ptr<Channel>& ch, int64_t now);
-  void RunBatch(const std::shared_ptr<Channel>& ch, uint32_t shard, uint64_t end,
-                std::shared_ptr<log::ShardLog> log);
-  // Puts with retries until success, a permanent error, or the channel/manager stopping.
-  Status PutWithRetry(const std::shared_ptr<Channel>& ch,
-                      const std::shared_ptr<DeliveryLog>& dlog, const std::string& bucket,
-                      const std::string& key, const std::string& body,
-                      const objectstore::PutOptions& opts);
   void Fail(const std::shared_ptr<Channel>& ch, const std::string& reason);
   void Submit(std::function<void()> job);
 
   const ChannelManagerOptions options_;
   stream::StreamManager* streams_;
   std::unique_ptr<ChannelStore> store_;
-  std::shared_ptr<objectstore::ObjectStore> objects_;
+  std::shared_ptr<objectstore::ObjectStore> buckets_;
+  std::vector<std::shared_ptr<Destination>> destinations_;
   const Clock* clock_;
 
   mutable std::mutex mu_;  // guards channels_

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 
 namespace icestream::iceberg {
 

@@ -10,7 +10,7 @@
 
 #include "format/avro/container.h"
 #include "format/avro/encoding.h"
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 #include "iceberg/table_metadata_json.h"
 
 namespace icestream::iceberg {

@@ -18,7 +18,7 @@
 #include "common/status.h"
 #include "iceberg/manifest.h"
 #include "iceberg/partition_spec.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 
 namespace icestream::iceberg {
 

@@ -7,7 +7,7 @@
 
 #include "common/status.h"
 #include "iceberg/literal.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 #include "iceberg/transform.h"
 
 namespace icestream::iceberg {

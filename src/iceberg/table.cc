@@ -103,24 +103,28 @@ int64_t Table::NewSnapshotId() const {
 }
 
 Result<CommitResult> Table::AppendFiles(const std::vector<DataFile>& files,
-                                        const std::map<std::string, std::string>& summary_extra) {
-  return Commit(files, {}, summary_extra);
+                                        const std::map<std::string, std::string>& summary_extra,
+                                        const CommitCheck& check) {
+  return Commit(files, {}, summary_extra, check);
 }
 
 Result<CommitResult> Table::ReplaceFiles(const std::vector<std::string>& deleted, const std::vector<DataFile>& added,
-                                         const std::map<std::string, std::string>& summary_extra) {
+                                         const std::map<std::string, std::string>& summary_extra,
+                                         const CommitCheck& check) {
   if (deleted.empty()) return InvalidArgument("replace: no files to delete");
-  return Commit(added, deleted, summary_extra);
+  return Commit(added, deleted, summary_extra, check);
 }
 
 Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std::vector<std::string>& deleted,
-                                   const std::map<std::string, std::string>& summary_extra) {
+                                   const std::map<std::string, std::string>& summary_extra,
+                                   const CommitCheck& check) {
   if (metadata_.format_version != 2) {
     return Unimplemented(fmt::format("table {} is format v{}: this writer commits to v2 tables only",
                                      TableName(id_), metadata_.format_version));
   }
   const bool replace = !deleted.empty();
   if (added.empty() && !replace) return InvalidArgument("append: no files");
+  if (check) RETURN_IF_ERROR(check(metadata_));
   {
     std::set<std::string> paths;
     for (const auto& f : added) {
@@ -179,6 +183,12 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       if (Status st = Refresh(); !st.ok()) {
         delete_all(new_manifests);
         return st;
+      }
+      if (check) {
+        if (Status st = check(metadata_); !st.ok()) {
+          delete_all(new_manifests);
+          return st;
+        }
       }
     }
     const Snapshot* parent = metadata_.CurrentSnapshot();

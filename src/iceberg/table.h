@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -76,6 +77,12 @@ struct ExpireResult {
   int64_t deleted_manifest_lists = 0;
 };
 
+// A condition a commit must meet on the table version it builds on, checked before every
+// attempt (the first, and each retry after a lost race re-reads the table): e.g. "the
+// checkpoints in the table are still below the rows I add". A non-OK status stops the
+// commit; nothing of it stays behind and the status is returned as is.
+using CommitCheck = std::function<Status(const TableMetadata& current)>;
+
 class Table {
  public:
   // Loads the table's current metadata. `catalog`, `io` and `clock` must outlive it.
@@ -97,14 +104,16 @@ class Table {
   // Errors: kInvalidArgument (bad files), kConflict (still losing after max_attempts),
   // kUnknownOutcome (the catalog could not tell; files are kept), others from I/O.
   Result<CommitResult> AppendFiles(const std::vector<DataFile>& files,
-                                   const std::map<std::string, std::string>& summary_extra = {});
+                                   const std::map<std::string, std::string>& summary_extra = {},
+                                   const CommitCheck& check = nullptr);
 
   // Replaces `deleted` (by path; they must be live in the current snapshot) with
   // `added` in one "replace" snapshot: the caller promises the rows are the same
   // (compaction). Errors: kConflict when a file to delete is no longer live (another
   // commit removed it: re-plan), plus AppendFiles' errors.
   Result<CommitResult> ReplaceFiles(const std::vector<std::string>& deleted, const std::vector<DataFile>& added,
-                                    const std::map<std::string, std::string>& summary_extra = {});
+                                    const std::map<std::string, std::string>& summary_extra = {},
+                                    const CommitCheck& check = nullptr);
 
   // Removes old snapshots from the metadata, then deletes the files only they
   // referenced (spec "Snapshot Retention Policy").
@@ -119,7 +128,7 @@ class Table {
   Table(Catalog* catalog, const FileIO* io, TableIdentifier id, const Clock* clock, TableOptions options);
   struct Attempt;
   Result<CommitResult> Commit(const std::vector<DataFile>& added, const std::vector<std::string>& deleted,
-                              const std::map<std::string, std::string>& summary_extra);
+                              const std::map<std::string, std::string>& summary_extra, const CommitCheck& check);
   int64_t NewSnapshotId() const;
   std::string MetadataDir() const;
   // One expiry attempt on the current metadata_ (kConflict when a ref moved meanwhile).

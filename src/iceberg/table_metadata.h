@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 #include "iceberg/partition_spec.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 #include "iceberg/snapshot.h"
 #include "iceberg/sort_order.h"
 

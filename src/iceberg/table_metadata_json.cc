@@ -9,7 +9,7 @@
 
 #include "format/avro/deflate.h"
 #include "iceberg/json_util.h"
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 
 namespace icestream::iceberg {
 

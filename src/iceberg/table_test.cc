@@ -196,6 +196,36 @@ TEST_F(TableTest, ACommitThatLandedButWasAnsweredWithAConflictKeepsItsFiles) {
   EXPECT_EQ(LivePaths(*fresh).size(), 1u);
 }
 
+TEST_F(TableTest, TheCommitCheckRunsAgainOnTheVersionARetryBuildsOn) {
+  // Writer A loads the table, then writer B commits a snapshot with a checkpoint. A's
+  // first attempt loses the race; its check sees B's summary on the refreshed table and
+  // stops the commit before anything is committed twice.
+  auto a = Open();
+  auto b = Open();
+  ASSERT_TRUE(b->AppendFiles({NewFile(*b, "b.parquet", 19000, "x", 3)}, {{"icestream.checkpoint.s0", "10"}}).ok());
+  std::vector<std::string> seen;
+  auto check = [&](const TableMetadata& m) -> Status {
+    const Snapshot* cur = m.CurrentSnapshot();
+    std::string cp = cur ? cur->summary.count("icestream.checkpoint.s0") ? cur->summary.at("icestream.checkpoint.s0") : "-"
+                         : "none";
+    seen.push_back(cp);
+    if (cp == "10") return AlreadyExists("rows up to 10 are in the table already");
+    return Status::OK();
+  };
+  auto r = a->AppendFiles({NewFile(*a, "a.parquet", 19000, "x", 3)}, {{"icestream.checkpoint.s0", "10"}}, check);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(seen, (std::vector<std::string>{"none", "10"}));
+  // Only B's file is live; A's attempt left no manifest behind.
+  EXPECT_EQ(LivePaths(*a), (std::multiset<std::string>{b->NewDataFileLocation({Literal::Date(19000), Literal::String("x")},
+                                                                               "b.parquet")}));
+  auto listed = io_->List(a->metadata().location + "/metadata/");
+  ASSERT_TRUE(listed.ok());
+  int manifests = 0;
+  for (const auto& f : *listed) manifests += f.location.find("-m0.avro") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(manifests, 1);  // B's
+}
+
 TEST_F(TableTest, ExpiryRechecksWhenARefMovesToASnapshotBeingExpired) {
   auto t = Open();
   ASSERT_TRUE(t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}).ok());

@@ -7,7 +7,7 @@
 
 #include "iceberg/json_util.h"
 #include "iceberg/overloaded.h"
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 #include "iceberg/table_metadata_json.h"
 
 namespace icestream::iceberg {

@@ -9,7 +9,7 @@
 
 #include "common/status.h"
 #include "iceberg/literal.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 
 namespace icestream::iceberg {
 

@@ -53,9 +53,9 @@ Result<Warehouses::Warehouse*> Warehouses::Get(const std::string& bucket) {
   return &warehouses_.emplace(name, std::move(w)).first->second;
 }
 
-Result<SqliteCatalog*> Warehouses::Catalog(const std::string& bucket) {
+Result<Catalog*> Warehouses::CatalogFor(const std::string& bucket) {
   ASSIGN_OR_RETURN(Warehouse * w, Get(bucket));
-  return w->catalog.get();
+  return static_cast<Catalog*>(w->catalog.get());
 }
 
 Result<const FileIO*> Warehouses::Io(const std::string& bucket) {

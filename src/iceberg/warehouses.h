@@ -32,8 +32,9 @@ class Warehouses {
   Result<std::string> BucketName(std::string_view name_or_arn) const;
   std::string BucketArn(const std::string& bucket) const;
 
-  // kNotFound when the bucket does not exist (S3; local folders are created).
-  Result<SqliteCatalog*> Catalog(const std::string& bucket);
+  // The warehouse's catalog. kNotFound when the bucket does not exist (S3; local folders
+  // are created).
+  Result<Catalog*> CatalogFor(const std::string& bucket);
   Result<const FileIO*> Io(const std::string& bucket);
 
  private:

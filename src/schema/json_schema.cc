@@ -4,7 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 
 namespace icestream::schema {
 

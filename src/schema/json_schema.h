@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 #include "schema/value_parsers.h"
 
 namespace icestream::schema {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 
 namespace icestream::schema {
 namespace {

@@ -35,6 +35,7 @@ std::string_view RecordErrorCodeName(RecordErrorCode code) {
     case RecordErrorCode::kTypeMismatch: return "TYPE_MISMATCH";
     case RecordErrorCode::kValueOutOfRange: return "VALUE_OUT_OF_RANGE";
     case RecordErrorCode::kNestingTooDeep: return "NESTING_TOO_DEEP";
+    case RecordErrorCode::kOutsideRoute: return "OUTSIDE_ROUTE";
   }
   return "?";
 }
@@ -49,6 +50,7 @@ struct Node {
   int32_t precision = 0, scale = 0, length = 0;
   const FieldConstraints* constraints = nullptr;
   bool must_be_present = false;
+  bool route = false;  // the routing field (ConverterOptions::route_field_id)
   std::string name;
   // The name needs no JSON escaping, so a raw key can be compared byte for byte.
   bool simple_name = false;
@@ -98,6 +100,11 @@ struct RecordConverter::Impl {
   RecordErrorCode code = RecordErrorCode::kMalformedJson;
   std::string message;
   std::vector<std::string> path_rev;
+  // Routing: the routed field's value in the record being converted, and the range of
+  // values this sink takes.
+  std::optional<int64_t> routed;
+  int64_t route_lo = INT64_MIN;
+  int64_t route_hi = INT64_MAX;
 
   Status Build(const ShredNode& s, Node* n) {
     n->shred = &s;
@@ -108,6 +115,7 @@ struct RecordConverter::Impl {
     auto it = constraints.find(s.field_id);
     n->constraints = it != constraints.end() ? &it->second : &default_constraints;
     n->must_be_present = it != constraints.end() ? it->second.must_be_present : !s.optional;
+    n->route = options.route_field_id != 0 && s.field_id == options.route_field_id;
     if (s.type != nullptr) {
       n->type = s.type->id;
       n->precision = s.type->precision;
@@ -415,6 +423,7 @@ struct RecordConverter::Impl {
     } else {
       n.column->AddInt64(rep, x);
     }
+    if (n.route) routed = x;
     return true;
   }
 
@@ -588,6 +597,7 @@ struct RecordConverter::Impl {
         int32_t days;
         if (!parsed(ParseDate(s, &days), "an RFC 3339 date (YYYY-MM-DD)")) return false;
         n.column->AddInt32(rep, days);
+        if (n.route) routed = days;
         return true;
       }
       case TypeId::kTime: {
@@ -601,6 +611,7 @@ struct RecordConverter::Impl {
         int64_t us;
         if (!parsed(ParseTimestamp(s, &us), "an RFC 3339 date-time")) return false;
         n.column->AddInt64(rep, us);
+        if (n.route) routed = us;
         return true;
       }
       case TypeId::kUuid: {
@@ -665,6 +676,7 @@ struct RecordConverter::Impl {
 
   Result<bool> Run(std::string_view json, size_t capacity, RecordError* error) {
     path_rev.clear();
+    routed.reset();
     od::document doc;
     bool ok = true;
     if (auto e = parser.iterate(json.data(), json.size(), capacity).get(doc)) {
@@ -686,11 +698,20 @@ struct RecordConverter::Impl {
         }
       }
     }
+    if (ok && options.route_field_id != 0 && (!routed || *routed < route_lo || *routed >= route_hi)) {
+      writer->AbortRecord();
+      error->code = RecordErrorCode::kOutsideRoute;
+      error->path = "$";
+      error->message = "the record belongs to another route";
+      error->route_value = routed;
+      return false;
+    }
     if (ok) {
       RETURN_IF_ERROR(writer->EndRecord());
       return true;
     }
     writer->AbortRecord();
+    error->route_value.reset();
     error->code = code;
     error->path = "$";
     for (auto it = path_rev.rbegin(); it != path_rev.rend(); ++it) error->path += *it;
@@ -720,6 +741,11 @@ Result<bool> RecordConverter::Convert(std::string_view json, RecordError* error)
   impl_->padded.assign(json);
   impl_->padded.append(kPadding, '\0');
   return impl_->Run(std::string_view(impl_->padded.data(), json.size()), impl_->padded.size(), error);
+}
+
+void RecordConverter::SetRoute(int64_t lo, int64_t hi) {
+  impl_->route_lo = lo;
+  impl_->route_hi = hi;
 }
 
 Result<bool> RecordConverter::ConvertPadded(std::string_view json, RecordError* error) {

@@ -11,7 +11,9 @@
 // which must outlive it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,22 +29,32 @@ enum class RecordErrorCode : uint8_t {
   kTypeMismatch,
   kValueOutOfRange,
   kNestingTooDeep,
+  // Not a defect of the record: with routing on (ConverterOptions::route_field_id) the
+  // record is valid but its routed value lies outside SetRoute's range (or is null).
+  kOutsideRoute,
 };
 
 // "MALFORMED_JSON", "MISSING_REQUIRED_FIELD", "TYPE_MISMATCH", "VALUE_OUT_OF_RANGE",
-// "NESTING_TOO_DEEP".
+// "NESTING_TOO_DEEP", "OUTSIDE_ROUTE".
 std::string_view RecordErrorCodeName(RecordErrorCode code);
 
 struct RecordError {
   RecordErrorCode code = RecordErrorCode::kMalformedJson;
   std::string path;     // JSON path of the offending value, e.g. "$.card.tags[2]"
   std::string message;  // human readable, names the path
+  // kOutsideRoute: the record's routed value (nullopt: the field is null or absent).
+  std::optional<int64_t> route_value;
 };
 
 struct ConverterOptions {
   // Containers (objects/arrays) nested deeper than this, counting the record itself
   // as 1, are refused with kNestingTooDeep, also inside dropped members.
   int max_record_depth = 17;
+  // Routing (e.g. rows into the files of their partition): the value written for this
+  // field id (int, long, date, timestamp, timestamptz; as stored: days or microseconds)
+  // must lie within SetRoute's range, or the record is rolled back with kOutsideRoute
+  // and its value, so that the caller converts it again into the right sink. 0 = off.
+  int32_t route_field_id = 0;
 };
 
 class RecordConverter {
@@ -62,6 +74,9 @@ class RecordConverter {
   // Same without the copy: json.data() must be followed by at least
   // kPadding readable bytes (simdjson's SIMDJSON_PADDING).
   Result<bool> ConvertPadded(std::string_view json, RecordError* error);
+
+  // The range [lo, hi) of routed values this converter's sink takes (default: all).
+  void SetRoute(int64_t lo, int64_t hi);
 
   static const size_t kPadding;
 

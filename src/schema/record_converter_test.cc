@@ -251,3 +251,52 @@ TEST_F(ConverterTest, DecimalBoundsAndIntegerMultipleOf) {
 
 }  // namespace
 }  // namespace icestream::schema
+
+namespace icestream::schema {
+namespace {
+
+// Routing: a valid record whose routed value falls outside the converter's range is rolled
+// back (nothing stays in the columns) and reported with its value; inside the range it is
+// written; invalid records are rejected as usual whatever their value.
+TEST(ConverterRouting, RecordsOutsideTheRangeComeBackWithTheirValue) {
+  auto s = LoadConvertibleSchema(R"({"type":"object","required":["ts"],"properties":{
+      "ts":{"type":"string","format":"date-time"},"n":{"type":"integer"}}})");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  std::string file;
+  format::parquet::StringOutputStream out(&file);
+  auto w = format::parquet::FileWriter::Make(s->schema, &out, format::parquet::WriterOptions{});
+  ASSERT_TRUE(w.ok());
+  const int32_t ts_id = s->schema.fields[0].name == "ts" ? s->schema.fields[0].id : s->schema.fields[1].id;
+  ConverterOptions o;
+  o.route_field_id = ts_id;
+  auto c = RecordConverter::Make(*s, w->get(), o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const int64_t hour = 3600LL * 1000000;
+  const int64_t t0 = 1788431399LL * 1000000;  // 2026-09-03T10:29:59Z
+  (*c)->SetRoute(t0 / hour * hour, t0 / hour * hour + hour);
+  RecordError e;
+  auto r = (*c)->Convert(R"({"ts":"2026-09-03T10:29:59Z","n":1})", &e);
+  ASSERT_TRUE(r.ok() && *r) << e.message;
+  EXPECT_EQ((*w)->num_rows(), 1);
+  r = (*c)->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":2})", &e);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(e.code, RecordErrorCode::kOutsideRoute);
+  ASSERT_TRUE(e.route_value.has_value());
+  EXPECT_EQ(*e.route_value, (t0 / hour * hour + hour));
+  for (int i = 0; i < (*w)->num_columns(); ++i) EXPECT_EQ((*w)->column(i).num_levels(), 1) << i;
+  // An invalid record is rejected for what is wrong with it, not routed.
+  r = (*c)->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":"x"})", &e);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
+  EXPECT_EQ(e.code, RecordErrorCode::kTypeMismatch);
+  EXPECT_FALSE(e.route_value.has_value());
+  // Widening the range takes it.
+  (*c)->SetRoute(INT64_MIN, INT64_MAX);
+  r = (*c)->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":2})", &e);
+  ASSERT_TRUE(r.ok() && *r);
+  EXPECT_EQ((*w)->num_rows(), 2);
+}
+
+}  // namespace
+}  // namespace icestream::schema

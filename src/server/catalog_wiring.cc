@@ -22,6 +22,9 @@ struct CatalogServices::Impl {
 CatalogServices::CatalogServices(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CatalogServices::~CatalogServices() = default;
 
+iceberg::Warehouses* CatalogServices::warehouses() const { return impl_->warehouses.get(); }
+registry::SchemaRegistry* CatalogServices::registry() const { return impl_->registry.get(); }
+
 Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& config, Database* db, Router* router,
                                                                 std::shared_ptr<objectstore::ObjectStore> s3_buckets) {
   auto impl = std::make_unique<Impl>();
@@ -40,12 +43,11 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& co
   iceberg::rest::Warehouses resolver;
   resolver.prefix_for = [wh](const std::string& w) -> Result<std::string> {
     ASSIGN_OR_RETURN(std::string name, wh->BucketName(w));
-    RETURN_IF_ERROR(wh->Catalog(name).status());  // the bucket must exist
+    RETURN_IF_ERROR(wh->CatalogFor(name).status());  // the bucket must exist
     return name;
   };
   resolver.catalog = [wh, default_warehouse](const std::string& prefix) -> Result<iceberg::Catalog*> {
-    ASSIGN_OR_RETURN(iceberg::SqliteCatalog * c, wh->Catalog(prefix.empty() ? default_warehouse : prefix));
-    return static_cast<iceberg::Catalog*>(c);
+    return wh->CatalogFor(prefix.empty() ? default_warehouse : prefix);
   };
   iceberg::rest::RestServerOptions ro;
   ro.base_path = "/iceberg";

@@ -15,6 +15,13 @@
 #include "server/config.h"
 #include "server/router.h"
 
+namespace icestream::iceberg {
+class Warehouses;
+}
+namespace icestream::registry {
+class SchemaRegistry;
+}
+
 namespace icestream::server {
 
 class CatalogServices {
@@ -25,6 +32,11 @@ class CatalogServices {
   static Result<std::unique_ptr<CatalogServices>> Start(const Config& config, Database* db, Router* router,
                                                         std::shared_ptr<objectstore::ObjectStore> s3_buckets);
   ~CatalogServices();
+
+  // The warehouses (one per table bucket) and the schema registry, for the streaming-table
+  // destination of channels. Valid while this object lives.
+  iceberg::Warehouses* warehouses() const;
+  registry::SchemaRegistry* registry() const;
 
   struct Impl;
 

@@ -69,6 +69,10 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
     c.delivery_workers = (*s)["workers"].value_or(c.delivery_workers);
     c.delivery_max_batch_bytes = (*s)["max_batch_bytes"].value_or(c.delivery_max_batch_bytes);
     c.delivery_tick_ms = (*s)["tick_ms"].value_or(c.delivery_tick_ms);
+    c.delivery_activation_timeout_ms = (*s)["activation_timeout_ms"].value_or(c.delivery_activation_timeout_ms);
+    c.table_target_file_bytes = (*s)["table_target_file_bytes"].value_or(c.table_target_file_bytes);
+    c.table_max_commit_bytes = (*s)["table_max_commit_bytes"].value_or(c.table_max_commit_bytes);
+    c.table_convert_threads = (*s)["table_convert_threads"].value_or(c.table_convert_threads);
   }
   if (auto* s = t["kinesis"].as_table()) {
     c.iterator_ttl_ms = (*s)["iterator_ttl_ms"].value_or(c.iterator_ttl_ms);
@@ -97,6 +101,10 @@ Status Validate(const Config& c) {
     if (ch < '0' || ch > '9') return InvalidArgument("account must have 12 digits");
   }
   if (c.segment_bytes < 4096) return InvalidArgument("storage.segment_bytes must be >= 4096");
+  if (c.table_convert_threads < 1 || c.table_convert_threads > 64) {
+    return InvalidArgument("delivery.table_convert_threads must be 1..64");
+  }
+  if (c.table_target_file_bytes < 1024) return InvalidArgument("delivery.table_target_file_bytes must be >= 1024");
   if (c.commit_threads == 0 || c.commit_threads > 64) {
     return InvalidArgument("storage.commit_threads must be 1..64");
   }

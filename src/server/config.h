@@ -48,6 +48,13 @@ struct Config {
   size_t delivery_workers = 2;
   uint64_t delivery_max_batch_bytes = 32ull << 20;
   int64_t delivery_tick_ms = 50;
+  // A channel whose destination stays unreachable this long after CreateChannel FAILS.
+  int64_t delivery_activation_timeout_ms = 10 * 60 * 1000;
+  // Streaming tables: data files are cut at this size; one commit takes at most this
+  // many record bytes (all shards); records are converted on this many threads.
+  int64_t table_target_file_bytes = 128ll << 20;
+  uint64_t table_max_commit_bytes = 128ull << 20;
+  int table_convert_threads = 2;
 
   // Iceberg REST catalog: the table bucket (warehouse) that clients reach without a
   // prefix (GET /iceberg/v1/namespaces without ?warehouse in /v1/config).

@@ -12,9 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <mutex>
-#include <thread>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -24,6 +22,7 @@
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
 #include "schema/json_schema.h"
+#include "schema/parallel_converter.h"
 #include "schema/record_converter.h"
 #include "server/commands.h"
 
@@ -176,113 +175,66 @@ struct Counts {
   int64_t rejected = 0;
 };
 
-// Converts blocks of lines into row groups, one RowGroupBuilder per thread; finished
-// row groups are placed in the file in input order, so the output is the same for
-// any number of threads.
-class ParallelConverter {
- public:
-  ParallelConverter(const schema::ConvertibleSchema* schema, pq::FileWriter* writer,
-                    BlockReader* reader, bool quiet)
-      : schema_(schema), writer_(writer), reader_(reader), quiet_(quiet) {}
-
-  Status Run(int threads) {
-    std::vector<std::thread> extra;
-    for (int i = 1; i < threads; ++i) extra.emplace_back([this] { Work(); });
-    Work();
-    for (auto& t : extra) t.join();
-    return error_;
-  }
-
-  const Counts& counts() const { return counts_; }
-
- private:
-  void Fail(const Status& st) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (error_.ok()) error_ = st;
-    stop_ = true;
-    cv_.notify_all();
-  }
-
-  void Work() {
-    Status st = WorkLoop();
-    if (!st.ok()) Fail(st);
-  }
-
-  Status WorkLoop() {
-    ASSIGN_OR_RETURN(auto builder, writer_->NewRowGroupBuilder());
-    ASSIGN_OR_RETURN(auto converter, schema::RecordConverter::Make(*schema_, builder.get()));
-    BlockReader::Block block;
-    schema::RecordError error;
-    std::vector<pq::RowGroupData> groups;
-    // Rejections of the block: (line number within the block, message).
-    std::vector<std::pair<int64_t, std::string>> rejections;
-    for (;;) {
-      ASSIGN_OR_RETURN(bool more, reader_->Next(&block));
-      if (!more) return Status::OK();
-      Counts counts;
-      rejections.clear();
-      size_t used = 0;
-      auto take_group = [&]() -> Status {
-        if (used == groups.size()) groups.emplace_back();
-        return builder->Finish(&groups[used++]);
-      };
-      const char* p = block.data;
-      const char* end = p + block.size;
-      int64_t line_no = 0;
-      while (p < end) {
-        ++line_no;
-        const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
-        const char* line_end = nl ? nl : end;
-        std::string_view line(p, static_cast<size_t>(line_end - p));
-        p = nl ? nl + 1 : end;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
-        // simdjson reads up to kPadding bytes past the line: the following lines, the
-        // block's zeroed padding, or (at the very end of a mapped file) a copy.
-        bool padded = line.data() + line.size() + schema::RecordConverter::kPadding <= block.readable_end;
-        ASSIGN_OR_RETURN(bool ok, padded ? converter->ConvertPadded(line, &error)
-                                         : converter->Convert(line, &error));
-        if (ok) {
-          ++counts.written;
-          if (builder->full()) RETURN_IF_ERROR(take_group());
-        } else {
-          ++counts.rejected;
-          if (!quiet_) {
-            rejections.emplace_back(line_no, std::string(schema::RecordErrorCodeName(error.code)) + ": " +
-                                                 error.message);
-          }
-        }
-      }
-      if (builder->num_rows() > 0) RETURN_IF_ERROR(take_group());
-      reader_->Release(block);
-      // Wait for this block's turn, then place its row groups and report its lines.
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || next_seq_ == block.seq; });
-      if (stop_) return Status::OK();
-      for (size_t i = 0; i < used; ++i) RETURN_IF_ERROR(writer_->AppendRowGroup(&groups[i]));
-      for (const auto& [line, message] : rejections) {
-        std::cerr << "line " << lines_before_ + line << ": " << message << "\n";
-      }
-      lines_before_ += line_no;
-      counts_.written += counts.written;
-      counts_.rejected += counts.rejected;
-      ++next_seq_;
-      cv_.notify_all();
-    }
-  }
-
-  const schema::ConvertibleSchema* schema_;
-  pq::FileWriter* writer_;
-  BlockReader* reader_;
-  bool quiet_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t next_seq_ = 0;
-  int64_t lines_before_ = 0;  // lines in the blocks already placed
-  bool stop_ = false;
-  Status error_;
-  Counts counts_;
+// A block of input lines as the parallel converter's work: the lines that are not blank,
+// with their line numbers within the block.
+struct LineBlock {
+  BlockReader::Block block;
+  std::vector<int64_t> line_numbers;  // of each record
+  int64_t lines = 0;                  // in the block, blank ones included
 };
+
+// Converts the input on `threads` threads; row groups are placed in the file in input
+// order, so the output is the same for any number of threads. Rejected lines are
+// printed (unless quiet) with their line numbers.
+Status ConvertParallel(const schema::ConvertibleSchema& schema, pq::FileWriter* writer, BlockReader* reader,
+                       int threads, bool quiet, Counts* counts) {
+  int64_t lines_before = 0;
+  auto next = [&](schema::ConvertBlock* out) -> Result<bool> {
+    auto lb = std::make_shared<LineBlock>();
+    ASSIGN_OR_RETURN(bool more, reader->Next(&lb->block));
+    if (!more) return false;
+    out->seq = lb->block.seq;
+    out->records.clear();
+    const char* p = lb->block.data;
+    const char* end = p + lb->block.size;
+    while (p < end) {
+      ++lb->lines;
+      const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+      const char* line_end = nl ? nl : end;
+      std::string_view line(p, static_cast<size_t>(line_end - p));
+      p = nl ? nl + 1 : end;
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
+      out->records.push_back(line);
+      lb->line_numbers.push_back(lb->lines);
+    }
+    // simdjson reads up to kPadding bytes past a line: the following lines, the block's
+    // zeroed padding, or (at the very end of a mapped file) a copy.
+    out->readable_end = lb->block.readable_end;
+    out->owner = lb;
+    return true;
+  };
+  auto place = [&](schema::ConvertedBlock&& done) -> Status {
+    auto* lb = static_cast<LineBlock*>(done.owner.get());
+    for (auto& [key, groups] : done.row_groups) {
+      for (auto& g : groups) RETURN_IF_ERROR(writer->AppendRowGroup(&g));
+    }
+    for (const auto& r : done.rejections) {
+      if (!quiet) {
+        std::cerr << "line " << lines_before + lb->line_numbers[r.index] << ": "
+                  << schema::RecordErrorCodeName(r.error.code) << ": " << r.error.message << "\n";
+      }
+    }
+    reader->Release(lb->block);
+    lines_before += lb->lines;
+    counts->written += done.rows;
+    counts->rejected += static_cast<int64_t>(done.rejections.size());
+    return Status::OK();
+  };
+  schema::ParallelConverterOptions po;
+  po.threads = threads;
+  return schema::ParallelConverter::Run(schema, writer->schema(), writer->options(), po, next, place);
+}
 
 std::string Hex(const std::string& bytes) {
   static const char* digits = "0123456789abcdef";
@@ -345,11 +297,10 @@ Status RunConvert(const ConvertArgs& args) {
   }
   BlockReader reader(fd, args.input_path, kBlockBytes);
   reader.TryMap();
-  ParallelConverter conv(&*schema, writer->get(), &reader, args.quiet);
-  Status st = conv.Run(args.threads);
+  Counts counts;
+  Status st = ConvertParallel(*schema, writer->get(), &reader, args.threads, args.quiet, &counts);
   ::close(fd);
   RETURN_IF_ERROR(st);
-  const Counts& counts = conv.counts();
   ASSIGN_OR_RETURN(pq::FileMetrics metrics, (*writer)->Close());
   std::cout << "rows written: " << counts.written << "\n"
             << "rows rejected: " << counts.rejected << "\n"

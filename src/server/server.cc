@@ -9,6 +9,9 @@
 #include "common/fs.h"
 #include "common/sqlite.h"
 #include "delivery/channel_manager.h"
+#include "delivery/s3/s3_sink.h"
+#include "delivery/table/table_sink.h"
+#include "iceberg/warehouses.h"
 #include "http/server.h"
 #include "kinesis/api.h"
 #include "objectstore/local_store.h"
@@ -24,10 +27,11 @@ struct IcestreamServer::Parts {
   std::unique_ptr<Database> db;
   std::unique_ptr<stream::StreamManager> streams;
   std::shared_ptr<objectstore::ObjectStore> buckets;
+  std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
+  // Channels use the catalog's warehouses and registry: declared after it, destroyed first.
   std::unique_ptr<delivery::ChannelManager> channels;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
   std::unique_ptr<Router> router;
-  std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
   std::unique_ptr<http::Server> http;
   std::atomic<http::Server*> http_raw{nullptr};
   bool stopped = false;
@@ -95,19 +99,6 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
     s3.max_attempts = config.s3_max_attempts;
     p->buckets = std::make_shared<objectstore::S3ObjectStore>(s3);
   }
-  delivery::ChannelManagerOptions co;
-  co.data_dir = config.data_dir;
-  co.region = config.region;
-  co.account = config.account;
-  co.min_freshness_seconds = config.aws_strict ? 300 : 1;
-  co.max_channels_per_account = 2 * static_cast<size_t>(config.on_demand_stream_limit);
-  co.worker_threads = config.delivery_workers;
-  co.max_batch_bytes = config.delivery_max_batch_bytes;
-  co.tick_ms = config.delivery_tick_ms;
-  co.local_buckets = config.s3_endpoint.empty();
-  ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(co, p->streams.get(), p->db.get(),
-                                                               p->buckets, SystemClock::Default()));
-
   kinesis::KinesisOptions ko;
   ko.region = config.region;
   ko.account = config.account;
@@ -125,8 +116,6 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   p->kinesis = std::make_unique<kinesis::KinesisApi>(ko, p->streams.get(), SystemClock::Default(),
                                                       secret, post);
 
-  p->kinesis->SetChannels(p->channels.get());
-
   p->router = std::make_unique<Router>(aws::Authenticator(config.credentials));
   kinesis::KinesisApi* k = p->kinesis.get();
   p->router->AddService({"Kinesis_20131202.", aws::ErrorFlavor::kKinesis,
@@ -135,11 +124,10 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                              http::Responder respond) {
                            k->Handle(op, std::move(req), std::move(respond));
                          }});
-  delivery::ChannelManager* cm = p->channels.get();
-  p->router->AddPath({"/metrics", [cm](std::shared_ptr<http::Request>, http::Responder respond) {
+  p->router->AddPath({"/metrics", [raw](std::shared_ptr<http::Request>, http::Responder respond) {
                         http::Response r;
                         r.SetHeader("Content-Type", "text/plain; version=0.0.4");
-                        r.body = cm->PrometheusText();
+                        r.body = raw->channels ? raw->channels->PrometheusText() : std::string();
                         respond(std::move(r));
                       }});
   p->router->AddPath({"/health", [](std::shared_ptr<http::Request>, http::Responder respond) {
@@ -151,6 +139,37 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
 
   ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get(),
                                                       config.s3_endpoint.empty() ? nullptr : p->buckets));
+
+  // Channels: S3 buckets and streaming tables (the catalog's warehouses and registry).
+  delivery::ChannelManagerOptions co;
+  co.data_dir = config.data_dir;
+  co.region = config.region;
+  co.account = config.account;
+  co.min_freshness_seconds = config.aws_strict ? 300 : 1;
+  co.max_channels_per_account = 2 * static_cast<size_t>(config.on_demand_stream_limit);
+  co.worker_threads = config.delivery_workers;
+  co.runner.max_batch_bytes = config.delivery_max_batch_bytes;
+  co.runner.max_spanning_batch_bytes = config.table_max_commit_bytes;
+  co.tick_ms = config.delivery_tick_ms;
+  co.local_buckets = config.s3_endpoint.empty();
+  co.activation_timeout_ms = config.delivery_activation_timeout_ms;
+  delivery::table::TableServices ts;
+  iceberg::Warehouses* wh = p->catalog->warehouses();
+  ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
+  ts.catalog = [wh](const std::string& bucket) { return wh->CatalogFor(bucket); };
+  ts.io = [wh](const std::string& bucket) { return wh->Io(bucket); };
+  ts.registry = p->catalog->registry();
+  ts.region = config.region;
+  ts.account = config.account;
+  delivery::table::TableSinkOptions to;
+  to.target_file_size_bytes = config.table_target_file_bytes;
+  to.convert_threads = config.table_convert_threads;
+  std::vector<std::shared_ptr<delivery::Destination>> destinations = {
+      std::make_shared<delivery::s3::S3Destination>(),
+      std::make_shared<delivery::table::TableDestination>(std::move(ts), to)};
+  ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(co, p->streams.get(), p->db.get(), p->buckets,
+                                                               std::move(destinations), SystemClock::Default()));
+  p->kinesis->SetChannels(p->channels.get());
 
   http::ServerOptions ho;
   ho.host = config.host();

@@ -23,7 +23,7 @@
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
 #include "iceberg/file_io.h"
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 #include "iceberg/sqlite_catalog.h"
 #include "iceberg/table.h"
 #include "iceberg/table_files.h"

@@ -2,7 +2,7 @@
 #include "format/parquet/file_writer.h"
 
 #include "common/bytes.h"
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 
 namespace icestream::format::parquet {
 

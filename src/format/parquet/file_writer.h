@@ -30,7 +30,7 @@
 #include "format/parquet/row_group_builder.h"
 #include "format/parquet/schema_mapping.h"
 #include "format/parquet/writer_options.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 
 namespace icestream::format::parquet {
 

@@ -11,7 +11,7 @@
 #include "common/bytes.h"
 #include "format/parquet/output_stream.h"
 #include "format/parquet/test_hex.h"
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 
 namespace icestream::format::parquet {
 namespace {

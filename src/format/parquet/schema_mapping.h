@@ -19,7 +19,7 @@
 #include "common/status.h"
 #include "format/parquet/metadata.h"
 #include "format/parquet/types.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 
 namespace icestream::format::parquet {
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "iceberg/json_util.h"
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 #include "iceberg/table_metadata_json.h"
 #include "iceberg/table_update_json.h"
 

@@ -75,19 +75,34 @@ json DescriptionJson(const ChannelConfig& c) {
     d["EncryptionConfiguration"] = {{"EncryptionType", c.encryption->encryption_type},
                                     {"KeyId", c.encryption->key_id}};
   }
-  if (c.destination == delivery::DestinationType::kS3) {
+  json dlq = {{"BucketARN", c.dlq.bucket_arn},
+               {"ExpectedBucketOwner", c.dlq.expected_bucket_owner},
+               {"ErrorOutputPrefix", c.dlq.error_output_prefix}};
+  if (c.destination_type() == delivery::DestinationType::kS3) {
+    const auto& s3 = c.s3();
     d["S3DestinationConfiguration"] = {
-        {"DataFreshnessInSeconds", c.s3.data_freshness_seconds},
-        {"DeadLetterQueueS3Configuration",
-         {{"BucketARN", c.s3.dlq.bucket_arn},
-          {"ExpectedBucketOwner", c.s3.dlq.expected_bucket_owner},
-          {"ErrorOutputPrefix", c.s3.dlq.error_output_prefix}}},
+        {"DataFreshnessInSeconds", c.data_freshness_seconds},
+        {"DeadLetterQueueS3Configuration", dlq},
         {"StorageConfiguration",
-         {{"BucketARN", c.s3.bucket_arn},
-          {"CompressionType", delivery::CompressionName(c.s3.compression)},
-          {"ExpectedBucketOwner", c.s3.expected_bucket_owner},
-          {"OutputKeyTemplate", c.s3.output_key_template},
-          {"StorageClass", c.s3.storage_class}}}};
+         {{"BucketARN", s3.bucket_arn},
+          {"CompressionType", delivery::CompressionName(s3.compression)},
+          {"ExpectedBucketOwner", s3.expected_bucket_owner},
+          {"OutputKeyTemplate", s3.output_key_template},
+          {"StorageClass", s3.storage_class}}}};
+  } else {
+    const auto& t = c.table();
+    json table = {{"TableBucketARN", t.table_bucket_arn},
+                  {"Namespace", t.ns},
+                  {"TableName", t.table_name},
+                  {"CompressionType", delivery::TableCompressionName(t.compression)}};
+    if (!t.partition_fields.empty()) {
+      json fields = json::array();
+      for (const auto& f : t.partition_fields) fields.push_back({{"SourceName", f.source_name}, {"Transform", f.transform}});
+      table["PartitionSpec"] = {{"PartitionFields", fields}};
+    }
+    d["S3TablesDestinationConfiguration"] = {{"DataFreshnessInSeconds", c.data_freshness_seconds},
+                                             {"DeadLetterQueueS3Configuration", dlq},
+                                             {"S3TablesConfigurationList", json::array({table})}};
   }
   return d;
 }
@@ -226,7 +241,8 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
     if (auto e = sp.Error()) return call.Fail(*e);
     p.Required("s3DestinationConfiguration.storageConfiguration", storage != nullptr);
     CheckFreshness(ctx, p, "s3DestinationConfiguration.dataFreshnessInSeconds", freshness);
-    if (freshness) c.s3.data_freshness_seconds = static_cast<int>(*freshness);
+    if (freshness) c.data_freshness_seconds = static_cast<int>(*freshness);
+    c.destination = delivery::S3DestinationConfig{};
     if (storage) {
       aws::Params st(*storage);
       auto bucket = st.Str("BucketARN");
@@ -243,13 +259,14 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
       StrMember(p, b + "outputKeyTemplate", tmpl, false, 1, 1024, &kTemplateChars,
                 "[0-9A-Za-z!\\-_'.*()\\/=:{}]+");
       if (klass) p.Enum(b + "storageClass", *klass, {"STANDARD", "INTELLIGENT_TIERING", "GLACIER_IR"});
-      c.s3.bucket_arn = bucket.value_or("");
-      c.s3.compression = delivery::ParseCompression(comp.value_or("NONE")).value_or(delivery::Compression::kNone);
-      c.s3.expected_bucket_owner = owner.value_or("");
-      c.s3.output_key_template = tmpl.value_or("");
-      c.s3.storage_class = klass.value_or("STANDARD");
+      auto& d = c.s3();
+      d.bucket_arn = bucket.value_or("");
+      d.compression = delivery::ParseCompression(comp.value_or("NONE")).value_or(delivery::Compression::kNone);
+      d.expected_bucket_owner = owner.value_or("");
+      d.output_key_template = tmpl.value_or("");
+      d.storage_class = klass.value_or("STANDARD");
     }
-    if (dlq) ReadDlq(p, "s3DestinationConfiguration.deadLetterQueueS3Configuration", *dlq, &c.s3.dlq);
+    if (dlq) ReadDlq(p, "s3DestinationConfiguration.deadLetterQueueS3Configuration", *dlq, &c.dlq);
   }
   if (tables) {
     aws::Params tp(*tables);
@@ -260,8 +277,9 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
     p.Required("s3TablesDestinationConfiguration.deadLetterQueueS3Configuration", dlq != nullptr);
     p.Required("s3TablesDestinationConfiguration.s3TablesConfigurationList", list != nullptr);
     CheckFreshness(ctx, p, "s3TablesDestinationConfiguration.dataFreshnessInSeconds", freshness);
-    delivery::DeadLetterQueueConfig ignored;
-    if (dlq) ReadDlq(p, "s3TablesDestinationConfiguration.deadLetterQueueS3Configuration", *dlq, &ignored);
+    if (freshness) c.data_freshness_seconds = static_cast<int>(*freshness);
+    if (dlq) ReadDlq(p, "s3TablesDestinationConfiguration.deadLetterQueueS3Configuration", *dlq, &c.dlq);
+    if (!s3) c.destination = delivery::TableDestinationConfig{};
     if (list) {
       p.ListLength("s3TablesDestinationConfiguration.s3TablesConfigurationList", list->size(), list->dump(), 1, 10000);
       for (size_t i = 0; i < list->size(); ++i) {
@@ -274,6 +292,7 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         const json* spec = t.Struct("PartitionSpec");
         if (auto e = t.Error()) return call.Fail(*e);
         std::string b = fmt::format("s3TablesDestinationConfiguration.s3TablesConfigurationList.{}.member.", i + 1);
+        delivery::TableDestinationConfig table;
         if (spec) {
           aws::Params sp(*spec);
           const json* fields = sp.List("PartitionFields");
@@ -292,6 +311,7 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
               StrMember(p, fb + "sourceName", source, true, 1, 255, &kSourceName, "[a-zA-Z0-9\\.\\_]+");
               p.Required(fb + "transform", transform.has_value());
               if (transform) p.Enum(fb + "transform", *transform, {"TIME_HOUR"});
+              table.partition_fields.push_back({source.value_or(""), transform.value_or("")});
             }
           }
         }
@@ -301,6 +321,12 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         StrMember(p, b + "tableName", tn, true, 1, 255, &kLowerName, "[0-9a-z_]+");
         p.Required(b + "compressionType", comp.has_value());
         if (comp) p.Enum(b + "compressionType", *comp, {"NONE", "ZSTD", "SNAPPY"});
+        table.table_bucket_arn = tb.value_or("");
+        table.ns = ns.value_or("");
+        table.table_name = tn.value_or("");
+        table.compression =
+            delivery::ParseTableCompression(comp.value_or("ZSTD")).value_or(delivery::TableCompression::kZstd);
+        if (i == 0 && !s3) c.destination = std::move(table);
       }
     }
   }
@@ -345,9 +371,15 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
       return call.Fail(aws::InvalidArgumentError(
           "A streaming-table destination needs GSRSchemaARN in the RecordConfiguration."));
     }
-    return call.Fail(aws::InvalidArgumentError(
-        "S3TablesDestinationConfiguration (streaming tables) is not supported by this server "
-        "yet; use S3DestinationConfiguration."));
+    // kds-delivery-spec.md §2.6 [DECISION]: exactly one hourly partition field.
+    if (c.table().partition_fields.size() != 1) {
+      return call.Fail(aws::InvalidArgumentError(
+          "A streaming-table destination needs a PartitionSpec with exactly one PartitionField: TIME_HOUR on a "
+          "string column of format date-time."));
+    }
+    if (!ctx.channels->Supports(delivery::DestinationType::kS3Tables)) {
+      return call.Fail(aws::InvalidArgumentError("Streaming-table destinations are not enabled on this server."));
+    }
   }
   if (c.record_format == delivery::RecordFormat::kGsrJson) {
     return call.Fail(aws::InvalidArgumentError(
@@ -364,11 +396,6 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
           "The AWS managed key aws/kinesis cannot encrypt channel destinations; use a customer "
           "managed KMS key."));
     }
-  }
-  // (The default template ends with !{extension}, so it suits every compression.)
-  if (!c.s3.output_key_template.empty()) {
-    auto t = delivery::KeyTemplate::Parse(c.s3.output_key_template, c.s3.compression);
-    if (!t.ok()) return call.Fail(t.status());
   }
   aws::Params arn_params(p.object());  // the ARN was checked above; this only extracts the name
   auto stream_name = StreamNameFromArn(ctx, arn_params, "streamARN", *stream_arn);
@@ -403,7 +430,11 @@ void DescribeChannel(Context& ctx, Call& call, aws::Params& p) {
   if (!Ok(call, p)) return;
   auto c = ctx.channels->Describe(*arn);
   if (!c.ok()) return call.Fail(c.status());
-  call.Reply({{"ChannelDescription", DescriptionJson(*c)}});
+  json d = DescriptionJson(*c);
+  // icestream extension (docs/channels.md): delivery progress per shard, DLQ count,
+  // the destination's own figures, the last error.
+  if (auto status = ctx.channels->DeliveryStatus(*arn); status.ok()) d["IcestreamStatus"] = *status;
+  call.Reply({{"ChannelDescription", d}});
 }
 
 void ListChannels(Context& ctx, Call& call, aws::Params& p) {
@@ -458,7 +489,7 @@ void ListChannels(Context& ctx, Call& call, aws::Params& p) {
     }
     json s = {{"ChannelARN", c.arn},
               {"ChannelCreationTimestamp", EpochSeconds(c.created_ms)},
-              {"ChannelDestinationType", c.destination == delivery::DestinationType::kS3 ? "S3" : "S3_TABLES"},
+              {"ChannelDestinationType", delivery::DestinationTypeName(c.destination_type())},
               {"ChannelId", c.id},
               {"ChannelName", c.name},
               {"ChannelStatus", delivery::ChannelStatusName(c.status)},
@@ -506,12 +537,14 @@ void UpdateChannel(Context& ctx, Call& call, aws::Params& p) {
   }
   auto current = ctx.channels->Describe(*arn);
   if (!current.ok()) return call.Fail(current.status());
-  if (tables || (s3 && current->destination != delivery::DestinationType::kS3)) {
+  const bool is_s3 = current->destination_type() == delivery::DestinationType::kS3;
+  if ((tables && is_s3) || (s3 && !is_s3)) {
     return call.Fail(aws::InvalidArgumentError(
         "The update names a destination type the channel does not deliver to."));
   }
   std::optional<int> fresh;
   if (s3_fresh) fresh = static_cast<int>(*s3_fresh);
+  if (tables_fresh) fresh = static_cast<int>(*tables_fresh);
   auto updated = ctx.channels->Update(*arn, fresh, log_cfg);
   if (!updated.ok()) return call.Fail(updated.status());
   call.Reply({{"ChannelDescription", DescriptionJson(*updated)}});

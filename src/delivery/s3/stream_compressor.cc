@@ -1,14 +1,14 @@
 // zlib and zstd streaming compressors. Input is gathered into 1 MiB chunks before it
 // reaches the codec (records are small; per-call codec overhead would dominate), and
 // codec output goes through a fixed scratch buffer appended to the result.
-#include "delivery/stream_compressor.h"
+#include "delivery/s3/stream_compressor.h"
 
 #include <zlib.h>
 #include <zstd.h>
 
 #include <algorithm>
 
-namespace icestream::delivery {
+namespace icestream::delivery::s3 {
 namespace {
 
 constexpr size_t kChunk = 1 << 20;
@@ -114,4 +114,4 @@ Result<std::unique_ptr<StreamCompressor>> MakeStreamCompressor(Compression c, in
   return Internal("unknown compression");
 }
 
-}  // namespace icestream::delivery
+}  // namespace icestream::delivery::s3

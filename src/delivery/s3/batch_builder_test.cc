@@ -1,4 +1,4 @@
-#include "delivery/batch_builder.h"
+#include "delivery/s3/batch_builder.h"
 
 #include "stream/sequence_number.h"
 
@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-namespace icestream::delivery {
+namespace icestream::delivery::s3 {
 namespace {
 
 std::string Gunzip(const std::string& in) {
@@ -47,14 +47,16 @@ class BatchBuilderTest : public ::testing::Test {
     ch.arn = "arn:aws:kinesis:us-east-1:000000000000:channel/abc";
     ch.stream_name = "s";
     ch.stream_arn = "arn:aws:kinesis:us-east-1:000000000000:stream/s";
+    ch.stream_uid = 123456789012345;
     ch.record_format = f;
-    ch.s3.compression = c;
-    ch.s3.dlq.error_output_prefix = "errors/";
+    ch.destination = S3DestinationConfig{};
+    ch.s3().compression = c;
+    ch.dlq.error_output_prefix = "errors/";
     return ch;
   }
   Result<BatchResult> Build(const ChannelConfig& ch, const std::string& tmpl_text,
                             const std::vector<std::pair<int64_t, std::string>>& recs) {
-    tmpl_ = std::make_unique<KeyTemplate>(*KeyTemplate::Parse(tmpl_text, ch.s3.compression));
+    tmpl_ = std::make_unique<KeyTemplate>(*KeyTemplate::Parse(tmpl_text, ch.s3().compression));
     BatchBuilder b({&ch, tmpl_.get(), 123456789012345, 2, "shardId-000000000002", 0,
                     kAttemptMs});
     uint64_t off = 100;
@@ -141,4 +143,4 @@ TEST_F(BatchBuilderTest, SameRecordsGiveSameBytes) {
 }
 
 }  // namespace
-}  // namespace icestream::delivery
+}  // namespace icestream::delivery::s3

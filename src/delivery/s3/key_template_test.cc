@@ -1,8 +1,8 @@
-#include "delivery/key_template.h"
+#include "delivery/s3/key_template.h"
 
 #include <gtest/gtest.h>
 
-namespace icestream::delivery {
+namespace icestream::delivery::s3 {
 namespace {
 
 const KeyContext kCtx{"orders", "1f2e3d4c-0000-4000-8000-abcdefabcdef", "orders-stream"};
@@ -89,4 +89,4 @@ TEST(KeyTemplateTest, ExpandedLengthLimit) {
 }
 
 }  // namespace
-}  // namespace icestream::delivery
+}  // namespace icestream::delivery::s3

@@ -1,16 +1,14 @@
 // Batch building: validation, framing, grouping by key, compression, DLQ lines.
-#include "delivery/batch_builder.h"
+#include "delivery/s3/batch_builder.h"
 
 #include <simdjson.h>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "common/time_format.h"
 #include "common/utf8.h"
 #include "stream/sequence_number.h"
 
-namespace icestream::delivery {
+namespace icestream::delivery::s3 {
 
 std::optional<BatchBuilder::Invalid> BatchBuilder::Validate(RecordFormat format,
                                                             std::string_view data) {
@@ -36,7 +34,7 @@ std::optional<BatchBuilder::Invalid> BatchBuilder::Validate(RecordFormat format,
   return std::nullopt;
 }
 
-BatchBuilder::BatchBuilder(BatchContext ctx) : ctx_(std::move(ctx)) {
+BatchBuilder::BatchBuilder(BatchContext ctx) : ctx_(std::move(ctx)), dlq_(ctx_.channel, ctx_.attempt_ms) {
   key_ctx_ = {ctx_.channel->name, ctx_.channel->id, ctx_.channel->stream_name};
 }
 
@@ -69,23 +67,13 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
   result_.bytes_in += rec.data.size();
   if (auto bad = Validate(ctx_.channel->record_format, rec.data)) {
     ++result_.failed_records;
-    if (!first_failed_) first_failed_ = rec;
-    nlohmann::json line = {{"streamARN", ctx_.channel->stream_arn},
-                           {"shardId", ctx_.shard_id},
-                           {"sequenceNumber", SequenceNumberOf(rec.offset)},
-                           {"approximateArrivalTimestamp", FormatIso8601Ms(rec.arrival_ms)},
-                           {"errorCode", bad->code},
-                           {"errorMessage", bad->message},
-                           {"channelARN", ctx_.channel->arn},
-                           {"attemptTimestamp", FormatIso8601Ms(ctx_.attempt_ms)}};
-    dlq_lines_ += line.dump();
-    dlq_lines_ += '\n';
+    dlq_.Add(ctx_.shard_index, rec.offset, rec.arrival_ms, bad->code, bad->message);
     return Status::OK();
   }
   const std::string& key = KeyFor(rec.arrival_ms);
   if (!group_ || key != group_key_) {
     RETURN_IF_ERROR(CloseGroup());
-    ASSIGN_OR_RETURN(group_, MakeStreamCompressor(ctx_.channel->s3.compression, ctx_.compression_level));
+    ASSIGN_OR_RETURN(group_, MakeStreamCompressor(ctx_.channel->s3().compression, ctx_.compression_level));
     group_key_ = key;
     current_.key = ctx_.key_template->RenderWithSuffix(
         key_ctx_, rec.arrival_ms,
@@ -102,22 +90,8 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
 
 Result<BatchResult> BatchBuilder::Finish() {
   RETURN_IF_ERROR(CloseGroup());
-  if (first_failed_) {
-    // <ErrorOutputPrefix><yyyy>/<MM>/<dd>/<HH>/<channel-id><suffix> (spec §4 [DECISION]).
-    static const KeyTemplate kDlqLayout =
-        *KeyTemplate::Parse("!{yyyy}/!{MM}/!{dd}/!{HH}/!{channel-id}", Compression::kNone);
-    BatchObject dlq;
-    dlq.key = ctx_.channel->s3.dlq.error_output_prefix +
-              kDlqLayout.RenderWithSuffix(key_ctx_, first_failed_->arrival_ms,
-                                          ObjectSuffix(first_failed_->offset, ctx_.shard_index,
-                                                       ctx_.channel->id,
-                                                       SequenceNumberOf(first_failed_->offset)));
-    dlq.body = std::move(dlq_lines_);
-    dlq.first_offset = first_failed_->offset;
-    dlq.records = result_.failed_records;
-    result_.dlq = std::move(dlq);
-  }
+  result_.dlq = dlq_.Finish();
   return std::move(result_);
 }
 
-}  // namespace icestream::delivery
+}  // namespace icestream::delivery::s3

@@ -8,9 +8,9 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "delivery/key_template.h"
+#include "delivery/channel.h"
 
-namespace icestream::delivery {
+namespace icestream::delivery::s3 {
 
 class StreamCompressor {
  public:
@@ -27,4 +27,4 @@ class StreamCompressor {
 // level 0 = default (gzip 6, zstd 3). kNone copies.
 Result<std::unique_ptr<StreamCompressor>> MakeStreamCompressor(Compression c, int level = 0);
 
-}  // namespace icestream::delivery
+}  // namespace icestream::delivery::s3

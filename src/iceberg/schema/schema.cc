@@ -1,5 +1,5 @@
 // Iceberg schema model helpers: constructors, type names, validation, id lookups.
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,6 +1,6 @@
 // Iceberg schema <-> JSON (Iceberg spec Appendix C). Field order in the output follows
 // the spec's examples so that files diff cleanly against the Java implementation's.
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 
 #include <nlohmann/json.hpp>
 

@@ -15,10 +15,11 @@
 
 #include "common/status.h"
 #include "delivery/channel.h"
-#include "delivery/key_template.h"
-#include "delivery/stream_compressor.h"
+#include "delivery/dlq.h"
+#include "delivery/s3/key_template.h"
+#include "delivery/s3/stream_compressor.h"
 
-namespace icestream::delivery {
+namespace icestream::delivery::s3 {
 
 struct BatchRecord {
   uint64_t offset = 0;
@@ -37,7 +38,7 @@ struct BatchObject {
 
 struct BatchResult {
   std::vector<BatchObject> objects;
-  std::optional<BatchObject> dlq;  // JSON lines, one per invalid record
+  std::optional<DlqObject> dlq;  // JSON lines, one per invalid record
   size_t records_in = 0;
   size_t bytes_in = 0;
   size_t failed_records = 0;
@@ -80,8 +81,7 @@ class BatchBuilder {
   std::string group_key_;  // rendered key without suffix of the open group
   std::unique_ptr<StreamCompressor> group_;
   BatchObject current_;
-  std::string dlq_lines_;
-  std::optional<BatchRecord> first_failed_;
+  DlqBatch dlq_;
 };
 
-}  // namespace icestream::delivery
+}  // namespace icestream::delivery::s3

@@ -1,11 +1,11 @@
 // Tests of the Iceberg schema model and its JSON codec.
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "iceberg/schema_json.h"
+#include "iceberg/schema/schema_json.h"
 
 namespace icestream::iceberg {
 namespace {

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "iceberg/schema.h"
+#include "iceberg/schema/schema.h"
 
 namespace icestream::iceberg {
 

@@ -9,17 +9,17 @@
 #include <vector>
 
 #include "common/status.h"
+#include "delivery/channel.h"
+#include "delivery/object_naming.h"
 
-namespace icestream::delivery {
+namespace icestream::delivery::s3 {
 
-enum class Compression { kNone, kGzip, kZstd };
 std::string_view CompressionExtension(Compression c);  // "", ".gz", ".zst"
 
 inline constexpr std::string_view kDefaultKeyTemplate =
     "kinesis-channel/!{channel-name}/!{channel-id}/!{yyyy}/!{MM}/!{dd}/!{HH}/"
     "!{channel-name}-!{channel-id}-!{yyyy}-!{MM}-!{dd}-!{HH}-!{mm}!{extension}";
 inline constexpr size_t kMaxExpandedKeyLength = 986;  // 1024 minus the 38-char suffix
-inline constexpr size_t kSuffixLength = 38;
 
 struct KeyContext {
   std::string channel_name;
@@ -58,9 +58,4 @@ class KeyTemplate {
   std::string extension_;  // what the extension placeholder expands to
 };
 
-// "-<18-digit first offset>-<6-digit shard>-<11 hex>": deterministic in the shard and
-// the first record's sequence number, so a replayed batch rewrites the same key.
-std::string ObjectSuffix(uint64_t first_offset, uint32_t shard_index, std::string_view channel_id,
-                         std::string_view first_sequence_number);
-
-}  // namespace icestream::delivery
+}  // namespace icestream::delivery::s3

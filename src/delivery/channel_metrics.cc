@@ -1,0 +1,88 @@
+// Channel metrics and their Prometheus text.
+#include "delivery/channel_metrics.h"
+
+#include <functional>
+
+#include <fmt/format.h>
+
+namespace icestream::delivery {
+
+void ChannelMetrics::Add(const DeliveryCounts& c) {
+  bytes_in += c.bytes_in;
+  bytes_processed += c.bytes_processed;
+  bytes_out += c.bytes_out;
+  record_count += c.records_in;
+  successful_record_count += c.delivered;
+  failed_record_count += c.failed;
+  delivery_success += c.deliveries;
+  dlq_delivery_success += c.dlq_records;
+}
+
+namespace {
+
+struct Def {
+  const char* s3_name;
+  const char* table_name;
+  const char* type;
+  const char* help;
+  std::function<double(const ChannelMetrics&)> get;
+};
+
+const std::vector<Def>& Defs() {
+  static const std::vector<Def> kDefs = {
+      {"DataFreshness", "DataFreshness", "gauge", "Age in seconds of the oldest record not yet delivered.",
+       [](const ChannelMetrics& m) { return m.data_freshness_ms.load() / 1000.0; }},
+      {"BytesIn", "BytesIn", "counter", "Bytes read from the stream into the channel.",
+       [](const ChannelMetrics& m) { return double(m.bytes_in.load()); }},
+      {"BytesProcessed", "BytesProcessed", "counter", "Bytes of the valid records delivered.",
+       [](const ChannelMetrics& m) { return double(m.bytes_processed.load()); }},
+      {"BytesOut", "BytesOut", "counter", "Bytes written to the destination (objects or data files).",
+       [](const ChannelMetrics& m) { return double(m.bytes_out.load()); }},
+      {"RecordCount", "TotalRowCount", "counter", "Records read from the stream.",
+       [](const ChannelMetrics& m) { return double(m.record_count.load()); }},
+      {"SuccessfulRecordCount", "SuccessfulRowCount", "counter", "Records delivered to the destination.",
+       [](const ChannelMetrics& m) { return double(m.successful_record_count.load()); }},
+      {"FailedRecordCount", "FailedRowCount", "counter", "Records that failed validation (sent to the DLQ).",
+       [](const ChannelMetrics& m) { return double(m.failed_record_count.load()); }},
+      {"DeliverySuccess", "CommitSuccess", "counter",
+       "Successful delivery operations (S3: objects written; tables: Iceberg commits).",
+       [](const ChannelMetrics& m) { return double(m.delivery_success.load()); }},
+      {"DLQDeliverySuccess", "DLQDeliverySuccess", "counter", "Records written to the dead-letter queue.",
+       [](const ChannelMetrics& m) { return double(m.dlq_delivery_success.load()); }},
+  };
+  return kDefs;
+}
+
+std::string Escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '\\' || c == '"') o.push_back('\\');
+    if (c == '\n') {
+      o += "\\n";
+      continue;
+    }
+    o.push_back(c);
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string PrometheusText(const std::vector<MetricsRow>& rows) {
+  std::string out;
+  for (DestinationType type : {DestinationType::kS3, DestinationType::kS3Tables}) {
+    for (const auto& d : Defs()) {
+      std::string name = type == DestinationType::kS3 ? std::string("DeliveryToS3_") + d.s3_name
+                                                      : std::string("DeliveryToIceberg_") + d.table_name;
+      out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, d.help, name, d.type);
+      for (const auto& r : rows) {
+        if (r.destination != type) continue;
+        out += fmt::format("{}{{channel_name=\"{}\",channel_id=\"{}\",stream_name=\"{}\"}} {}\n", name,
+                           Escape(r.channel_name), Escape(r.channel_id), Escape(r.stream_name), d.get(*r.metrics));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace icestream::delivery

@@ -1,0 +1,147 @@
+// ShardRunner: the destination-blind half of one channel's delivery (ARCHITECTURE.md §5
+// "Exactly-once per shard"). It knows the channel's shards and, per shard, the
+// checkpoint (the next offset to deliver) and the batch in flight; the Sink knows what a
+// destination does with a batch.
+//
+// A batch is due when its oldest record is about to outlive the channel's freshness, or
+// when enough is pending to fill one. Its ranges are persisted as a plan before the sink
+// sees it and dropped in the transaction that moves the checkpoints past it, so after a
+// crash or a failed attempt the very same batch is offered again (replay) before
+// anything new. A sink that spans shards (a table: one commit for every shard) gets one
+// batch with a range of every shard that has records; other sinks get one batch per
+// shard. A child shard is delivered only once its parents are delivered to their end.
+// Where the destination itself records what it holds (a table's snapshot summary), that
+// record wins over meta.db after a restart.
+//
+// Failures: a retryable one backs the batch off (0.5 s doubling to 30 s) and replays it;
+// a permanent one (IsPermanent) and a plan that does not start at its shard's checkpoint
+// set fatal(), which the channel manager turns into FAILED.
+//
+// Thread-safety: every public method may be called from any thread. Jobs returned by
+// Schedule() run on the manager's workers and must not outlive the runner (the manager
+// waits for in_flight() == 0 before dropping it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "delivery/channel.h"
+#include "delivery/channel_metrics.h"
+#include "delivery/channel_store.h"
+#include "delivery/delivery_log.h"
+#include "delivery/sink.h"
+#include "stream/stream_manager.h"
+
+namespace icestream::delivery {
+
+struct RunnerOptions {
+  // A batch of one shard holds at most this many record bytes and records (memory).
+  uint64_t max_batch_bytes = 32ull << 20;
+  size_t max_batch_records = 250000;
+  // A batch that spans shards (one table commit) holds at most this much in all.
+  uint64_t max_spanning_batch_bytes = 128ull << 20;
+  size_t max_spanning_batch_records = 1000000;
+  // Records are handed to the sink in chunks of at most this size.
+  size_t read_chunk_bytes = 4u << 20;
+  size_t read_chunk_records = 10000;
+  int64_t max_retry_delay_ms = 30000;
+};
+
+class ShardRunner {
+ public:
+  using Job = std::function<void()>;
+
+  // Makes the channel's sink through `destination`. `streams`, `store`, `clock` and
+  // `buckets` must outlive the runner. Errors: the sink cannot be made (bad stored
+  // configuration) — the channel is then FAILED.
+  static Result<std::unique_ptr<ShardRunner>> Make(const ChannelConfig& config, Destination* destination,
+                                                   stream::StreamManager* streams, ChannelStore* store,
+                                                   const Clock* clock, RunnerOptions options, SinkEnv env);
+  ~ShardRunner();
+
+  // Takes the checkpoints and plans meta.db holds (a channel that was ACTIVE before the
+  // server started). The destination's own checkpoints are read by the first Schedule().
+  Status Load();
+
+  // CREATING → ACTIVE: checks the destination and fixes where each existing shard starts
+  // (StartingPosition; shards created later start at their beginning). The caller
+  // persists the returned checkpoints with the ACTIVE status, then calls Activated().
+  // Errors as Sink::Check().
+  Result<std::map<ShardKey, uint64_t>> PrepareActivation(const StartingPosition& start);
+  void Activated(const std::map<ShardKey, uint64_t>& checkpoints);
+
+  // One scheduling pass over an ACTIVE channel: the jobs to run now.
+  std::vector<Job> Schedule(const stream::StreamInfo& info, int64_t now, int64_t freshness_ms);
+
+  // Smallest offset of the shard not yet delivered (UINT64_MAX: nothing needed).
+  uint64_t RetentionFloor(uint32_t shard) const;
+  int in_flight() const;
+  // Set when the channel must go FAILED, with the reason.
+  std::optional<std::string> fatal() const;
+  // Interrupts the sink's retries and stops scheduling (deleting, failing, stopping).
+  void Stop();
+  bool stopping() const { return stopping_.load(); }
+
+  ChannelMetrics& metrics() { return metrics_; }
+  const ChannelMetrics& metrics() const { return metrics_; }
+  // The delivery log events go to (replaced by UpdateChannel); null when logging is off.
+  void SetLog(std::shared_ptr<DeliveryLog> log);
+  void LogEvent(nlohmann::json event);
+
+  // icestream's status fields for DescribeChannel: per shard the last delivered sequence
+  // number and the lag in records and seconds; the DLQ count; the last error; and the
+  // sink's own fields.
+  nlohmann::json StatusJson(const stream::StreamInfo* info, int64_t now) const;
+  // The last retryable error (empty when the last attempt succeeded).
+  std::string last_error() const;
+
+ private:
+  struct ShardState;
+  ShardRunner(ChannelConfig config, stream::StreamManager* streams, ChannelStore* store, const Clock* clock,
+              RunnerOptions options);
+
+  // The end of a new batch of `shard` from `first`: at most `bytes` and `records`.
+  uint64_t BatchEnd(const log::ShardLog& log, uint64_t first, uint64_t end, uint64_t bytes, size_t records) const;
+  Job RecoverJob();
+  Job BatchJob(DeliveryBatch batch, std::map<uint32_t, std::shared_ptr<log::ShardLog>> logs);
+  void RunBatch(const DeliveryBatch& batch, const std::map<uint32_t, std::shared_ptr<log::ShardLog>>& logs);
+  void Recover();
+  void SetFatal(const std::string& reason);  // mu_ held
+  int64_t Backoff(int failures) const;
+
+  const ChannelConfig config_;  // identity and source; the destination is the sink's
+  stream::StreamManager* streams_;
+  ChannelStore* store_;
+  const Clock* clock_;
+  const RunnerOptions options_;
+  std::unique_ptr<Sink> sink_;
+  ChannelMetrics metrics_;
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mu_;
+  std::map<uint32_t, ShardState> shards_;
+  std::map<uint32_t, bool> done_;  // closed shards delivered to their end
+  std::map<uint32_t, BatchPlan> plans_;  // persisted, not yet delivered
+  bool recovered_ = true;    // the destination's checkpoints have been taken into account
+  bool recovering_ = false;
+  int recover_failures_ = 0;
+  int64_t recover_after_ms_ = 0;
+  int in_flight_ = 0;          // batches running
+  int spanning_failures_ = 0;  // consecutive failures of the spanning batch
+  int64_t spanning_retry_after_ms_ = 0;
+  std::optional<std::string> fatal_;
+  std::string last_error_;
+  std::shared_ptr<DeliveryLog> log_;
+};
+
+}  // namespace icestream::delivery

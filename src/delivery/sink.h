@@ -1,0 +1,138 @@
+// The seam between the destination-blind delivery engine (ShardRunner: when a shard is
+// due, which records a batch holds, plans, checkpoints, backoff) and what a destination
+// does with a batch (an S3 sink writes objects, a table sink writes Parquet files and
+// commits them to an Iceberg table).
+//
+// A Destination is registered once per destination type (server/ wires them in, so the
+// engine links neither S3 key templates nor Iceberg); it checks a CreateChannel request
+// and makes one Sink per channel. A Sink reports every failure as a returned Status —
+// it never calls back into the engine; IsPermanent() tells the engine whether to retry
+// the batch or to fail the channel.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "delivery/channel.h"
+#include "log/shard_log.h"
+#include "objectstore/object_store.h"
+
+namespace icestream::delivery {
+
+// Offsets [first, end) of one shard.
+struct ShardRange {
+  uint32_t shard = 0;
+  uint64_t first = 0;
+  uint64_t end = 0;
+  bool operator==(const ShardRange&) const = default;
+};
+
+// What one delivery attempt covers. A replay (after a crash or a failed attempt) has the
+// same ranges and attempt time as the first attempt, so a sink that names its output
+// after the records rebuilds the same names and bytes.
+struct DeliveryBatch {
+  std::vector<ShardRange> ranges;
+  int64_t attempt_ms = 0;  // fixed when the batch was planned
+  bool replay = false;     // an earlier attempt may have written part of the output
+};
+
+struct RecordChunk {
+  size_t range = 0;  // index into DeliveryBatch::ranges
+  std::vector<log::ReadRecord> records;  // consecutive offsets of that range, in order
+};
+
+// The records of a batch, read from the shard logs. Thread-safe: several threads may
+// take chunks at once; each chunk is handed out once, chunks of one range in order.
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  // Fills *chunk with the next chunk; false when every range has been read. Errors:
+  // the log could not be read (retry the batch later).
+  virtual Result<bool> Next(RecordChunk* chunk) = 0;
+};
+
+// What a delivered batch did (the channel's metrics, kds-delivery-spec.md §5.1).
+struct DeliveryCounts {
+  uint64_t records_in = 0;       // records read
+  uint64_t bytes_in = 0;         // their data bytes
+  uint64_t bytes_processed = 0;  // data bytes of the valid records
+  uint64_t bytes_out = 0;        // bytes written to the destination
+  uint64_t delivered = 0;        // records (rows) now in the destination
+  uint64_t failed = 0;           // records that went to the dead-letter queue
+  uint64_t dlq_records = 0;      // DLQ lines written
+  uint64_t deliveries = 0;       // objects written / commits made
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+
+  // True when one batch takes every shard that has records to deliver (one table
+  // commit for all of them); false when every shard has its own batches.
+  virtual bool spans_shards() const = 0;
+
+  // Checks that the destination can be written (activation, and again after a restart).
+  // Errors: retryable ones (kUnavailable, kFailedPrecondition for access problems, ...)
+  // mean "not yet"; IsPermanent() ones fail the channel.
+  virtual Status Check() = 0;
+
+  // What the destination itself records as delivered, shard → next offset (a table's
+  // snapshot summary). Empty for destinations that keep no checkpoints. Same errors as
+  // Check().
+  virtual Result<std::map<uint32_t, uint64_t>> Checkpoints() = 0;
+
+  // Delivers exactly the records of `batch` (read from `source` until it is empty).
+  // On success every valid record is in the destination and every invalid one in the
+  // dead-letter queue. On failure nothing may be assumed; the same batch is offered
+  // again (replay = true) unless the error IsPermanent.
+  virtual Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) = 0;
+
+  // icestream status fields for DescribeChannel (e.g. the table's live data files).
+  virtual nlohmann::json StatusJson() const { return nlohmann::json::object(); }
+};
+
+// Errors after which delivering to this destination cannot succeed and the channel goes
+// FAILED: the destination is gone (kNotFound), the request is refused as such
+// (kInvalidArgument), or the destination belongs to someone else (kAlreadyExists).
+// Everything else (unavailable, access denied, conflicts, I/O) is retried.
+bool IsPermanent(const Status& st);
+
+// What a sink gets from the engine.
+struct SinkEnv {
+  // General-purpose buckets: S3 destinations and every dead-letter queue.
+  objectstore::ObjectStore* buckets = nullptr;
+  // Whether buckets are local folders (no owners: ExpectedBucketOwner is not sent).
+  bool local_buckets = true;
+  const Clock* clock = nullptr;
+  int compression_level = 0;  // 0 = codec default
+  // True once the channel is being deleted or the server stops: give up retrying.
+  std::function<bool()> stopping;
+  // Appends an event to the channel's delivery log (a no-op when logging is off).
+  std::function<void(nlohmann::json)> log_event;
+  // A small document the sink may keep in meta.db across restarts (e.g. "the table
+  // was created"); loaded by the sink, saved when it changes.
+  std::function<Result<nlohmann::json>()> load_state;
+  std::function<Status(const nlohmann::json&)> save_state;
+};
+
+class Destination {
+ public:
+  virtual ~Destination() = default;
+  virtual DestinationType type() const = 0;
+  // CreateChannel: checks what needs the destination's knowledge (key template rules,
+  // the registry schema, ...) and fills in defaults. The channel's id, name and ARN are
+  // set. Errors use the Kinesis mapping (kInvalidArgument → InvalidArgumentException,
+  // kNotFound → ResourceNotFoundException).
+  virtual Status Prepare(ChannelConfig* config) = 0;
+  virtual Result<std::unique_ptr<Sink>> MakeSink(const ChannelConfig& config, SinkEnv env) = 0;
+};
+
+}  // namespace icestream::delivery

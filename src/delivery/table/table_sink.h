@@ -1,0 +1,90 @@
+// The streaming-table destination (kds-delivery-spec.md §2): a channel's stream written
+// exactly once into an Apache Iceberg v2 table of the built-in catalog (one warehouse per
+// table bucket), with a dead-letter queue for the records that do not fit the schema.
+//
+// One sink per channel writes its one table. A batch spans every shard with records:
+// its records are decoded (JSON, or GSR_JSON framing resolved in the schema registry),
+// converted on several threads into Parquet row groups routed by the partition hour,
+// gathered into files (one per hour, cut at the target file size, rows of all shards
+// mixed), the files uploaded under names unique to the attempt, the rejected records
+// written to the DLQ, and then everything committed in one Iceberg append whose snapshot
+// summary carries every shard's last committed sequence number
+// (icestream.checkpoint.<shardId>). That summary is the checkpoint: a commit that
+// conflicts re-reads it before retrying (never commits a range twice), and after a
+// restart the runner resumes from it. Files of attempts that never committed are
+// removed later, once no commit can still reference them.
+//
+// The table is created (with its namespace) by the first batch that has a valid row:
+// the registry schema version pinned at CreateChannel mapped per §2.5, partitioned by
+// hour(<column>), format v2, owned by the channel (table property
+// icestream.channel-arn). A table the channel did not create, a table deleted or
+// replaced after the channel created it, and a schema or partition change made outside
+// the channel fail the channel (permanent errors); commits from outside that only add or
+// remove files are fine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "delivery/sink.h"
+#include "iceberg/catalog.h"
+#include "iceberg/file_io.h"
+#include "registry/registry.h"
+
+namespace icestream::delivery::table {
+
+// What the table destination needs from the server (server/ wires the built-in
+// catalog's warehouses and the schema registry in).
+struct TableServices {
+  // Table-bucket ARN → the warehouse (bucket) name; kInvalidArgument for an ARN of
+  // another region or account.
+  std::function<Result<std::string>(std::string_view arn)> bucket_name;
+  // The warehouse's catalog and files; kNotFound when the table bucket does not exist.
+  std::function<Result<iceberg::Catalog*>(const std::string& bucket)> catalog;
+  std::function<Result<const iceberg::FileIO*>(const std::string& bucket)> io;
+  registry::SchemaRegistry* registry = nullptr;
+  std::string region = "us-east-1";
+  std::string account = "000000000000";
+};
+
+struct TableSinkOptions {
+  // Data files are cut at this size (table property write.target-file-size-bytes).
+  int64_t target_file_size_bytes = 128ll << 20;
+  // Open files of a batch (one per partition hour) are kept in memory up to this sum;
+  // beyond it the largest is cut early.
+  int64_t max_buffered_bytes = 256ll << 20;
+  int convert_threads = 2;
+  // Records are converted in blocks of about this size.
+  size_t block_bytes = 8u << 20;
+  size_t block_records = 16384;
+  // Files of failed attempts are removed once older than this (no commit can reference
+  // them any more), checked at most every orphan_interval_ms.
+  int64_t orphan_age_ms = 60ll * 60 * 1000;
+  int64_t orphan_interval_ms = 60ll * 60 * 1000;
+  // Largest inflated GSR payload.
+  size_t max_payload_bytes = 64u << 20;
+};
+
+class TableDestination final : public Destination {
+ public:
+  TableDestination(TableServices services, TableSinkOptions options);
+  DestinationType type() const override { return DestinationType::kS3Tables; }
+  // Checks the table bucket ARN (region, account), that the registry schema exists and
+  // is a JSON Schema (kNotFound / kInvalidArgument), that it maps to a table (nesting,
+  // the partition column), and pins its latest version in the channel.
+  Status Prepare(ChannelConfig* config) override;
+  Result<std::unique_ptr<Sink>> MakeSink(const ChannelConfig& config, SinkEnv env) override;
+
+ private:
+  TableServices services_;
+  TableSinkOptions options_;
+};
+
+// Table property and snapshot summary keys icestream writes.
+inline constexpr std::string_view kOwnerProperty = "icestream.channel-arn";
+inline constexpr std::string_view kCheckpointPrefix = "icestream.checkpoint.";
+
+}  // namespace icestream::delivery::table

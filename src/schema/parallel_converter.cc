@@ -1,0 +1,161 @@
+// Parallel conversion of record blocks into row groups.
+#include "schema/parallel_converter.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace icestream::schema {
+
+namespace {
+
+namespace pq = format::parquet;
+
+class Runner {
+ public:
+  Runner(const ConvertibleSchema& schema, const pq::ParquetSchema& pschema, const pq::WriterOptions& woptions,
+         const ParallelConverterOptions& options, const std::function<Result<bool>(ConvertBlock*)>& next,
+         const std::function<Status(ConvertedBlock&&)>& place)
+      : schema_(schema), pschema_(pschema), woptions_(woptions), options_(options), next_(next), place_(place) {}
+
+  Status Run() {
+    std::vector<std::thread> extra;
+    for (int i = 1; i < options_.threads; ++i) extra.emplace_back([this] { Work(); });
+    Work();
+    for (auto& t : extra) t.join();
+    return error_;
+  }
+
+ private:
+  // One route key's builder and converter in one thread.
+  struct Lane {
+    std::unique_ptr<pq::RowGroupBuilder> builder;
+    std::unique_ptr<RecordConverter> converter;
+    std::vector<pq::RowGroupData> groups;  // finished in the current block
+  };
+
+  bool routing() const { return options_.converter.route_field_id != 0; }
+
+  Result<Lane*> LaneFor(std::map<int64_t, Lane>& lanes, int64_t key) {
+    auto it = lanes.find(key);
+    if (it != lanes.end()) return &it->second;
+    Lane lane;
+    ASSIGN_OR_RETURN(lane.builder, pq::RowGroupBuilder::Make(&pschema_, &woptions_, false));
+    ConverterOptions co = options_.converter;
+    if (key == INT64_MIN) co.route_field_id = 0;  // rows whose routed field is null
+    ASSIGN_OR_RETURN(lane.converter, RecordConverter::Make(schema_, lane.builder.get(), co));
+    if (routing() && key != INT64_MIN) {
+      auto [lo, hi] = options_.route_range(key);
+      lane.converter->SetRoute(lo, hi);
+    }
+    return &lanes.emplace(key, std::move(lane)).first->second;
+  }
+
+  static Result<bool> Convert(Lane* lane, std::string_view rec, const char* readable_end, RecordError* error) {
+    bool padded = readable_end != nullptr && rec.data() + rec.size() + RecordConverter::kPadding <= readable_end;
+    return padded ? lane->converter->ConvertPadded(rec, error) : lane->converter->Convert(rec, error);
+  }
+
+  void Fail(const Status& st) {
+    std::lock_guard lock(mu_);
+    if (error_.ok()) error_ = st;
+    stop_ = true;
+    cv_.notify_all();
+  }
+
+  void Work() {
+    Status st = WorkLoop();
+    if (!st.ok()) Fail(st);
+  }
+
+  Status WorkLoop() {
+    std::map<int64_t, Lane> lanes;
+    int64_t key = 0;  // the route of the previous row: consecutive rows mostly share it
+    ConvertBlock block;
+    RecordError error;
+    for (;;) {
+      {
+        std::lock_guard lock(next_mu_);
+        {
+          std::lock_guard state(mu_);
+          if (stop_) return Status::OK();
+        }
+        ASSIGN_OR_RETURN(bool more, next_(&block));
+        if (!more) return Status::OK();
+      }
+      ConvertedBlock out;
+      out.seq = block.seq;
+      out.records = block.records.size();
+      for (size_t i = 0; i < block.records.size(); ++i) {
+        std::string_view rec = block.records[i];
+        ASSIGN_OR_RETURN(Lane * lane, LaneFor(lanes, key));
+        ASSIGN_OR_RETURN(bool ok, Convert(lane, rec, block.readable_end, &error));
+        if (!ok && error.code == RecordErrorCode::kOutsideRoute) {
+          int64_t k = error.route_value ? options_.route_key(*error.route_value) : INT64_MIN;
+          ASSIGN_OR_RETURN(lane, LaneFor(lanes, k));
+          ASSIGN_OR_RETURN(ok, Convert(lane, rec, block.readable_end, &error));
+          if (!ok && error.code == RecordErrorCode::kOutsideRoute) {
+            return Internal("a record's route key does not cover its own value");
+          }
+          if (k != INT64_MIN) key = k;
+        }
+        if (ok) {
+          ++out.rows;
+          if (lane->builder->full()) {
+            lane->groups.emplace_back();
+            RETURN_IF_ERROR(lane->builder->Finish(&lane->groups.back()));
+          }
+        } else {
+          out.rejections.push_back({i, error});
+        }
+      }
+      for (auto& [k, lane] : lanes) {
+        if (lane.builder->num_rows() > 0) {
+          lane.groups.emplace_back();
+          RETURN_IF_ERROR(lane.builder->Finish(&lane.groups.back()));
+        }
+        if (lane.groups.empty()) continue;
+        auto& dst = out.row_groups[k];
+        for (auto& g : lane.groups) dst.push_back(std::move(g));
+        lane.groups.clear();
+      }
+      out.owner = std::move(block.owner);
+      block.records.clear();
+      // Wait for this block's turn, then place it.
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || next_seq_ == out.seq; });
+      if (stop_) return Status::OK();
+      RETURN_IF_ERROR(place_(std::move(out)));
+      ++next_seq_;
+      cv_.notify_all();
+    }
+  }
+
+  const ConvertibleSchema& schema_;
+  const pq::ParquetSchema& pschema_;
+  const pq::WriterOptions& woptions_;
+  const ParallelConverterOptions& options_;
+  const std::function<Result<bool>(ConvertBlock*)>& next_;
+  const std::function<Status(ConvertedBlock&&)>& place_;
+  std::mutex next_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t next_seq_ = 0;
+  bool stop_ = false;
+  Status error_;
+};
+
+}  // namespace
+
+Status ParallelConverter::Run(const ConvertibleSchema& schema, const pq::ParquetSchema& parquet_schema,
+                              const pq::WriterOptions& writer_options, const ParallelConverterOptions& options,
+                              const std::function<Result<bool>(ConvertBlock*)>& next,
+                              const std::function<Status(ConvertedBlock&&)>& place) {
+  if (options.converter.route_field_id != 0 && (!options.route_key || !options.route_range)) {
+    return InvalidArgument("routing needs route_key and route_range");
+  }
+  Runner r(schema, parquet_schema, writer_options, options, next, place);
+  return r.Run();
+}
+
+}  // namespace icestream::schema
