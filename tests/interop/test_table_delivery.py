@@ -201,7 +201,7 @@ def last_sequence_by_shard(acked):
 class TableDelivery:
     """Mixin: scenarios against self.server, self.bucket(name) and self.s3_creds()."""
 
-    warehouse_bucket = "tables"
+    warehouse_bucket = "table-bucket"
     dlq_bucket_name = "dlq"
 
     def read(self, namespace, table, **kw):
@@ -434,6 +434,28 @@ class LocalTables(unittest.TestCase, TableDelivery):
             else:
                 self.assertNotIn(seq, by_seq)
 
+    def test_warehouse_prefixes_that_look_like_routes(self):
+        # Table bucket names such as "tables" or "transactions" are valid; their tables
+        # must be reachable through the REST catalog like any other.
+        k = self.new_stream("s-route")
+        arn, _ = register_schema(self.server.client("glue"), "reg-route", "events", ALL_TYPES)
+        for i, bucket in enumerate(["tables", "transactions"]):
+            d = create_channel(self, self.server, table_channel_request(
+                f"ch-route-{i}", "s-route", arn, bucket, "ns_route", "events", self.dlq_bucket_name))
+            produce(k, "s-route", [("a", _dumps(valid_record(1, random.Random(1))).encode())])
+            wh = f"arn:aws:s3tables:{REGION}:{ACCOUNT}:bucket/{bucket}"
+            deadline = time.time() + 30
+            while describe(self.server, d["ChannelARN"]).get("IcestreamStatus", {}).get("CommitCount", 0) < 1:
+                self.assertLess(time.time(), deadline, "the channel never committed")
+                time.sleep(0.2)
+            with self.subTest(bucket=bucket):
+                t = read_table(catalog=self.server.endpoint + "/iceberg", warehouse=wh, namespace="ns_route",
+                               table="events", s3=self.s3_creds(), skip_icebird=True)
+                self.assertTrue(t["exists"], t)
+                self.assertEqual(len(t["rows"]), 1)
+            kinesis_call(self.server, "DeleteChannel", {"ChannelARN": d["ChannelARN"]})
+            wait_channel(self.server, d["ChannelARN"], status="GONE")
+
     def test_create_time_errors(self):
         k = self.new_stream("s-err")
         k.create_stream(StreamName="s-err-prov", ShardCount=1)
@@ -544,8 +566,11 @@ class LocalTables(unittest.TestCase, TableDelivery):
         post("namespaces/ns_own/tables", {"name": "theirs", "schema": {"type": "struct", "schema-id": 0, "fields": [
             {"id": 1, "name": "id", "required": True, "type": "long"}]}})
         before = rest_metadata(self.server, self.warehouse_arn(), "ns_own", "theirs")
-        d = create_channel(self, self.server, table_channel_request(
+        st, body = kinesis_call(self.server, "CreateChannel", table_channel_request(
             "ch-theirs", "s-own", arn, self.warehouse_bucket, "ns_own", "theirs", self.dlq_bucket_name))
+        self.assertEqual(st, 200, body)
+        d = body["ChannelDescription"]
+        # FAILED when the channel checks its table (at activation or first delivery).
         produce(k, "s-own", [("a", _dumps(valid_record(i, random.Random(i))).encode()) for i in range(1, 50)])
         failed = wait_channel(self.server, d["ChannelARN"], status="FAILED", timeout=30)
         self.assertTrue(failed.get("ChannelStatusReason"), failed)
@@ -567,8 +592,10 @@ class LocalTables(unittest.TestCase, TableDelivery):
         assert_rows(self, t["rows"], [expected_row(r, t["schema"]) for r in recs], "id")
         self.assertEqual(t["properties"]["icestream.channel-arn"], d["ChannelARN"])
         # 3. A new channel onto that table (now another channel's) fails too.
-        d2 = create_channel(self, self.server, table_channel_request(
+        st, body = kinesis_call(self.server, "CreateChannel", table_channel_request(
             "ch-own-2", "s-own", arn, self.warehouse_bucket, "ns_own", "mine", self.dlq_bucket_name))
+        self.assertEqual(st, 200, body)
+        d2 = body["ChannelDescription"]
         produce(k, "s-own", [("a", _dumps(valid_record(999, random.Random(1))).encode())])
         wait_channel(self.server, d2["ChannelARN"], status="FAILED", timeout=30)
         self.assertEqual(len(self.read("ns_own", "mine", skip_icebird=True)["rows"]), len(recs))
@@ -656,20 +683,30 @@ class LocalTables(unittest.TestCase, TableDelivery):
         def open_shards():
             return [s for s in k.list_shards(StreamName="s-reshard")["Shards"]
                     if "EndingSequenceNumber" not in s["SequenceNumberRange"]]
+        # Split and merge are for PROVISIONED streams (as on AWS): the stream is switched
+        # to PROVISIONED around each reshard and back to ON_DEMAND, while the channel runs.
+        sarn = f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/s-reshard"
+
+        def mode(m):
+            k.update_stream_mode(StreamARN=sarn, StreamModeDetails={"StreamMode": m})
         burst()
+        mode("PROVISIONED")
         # Split the first open shard at the middle of its range.
         s0 = open_shards()[0]
         lo, hi = int(s0["HashKeyRange"]["StartingHashKey"]), int(s0["HashKeyRange"]["EndingHashKey"])
         k.split_shard(StreamName="s-reshard", ShardToSplit=s0["ShardId"], NewStartingHashKey=str((lo + hi) // 2))
+        mode("ON_DEMAND")
         burst()
         time.sleep(0.5)
         burst()
+        mode("PROVISIONED")
         # Merge two adjacent open shards.
         shards = sorted(open_shards(), key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
         for a, b in zip(shards, shards[1:]):
             if int(a["HashKeyRange"]["EndingHashKey"]) + 1 == int(b["HashKeyRange"]["StartingHashKey"]):
                 k.merge_shards(StreamName="s-reshard", ShardToMerge=a["ShardId"], AdjacentShardToMerge=b["ShardId"])
                 break
+        mode("ON_DEMAND")
         burst()
         time.sleep(0.5)
         burst()
