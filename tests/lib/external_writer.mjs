@@ -167,8 +167,23 @@ while (started === null || Date.now() - started < seconds * 1000) {
       records = [mfNew, ...list.records];
       summary = { operation: 'append', 'external.writer': 'append', 'added-data-files': '1',
         'added-records': String(source.data_file.record_count) };
-      appended = { file_path: newPath, source: source.data_file.file_path, record_count: Number(source.data_file.record_count) };
+      appended = { file_path: newPath, source: source.data_file.file_path, record_count: Number(source.data_file.record_count),
+        size: source.data_file.file_size_in_bytes };
     }
+  }
+  // Carry the parent's totals, as engines do (readers take row counts from them).
+  for (const key of ['total-records', 'total-data-files', 'total-files-size', 'total-delete-files',
+                     'total-position-deletes', 'total-equality-deletes']) {
+    if (snap.summary?.[key] !== undefined) summary[key] = snap.summary[key];
+  }
+  if (appended && summary['total-records'] !== undefined) {
+    summary['total-records'] = String(BigInt(summary['total-records']) + BigInt(appended.record_count));
+    summary['total-data-files'] = String(BigInt(summary['total-data-files'] ?? '0') + 1n);
+    if (summary['total-files-size'] !== undefined) summary['total-files-size'] = String(BigInt(summary['total-files-size']) + appended.size);
+  }
+  if (appended) {
+    summary['added-files-size'] = String(appended.size);
+    delete appended.size;
   }
   const listPath = `${md.location}/metadata/snap-${sid}-1-${randomUUID()}.avro`;
   await putObject(listPath, await encodeAvro(list.rawSchema, { ...list.meta, 'snapshot-id': String(sid),
