@@ -36,9 +36,18 @@ class Runner {
 
   bool routing() const { return options_.converter.route_field_id != 0; }
 
-  Result<Lane*> LaneFor(std::map<int64_t, Lane>& lanes, int64_t key) {
+  Result<Lane*> LaneFor(std::map<int64_t, Lane>& lanes, std::vector<Lane>& idle, int64_t key) {
     auto it = lanes.find(key);
     if (it != lanes.end()) return &it->second;
+    if (!idle.empty() && key != INT64_MIN) {
+      // A lane another key used before: its builder is empty, only its range changes
+      // (new builders and codec contexts cost more than the rows of a small block).
+      Lane lane = std::move(idle.back());
+      idle.pop_back();
+      auto [lo, hi] = options_.route_range(key);
+      lane.converter->SetRoute(lo, hi);
+      return &lanes.emplace(key, std::move(lane)).first->second;
+    }
     Lane lane;
     ASSIGN_OR_RETURN(lane.builder, pq::RowGroupBuilder::Make(&pschema_, &woptions_, false));
     ConverterOptions co = options_.converter;
@@ -70,6 +79,7 @@ class Runner {
 
   Status WorkLoop() {
     std::map<int64_t, Lane> lanes;
+    std::vector<Lane> idle;  // routed lanes no row of the last block went to
     int64_t key = 0;  // the route of the previous row: consecutive rows mostly share it
     ConvertBlock block;
     RecordError error;
@@ -81,18 +91,18 @@ class Runner {
           if (stop_) return Status::OK();
         }
         ASSIGN_OR_RETURN(bool more, next_(&block));
-        if (!more) return Status::OK();
+        if (!more) return Flush(lanes);
       }
       ConvertedBlock out;
       out.seq = block.seq;
       out.records = block.records.size();
       for (size_t i = 0; i < block.records.size(); ++i) {
         std::string_view rec = block.records[i];
-        ASSIGN_OR_RETURN(Lane * lane, LaneFor(lanes, key));
+        ASSIGN_OR_RETURN(Lane * lane, LaneFor(lanes, idle, key));
         ASSIGN_OR_RETURN(bool ok, Convert(lane, rec, block.readable_end, &error));
         if (!ok && error.code == RecordErrorCode::kOutsideRoute) {
           int64_t k = error.route_value ? options_.route_key(*error.route_value) : INT64_MIN;
-          ASSIGN_OR_RETURN(lane, LaneFor(lanes, k));
+          ASSIGN_OR_RETURN(lane, LaneFor(lanes, idle, k));
           ASSIGN_OR_RETURN(ok, Convert(lane, rec, block.readable_end, &error));
           if (!ok && error.code == RecordErrorCode::kOutsideRoute) {
             return Internal("a record's route key does not cover its own value");
@@ -109,15 +119,30 @@ class Runner {
           out.rejections.push_back({i, error});
         }
       }
-      for (auto& [k, lane] : lanes) {
+      for (auto it = lanes.begin(); it != lanes.end();) {
+        Lane& lane = it->second;
+        if (options_.carry_across_blocks && lane.builder->num_rows() > 0) {
+          // The open row group goes on with the next block's rows.
+          auto& dst = out.row_groups[it->first];
+          for (auto& g : lane.groups) dst.push_back(std::move(g));
+          lane.groups.clear();
+          ++it;
+          continue;
+        }
         if (lane.builder->num_rows() > 0) {
           lane.groups.emplace_back();
           RETURN_IF_ERROR(lane.builder->Finish(&lane.groups.back()));
         }
-        if (lane.groups.empty()) continue;
-        auto& dst = out.row_groups[k];
+        if (lane.groups.empty()) {
+          // Unused in this block: keep a few for the next keys, free the rest.
+          if (routing() && it->first != INT64_MIN && idle.size() < 4) idle.push_back(std::move(lane));
+          it = lanes.erase(it);
+          continue;
+        }
+        auto& dst = out.row_groups[it->first];
         for (auto& g : lane.groups) dst.push_back(std::move(g));
         lane.groups.clear();
+        ++it;
       }
       out.owner = std::move(block.owner);
       block.records.clear();
@@ -129,6 +154,22 @@ class Runner {
       ++next_seq_;
       cv_.notify_all();
     }
+  }
+
+  // carry_across_blocks: the thread's open row groups, placed as block -1.
+  Status Flush(std::map<int64_t, Lane>& lanes) {
+    if (!options_.carry_across_blocks) return Status::OK();
+    ConvertedBlock out;
+    out.seq = -1;
+    for (auto& [k, lane] : lanes) {
+      if (lane.builder->num_rows() == 0) continue;
+      out.row_groups[k].emplace_back();
+      RETURN_IF_ERROR(lane.builder->Finish(&out.row_groups[k].back()));
+    }
+    if (out.row_groups.empty()) return Status::OK();
+    std::lock_guard lock(mu_);
+    if (stop_) return Status::OK();
+    return place_(std::move(out));
   }
 
   const ConvertibleSchema& schema_;

@@ -45,7 +45,7 @@ struct Rejection {
 };
 
 struct ConvertedBlock {
-  int64_t seq = 0;
+  int64_t seq = 0;  // -1: a thread's last row groups (carry_across_blocks)
   size_t records = 0;
   int64_t rows = 0;
   // Finished row groups by route key (key 0 without routing), each in input order.
@@ -62,6 +62,12 @@ struct ParallelConverterOptions {
   // whose routed field is null goes to key INT64_MIN.
   std::function<int64_t(int64_t value)> route_key;
   std::function<std::pair<int64_t, int64_t>(int64_t key)> route_range;
+  // Rows stay in a thread's open row group across blocks (a row group ends when full or
+  // at the end of the input), so small blocks still make large row groups. Rows then
+  // reach the file in no fixed order: the output depends on the thread count. At the
+  // end every thread hands its last row groups to `place` in a block with seq -1 (no
+  // records, no rejections), outside the block order.
+  bool carry_across_blocks = false;
 };
 
 class ParallelConverter {

@@ -257,10 +257,31 @@ class Validation(unittest.TestCase):
                 lambda r: r["S3TablesDestinationConfiguration"]["S3TablesConfigurationList"].append(copy.deepcopy(tconf(r)))]):
             with self.subTest(table_rule=i):
                 self.check("InvalidArgumentException", table_request(fn))
-        # ...and a valid one is refused with a clear message until streaming tables exist.
+        # ...then by the registry: the schema must exist, be a JSON Schema, and map to a table
+        # whose partition source is a date-time string.
         st, body = call("CreateChannel", table_request())
-        self.assertEqual(body["__type"], "InvalidArgumentException")
-        self.assertIn("not supported", body["message"])
+        self.assertEqual(body["__type"], "ResourceNotFoundException", body)
+        self.assertIn("schema/reg/events", body["message"])
+        glue = SERVER.client("glue")
+        glue.create_registry(RegistryName="reg")
+        glue.create_schema(RegistryId={"RegistryName": "reg"}, SchemaName="avro", DataFormat="AVRO",
+                           SchemaDefinition='{"type":"record","name":"r","fields":[{"name":"a","type":"int"}]}')
+        glue.create_schema(RegistryId={"RegistryName": "reg"}, SchemaName="events", DataFormat="JSON",
+                           SchemaDefinition=json.dumps({"type": "object", "properties": {
+                               "event_time": {"type": "string", "format": "date-time"},
+                               "name": {"type": "string"}}}))
+        for i, fn in enumerate([
+                lambda r: rc(r).__setitem__("GSRSchemaARN", f"arn:aws:glue:us-east-1:{ACCOUNT}:schema/reg/avro"),
+                lambda r: rc(r).__setitem__("GSRSchemaARN", f"arn:aws:glue:eu-west-1:{ACCOUNT}:schema/reg/events"),
+                lambda r: fields(r)[0].__setitem__("SourceName", "name"),
+                lambda r: fields(r)[0].__setitem__("SourceName", "missing"),
+                lambda r: tconf(r).pop("PartitionSpec"),
+                lambda r: fields(r).append({"SourceName": "event_time", "Transform": "TIME_HOUR"})]):
+            with self.subTest(registry_rule=i):
+                self.check("InvalidArgumentException", table_request(fn))
+        st, body = call("CreateChannel", table_request())
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["ChannelDescription"]["ChannelStatus"], "CREATING")
 
     def test_valid_variants_are_accepted(self):
         K.create_stream(StreamName="variants")

@@ -436,7 +436,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   wo.codec = CodecOf(config_.table().compression);
   wo.compression_level = env_.compression_level;
   wo.threads = 1;
-  wo.row_group_size = 128ll << 20;
+  wo.row_group_size = options_.row_group_bytes;
 
   const std::string attempt = crypto::RandomUuid().substr(0, 8);
   struct OpenFile {
@@ -488,6 +488,8 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   };
   auto place = [&](schema::ConvertedBlock&& done) -> Status {
     auto* owner = static_cast<BlockOwner*>(done.owner.get());
+    BlockOwner none;
+    if (owner == nullptr) owner = &none;  // a thread's last row groups
     counts.records_in += owner->records_in;
     counts.bytes_in += owner->bytes_in;
     for (auto& r : owner->rejects) rejects.push_back(std::move(r));
@@ -533,6 +535,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
 
   schema::ParallelConverterOptions po;
   po.threads = std::max(1, options_.convert_threads);
+  po.carry_across_blocks = true;  // row order inside a file does not matter to a table
   po.converter.route_field_id = layout_.partition_source_id;
   po.route_key = [](int64_t micros) { return FloorDiv(micros, kHourMicros); };
   po.route_range = [](int64_t hour) { return std::make_pair(hour * kHourMicros, (hour + 1) * kHourMicros); };

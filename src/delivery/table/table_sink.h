@@ -57,8 +57,10 @@ struct TableSinkOptions {
   // beyond it the largest is cut early.
   int64_t max_buffered_bytes = 256ll << 20;
   int convert_threads = 2;
+  // Uncompressed row-group size (a row group also ends with the batch).
+  int64_t row_group_bytes = 64ll << 20;
   // Records are converted in blocks of about this size.
-  size_t block_bytes = 8u << 20;
+  size_t block_bytes = 16u << 20;
   size_t block_records = 16384;
   // Files of failed attempts are removed once older than this (no commit can reference
   // them any more), checked at most every orphan_interval_ms.
