@@ -601,6 +601,41 @@ class LocalTables(unittest.TestCase, TableDelivery):
         self.assertEqual(len(self.read("ns_own", "mine", skip_icebird=True)["rows"]), len(recs))
         kinesis_call(self.server, "DeleteChannel", {"ChannelARN": d2["ChannelARN"]})
 
+    def test_external_schema_change_fails_the_channel(self):
+        k = self.new_stream("s-evolve")
+        arn, _ = register_schema(self.server.client("glue"), "reg-evolve", "events", ALL_TYPES)
+        d = create_channel(self, self.server, table_channel_request(
+            "ch-evolve", "s-evolve", arn, self.warehouse_bucket, "ns_evolve", "events", self.dlq_bucket_name))
+        rng = random.Random(21)
+        first = [_dumps(valid_record(i, rng)).encode() for i in range(1, 101)]
+        produce(k, "s-evolve", [(f"p{i}", r) for i, r in enumerate(first)])
+        wait_records(self.server, self.warehouse_arn(), "ns_evolve", "events", len(first))
+        # Another engine adds a column through the REST catalog.
+        t = rest_metadata(self.server, self.warehouse_arn(), "ns_evolve", "events")
+        md = t["metadata"]
+        schema = [s for s in md["schemas"] if s["schema-id"] == md["current-schema-id"]][0]
+        new = dict(schema, **{"schema-id": schema["schema-id"] + 1,
+                              "fields": schema["fields"] + [{"id": md["last-column-id"] + 1, "name": "added_by_them",
+                                                             "required": False, "type": "string"}]})
+        base = self.server.endpoint + "/iceberg"
+        with urllib.request.urlopen(f"{base}/v1/config?warehouse={self.warehouse_arn()}") as r:
+            prefix = json.loads(r.read())["overrides"]["prefix"]
+        body = {"requirements": [{"type": "assert-table-uuid", "uuid": md["table-uuid"]},
+                                 {"type": "assert-current-schema-id", "current-schema-id": md["current-schema-id"]}],
+                "updates": [{"action": "add-schema", "schema": new}, {"action": "set-current-schema", "schema-id": -1}]}
+        req = urllib.request.Request(f"{base}/v1/{prefix}/namespaces/ns_evolve/tables/events", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(req) as r:
+            self.assertEqual(r.status, 200)
+        after = rest_metadata(self.server, self.warehouse_arn(), "ns_evolve", "events")["metadata-location"]
+        produce(k, "s-evolve", [(f"q{i}", _dumps(valid_record(1000 + i, rng)).encode()) for i in range(50)])
+        failed = wait_channel(self.server, d["ChannelARN"], status="FAILED", timeout=30)
+        self.assertIn("schema", failed.get("ChannelStatusReason", "").lower(), failed)
+        time.sleep(2)
+        self.assertEqual(rest_metadata(self.server, self.warehouse_arn(), "ns_evolve", "events")["metadata-location"],
+                         after, "the channel wrote after the schema changed")
+        kinesis_call(self.server, "DeleteChannel", {"ChannelARN": d["ChannelARN"]})
+
     def test_iceberg_js_reads_while_written(self):
         k = self.new_stream("s-js")
         g = self.server.client("glue")
