@@ -456,6 +456,20 @@ class LocalTables(unittest.TestCase, TableDelivery):
             kinesis_call(self.server, "DeleteChannel", {"ChannelARN": d["ChannelARN"]})
             wait_channel(self.server, d["ChannelARN"], status="GONE")
 
+    def test_create_answers_creating(self):
+        arn, _ = register_schema(self.server.client("glue"), "reg-creating", "events", ALL_TYPES)
+        # CreateChannel is asynchronous: its answer always says CREATING (spec §1.3).
+        statuses = []
+        for i in range(12):
+            self.server.client().create_stream(StreamName=f"s-creating-{i}")
+            st, body = kinesis_call(self.server, "CreateChannel", table_channel_request(
+                f"ch-creating-{i}", f"s-creating-{i}", arn, self.warehouse_bucket, "ns_creating", f"t{i}",
+                self.dlq_bucket_name))
+            self.assertEqual(st, 200, body)
+            statuses.append(body["ChannelDescription"]["ChannelStatus"])
+            kinesis_call(self.server, "DeleteChannel", {"ChannelARN": body["ChannelDescription"]["ChannelARN"]})
+        self.assertEqual(statuses, ["CREATING"] * 12)
+
     def test_create_time_errors(self):
         k = self.new_stream("s-err")
         k.create_stream(StreamName="s-err-prov", ShardCount=1)
