@@ -37,6 +37,7 @@ from decimal import Decimal
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import gsr  # noqa: E402
 from delivery_check import LocalBucket, S3Bucket, produce  # noqa: E402
+import harness  # noqa: E402
 from harness import ACCOUNT, REGION, Rgw, Server, kinesis_call, wait_channel  # noqa: E402
 from table_check import (assert_rows, create_channel, describe, dlq_lines, expected_row, iso_micros,  # noqa: E402
                          metric, metrics, npm_dir, read_table, register_schema, rest_metadata,
@@ -338,6 +339,16 @@ class TableDelivery:
             self.assertLess(shards[sh]["LagSeconds"], 5, sh)
         self.assertEqual(st["LiveDataFiles"], len(t["files"]))
         self.assertEqual(st["DLQRecordCount"], len(sc["bad"]))
+        # The same status through `icestream channels describe`.
+        p = subprocess.run([harness.BINARY, "channels", "describe", "--endpoint", self.server.endpoint,
+                            "--channel-arn", sc["arn"]], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        cli = json.loads(p.stdout)
+        cli = cli.get("ChannelDescription", cli)["IcestreamStatus"]
+        self.assertEqual({s["ShardId"]: s["LastCommittedSequenceNumber"] for s in cli["Shards"] if s["ShardId"] in last},
+                         last)
+        self.assertEqual(cli["DLQRecordCount"], len(sc["bad"]))
         text = metrics(self.server)
         n_valid, n_bad = len(sc["valid"]), len(sc["bad"])
         channel = sc["channel"]
