@@ -171,8 +171,15 @@ def deliver_backlog(shards, mb, measure_rss=False):
         arn = start_channel(server, "bl", name, 1, "TRIM_HORIZON")
         wh = "bench"
         peak = 0
+        active_s = first_commit_s = None
         while True:
             n, _ = table_state(server, wh, "bench", name)
+            if active_s is None:
+                st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+                if body["ChannelDescription"]["ChannelStatus"] == "ACTIVE":
+                    active_s = time.time() - t0
+            if first_commit_s is None and n > 0:
+                first_commit_s = time.time() - t0
             peak = max(peak, rss_kb(pid, "VmRSS"))
             if n >= len(lines):
                 break
@@ -185,7 +192,8 @@ def deliver_backlog(shards, mb, measure_rss=False):
         return {"records": len(lines), "mb": nbytes / 1e6, "seconds": secs, "mb_s": nbytes / 1e6 / secs,
                 "put_mb_s": nbytes / 1e6 / put_s, "commits": commits[0] if commits else None,
                 "rss_before_mb": before / 1024, "peak_rss_mb": rss_kb(pid, "VmHWM") / 1024,
-                "peak_sampled_mb": peak / 1024, "hwm_reset": reset, "arn": arn}
+                "peak_sampled_mb": peak / 1024, "hwm_reset": reset, "arn": arn, "active_s": active_s,
+                "first_commit_s": first_commit_s}
     finally:
         server.stop()
         server.cleanup()
@@ -276,7 +284,8 @@ if "throughput" in only:
     conv = convert_baseline(path, args.throughput_mb)
     tp = deliver_backlog(4, args.throughput_mb)
     print(f"   delivery: {tp['records']} records, {tp['mb']:.0f} MB in {tp['seconds']:.2f} s = {tp['mb_s']:.1f} MB/s "
-          f"({tp['commits']:.0f} commits; the backlog was put at {tp['put_mb_s']:.1f} MB/s beforehand)")
+          f"({tp['commits']:.0f} commits; ACTIVE after {tp['active_s']:.2f} s, first commit after "
+          f"{tp['first_commit_s']:.2f} s; the backlog was put at {tp['put_mb_s']:.1f} MB/s beforehand)")
     print(f"   icestream convert --threads 1 (farm-bench median of 3, min/max {conv['spread'][0]:.2f}/{conv['spread'][1]:.2f} s):"
           f" {conv['mb']:.0f} MB in {conv['seconds']:.2f} s = {conv['mb_s']:.1f} MB/s")
     print(f"   ratio {tp['mb_s'] / conv['mb_s']:.2f}   (goal: >= 0.8)")
