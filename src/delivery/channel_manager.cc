@@ -218,12 +218,13 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
     RETURN_IF_ERROR(store_->Save(c));
     ch->config = c;
     StartRunner(ch.get());
+    c = ch->config;  // as created (StartRunner may have failed it), before activation runs
     channels_[c.id] = ch;
   }
   spdlog::info("channel {} ({}) created: stream {} to {}", c.name, c.id, c.stream_name,
                DestinationTypeName(c.destination_type()));
   tick_cv_.notify_all();
-  return ch->config;
+  return c;
 }
 
 Result<ChannelConfig> ChannelManager::Describe(const std::string& arn) const {

@@ -377,5 +377,48 @@ class Cli(unittest.TestCase):
             os.remove(path)
 
 
+class UnreachableDestination(unittest.TestCase):
+    """A channel whose S3 endpoint does not answer stays CREATING with the reason and the
+    attempts in DescribeChannel (IcestreamStatus), then FAILS after the activation limit."""
+
+    def test_activation_retries_visibly_then_fails(self):
+        import socket
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            dead = s.getsockname()[1]
+        srv = Server(config_text=f"""
+[s3]
+endpoint = "http://127.0.0.1:{dead}"
+max_attempts = 1
+request_timeout_ms = 1000
+[delivery]
+activation_timeout_ms = 6000
+""").start()
+        try:
+            k = srv.client()
+            k.create_stream(StreamName="dead")
+            st, body = kinesis_call(srv, "CreateChannel", channel_request("dead-ch", "dead", freshness=1))
+            self.assertEqual(st, 200, body)
+            arn = body["ChannelDescription"]["ChannelARN"]
+            deadline = time.time() + 5
+            status = {}
+            while time.time() < deadline:
+                st, body = kinesis_call(srv, "DescribeChannel", {"ChannelARN": arn})
+                d = body["ChannelDescription"]
+                status = d.get("IcestreamStatus", {})
+                if status.get("ActivationAttempts", 0) >= 2:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(d["ChannelStatus"], "CREATING")
+            self.assertGreaterEqual(status.get("ActivationAttempts", 0), 2, status)
+            self.assertIn("destination bucket", status.get("LastError", ""))
+            d = wait_channel(srv, arn, status="FAILED", timeout=30)
+            self.assertIn("could not reach its destination", d["ChannelStatusReason"])
+            self.assertIn("activation attempt", srv.read_log())
+        finally:
+            srv.stop()
+            srv.cleanup()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,329 @@
+// ShardRunner over a real StreamManager (real shard logs, real meta.db) with a recording
+// sink standing in for a destination: batches cover every record exactly once, plans
+// are replayed as they were, a plan off its checkpoint fails the channel, what a
+// destination holds wins after a restart, and children wait for their parents.
+#include "delivery/shard_runner.h"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <future>
+#include <set>
+
+#include "stream/hash_key.h"
+
+namespace icestream::delivery {
+namespace {
+
+// A destination that keeps what it was given: every batch, and the records of the
+// batches it accepted. Failures and held checkpoints are set by the test.
+struct Recorder {
+  std::mutex mu;
+  std::vector<DeliveryBatch> batches;
+  std::map<uint32_t, std::vector<uint64_t>> delivered;  // shard → offsets, in delivery order
+  std::map<uint32_t, uint64_t> held;                    // what the destination reports holding
+  Status next_failure;                                  // returned (once) by the next Deliver
+  bool spans = false;
+};
+
+class RecordingSink final : public Sink {
+ public:
+  explicit RecordingSink(std::shared_ptr<Recorder> r) : r_(std::move(r)) {}
+  bool spans_shards() const override { return r_->spans; }
+  Status Check() override { return Status::OK(); }
+  Result<std::map<uint32_t, uint64_t>> Checkpoints() override {
+    std::lock_guard lock(r_->mu);
+    return r_->held;
+  }
+  Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) override {
+    std::map<uint32_t, std::vector<uint64_t>> got;
+    RecordChunk chunk;
+    DeliveryCounts counts;
+    for (;;) {
+      ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
+      if (!more) break;
+      for (const auto& rec : chunk.records) {
+        got[batch.ranges[chunk.range].shard].push_back(rec.offset);
+        ++counts.records_in;
+        ++counts.delivered;
+      }
+    }
+    std::lock_guard lock(r_->mu);
+    r_->batches.push_back(batch);
+    if (!r_->next_failure.ok()) {
+      Status st = r_->next_failure;
+      r_->next_failure = Status::OK();
+      return st;
+    }
+    for (auto& [shard, offs] : got) {
+      auto& d = r_->delivered[shard];
+      d.insert(d.end(), offs.begin(), offs.end());
+    }
+    return counts;
+  }
+
+ private:
+  std::shared_ptr<Recorder> r_;
+};
+
+class RecordingDestination final : public Destination {
+ public:
+  explicit RecordingDestination(std::shared_ptr<Recorder> r) : r_(std::move(r)) {}
+  DestinationType type() const override { return DestinationType::kS3; }
+  Status Prepare(ChannelConfig*) override { return Status::OK(); }
+  Result<std::unique_ptr<Sink>> MakeSink(const ChannelConfig&, SinkEnv) override {
+    return std::unique_ptr<Sink>(new RecordingSink(r_));
+  }
+
+ private:
+  std::shared_ptr<Recorder> r_;
+};
+
+class ShardRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("runner-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    db_ = std::move(*Database::Open((dir_ / "meta.db").string()));
+    stream::StreamManagerOptions o;
+    o.data_dir = dir_.string();
+    o.retention_check_interval_ms = 3600 * 1000;
+    streams_ = std::move(*stream::StreamManager::Open(o, &clock_, db_.get()));
+    store_ = std::move(*ChannelStore::Open(db_.get()));
+    auto info = streams_->CreateStream({.name = "s", .shard_count = 2});
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    config_.id = "chan";
+    config_.name = "chan";
+    config_.arn = "arn:aws:kinesis:us-east-1:000000000000:channel/chan";
+    config_.stream_name = "s";
+    config_.stream_uid = info->uid;
+    rec_ = std::make_shared<Recorder>();
+    dest_ = std::make_unique<RecordingDestination>(rec_);
+  }
+  void TearDown() override {
+    runner_.reset();
+    streams_.reset();
+    store_.reset();
+    db_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void MakeRunner(RunnerOptions o = {}) {
+    auto r = ShardRunner::Make(config_, dest_.get(), streams_.get(), store_.get(), &clock_, o, SinkEnv{});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    runner_ = std::move(*r);
+  }
+
+  // n records with distinct partition keys; returns shard → offsets appended.
+  std::map<uint32_t, std::vector<uint64_t>> Put(int n, const std::string& tag) {
+    std::vector<std::string> keys;
+    for (int i = 0; i < n; ++i) keys.push_back(tag + "-" + std::to_string(i));
+    std::vector<stream::PutItem> items;
+    for (const auto& k : keys) items.push_back({k, k, stream::PartitionKeyHash(k)});
+    std::promise<stream::PutResult> p;
+    EXPECT_TRUE(streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }).ok());
+    std::map<uint32_t, std::vector<uint64_t>> out;
+    for (const auto& it : p.get_future().get().items) out[it.shard_index].push_back(it.offset);
+    return out;
+  }
+
+  // Schedules and runs every due job, until none is due; returns the jobs run.
+  int Drain(int64_t freshness_ms = 0) {
+    int ran = 0;
+    for (int round = 0; round < 50; ++round) {
+      auto info = streams_->Describe("s");
+      EXPECT_TRUE(info.ok());
+      auto jobs = runner_->Schedule(*info, clock_.NowMillis(), freshness_ms);
+      if (jobs.empty()) return ran;
+      for (auto& j : jobs) j();
+      ran += static_cast<int>(jobs.size());
+    }
+    return ran;
+  }
+
+  void Activate() {
+    auto cps = runner_->PrepareActivation({"TRIM_HORIZON", 0});
+    ASSERT_TRUE(cps.ok()) << cps.status().ToString();
+    ASSERT_TRUE(store_->Activate(config_, *cps).ok());
+    runner_->Activated(*cps);
+  }
+
+  std::filesystem::path dir_;
+  ManualClock clock_{1'700'000'000'000};
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<stream::StreamManager> streams_;
+  std::unique_ptr<ChannelStore> store_;
+  ChannelConfig config_;
+  std::shared_ptr<Recorder> rec_;
+  std::unique_ptr<RecordingDestination> dest_;
+  std::unique_ptr<ShardRunner> runner_;
+};
+
+TEST_F(ShardRunnerTest, PerShardBatchesDeliverEveryRecordOnceAndMoveCheckpoints) {
+  MakeRunner();
+  auto first = Put(50, "a");
+  Activate();
+  auto second = Put(30, "b");
+  EXPECT_GT(Drain(), 0);
+  for (uint32_t shard : {0u, 1u}) {
+    std::vector<uint64_t> want = first[shard];
+    want.insert(want.end(), second[shard].begin(), second[shard].end());
+    EXPECT_EQ(rec_->delivered[shard], want) << shard;
+  }
+  for (const auto& b : rec_->batches) EXPECT_EQ(b.ranges.size(), 1u);
+  auto cps = store_->Checkpoints(config_.id);
+  ASSERT_TRUE(cps.ok());
+  for (uint32_t shard : {0u, 1u}) {
+    EXPECT_EQ(cps->at({config_.stream_uid, shard}), first[shard].size() + second[shard].size());
+  }
+  auto plans = store_->Plans(config_.id);
+  ASSERT_TRUE(plans.ok());
+  EXPECT_TRUE(plans->empty());
+}
+
+TEST_F(ShardRunnerTest, ASpanningSinkGetsOneBatchForAllShards) {
+  rec_->spans = true;
+  MakeRunner();
+  Activate();
+  auto put = Put(40, "c");
+  EXPECT_EQ(Drain(), 1);
+  ASSERT_EQ(rec_->batches.size(), 1u);
+  EXPECT_EQ(rec_->batches[0].ranges.size(), 2u);
+  EXPECT_EQ(rec_->delivered, put);
+}
+
+TEST_F(ShardRunnerTest, AFailedBatchIsReplayedAsPlannedAndBacksOff) {
+  rec_->spans = true;
+  MakeRunner();
+  Activate();
+  Put(20, "d");
+  rec_->next_failure = Unavailable("catalog down");
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(runner_->last_error(), "catalog down");
+  EXPECT_EQ(Drain(), 0);  // backing off
+  Put(20, "e");           // arrives meanwhile: not part of the replay
+  clock_.Advance(60'000);
+  EXPECT_GE(Drain(), 1);
+  ASSERT_GE(rec_->batches.size(), 2u);
+  EXPECT_EQ(rec_->batches[1].ranges, rec_->batches[0].ranges);
+  EXPECT_EQ(rec_->batches[1].attempt_ms, rec_->batches[0].attempt_ms);
+  EXPECT_TRUE(rec_->batches[1].replay);
+  EXPECT_FALSE(rec_->batches[0].replay);
+  size_t total = 0;
+  for (const auto& [s, offs] : rec_->delivered) {
+    total += offs.size();
+    EXPECT_EQ(std::set<uint64_t>(offs.begin(), offs.end()).size(), offs.size()) << "duplicate in shard " << s;
+  }
+  EXPECT_EQ(total, 40u);
+}
+
+TEST_F(ShardRunnerTest, APermanentErrorFailsTheChannel) {
+  MakeRunner();
+  Activate();
+  Put(5, "f");
+  rec_->next_failure = NotFound("The bucket b does not exist.");
+  Drain();
+  ASSERT_TRUE(runner_->fatal().has_value());
+  EXPECT_EQ(*runner_->fatal(), "The bucket b does not exist.");
+  auto info = streams_->Describe("s");
+  EXPECT_TRUE(runner_->Schedule(*info, clock_.NowMillis(), 0).empty());
+}
+
+TEST_F(ShardRunnerTest, APlanThatDoesNotStartAtTheCheckpointFailsTheChannel) {
+  MakeRunner();
+  auto put = Put(100, "g");
+  Activate();  // checkpoints at 0
+  // A plan that skips the first 40 records of shard 0 (what a damaged meta.db or a bug
+  // would leave): it must not be followed.
+  ASSERT_TRUE(store_->SavePlan(config_.id, {config_.stream_uid, 0}, {40, put[0].size(), 1}).ok());
+  MakeRunner();
+  ASSERT_TRUE(runner_->Load().ok());
+  Drain();  // recovery
+  Drain();
+  ASSERT_TRUE(runner_->fatal().has_value());
+  EXPECT_NE(runner_->fatal()->find("plan"), std::string::npos) << *runner_->fatal();
+  EXPECT_TRUE(rec_->delivered.empty());
+}
+
+TEST_F(ShardRunnerTest, WhatTheDestinationHoldsWinsAfterARestart) {
+  rec_->spans = true;
+  MakeRunner();
+  Activate();
+  auto put = Put(60, "h");
+  // A batch was planned and committed to the destination, but the server stopped before
+  // meta.db moved the checkpoints.
+  std::map<ShardKey, BatchPlan> plans;
+  for (uint32_t s : {0u, 1u}) {
+    plans[{config_.stream_uid, s}] = {0, put[s].size(), 7};
+    rec_->held[s] = put[s].size();
+  }
+  ASSERT_TRUE(store_->SavePlans(config_.id, plans).ok());
+  MakeRunner();
+  ASSERT_TRUE(runner_->Load().ok());
+  Drain();
+  EXPECT_FALSE(runner_->fatal().has_value());
+  EXPECT_TRUE(rec_->batches.empty());  // nothing delivered twice
+  auto cps = store_->Checkpoints(config_.id);
+  ASSERT_TRUE(cps.ok());
+  for (uint32_t s : {0u, 1u}) EXPECT_EQ(cps->at({config_.stream_uid, s}), put[s].size());
+  EXPECT_TRUE(store_->Plans(config_.id)->empty());
+  // New records go on from there.
+  auto more = Put(10, "i");
+  Drain();
+  EXPECT_EQ(rec_->delivered, more);
+}
+
+TEST_F(ShardRunnerTest, ADestinationInsideAPlannedBatchFailsTheChannel) {
+  rec_->spans = true;
+  MakeRunner();
+  Activate();
+  auto put = Put(60, "j");
+  ASSERT_TRUE(store_->SavePlan(config_.id, {config_.stream_uid, 0}, {0, put[0].size(), 7}).ok());
+  rec_->held[0] = 3;
+  MakeRunner();
+  ASSERT_TRUE(runner_->Load().ok());
+  Drain();
+  ASSERT_TRUE(runner_->fatal().has_value());
+}
+
+TEST_F(ShardRunnerTest, ChildrenWaitForTheirParents) {
+  MakeRunner();
+  Activate();
+  auto before = Put(30, "k");
+  auto info = streams_->Describe("s");
+  ASSERT_TRUE(info.ok());
+  const auto& s0 = info->shards[0];
+  ASSERT_TRUE(streams_->SplitShard("s", s0.index, s0.range.start + (s0.range.end - s0.range.start) / 2).ok());
+  auto after = Put(30, "l");
+  // Hold back the parent: its first batch fails, so its children must not be delivered yet.
+  rec_->next_failure = Unavailable("slow");
+  auto jobs = runner_->Schedule(*streams_->Describe("s"), clock_.NowMillis(), 0);
+  for (auto& j : jobs) j();
+  for (const auto& b : rec_->batches) {
+    for (const auto& r : b.ranges) EXPECT_LT(r.shard, 2u) << "a child was scheduled before its parent";
+  }
+  clock_.Advance(60'000);
+  Drain();
+  clock_.Advance(60'000);
+  Drain();
+  // Every record once; a child's first batch comes after its parent's last one.
+  size_t total = 0;
+  for (const auto& [s, offs] : rec_->delivered) total += offs.size();
+  EXPECT_EQ(total, 60u);
+  size_t parent_last = 0, child_first = SIZE_MAX;
+  for (size_t i = 0; i < rec_->batches.size(); ++i) {
+    for (const auto& r : rec_->batches[i].ranges) {
+      if (r.shard == s0.index) parent_last = i;
+      if (r.shard >= 2) child_first = std::min(child_first, i);
+    }
+  }
+  EXPECT_LT(parent_last, child_first);
+}
+
+}  // namespace
+}  // namespace icestream::delivery
