@@ -419,9 +419,16 @@ class LocalTables(unittest.TestCase, TableDelivery):
         other = gsr.encode(vid_other, {"id": 7778, "name": "other", "event_time": ts})
         other_z = gsr.encode(vid_other, {"id": 7779, "name": "other", "event_time": ts}, compress=True)
         unknown = gsr.encode(str(uuid.uuid4()), {"id": 7780, "name": "unknown version", "event_time": ts})
+        # A second version of the channel's own schema (another definition) is not the
+        # definition the table was made from.
+        v2 = g.register_schema_version(SchemaId={"SchemaArn": arn}, SchemaDefinition=json.dumps(
+            dict(ALL_TYPES, properties=dict(ALL_TYPES["properties"], more={"type": "string"}))))["SchemaVersionId"]
+        newer = gsr.encode(v2, {"id": 7782, "name": "v2", "event_time": ts})
         missing = gsr.encode(vid, {"id": 7781, "event_time": ts}, compress=True)  # converter rejection inside a frame
         for data, code in [(plain, "INVALID_SCHEMA"), (other, "INVALID_SCHEMA"), (other_z, "INVALID_SCHEMA"),
-                           (missing, "MISSING_REQUIRED_FIELD")]:
+                           (newer, "INVALID_SCHEMA"), (missing, "MISSING_REQUIRED_FIELD"),
+                           (b"\x03\x05" + uuid.UUID(vid).bytes + b"not zlib", "DESERIALIZATION_ERROR"),
+                           (b"\x03\x09" + uuid.UUID(vid).bytes + b"{}", "DESERIALIZATION_ERROR")]:
             batch.append(data)
             codes[data] = code
         batch.append(unknown)  # an unknown schema version id: to the DLQ (code not fixed by the spec)
@@ -660,6 +667,42 @@ class LocalTables(unittest.TestCase, TableDelivery):
         self.assertEqual(rest_metadata(self.server, self.warehouse_arn(), "ns_evolve", "events")["metadata-location"],
                          after, "the channel wrote after the schema changed")
         kinesis_call(self.server, "DeleteChannel", {"ChannelARN": d["ChannelARN"]})
+
+    def test_table_dropped_or_repartitioned_outside_fails_the_channel(self):
+        k = self.new_stream("s-outside")
+        arn, _ = register_schema(self.server.client("glue"), "reg-outside", "events", ALL_TYPES)
+        base = self.server.endpoint + "/iceberg"
+        with urllib.request.urlopen(f"{base}/v1/config?warehouse={self.warehouse_arn()}") as r:
+            prefix = json.loads(r.read())["overrides"]["prefix"]
+        rng = random.Random(31)
+        for name, change in [("dropped", "drop"), ("respec", "spec")]:
+            with self.subTest(change=change):
+                d = create_channel(self, self.server, table_channel_request(
+                    f"ch-{name}", "s-outside", arn, self.warehouse_bucket, "ns_outside", name, self.dlq_bucket_name))
+                produce(k, "s-outside", [(f"p{i}", _dumps(valid_record(i, rng)).encode()) for i in range(1, 51)])
+                wait_records(self.server, self.warehouse_arn(), "ns_outside", name, 50)
+                url = f"{base}/v1/{prefix}/namespaces/ns_outside/tables/{name}"
+                if change == "drop":
+                    req = urllib.request.Request(url, method="DELETE")
+                else:
+                    md = rest_metadata(self.server, self.warehouse_arn(), "ns_outside", name)["metadata"]
+                    ts_id = [f["id"] for f in md["schemas"][-1]["fields"] if f["name"] == "event_time"][0]
+                    body = {"requirements": [{"type": "assert-default-spec-id", "default-spec-id": md["default-spec-id"]}],
+                            "updates": [{"action": "add-spec", "spec": {"spec-id": 1, "fields": [
+                                {"source-id": ts_id, "field-id": md["last-partition-id"] + 1, "name": "event_time_day",
+                                 "transform": "day"}]}}, {"action": "set-default-spec", "spec-id": -1}]}
+                    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                                 headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(req) as r:
+                    self.assertIn(r.status, (200, 204))
+                produce(k, "s-outside", [(f"q{i}", _dumps(valid_record(100 + i, rng)).encode()) for i in range(50)])
+                failed = wait_channel(self.server, d["ChannelARN"], status="FAILED", timeout=30)
+                self.assertTrue(failed.get("ChannelStatusReason"), failed)
+                if change == "drop":
+                    self.assertIsNone(rest_metadata(self.server, self.warehouse_arn(), "ns_outside", name),
+                                      "the channel re-created a table that was dropped under it")
+                kinesis_call(self.server, "DeleteChannel", {"ChannelARN": d["ChannelARN"]})
+                wait_channel(self.server, d["ChannelARN"], status="GONE")
 
     def test_iceberg_js_reads_while_written(self):
         k = self.new_stream("s-js")
