@@ -17,11 +17,9 @@ hundreds of hourly partitions).
    peak RSS (VmHWM, reset through /proc/<pid>/clear_refs before the channel starts)."""
 
 import argparse
-import json
 import os
 import random
 import re
-import statistics
 import subprocess
 import sys
 import threading

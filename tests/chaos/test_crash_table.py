@@ -25,7 +25,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from delivery_check import LocalBucket, S3Bucket, produce  # noqa: E402
+from delivery_check import LocalBucket, S3Bucket  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from harness import Rgw, Server, kinesis_call, wait_channel  # noqa: E402
 from table_check import (assert_rows, dlq_lines, expected_row, metric, metrics, npm_dir, read_table,  # noqa: E402
