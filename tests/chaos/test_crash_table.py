@@ -112,29 +112,30 @@ def is_valid(data):
     return b'"not a number"' not in data
 
 
-class CrashTable(unittest.TestCase):
-    dlq = "crash-dlq"
-    tables = "crash-tables"
+class Chaos:
+    """Mixin: scenarios against a server built by self.make_server(); bucket names come
+    from the test's tag so that tests can share one radosgw."""
 
-    def setup_channel(self, server, freshness=1):
+    def setup_channel(self, server, tag, freshness=1):
         k = server.client()
         k.create_stream(StreamName=STREAM)
         arn, _ = register_schema(server.client("glue"), "chaos", "events", SCHEMA)
         st, body = kinesis_call(server, "CreateChannel", table_channel_request(
-            "crash-ch", STREAM, arn, self.tables, NS, TABLE, self.dlq, compression="ZSTD", freshness=freshness))
+            "crash-ch", STREAM, arn, f"{tag}-tables", NS, TABLE, f"{tag}-dlq", compression="ZSTD",
+            freshness=freshness))
         self.assertEqual(st, 200, body)
         return wait_channel(server, body["ChannelDescription"]["ChannelARN"], timeout=60)
 
-    def verify(self, server, dlq_bucket, s3=None, external=None, timeout=240):
+    def verify(self, server, tag, external=None, timeout=240):
         """Every valid record of the stream exactly once; every invalid one in the DLQ."""
         k = server.client()
         everything = read_stream(k)
         valid = [d for d, _, _ in everything if is_valid(d)]
         invalid = {(s, q) for d, s, q in everything if not is_valid(d)}
         ext_rows = sum(a["record_count"] for a in (external or {}).get("appends", []))
-        wh = table_bucket_arn(self.tables)
+        wh = table_bucket_arn(f"{tag}-tables")
         wait_records(server, wh, NS, TABLE, len(valid) + ext_rows, timeout=timeout)
-        t = read_table(catalog=server.endpoint + "/iceberg", warehouse=wh, namespace=NS, table=TABLE, s3=s3)
+        t = read_table(catalog=server.endpoint + "/iceberg", warehouse=wh, namespace=NS, table=TABLE, s3=self.s3())
         rows = t["rows"]
         if external:
             ext = {a["file_path"] for a in external["appends"]}
@@ -142,10 +143,11 @@ class CrashTable(unittest.TestCase):
             self.assertEqual(ext & set(per_file), ext, "an externally added file is no longer live")
             rows = [r for path, rs in per_file.items() if path not in ext for r in rs]
         assert_rows(self, rows, [expected_row(d, t["schema"]) for d in valid], "id")
+        self.dlq_repeats = 0
         if invalid:
             deadline = time.time() + 60
             while True:
-                lines = [e for _, e in dlq_lines(dlq_bucket)]
+                lines = [e for _, e in dlq_lines(self.bucket(server, f"{tag}-dlq"))]
                 got = {(e["shardId"], e["sequenceNumber"]) for e in lines}
                 if invalid <= got or time.time() > deadline:
                     break
@@ -158,11 +160,26 @@ class CrashTable(unittest.TestCase):
             self.dlq_repeats = len(lines) - len(got)
         return everything, t
 
-    def crash_rounds(self, server, invalid_every=0):
+    def check_acked(self, acked, everything):
+        stream = {(s, q): d for d, s, q in everything}
+        for d, s, q in acked:
+            self.assertEqual(stream.get((s, q)), d, "an acknowledged record is not in the stream")
+
+    def run_server(self, fn, **kw):
+        server = self.make_server(**kw)
+        try:
+            return fn(server)
+        finally:
+            server.stop()
+            server.cleanup()
+
+    def kill9(self, server, tag):
+        """>= 20 kill -9 rounds while two producers write; then exactly once."""
+        self.setup_channel(server, tag)
         acked = []
         rng = random.Random(7)
         for r in range(ROUNDS):
-            producers = [Producer(server, f"r{r}p{i}", invalid_every, pause=0.05) for i in range(2)]
+            producers = [Producer(server, f"r{r}p{i}", invalid_every=97, pause=0.05) for i in range(2)]
             for p in producers:
                 p.start()
             time.sleep(rng.uniform(0.3, 2.5))
@@ -171,131 +188,136 @@ class CrashTable(unittest.TestCase):
                 p.join(30)
                 acked += p.acked
             server.start()
-        return acked
+        everything, t = self.verify(server, tag)
+        self.check_acked(acked, everything)
+        self.assertGreater(len(acked), 3000)
+        print(f"{ROUNDS} crashes: {len(everything)} records, {len(t['rows'])} rows exactly once in "
+              f"{len(t['files'])} files, {len(t['snapshots'])} snapshots; DLQ lines repeated: {self.dlq_repeats}")
 
-    def check_acked(self, acked, everything):
-        stream = {(s, q): d for d, s, q in everything}
-        for d, s, q in acked:
-            self.assertEqual(stream.get((s, q)), d, "an acknowledged record is not in the stream")
+    def conflicts(self, server, tag):
+        """An external writer commits through the REST catalog as fast as it can."""
+        d = self.setup_channel(server, tag)
+        p = Producer(server, "conflict", pause=0.05)
+        p.start()
+        wh = table_bucket_arn(f"{tag}-tables")
+        wait_records(server, wh, NS, TABLE, 1, timeout=60)
+        cmd = ["node", os.path.join(HERE, "..", "lib", "external_writer.mjs"), npm_dir(),
+               "--catalog", server.endpoint + "/iceberg", "--warehouse", wh, "--namespace", NS, "--table", TABLE,
+               "--seconds", "20", "--append-every", "15", "--max-appends", "6", "--pause-ms", "5"]
+        if self.s3():
+            cmd += ["--s3-endpoint", self.s3()[0], "--access-key", self.s3()[1], "--secret-key", self.s3()[2]]
+        w = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        p.stop.set()
+        p.join(30)
+        self.assertEqual(w.returncode, 0, w.stderr)
+        ext = json.loads(w.stdout)
+        self.assertEqual(ext["other_errors"], 0, w.stderr)
+        self.assertGreater(ext["commits"], 20, ext)
+        self.assertGreater(len(ext["appends"]), 0, ext)
+        # The external writer lost races to the channel, so the two really overlapped.
+        self.assertGreater(ext["conflicts"], 0, ext)
+        self.assertEqual(wait_channel(server, d["ChannelARN"])["ChannelStatus"], "ACTIVE")
+        everything, t = self.verify(server, tag, external=ext)
+        self.check_acked(p.acked, everything)
+        by_id = {s["snapshot_id"]: s for s in t["snapshots"]}
+        ours = [s for s in t["snapshots"] if any(k.startswith("icestream.checkpoint.") for k in s["summary"])]
+        after_external = [s for s in ours if s["parent_snapshot_id"] in by_id
+                          and "external.writer" in by_id[s["parent_snapshot_id"]]["summary"]]
+        self.assertGreater(len(after_external), 0, "no channel commit followed an external one")
+        # Manifest lists are named snap-<snapshot id>-<attempt>-<commit uuid>.avro
+        # (docs/formats/iceberg.md): a channel snapshot of attempt >= 2 lost a race to the
+        # external writer, reloaded the table and committed again.
+        retried = [s for s in ours
+                   if int(re.search(r"/snap-\d+-(\d+)-[0-9a-f-]+\.avro$", s["manifest_list"]).group(1)) > 1]
+        self.assertGreater(len(retried), 0, "no channel commit met a conflict")
+        print(f"external writer {ext['commits']} commits ({ext['conflicts']} lost races, "
+              f"{len(ext['appends'])} files added); channel {len(ours)} commits, {len(after_external)} on top of "
+              f"external snapshots, {len(retried)} committed after a conflict; {len(everything)} records exactly once")
 
-    def test_kill9_local_warehouse(self):
-        server = Server().start()
-        try:
-            self.setup_channel(server)
-            acked = self.crash_rounds(server, invalid_every=97)
-            everything, t = self.verify(server, LocalBucket(os.path.join(server.data_dir, "buckets", self.dlq)))
-            self.check_acked(acked, everything)
-            self.assertGreater(len(acked), 3000)
-            print(f"{ROUNDS} crashes: {len(everything)} records, {len(t['rows'])} rows exactly once in "
-                  f"{len(t['files'])} files, {len(t['snapshots'])} snapshots; DLQ lines repeated: {self.dlq_repeats}")
-        finally:
-            server.stop()
-            server.cleanup()
 
-    def test_kill9_radosgw(self):
-        if not Rgw.available():
-            raise RuntimeError("radosgw is not installed: scripts/install-deps --with-rgw")
-        rgw = Rgw().start()
-        server = None
-        try:
-            s3 = rgw.s3()
-            s3.create_bucket(Bucket=self.tables)
-            s3.create_bucket(Bucket=self.dlq)
-            os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = Rgw.access_key, Rgw.secret_key
-            server = Server(extra_args=["--s3-endpoint", rgw.endpoint]).start()
-            self.setup_channel(server)
-            acked = self.crash_rounds(server, invalid_every=131)
-            everything, t = self.verify(server, S3Bucket(s3, self.dlq), s3=(rgw.endpoint, Rgw.access_key, Rgw.secret_key))
-            self.check_acked(acked, everything)
-            print(f"radosgw, {ROUNDS} crashes: {len(everything)} records, {len(t['rows'])} rows exactly once")
-        finally:
-            if server:
-                server.stop()
-                server.cleanup()
-            rgw.stop()
+class LocalChaos(unittest.TestCase, Chaos):
+    """The embedded warehouse (table buckets and DLQ bucket are folders)."""
 
-    def test_fault_proxy_in_front_of_radosgw(self):
-        if not Rgw.available():
-            raise RuntimeError("radosgw is not installed: scripts/install-deps --with-rgw")
-        rgw = Rgw().start()
-        proxy = server = None
-        try:
-            s3 = rgw.s3()
-            s3.create_bucket(Bucket=self.tables)
-            s3.create_bucket(Bucket=self.dlq)
-            proxy = FaultProxy(rgw.port, fault_rate=0.3, stall_seconds=3).start()
-            os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = Rgw.access_key, Rgw.secret_key
-            server = Server(extra_args=["--s3-endpoint", proxy.endpoint],
-                            config_text="[s3]\nrequest_timeout_ms = 1500\nmax_attempts = 2\n").start()
-            d = self.setup_channel(server)
-            p = Producer(server, "fault", invalid_every=53, pause=0.3)
-            p.start()
-            worst = 0.0
-            t0 = time.time()
-            while time.time() - t0 < 20:
-                m = metric(metrics(server), "DataFreshness", "crash-ch")
-                worst = max(worst, m[0] if m else 0.0)
-                time.sleep(0.5)
-            p.stop.set()
-            p.join(30)
-            everything, t = self.verify(server, S3Bucket(s3, self.dlq), s3=(rgw.endpoint, Rgw.access_key, Rgw.secret_key))
-            self.check_acked(p.acked, everything)
-            faults = sum(v for f, v in proxy.counts.items() if f != "ok")
-            self.assertGreater(faults, 10, proxy.counts)
-            self.assertGreater(worst, 1.5, "DataFreshness never showed the faults")
-            self.assertEqual(wait_channel(server, d["ChannelARN"])["ChannelStatus"], "ACTIVE")
-            print(f"proxy {proxy.counts}; worst DataFreshness {worst:.1f} s; {len(t['rows'])} rows exactly once")
-        finally:
-            if server:
-                server.stop()
-                server.cleanup()
-            if proxy:
-                proxy.stop()
-            rgw.stop()
+    def make_server(self):
+        return Server().start()
+
+    def s3(self):
+        return None
+
+    def bucket(self, server, name):
+        return LocalBucket(os.path.join(server.data_dir, "buckets", name))
+
+    def test_kill9(self):
+        self.run_server(lambda s: self.kill9(s, "kill"))
 
     def test_commit_conflicts_from_an_external_writer(self):
-        server = Server().start()
+        self.run_server(lambda s: self.conflicts(s, "conflict"))
+
+
+class RgwChaos(unittest.TestCase, Chaos):
+    """Table buckets and DLQ buckets in one radosgw shared by the tests."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not Rgw.available():
+            raise RuntimeError("radosgw is not installed: scripts/install-deps --with-rgw")
+        cls.rgw = Rgw().start()
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = Rgw.access_key, Rgw.secret_key
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rgw.stop()
+
+    def make_server(self, endpoint=None, config_text=None):
+        return Server(extra_args=["--s3-endpoint", endpoint or self.rgw.endpoint], config_text=config_text).start()
+
+    def s3(self):
+        return (self.rgw.endpoint, Rgw.access_key, Rgw.secret_key)
+
+    def bucket(self, server, name):
+        return S3Bucket(self.rgw.s3(), name)
+
+    def buckets(self, tag):
+        for b in (f"{tag}-tables", f"{tag}-dlq"):
+            self.rgw.s3().create_bucket(Bucket=b)
+
+    def test_kill9(self):
+        self.buckets("rkill")
+        self.run_server(lambda s: self.kill9(s, "rkill"))
+
+    def test_commit_conflicts_from_an_external_writer(self):
+        self.buckets("rconflict")
+        self.run_server(lambda s: self.conflicts(s, "rconflict"))
+
+    def test_fault_proxy(self):
+        tag = "rfault"
+        self.buckets(tag)
+        proxy = FaultProxy(self.rgw.port, fault_rate=0.3, stall_seconds=3).start()
         try:
-            d = self.setup_channel(server)
-            p = Producer(server, "conflict", pause=0.05)
-            p.start()
-            wh = table_bucket_arn(self.tables)
-            wait_records(server, wh, NS, TABLE, 1, timeout=60)
-            w = subprocess.run(["node", os.path.join(HERE, "..", "lib", "external_writer.mjs"), npm_dir(),
-                                "--catalog", server.endpoint + "/iceberg", "--warehouse", wh, "--namespace", NS,
-                                "--table", TABLE, "--seconds", "20", "--append-every", "15", "--max-appends", "6",
-                                "--pause-ms", "5"], capture_output=True, text=True, timeout=180)
-            p.stop.set()
-            p.join(30)
-            self.assertEqual(w.returncode, 0, w.stderr)
-            ext = json.loads(w.stdout)
-            self.assertEqual(ext["other_errors"], 0, w.stderr)
-            self.assertGreater(ext["commits"], 20, ext)
-            self.assertGreater(len(ext["appends"]), 0, ext)
-            # The external writer lost races to the channel, so the two really overlapped.
-            self.assertGreater(ext["conflicts"], 0, ext)
-            self.assertEqual(wait_channel(server, d["ChannelARN"])["ChannelStatus"], "ACTIVE")
-            everything, t = self.verify(server, LocalBucket(os.path.join(server.data_dir, "buckets", self.dlq)),
-                                        external=ext)
-            self.check_acked(p.acked, everything)
-            # The channel's commits that met a conflict were retried: more of its
-            # snapshots sit on top of an external snapshot than would by chance alone.
-            by_id = {s["snapshot_id"]: s for s in t["snapshots"]}
-            ours = [s for s in t["snapshots"] if any(k.startswith("icestream.checkpoint.") for k in s["summary"])]
-            after_external = [s for s in ours if s["parent_snapshot_id"] in by_id
-                              and "external.writer" in by_id[s["parent_snapshot_id"]]["summary"]]
-            self.assertGreater(len(after_external), 0, "no channel commit followed an external one")
-            # Manifest lists are named snap-<snapshot id>-<attempt>-<commit uuid>.avro
-            # (docs/formats/iceberg.md): a channel snapshot of attempt >= 2 lost a race to
-            # the external writer, reloaded the table and committed again.
-            retried = [s for s in ours if int(re.search(r"/snap-\d+-(\d+)-[0-9a-f-]+\.avro$", s["manifest_list"]).group(1)) > 1]
-            self.assertGreater(len(retried), 0, "no channel commit met a conflict")
-            print(f"external writer {ext['commits']} commits ({ext['conflicts']} lost races, "
-                  f"{len(ext['appends'])} files added); channel {len(ours)} commits, {len(after_external)} on top of "
-                  f"external snapshots, {len(retried)} committed after a conflict; {len(everything)} records exactly once")
+            self.run_server(lambda s: self.faults(s, tag, proxy), endpoint=proxy.endpoint,
+                            config_text="[s3]\nrequest_timeout_ms = 1500\nmax_attempts = 2\n")
         finally:
-            server.stop()
-            server.cleanup()
+            proxy.stop()
+
+    def faults(self, server, tag, proxy):
+        d = self.setup_channel(server, tag)
+        p = Producer(server, "fault", invalid_every=53, pause=0.3)
+        p.start()
+        worst = 0.0
+        t0 = time.time()
+        while time.time() - t0 < 20:
+            m = metric(metrics(server), "DataFreshness", "crash-ch")
+            worst = max(worst, m[0] if m else 0.0)
+            time.sleep(0.5)
+        p.stop.set()
+        p.join(30)
+        everything, t = self.verify(server, tag)
+        self.check_acked(p.acked, everything)
+        faults = sum(v for f, v in proxy.counts.items() if f != "ok")
+        self.assertGreater(faults, 10, proxy.counts)
+        self.assertGreater(worst, 1.5, "DataFreshness never showed the faults")
+        self.assertEqual(wait_channel(server, d["ChannelARN"])["ChannelStatus"], "ACTIVE")
+        print(f"proxy {proxy.counts}; worst DataFreshness {worst:.1f} s; {len(t['rows'])} rows exactly once")
 
 
 if __name__ == "__main__":
