@@ -419,11 +419,11 @@ class LocalTables(unittest.TestCase, TableDelivery):
         other = gsr.encode(vid_other, {"id": 7778, "name": "other", "event_time": ts})
         other_z = gsr.encode(vid_other, {"id": 7779, "name": "other", "event_time": ts}, compress=True)
         unknown = gsr.encode(str(uuid.uuid4()), {"id": 7780, "name": "unknown version", "event_time": ts})
-        # A second version of the channel's own schema (another definition) is not the
-        # definition the table was made from.
+        # A second version of the channel's own schema with another definition, one the
+        # table cannot take (id retyped to string), is not the table's schema.
         v2 = g.register_schema_version(SchemaId={"SchemaArn": arn}, SchemaDefinition=json.dumps(
-            dict(ALL_TYPES, properties=dict(ALL_TYPES["properties"], more={"type": "string"}))))["SchemaVersionId"]
-        newer = gsr.encode(v2, {"id": 7782, "name": "v2", "event_time": ts})
+            dict(ALL_TYPES, properties=dict(ALL_TYPES["properties"], id={"type": "string"}))))["SchemaVersionId"]
+        newer = gsr.encode(v2, {"id": "7782", "name": "v2", "event_time": ts})
         missing = gsr.encode(vid, {"id": 7781, "event_time": ts}, compress=True)  # converter rejection inside a frame
         for data, code in [(plain, "INVALID_SCHEMA"), (other, "INVALID_SCHEMA"), (other_z, "INVALID_SCHEMA"),
                            (newer, "INVALID_SCHEMA"), (missing, "MISSING_REQUIRED_FIELD"),
