@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "delivery/kpl.h"
 #include "stream/model.h"
 #include "stream/sequence_number.h"
 
@@ -57,7 +58,26 @@ class LogRecordSource final : public RecordSource {
       }
       next_ = read.next_offset;
       chunk->range = index_;
-      chunk->records = std::move(read.records);
+      chunk->storage = std::move(read.records);
+      chunk->records.clear();
+      for (const auto& rec : chunk->storage) {
+        KplAggregate agg = Deaggregate(rec.data);
+        switch (agg.kind) {
+          case KplAggregate::Kind::kPlain:
+            chunk->records.push_back({rec.offset, rec.arrival_ms, std::nullopt, rec.partition_key, rec.data, {}});
+            break;
+          case KplAggregate::Kind::kAggregate:
+            for (size_t i = 0; i < agg.records.size(); ++i) {
+              chunk->records.push_back({rec.offset, rec.arrival_ms, static_cast<uint32_t>(i),
+                                        agg.records[i].partition_key, agg.records[i].data, {}});
+            }
+            break;
+          case KplAggregate::Kind::kCorrupt:
+            chunk->records.push_back({rec.offset, rec.arrival_ms, std::nullopt, rec.partition_key, rec.data,
+                                      std::move(agg.error)});
+            break;
+        }
+      }
       return true;
     }
     return false;

@@ -12,6 +12,8 @@
 #include <future>
 #include <set>
 
+#include "common/crypto.h"
+#include "delivery/kpl.h"
 #include "stream/hash_key.h"
 
 namespace icestream::delivery {
@@ -26,6 +28,12 @@ struct Recorder {
   std::map<uint32_t, uint64_t> held;                    // what the destination reports holding
   Status next_failure;                                  // returned (once) by the next Deliver
   bool spans = false;
+  struct Seen {
+    uint64_t offset;
+    std::optional<uint32_t> sub;
+    std::string key, data, error;
+  };
+  std::vector<Seen> seen;  // every record handed to the sink
 };
 
 class RecordingSink final : public Sink {
@@ -45,6 +53,12 @@ class RecordingSink final : public Sink {
       ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
       if (!more) break;
       for (const auto& rec : chunk.records) {
+        {
+          std::lock_guard lock(r_->mu);
+          r_->seen.push_back({rec.offset, rec.sub_sequence, std::string(rec.partition_key), std::string(rec.data),
+                              rec.error});
+        }
+        if (rec.sub_sequence.value_or(0) > 0) continue;  // offsets once per stream record
         got[batch.ranges[chunk.range].shard].push_back(rec.offset);
         ++counts.records_in;
         ++counts.delivered;
@@ -323,6 +337,41 @@ TEST_F(ShardRunnerTest, ChildrenWaitForTheirParents) {
     }
   }
   EXPECT_LT(parent_last, child_first);
+}
+
+TEST_F(ShardRunnerTest, KplAggregatesReachSinksAsUserRecords) {
+  MakeRunner();
+  Activate();
+  auto field = [](uint32_t f, std::string_view b) {
+    return std::string(1, static_cast<char>(f << 3 | 2)) + std::string(1, static_cast<char>(b.size())) + std::string(b);
+  };
+  auto user = [&](int pk, std::string_view d) {
+    return field(3, std::string("\x08") + static_cast<char>(pk) + field(3, d));
+  };
+  std::string body = field(1, "k0") + field(1, "k1") + user(1, "one") + user(0, "two");
+  auto md5 = crypto::Md5(body);
+  std::string agg = std::string(kKplMagic) + body + std::string(reinterpret_cast<const char*>(md5.data()), 16);
+  std::string corrupt = agg;
+  corrupt.back() ^= 1;
+  std::vector<stream::PutItem> items = {{"p", agg, stream::PartitionKeyHash("p")},
+                                        {"p", corrupt, stream::PartitionKeyHash("p")},
+                                        {"p", "plain", stream::PartitionKeyHash("p")}};
+  std::promise<stream::PutResult> p;
+  ASSERT_TRUE(streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }).ok());
+  p.get_future().get();
+  Drain();
+  ASSERT_EQ(rec_->seen.size(), 4u);
+  EXPECT_EQ(rec_->seen[0].sub, 0u);
+  EXPECT_EQ(rec_->seen[0].key, "k1");
+  EXPECT_EQ(rec_->seen[0].data, "one");
+  EXPECT_EQ(rec_->seen[1].sub, 1u);
+  EXPECT_EQ(rec_->seen[1].key, "k0");
+  EXPECT_EQ(rec_->seen[1].data, "two");
+  EXPECT_EQ(rec_->seen[0].offset, rec_->seen[1].offset);
+  EXPECT_FALSE(rec_->seen[2].sub.has_value());
+  EXPECT_NE(rec_->seen[2].error.find("MD5"), std::string::npos);
+  EXPECT_EQ(rec_->seen[3].data, "plain");
+  EXPECT_TRUE(rec_->seen[3].error.empty());
 }
 
 }  // namespace

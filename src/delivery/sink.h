@@ -14,7 +14,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,9 +46,23 @@ struct DeliveryBatch {
   bool replay = false;     // an earlier attempt may have written part of the output
 };
 
+// One record as a sink sees it: a stream record, or one user record of a KPL aggregate
+// (kpl.h), which the engine unpacks for every destination.
+struct SourceRecord {
+  uint64_t offset = 0;
+  int64_t arrival_ms = 0;
+  std::optional<uint32_t> sub_sequence;  // the user record's index in its aggregate
+  std::string_view partition_key;
+  std::string_view data;
+  // Non-empty for a KPL aggregate that does not decode: the sink writes it to the
+  // dead-letter queue (DESERIALIZATION_ERROR) with this message instead of delivering it.
+  std::string error;
+};
+
 struct RecordChunk {
   size_t range = 0;  // index into DeliveryBatch::ranges
-  std::vector<log::ReadRecord> records;  // consecutive offsets of that range, in order
+  std::vector<SourceRecord> records;     // offsets of that range, in order
+  std::vector<log::ReadRecord> storage;  // the bytes `records` point into
 };
 
 // The records of a batch, read from the shard logs. Thread-safe: several threads may

@@ -65,9 +65,14 @@ Status BatchBuilder::CloseGroup() {
 Status BatchBuilder::Add(const BatchRecord& rec) {
   ++result_.records_in;
   result_.bytes_in += rec.data.size();
+  if (!rec.error.empty()) {
+    ++result_.failed_records;
+    dlq_.Add(ctx_.shard_index, rec.offset, rec.arrival_ms, "DESERIALIZATION_ERROR", rec.error, rec.sub_sequence);
+    return Status::OK();
+  }
   if (auto bad = Validate(ctx_.channel->record_format, rec.data)) {
     ++result_.failed_records;
-    dlq_.Add(ctx_.shard_index, rec.offset, rec.arrival_ms, bad->code, bad->message);
+    dlq_.Add(ctx_.shard_index, rec.offset, rec.arrival_ms, bad->code, bad->message, rec.sub_sequence);
     return Status::OK();
   }
   const std::string& key = KeyFor(rec.arrival_ms);

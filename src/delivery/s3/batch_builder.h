@@ -25,6 +25,8 @@ struct BatchRecord {
   uint64_t offset = 0;
   int64_t arrival_ms = 0;
   std::string_view data;
+  std::optional<uint32_t> sub_sequence;  // a user record of a KPL aggregate
+  std::string_view error;                 // a KPL aggregate that does not decode
 };
 
 struct BatchObject {

@@ -50,7 +50,9 @@ class S3Sink final : public Sink {
     for (;;) {
       ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
       if (!more) break;
-      for (const auto& rec : chunk.records) RETURN_IF_ERROR(builder.Add({rec.offset, rec.arrival_ms, rec.data}));
+      for (const auto& rec : chunk.records) {
+        RETURN_IF_ERROR(builder.Add({rec.offset, rec.arrival_ms, rec.data, rec.sub_sequence, rec.error}));
+      }
     }
     ASSIGN_OR_RETURN(BatchResult built, builder.Finish());
 

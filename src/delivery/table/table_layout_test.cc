@@ -89,3 +89,111 @@ TEST(TableLayout, ConformsToATablesFreshIdsAndNoticesChanges) {
 
 }  // namespace
 }  // namespace icestream::delivery::table
+
+namespace icestream::delivery::table {
+namespace {
+
+using iceberg::NestedField;
+using iceberg::Primitive;
+using iceberg::TypeId;
+
+iceberg::Schema S(std::vector<NestedField> fields) {
+  iceberg::Schema s;
+  s.fields = std::move(fields);
+  return s;
+}
+
+TEST(SchemaEvolution, AddsOptionalColumnsWithFreshIdsAndWidensTypes) {
+  auto table = S({{1, "id", true, Primitive(TypeId::kInt), ""},
+                  {2, "ctx", false, iceberg::Struct({{3, "a", false, Primitive(TypeId::kString), ""}}), ""},
+                  {4, "x", false, Primitive(TypeId::kFloat), ""},
+                  {5, "d", false, iceberg::Decimal(9, 2), ""}});
+  // The version's ids are its own: only names count.
+  auto version = S({{10, "id", true, Primitive(TypeId::kLong), ""},
+                    {11, "ctx", false,
+                     iceberg::Struct({{12, "a", false, Primitive(TypeId::kString), ""},
+                                      {13, "b", false, Primitive(TypeId::kBoolean), ""}}),
+                     ""},
+                    {14, "x", false, Primitive(TypeId::kDouble), ""},
+                    {15, "d", false, iceberg::Decimal(18, 2), ""},
+                    {16, "tags", false, iceberg::List(17, false, Primitive(TypeId::kString)), ""}});
+  int32_t last = 5;
+  auto e = EvolveSchema(table, version, &last);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(last, 8);
+  EXPECT_EQ(e->fields[0].id, 1);
+  EXPECT_EQ(e->fields[0].type.id, TypeId::kLong);
+  ASSERT_EQ(e->fields[1].type.fields.size(), 2u);
+  EXPECT_EQ(e->fields[1].type.fields[1].name, "b");
+  EXPECT_EQ(e->fields[1].type.fields[1].id, 6);
+  EXPECT_EQ(e->fields[2].type.id, TypeId::kDouble);
+  EXPECT_EQ(e->fields[3].type.precision, 18);
+  ASSERT_EQ(e->fields.size(), 5u);
+  EXPECT_EQ(e->fields[4].name, "tags");
+  EXPECT_EQ(e->fields[4].id, 7);
+  EXPECT_EQ(e->fields[4].type.fields[0].id, 8);
+  // The evolved table holds both versions without another change.
+  int32_t again = last;
+  auto same = EvolveSchema(*e, version, &again);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->fields, e->fields);
+  auto old = EvolveSchema(*e, table, &again);  // an older version's records still fit
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->fields, e->fields);
+  EXPECT_EQ(again, last);
+}
+
+TEST(SchemaEvolution, IncompatibleVersionsAreRefusedWithTheReason) {
+  auto table = S({{1, "id", true, Primitive(TypeId::kLong), ""}, {2, "name", false, Primitive(TypeId::kString), ""}});
+  int32_t last = 2;
+  struct Case {
+    iceberg::Schema version;
+    const char* reason;
+  };
+  std::vector<Case> cases = {
+      {S({{1, "id", true, Primitive(TypeId::kLong), ""}, {3, "new", true, Primitive(TypeId::kString), ""}}),
+       "adds column new as required"},
+      {S({{2, "name", false, Primitive(TypeId::kString), ""}}), "column id is required"},
+      {S({{1, "id", false, Primitive(TypeId::kLong), ""}}), "optional in the version"},
+      {S({{1, "id", true, Primitive(TypeId::kString), ""}}), "changes type from long to string"},
+      {S({{1, "id", true, Primitive(TypeId::kLong), ""},
+          {2, "name", false, iceberg::Struct({{5, "a", false, Primitive(TypeId::kInt), ""}}), ""}}),
+       "changes type"},
+  };
+  for (const auto& c : cases) {
+    auto e = EvolveSchema(table, c.version, &last);
+    ASSERT_FALSE(e.ok()) << c.reason;
+    EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(e.status().message().find(c.reason), std::string::npos) << e.status().message();
+  }
+  EXPECT_EQ(last, 2);
+}
+
+TEST(SchemaEvolution, LayoutForMovesTheVersionsConstraintsToTheTablesIds) {
+  auto v1 = MakeTableLayout(R"({"type":"object","required":["ts"],"properties":{
+      "ts":{"type":"string","format":"date-time"},"n":{"type":"integer","minimum":0,"maximum":10}}})",
+                            {"ts", "TIME_HOUR"});
+  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  auto v2 = MakeTableLayout(R"({"type":"object","required":["ts"],"properties":{
+      "extra":{"type":"string"},"ts":{"type":"string","format":"date-time"},
+      "n":{"type":"integer","minimum":0,"maximum":1000}}})",
+                            {"ts", "TIME_HOUR"});
+  ASSERT_TRUE(v2.ok());
+  int32_t last = iceberg::HighestFieldId(v1->schema.schema);
+  auto table = EvolveSchema(v1->schema.schema, v2->schema.schema, &last);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  auto l2 = LayoutFor(*v2, *table, v1->spec);
+  ASSERT_TRUE(l2.ok()) << l2.status().ToString();
+  const auto* n = Field(table->fields, "n");
+  EXPECT_EQ(l2->schema.constraints.at(n->id).max_int, 1000);
+  EXPECT_EQ(l2->partition_source_id, Field(table->fields, "ts")->id);
+  auto l1 = LayoutFor(*v1, *table, v1->spec);  // v1's records into the evolved table
+  ASSERT_TRUE(l1.ok()) << l1.status().ToString();
+  EXPECT_EQ(l1->schema.constraints.at(n->id).max_int, 10);
+  EXPECT_EQ(l1->schema.constraints.count(Field(table->fields, "extra")->id), 0u);
+  // A table that does not hold v2 yet.
+  EXPECT_FALSE(LayoutFor(*v2, v1->schema.schema, v1->spec).ok());
+}
+
+}  // namespace
+}  // namespace icestream::delivery::table

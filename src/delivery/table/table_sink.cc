@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -80,12 +81,14 @@ struct RecordOrigin {
   size_t range = 0;
   uint64_t offset = 0;
   int64_t arrival_ms = 0;
+  std::optional<uint32_t> sub_sequence;
   size_t bytes = 0;
 };
 
 struct Reject {
   size_t range = 0;
   uint64_t offset = 0;
+  std::optional<uint32_t> sub_sequence;
   int64_t arrival_ms = 0;
   std::string code;
   std::string message;
@@ -332,12 +335,16 @@ class TableSink final : public Sink {
 
   // Decodes one record into the block (or a rejection). Errors: the registry could not
   // be read (the batch is retried).
-  Status Decode(const log::ReadRecord& rec, size_t range, BlockOwner* owner, schema::ConvertBlock* block) {
+  Status Decode(const SourceRecord& rec, size_t range, BlockOwner* owner, schema::ConvertBlock* block) {
     owner->records_in++;
     owner->bytes_in += rec.data.size();
     auto reject = [&](const char* code, std::string message) {
-      owner->rejects.push_back({range, rec.offset, rec.arrival_ms, code, std::move(message)});
+      owner->rejects.push_back({range, rec.offset, rec.sub_sequence, rec.arrival_ms, code, std::move(message)});
     };
+    if (!rec.error.empty()) {
+      reject("DESERIALIZATION_ERROR", rec.error);
+      return Status::OK();
+    }
     std::string_view text = rec.data;
     if (config_.record_format == RecordFormat::kGsrJson) {
       auto frame = ParseGsrFrame(rec.data, options_.max_payload_bytes);
@@ -365,7 +372,7 @@ class TableSink final : public Sink {
       return Status::OK();
     }
     block->records.push_back(text);
-    owner->origins.push_back({range, rec.offset, rec.arrival_ms, rec.data.size()});
+    owner->origins.push_back({range, rec.offset, rec.arrival_ms, rec.sub_sequence, rec.data.size()});
     return Status::OK();
   }
 
@@ -503,7 +510,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
       std::string code = rj.error.code == schema::RecordErrorCode::kMalformedJson
                              ? "DESERIALIZATION_ERROR"
                              : std::string(schema::RecordErrorCodeName(rj.error.code));
-      rejects.push_back({o.range, o.offset, o.arrival_ms, std::move(code), rj.error.message});
+      rejects.push_back({o.range, o.offset, o.sub_sequence, o.arrival_ms, std::move(code), rj.error.message});
     }
     counts.bytes_processed += converted_bytes;
     counts.delivered += static_cast<uint64_t>(done.rows);
@@ -546,10 +553,12 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   counts.failed = rejects.size();
   if (!rejects.empty()) {
     std::sort(rejects.begin(), rejects.end(), [](const Reject& a, const Reject& b) {
-      return a.range != b.range ? a.range < b.range : a.offset < b.offset;
+      return std::tie(a.range, a.offset, a.sub_sequence) < std::tie(b.range, b.offset, b.sub_sequence);
     });
     DlqBatch dlq(&config_, batch.attempt_ms);
-    for (const auto& r : rejects) dlq.Add(batch.ranges[r.range].shard, r.offset, r.arrival_ms, r.code, r.message);
+    for (const auto& r : rejects) {
+      dlq.Add(batch.ranges[r.range].shard, r.offset, r.arrival_ms, r.code, r.message, r.sub_sequence);
+    }
     auto obj = dlq.Finish();
     ASSIGN_OR_RETURN(std::string dlq_bucket, objectstore::BucketFromArn(config_.dlq.bucket_arn));
     objectstore::PutOptions opts;
