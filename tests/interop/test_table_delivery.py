@@ -218,7 +218,7 @@ class TableDelivery:
         k.create_stream(StreamName=name)
         return k
 
-    def all_types_scenario(self, tag, compression, codec, n_valid=1200, rounds=3, dlq_prefix=None):
+    def all_types_scenario(self, tag, compression, codec, n_valid=1200, rounds=3, dlq_prefix=None, logging=False):
         """Valid + invalid JSON records in rounds; returns what the checks need."""
         k = self.new_stream(f"s-{tag}")
         g = self.server.client("glue")
@@ -227,7 +227,8 @@ class TableDelivery:
         ns, table = f"ns_{tag}", "events"
         d = create_channel(self, self.server, table_channel_request(
             f"ch-{tag}", f"s-{tag}", arn, self.warehouse_bucket, ns, table, self.dlq_bucket_name,
-            compression=compression, freshness=1, dlq_prefix=dlq_prefix))
+            compression=compression, freshness=1, dlq_prefix=dlq_prefix,
+            **({"LoggingConfiguration": {"CloudWatchLogs": {"Enabled": True}}} if logging else {})))
         self.assertEqual(d["S3TablesDestinationConfiguration"]["DataFreshnessInSeconds"], 1)
         rng = random.Random(hash(tag) & 0xFFFF)
         valid, bad = {}, {}
@@ -253,7 +254,7 @@ class TableDelivery:
             time.sleep(1.2)  # several commits
         self.assertEqual(len({s for _, s, _ in acked_all}), 4, "records over all 4 shards")
         return dict(k=k, arn=d["ChannelARN"], cid=d["ChannelId"], channel=f"ch-{tag}", stream=f"s-{tag}", ns=ns,
-                    table=table, valid=valid, bad=bad, acked=acked_all, vid=vid)
+                    table=table, valid=valid, bad=bad, acked=acked_all, vid=vid, logging=logging)
 
     def check_all_types(self, sc, codec, dlq_prefix=None):
         total_valid = len(sc["valid"])
@@ -319,7 +320,28 @@ class TableDelivery:
             self.assertEqual(cur["summary"].get(f"icestream.checkpoint.{shard}"), seq, f"checkpoint of {shard}")
         # Status and metrics.
         self.check_status_and_metrics(sc, t)
+        if sc["logging"]:
+            self.check_delivery_log(sc, t)
         return t
+
+    def check_delivery_log(self, sc, t):
+        """The delivery log (docs/channels.md): TableCreated once, one CommitSucceeded per
+        commit of the channel with its snapshot id, records of commits and DLQ writes."""
+        path = os.path.join(self.server.data_dir, "delivery-logs", sc["cid"], "DestinationDelivery.jsonl")
+        deadline = time.time() + 10
+        while True:
+            with open(path) as f:
+                events = [json.loads(line) for line in f if line.strip()]
+            commits = [e for e in events if e.get("eventType") == "CommitSucceeded"]
+            ours = {s["snapshot_id"] for s in t["snapshots"]
+                    if any(k.startswith("icestream.checkpoint.") for k in s["summary"])}
+            if {str(e["snapshotId"]) for e in commits} >= ours or time.time() > deadline:
+                break
+            time.sleep(0.3)
+        self.assertEqual([e["eventType"] for e in events].count("TableCreated"), 1, events[:5])
+        self.assertEqual({str(e["snapshotId"]) for e in commits}, ours)
+        self.assertEqual(sum(e["records"] for e in commits), len(sc["valid"]))
+        self.assertEqual(sum(e["records"] for e in events if e.get("eventType") == "DLQWrite"), len(sc["bad"]))
 
     def check_status_and_metrics(self, sc, t):
         last = last_sequence_by_shard(sc["acked"])
@@ -396,7 +418,8 @@ class LocalTables(unittest.TestCase, TableDelivery):
             self.assertTrue(f["file_path"].startswith("file://" + root + "/"), f["file_path"])
 
     def test_all_types_snappy_custom_dlq_prefix(self):
-        sc = self.all_types_scenario("snappy", "SNAPPY", "SNAPPY", n_valid=300, rounds=2, dlq_prefix="bad/records/")
+        sc = self.all_types_scenario("snappy", "SNAPPY", "SNAPPY", n_valid=300, rounds=2, dlq_prefix="bad/records/",
+                                     logging=True)
         self.check_all_types(sc, "SNAPPY", dlq_prefix="bad/records/")
 
     def test_gsr_json(self):
