@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "lib"))
 import harness  # noqa: E402
@@ -99,7 +100,7 @@ def put_all(server, stream, lines, threads=4):
                 if not chunks:
                     return
                 chunk = chunks.pop()
-            pending = [{"Data": d, "PartitionKey": f"k{hash(d) & 0xffff}"} for d in chunk]
+            pending = [{"Data": d, "PartitionKey": f"k{zlib.crc32(d) & 0xffff}"} for d in chunk]
             while pending:
                 r = k.put_records(StreamName=stream, Records=pending)
                 pending = [p for p, res in zip(pending, r["Records"]) if "SequenceNumber" not in res]

@@ -230,7 +230,7 @@ class TableDelivery:
             compression=compression, freshness=1, dlq_prefix=dlq_prefix,
             **({"LoggingConfiguration": {"CloudWatchLogs": {"Enabled": True}}} if logging else {})))
         self.assertEqual(d["S3TablesDestinationConfiguration"]["DataFreshnessInSeconds"], 1)
-        rng = random.Random(hash(tag) & 0xFFFF)
+        rng = random.Random(tag)  # deterministic data per case
         valid, bad = {}, {}
         acked_all = []
         next_id = 1
