@@ -83,6 +83,13 @@ class LogRecordSource final : public RecordSource {
     return false;
   }
 
+  Status Rewind() override {
+    std::lock_guard lock(mu_);
+    index_ = 0;
+    next_ = batch_.ranges.empty() ? 0 : batch_.ranges[0].first;
+    return Status::OK();
+  }
+
  private:
   const ChannelConfig& config_;
   const DeliveryBatch& batch_;

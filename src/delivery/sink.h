@@ -73,6 +73,9 @@ class RecordSource {
   // Fills *chunk with the next chunk; false when every range has been read. Errors:
   // the log could not be read (retry the batch later).
   virtual Result<bool> Next(RecordChunk* chunk) = 0;
+  // Starts over from the batch's first record (a sink that must change something at
+  // its destination before it can take the batch, such as a table's schema).
+  virtual Status Rewind() = 0;
 };
 
 // What a delivered batch did (the channel's metrics, kds-delivery-spec.md §5.1).

@@ -446,6 +446,7 @@ Result<ExpireResult> Table::ExpireSnapshotsOnce(const ExpireOptions& options) {
       ++kept;
     }
   }
+  for (int64_t id : options.keep) retain.insert(id);
   ExpireResult result;
   std::set<int64_t> expired;
   for (const auto& s : before.snapshots) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,8 @@ struct ExpireOptions {
   // ... but the newest `retain_last` snapshots of every branch stay, as do the
   // snapshots refs point at.
   int retain_last = 1;
+  // Snapshots that stay whatever their age (e.g. the one a writer's checkpoint is in).
+  std::set<int64_t> keep;
   // Delete the files only expired snapshots referenced.
   bool delete_files = true;
 };

@@ -440,6 +440,23 @@ TEST_F(TableTest, OrphanListingMatchesFileLocationsSpelledJavaStyle) {
   EXPECT_EQ(*io_->KeyOf((*orphans)[0].location), *io_->KeyOf(stray));
 }
 
+TEST_F(TableTest, ExpiryKeepsTheSnapshotsItIsToldToKeep) {
+  auto t = Open();
+  auto first = t->AppendFiles({NewFile(*t, "k1.parquet", 19000, "a", 1)}, {{"icestream.checkpoint.s0", "1"}});
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "k2.parquet", 19000, "a", 1)}).ok());
+  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "k3.parquet", 19000, "a", 1)}).ok());
+  ExpireOptions eo;
+  eo.older_than_ms = SystemClock::Default()->NowMillis() + 60000;
+  eo.retain_last = 1;
+  eo.keep = {first->snapshot_id};
+  auto r = t->ExpireSnapshots(eo);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->expired_snapshot_ids.size(), 1u);  // only the middle one
+  EXPECT_NE(t->metadata().SnapshotById(first->snapshot_id), nullptr);
+  EXPECT_EQ(t->metadata().snapshots.size(), 2u);
+}
+
 TEST_F(TableTest, ExpiryDeletesOnlyUnreachableFilesAndOrphansAreListed) {
   auto t = Open();
   DataFile a = NewFile(*t, "a.parquet", 19000, "a", 10);

@@ -73,6 +73,9 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
     c.table_target_file_bytes = (*s)["table_target_file_bytes"].value_or(c.table_target_file_bytes);
     c.table_max_commit_bytes = (*s)["table_max_commit_bytes"].value_or(c.table_max_commit_bytes);
     c.table_convert_threads = (*s)["table_convert_threads"].value_or(c.table_convert_threads);
+    c.table_snapshot_max_age_ms = (*s)["table_snapshot_max_age_ms"].value_or(c.table_snapshot_max_age_ms);
+    c.table_expire_interval_ms = (*s)["table_expire_interval_ms"].value_or(c.table_expire_interval_ms);
+    c.table_orphan_age_ms = (*s)["table_orphan_age_ms"].value_or(c.table_orphan_age_ms);
   }
   if (auto* s = t["kinesis"].as_table()) {
     c.iterator_ttl_ms = (*s)["iterator_ttl_ms"].value_or(c.iterator_ttl_ms);

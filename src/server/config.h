@@ -55,6 +55,12 @@ struct Config {
   int64_t table_target_file_bytes = 128ll << 20;
   uint64_t table_max_commit_bytes = 128ull << 20;
   int table_convert_threads = 2;
+  // Table upkeep: snapshot age limit (written as the table's
+  // history.expire.max-snapshot-age-ms), how often expiry runs, when an unreferenced file
+  // of a failed attempt may be deleted.
+  int64_t table_snapshot_max_age_ms = 60ll * 60 * 1000;
+  int64_t table_expire_interval_ms = 5ll * 60 * 1000;
+  int64_t table_orphan_age_ms = 60ll * 60 * 1000;
 
   // Iceberg REST catalog: the table bucket (warehouse) that clients reach without a
   // prefix (GET /iceberg/v1/namespaces without ?warehouse in /v1/config).

@@ -164,6 +164,10 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   delivery::table::TableSinkOptions to;
   to.target_file_size_bytes = config.table_target_file_bytes;
   to.convert_threads = config.table_convert_threads;
+  to.snapshot_max_age_ms = config.table_snapshot_max_age_ms;
+  to.expire_interval_ms = config.table_expire_interval_ms;
+  to.orphan_age_ms = config.table_orphan_age_ms;
+  to.orphan_interval_ms = std::max<int64_t>(config.table_orphan_age_ms / 4, 10000);
   std::vector<std::shared_ptr<delivery::Destination>> destinations = {
       std::make_shared<delivery::s3::S3Destination>(),
       std::make_shared<delivery::table::TableDestination>(std::move(ts), to)};

@@ -1,11 +1,9 @@
-// The streaming-table sink: decode, convert, write files, DLQ, commit.
+// The streaming-table sink: the table's lifecycle, schema versions, the commit.
 #include "delivery/table/table_sink.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <mutex>
-#include <tuple>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -14,14 +12,14 @@
 #include "common/crypto.h"
 #include "delivery/dlq.h"
 #include "delivery/retry.h"
+#include "delivery/table/batch_writer.h"
 #include "delivery/table/gsr_frame.h"
+#include "delivery/table/schema_versions.h"
 #include "delivery/table/table_layout.h"
 #include "format/parquet/file_writer.h"
-#include "format/parquet/output_stream.h"
 #include "iceberg/parquet/data_file.h"
 #include "iceberg/table.h"
 #include "iceberg/table_update.h"
-#include "schema/parallel_converter.h"
 #include "stream/model.h"
 #include "stream/sequence_number.h"
 
@@ -31,9 +29,8 @@ namespace {
 
 namespace pq = format::parquet;
 
-constexpr int64_t kHourMicros = 3600LL * 1000 * 1000;
-
-int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+constexpr std::string_view kVersionIdProperty = "icestream.schema-version-id";
+constexpr std::string_view kVersionProperty = "icestream.schema-version";
 
 pq::Codec CodecOf(TableCompression c) {
   switch (c) {
@@ -68,55 +65,45 @@ std::optional<uint32_t> ParseShardId(std::string_view s) {
 
 // The layout with canonical field ids: those a catalog assigns when it creates the table
 // (fresh ids, Java's order), so files written before the table exists fit it.
-Result<TableLayout> CanonicalLayout(std::string_view definition, const PartitionFieldConfig& field) {
-  ASSIGN_OR_RETURN(TableLayout layout, MakeTableLayout(definition, field));
+Result<TableLayout> CanonicalLayout(const TableLayout& layout) {
   ASSIGN_OR_RETURN(iceberg::TableMetadata m,
                    iceberg::NewTableMetadata(layout.schema.schema, layout.spec, iceberg::SortOrder{}, "memory:/t", {},
                                              "00000000-0000-0000-0000-000000000000", 0, 2));
   return ConformLayout(layout, *m.CurrentSchema(), *m.DefaultSpec());
 }
 
-// Where one record of a block came from.
-struct RecordOrigin {
-  size_t range = 0;
-  uint64_t offset = 0;
-  int64_t arrival_ms = 0;
-  std::optional<uint32_t> sub_sequence;
-  size_t bytes = 0;
+// Deletes the files named when dropped, unless dismissed.
+class Cleanup {
+ public:
+  explicit Cleanup(const iceberg::FileIO* io) : io_(io) {}
+  ~Cleanup() { DeleteNow(); }
+  void Add(std::string path) { paths_.push_back(std::move(path)); }
+  void Dismiss() { paths_.clear(); }
+  void DeleteNow() {
+    for (const auto& p : paths_) (void)io_->Delete(p);
+    paths_.clear();
+  }
+
+ private:
+  const iceberg::FileIO* io_;
+  std::vector<std::string> paths_;
 };
 
-struct Reject {
-  size_t range = 0;
-  uint64_t offset = 0;
-  std::optional<uint32_t> sub_sequence;
-  int64_t arrival_ms = 0;
-  std::string code;
-  std::string message;
-};
-
-// A block handed to the converter: the log records it points into, the inflated GSR
-// payloads, where each converted record came from, and the records refused before
-// conversion.
-struct BlockOwner {
-  std::vector<RecordChunk> chunks;
-  std::deque<std::string> inflated;  // a deque: views into its strings survive growth
-  std::vector<RecordOrigin> origins;  // of ConvertBlock::records
-  std::vector<Reject> rejects;
-  uint64_t records_in = 0;
-  uint64_t bytes_in = 0;
-};
+// Marks a batch that must stop so the table's schema can evolve first.
+const std::string kEvolveFirst = "the table's schema must evolve before this batch";
 
 class TableSink final : public Sink {
  public:
-  TableSink(ChannelConfig config, TableLayout layout, std::string pinned_definition, TableServices services,
-            TableSinkOptions options, SinkEnv env)
+  TableSink(ChannelConfig config, std::shared_ptr<const SchemaVersion> pinned, TableLayout canonical,
+            TableServices services, TableSinkOptions options, SinkEnv env)
       : config_(std::move(config)),
-        layout_(std::move(layout)),
-        pinned_definition_(std::move(pinned_definition)),
         services_(std::move(services)),
         options_(options),
         env_(std::move(env)),
-        id_{{config_.table().ns}, config_.table().table_name} {}
+        id_{{config_.table().ns}, config_.table().table_name},
+        versions_(services_.registry, config_.gsr_schema_arn, config_.table().partition_fields.at(0)),
+        version_(std::move(pinned)),
+        layout_(std::move(canonical)) {}
 
   bool spans_shards() const override { return true; }
 
@@ -137,7 +124,7 @@ class TableSink final : public Sink {
     RETURN_IF_ERROR(EnsureTable(false));
     if (!table_) return std::map<uint32_t, uint64_t>{};
     RETURN_IF_ERROR(table_->Refresh());
-    RETURN_IF_ERROR(CheckVersion(table_->metadata()));
+    RETURN_IF_ERROR(CheckUnchanged(table_->metadata()));
     return TableCheckpoints(table_->metadata());
   }
 
@@ -145,12 +132,16 @@ class TableSink final : public Sink {
 
   nlohmann::json StatusJson() const override {
     std::lock_guard lock(status_mu_);
-    nlohmann::json j = {{"Table", fmt::format("{}.{}", config_.table().ns, config_.table().table_name)},
+    nlohmann::json j = {{"Table", TableLabel()},
                         {"TableCreated", table_created_},
                         {"LiveDataFiles", live_files_},
-                        {"CommitCount", commits_}};
+                        {"CommitCount", commits_},
+                        {"SchemaVersion", version_number_}};
     if (last_commit_ms_ > 0) j["LastCommitTimestamp"] = static_cast<double>(last_commit_ms_) / 1000.0;
     if (!table_location_.empty()) j["TableLocation"] = table_location_;
+    if (!ignored_version_.empty()) j["IgnoredSchemaVersion"] = ignored_version_;
+    j["SnapshotsExpired"] = snapshots_expired_;
+    j["OrphanFilesRemoved"] = orphans_removed_;
     return j;
   }
 
@@ -175,13 +166,27 @@ class TableSink final : public Sink {
 
   std::string TableLabel() const { return fmt::format("{}.{}", config_.table().ns, config_.table().table_name); }
 
-  // The sink's notes in meta.db: whether it created the table, and the table's uuid.
+  void Log(nlohmann::json event) {
+    if (env_.log_event) env_.log_event(std::move(event));
+  }
+
+  // The sink's notes in meta.db: whether it created the table, the table's uuid, and the
+  // table schema id the channel last set (a schema it did not set fails the channel).
   Status LoadState() {
     if (state_loaded_) return Status::OK();
     ASSIGN_OR_RETURN(state_, env_.load_state());
     if (!state_.is_object()) state_ = nlohmann::json::object();
     state_loaded_ = true;
     return Status::OK();
+  }
+
+  void SetVersion(std::shared_ptr<const SchemaVersion> v, TableLayout layout) {
+    version_ = std::move(v);
+    layout_ = std::move(layout);
+    writer_.reset();
+    fits_.clear();
+    std::lock_guard slock(status_mu_);
+    version_number_ = version_->number;
   }
 
   // Loads the table when it exists (creating it first when `create`), checking that it
@@ -209,15 +214,19 @@ class TableSink final : public Sink {
                         {"icestream.channel-name", config_.name},
                         {"icestream.stream-arn", config_.stream_arn},
                         {"icestream.schema-arn", config_.gsr_schema_arn},
-                        {"icestream.schema-version-id", config_.table().schema_version_id},
+                        {std::string(kVersionIdProperty), version_->id},
+                        {std::string(kVersionProperty), std::to_string(version_->number)},
                         {"write.format.default", "parquet"},
                         {"write.parquet.compression-codec", CodecProperty(config_.table().compression)},
-                        {"write.target-file-size-bytes", std::to_string(options_.target_file_size_bytes)}};
+                        {"write.target-file-size-bytes", std::to_string(options_.target_file_size_bytes)},
+                        {"history.expire.max-snapshot-age-ms", std::to_string(options_.snapshot_max_age_ms)},
+                        {"history.expire.min-snapshots-to-keep", std::to_string(options_.min_snapshots_to_keep)}};
       auto created = wh.catalog->CreateTable({config_.table().ns}, req);
       if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
       if (created.ok()) {
         state_["created"] = true;
         state_["table_uuid"] = created->metadata.table_uuid;
+        state_["schema_id"] = created->metadata.current_schema_id;
         RETURN_IF_ERROR(env_.save_state(state_));
         spdlog::info("channel {}: created table {} at {}", config_.name, TableLabel(), created->metadata.location);
         Log({{"eventType", "TableCreated"}, {"destination", created->metadata.location}});
@@ -238,13 +247,30 @@ class TableSink final : public Sink {
           "it any more.",
           TableLabel()));
     }
-    if (!state_.value("created", false)) {
-      // Created by this channel before the sink kept notes (or the note was lost).
-      state_["created"] = true;
-      state_["table_uuid"] = m.table_uuid;
-      RETURN_IF_ERROR(env_.save_state(state_));
+    // The schema the table has must be one the channel set: the one it was created with
+    // or evolved to (an evolution that landed just before a crash is still pending here).
+    if (state_.contains("pending_schema_id") && state_["pending_schema_id"] == m.current_schema_id) {
+      state_["schema_id"] = m.current_schema_id;
     }
-    RETURN_IF_ERROR(CheckVersion(m));
+    state_.erase("pending_schema_id");
+    if (!state_.contains("schema_id")) state_["schema_id"] = m.current_schema_id;  // notes from before this field
+    state_["created"] = true;
+    state_["table_uuid"] = m.table_uuid;
+    RETURN_IF_ERROR(env_.save_state(state_));
+    RETURN_IF_ERROR(CheckUnchanged(m));
+    // The version the table follows, with the table's ids.
+    auto vid = m.properties.find(std::string(kVersionIdProperty));
+    ASSIGN_OR_RETURN(auto v, versions_.ById(vid != m.properties.end() ? vid->second : version_->id));
+    if (!v->usable) {
+      return InvalidArgument(fmt::format("Table {} follows a schema version the channel cannot use: {}.", TableLabel(),
+                                         v->reason));
+    }
+    auto layout = LayoutFor(v->layout, *m.CurrentSchema(), *m.DefaultSpec());
+    if (!layout.ok()) {
+      return InvalidArgument(fmt::format("Table {}: {} (the table was changed outside the channel).", TableLabel(),
+                                         layout.status().message()));
+    }
+    SetVersion(v, std::move(*layout));
     table_ = std::move(table);
     {
       std::lock_guard slock(status_mu_);
@@ -255,16 +281,20 @@ class TableSink final : public Sink {
     return Status::OK();
   }
 
-  // The table still has the channel's schema and partitioning.
-  Status CheckVersion(const iceberg::TableMetadata& m) const {
-    const iceberg::Schema* schema = m.CurrentSchema();
-    const iceberg::PartitionSpec* spec = m.DefaultSpec();
-    if (schema == nullptr || spec == nullptr) return InvalidArgument("the table has no current schema or spec");
-    auto conformed = ConformLayout(layout_, *schema, *spec);
-    if (!conformed.ok()) return InvalidArgument(fmt::format("Table {}: {}", TableLabel(), conformed.status().message()));
-    if (conformed->schema.schema.fields != layout_.schema.schema.fields) {
+  // The table still has the schema the channel set and its hourly partitioning.
+  Status CheckUnchanged(const iceberg::TableMetadata& m) const {
+    if (state_.contains("schema_id") && state_["schema_id"] != m.current_schema_id) {
       return InvalidArgument(fmt::format(
-          "Table {}: its column ids are not those the channel writes (the table was changed outside the channel).",
+          "The schema of table {} was changed outside the channel (current schema {}, the channel set {}); the "
+          "channel cannot write it.",
+          TableLabel(), m.current_schema_id, state_["schema_id"].get<int64_t>()));
+    }
+    const iceberg::PartitionSpec* spec = m.DefaultSpec();
+    if (spec == nullptr || spec->fields.size() != 1 || spec->fields[0].transform != iceberg::Transform::Hour() ||
+        (table_ && spec->fields[0].source_id != layout_.partition_source_id)) {
+      return InvalidArgument(fmt::format(
+          "The partition spec of table {} is no longer the channel's hourly partitioning (it was changed outside the "
+          "channel); the channel cannot write it.",
           TableLabel()));
     }
     return Status::OK();
@@ -298,43 +328,120 @@ class TableSink final : public Sink {
     if (it != cur->summary.end()) live_files_ = std::strtoll(it->second.c_str(), nullptr, 10);
   }
 
-  void Log(nlohmann::json event) {
-    if (env_.log_event) env_.log_event(std::move(event));
-  }
-
-  // Whether a GSR_JSON record's schema version may be written to the table: a version of
-  // the channel's schema whose definition is the one the table was made from.
-  struct VersionVerdict {
-    bool ok = false;
-    std::string message;
+  // How a registry version relates to the table schema records are written with.
+  enum class Fit { kFits, kNeedsEvolution, kIncompatible };
+  struct FitResult {
+    Fit fit = Fit::kIncompatible;
+    std::string reason;
   };
-  Result<VersionVerdict> CheckVersionId(const std::string& version_id) {
-    std::lock_guard lock(versions_mu_);
-    auto it = versions_.find(version_id);
-    if (it != versions_.end()) return it->second;
-    VersionVerdict v;
-    auto info = services_.registry->GetVersionById(version_id);
-    if (!info.ok()) {
-      if (info.status().code() != StatusCode::kNotFound) return info.status();  // retry the batch
-      v.message = fmt::format("The record's schema version {} is not in the schema registry.", version_id);
-    } else if (info->schema_arn != config_.gsr_schema_arn) {
-      v.message = fmt::format("The record's schema version {} belongs to schema {}, not to the channel's schema {}.",
-                              version_id, info->schema_arn, config_.gsr_schema_arn);
-    } else if (info->id != config_.table().schema_version_id && info->definition != pinned_definition_) {
-      v.message = fmt::format(
-          "The record was written with version {} of schema {}; the table follows version {} (schema changes need "
-          "a new channel).",
-          info->number, config_.gsr_schema_arn, config_.table().schema_version_number);
+  FitResult FitOf(const SchemaVersion& v) {
+    std::lock_guard lock(fits_mu_);
+    auto it = fits_.find(v.id);
+    if (it != fits_.end()) return it->second;
+    FitResult r;
+    if (!v.usable) {
+      r.reason = v.reason;
     } else {
-      v.ok = true;
+      int32_t last = table_ ? table_->metadata().last_column_id : iceberg::HighestFieldId(layout_.schema.schema);
+      auto evolved = EvolveSchema(layout_.schema.schema, v.layout.schema.schema, &last);
+      if (!evolved.ok()) {
+        r.reason = fmt::format("version {} of schema {} is not compatible with table {}: {}", v.number,
+                               config_.gsr_schema_arn, TableLabel(), evolved.status().message());
+      } else {
+        r.fit = evolved->fields == layout_.schema.schema.fields ? Fit::kFits : Fit::kNeedsEvolution;
+      }
     }
-    if (versions_.size() > 10000) versions_.clear();
-    versions_[version_id] = v;
-    return v;
+    fits_[v.id] = r;
+    return r;
   }
 
-  // Decodes one record into the block (or a rejection). Errors: the registry could not
-  // be read (the batch is retried).
+  // Makes `v` (compatible, newer or wider) the table's schema: one catalog commit that
+  // adds the evolved schema, makes it current and records the version in the table's
+  // properties. Without a table yet, the table will be created from it.
+  Status Evolve(const std::shared_ptr<const SchemaVersion>& v) {
+    if (!table_) {
+      int32_t last = iceberg::HighestFieldId(layout_.schema.schema);
+      ASSIGN_OR_RETURN(iceberg::Schema evolved, EvolveSchema(layout_.schema.schema, v->layout.schema.schema, &last));
+      TableLayout next = layout_;
+      next.schema.schema = evolved;
+      ASSIGN_OR_RETURN(TableLayout canonical, CanonicalLayout(next));
+      ASSIGN_OR_RETURN(TableLayout layout, LayoutFor(v->number >= version_->number ? v->layout : version_->layout,
+                                                    canonical.schema.schema, canonical.spec));
+      SetVersion(v->number >= version_->number ? v : version_, std::move(layout));
+      return Status::OK();
+    }
+    ASSIGN_OR_RETURN(Warehouse wh, OpenWarehouse());
+    for (int attempt = 1;; ++attempt) {
+      RETURN_IF_ERROR(table_->Refresh());
+      const iceberg::TableMetadata& m = table_->metadata();
+      RETURN_IF_ERROR(CheckUnchanged(m));
+      int32_t last = m.last_column_id;
+      ASSIGN_OR_RETURN(iceberg::Schema evolved, EvolveSchema(*m.CurrentSchema(), v->layout.schema.schema, &last));
+      auto newest = v->number >= version_->number ? v : version_;
+      int32_t next_id = 0;
+      for (const auto& s : m.schemas) next_id = std::max(next_id, s.schema_id + 1);
+      state_["pending_schema_id"] = next_id;
+      RETURN_IF_ERROR(env_.save_state(state_));
+      std::vector<iceberg::TableRequirement> req = {iceberg::requirement::AssertTableUuid{m.table_uuid},
+                                                    iceberg::requirement::AssertCurrentSchemaId{m.current_schema_id}};
+      std::vector<iceberg::TableUpdate> upd = {
+          iceberg::update::AddSchema{evolved, last}, iceberg::update::SetCurrentSchema{-1},
+          iceberg::update::SetProperties{{{std::string(kVersionIdProperty), newest->id},
+                                          {std::string(kVersionProperty), std::to_string(newest->number)}}}};
+      auto committed = wh.catalog->CommitTable(id_, req, upd);
+      if (!committed.ok()) {
+        if (committed.status().code() == StatusCode::kConflict && attempt < 5) continue;
+        return committed.status().WithContext(fmt::format("Evolving the schema of table {}", TableLabel()));
+      }
+      state_["schema_id"] = committed->metadata.current_schema_id;
+      state_.erase("pending_schema_id");
+      RETURN_IF_ERROR(env_.save_state(state_));
+      RETURN_IF_ERROR(table_->Refresh());
+      const iceberg::TableMetadata& now = table_->metadata();
+      ASSIGN_OR_RETURN(TableLayout layout, LayoutFor(newest->layout, *now.CurrentSchema(), *now.DefaultSpec()));
+      SetVersion(newest, std::move(layout));
+      spdlog::info("channel {}: table {} now follows version {} of {} (schema {})", config_.name, TableLabel(),
+                   newest->number, config_.gsr_schema_arn, now.current_schema_id);
+      Log({{"eventType", "SchemaEvolved"},
+           {"schemaVersion", v->number},
+           {"schemaVersionId", v->id},
+           {"tableSchemaId", now.current_schema_id}});
+      return Status::OK();
+    }
+  }
+
+  // JSON channels follow their schema's newest version that is compatible with the table
+  // (newer incompatible versions are reported, not followed).
+  Status FollowLatest() {
+    ASSIGN_OR_RETURN(auto latest, versions_.Latest());
+    if (latest->number <= version_->number) return Status::OK();
+    for (int64_t n = latest->number; n > version_->number; --n) {
+      auto v = n == latest->number ? Result<std::shared_ptr<const SchemaVersion>>(latest) : versions_.ByNumber(n);
+      if (!v.ok()) {
+        if (v.status().code() == StatusCode::kNotFound) continue;  // a deleted version
+        return v.status();
+      }
+      FitResult f = FitOf(**v);
+      if (f.fit == Fit::kIncompatible) {
+        if (n == latest->number && ignored_version_ != latest->id) {
+          spdlog::warn("channel {}: not following schema version {}: {}", config_.name, latest->number, f.reason);
+          Log({{"eventType", "SchemaVersionIgnored"}, {"schemaVersion", latest->number}, {"errorMessage", f.reason}});
+          std::lock_guard slock(status_mu_);
+          ignored_version_ = latest->id;
+        }
+        continue;
+      }
+      if (f.fit == Fit::kNeedsEvolution) return Evolve(*v);
+      // Nothing to add to the table: only the version's value constraints change.
+      ASSIGN_OR_RETURN(TableLayout layout, LayoutFor((*v)->layout, layout_.schema.schema, layout_.spec));
+      SetVersion(*v, std::move(layout));
+      return Status::OK();
+    }
+    return Status::OK();
+  }
+
+  // Decodes one record into the block (or a rejection). A GSR_JSON record of a version
+  // the table must evolve to first stops the batch (evolve_to_ says which).
   Status Decode(const SourceRecord& rec, size_t range, BlockOwner* owner, schema::ConvertBlock* block) {
     owner->records_in++;
     owner->bytes_in += rec.data.size();
@@ -354,14 +461,21 @@ class TableSink final : public Sink {
                "The channel's RecordFormatType is GSR_JSON: " + frame.status().message() + ".");
         return Status::OK();
       }
-      ASSIGN_OR_RETURN(VersionVerdict verdict, CheckVersionId(frame->schema_version_id));
-      if (!verdict.ok) {
-        reject("INVALID_SCHEMA", verdict.message);
+      ASSIGN_OR_RETURN(auto version, versions_.ById(frame->schema_version_id));
+      FitResult fit = FitOf(*version);
+      if (fit.fit == Fit::kIncompatible) {
+        std::string reason = fit.reason;
+        if (!reason.empty()) reason[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(reason[0])));
+        reject("INVALID_SCHEMA", reason + ".");
         return Status::OK();
       }
+      if (fit.fit == Fit::kNeedsEvolution) {
+        evolve_to_ = version;
+        return Conflict(kEvolveFirst);
+      }
       if (frame->compressed) {
-        owner->inflated.push_back(std::move(frame->inflated));
-        text = owner->inflated.back();
+        owner->made.push_back(std::move(frame->inflated));
+        text = owner->made.back();
       } else {
         text = frame->raw;
       }
@@ -376,22 +490,32 @@ class TableSink final : public Sink {
     return Status::OK();
   }
 
+  // Table upkeep after a commit: snapshot expiry and orphan removal, each at its pace.
+  void Maintain(const iceberg::FileIO* io);
+  void ExpireSnapshots();
+  void RemoveOrphans(const iceberg::FileIO* io);
+
   const ChannelConfig config_;
-  const TableLayout layout_;
-  const std::string pinned_definition_;
   const TableServices services_;
   const TableSinkOptions options_;
   const SinkEnv env_;
   const iceberg::TableIdentifier id_;
+  SchemaVersions versions_;
 
   std::mutex mu_;  // one delivery, check or checkpoint read at a time
   nlohmann::json state_;
   bool state_loaded_ = false;
   std::unique_ptr<iceberg::Table> table_;
+  // The version records are checked against and the table schema they are written with.
+  std::shared_ptr<const SchemaVersion> version_;
+  TableLayout layout_;
+  std::unique_ptr<BatchWriter> writer_;  // made from layout_
+  std::shared_ptr<const SchemaVersion> evolve_to_;
   int64_t last_orphan_scan_ms_ = 0;
+  int64_t last_expiry_ms_ = 0;
 
-  std::mutex versions_mu_;
-  std::unordered_map<std::string, VersionVerdict> versions_;
+  std::mutex fits_mu_;  // Decode runs on converter threads
+  std::unordered_map<std::string, FitResult> fits_;
 
   mutable std::mutex status_mu_;
   bool table_created_ = false;
@@ -399,164 +523,74 @@ class TableSink final : public Sink {
   int64_t live_files_ = 0;
   int64_t commits_ = 0;
   int64_t last_commit_ms_ = 0;
-
-  void RemoveOrphans(const iceberg::FileIO* io);
-  std::unique_ptr<pq::ParquetSchema> pschema_;
-};
-
-// Deletes the files named when dropped, unless dismissed.
-class Cleanup {
- public:
-  explicit Cleanup(const iceberg::FileIO* io) : io_(io) {}
-  ~Cleanup() {
-    for (const auto& p : paths_) (void)io_->Delete(p);
-  }
-  void Add(std::string path) { paths_.push_back(std::move(path)); }
-  void Dismiss() { paths_.clear(); }
-
- private:
-  const iceberg::FileIO* io_;
-  std::vector<std::string> paths_;
+  int64_t version_number_ = 0;
+  std::string ignored_version_;
+  int64_t snapshots_expired_ = 0;
+  int64_t orphans_removed_ = 0;
 };
 
 Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSource* source) {
   std::lock_guard lock(mu_);
   ASSIGN_OR_RETURN(Warehouse wh, OpenWarehouse());
   RETURN_IF_ERROR(EnsureTable(false));
-  DeliveryCounts counts;
   if (table_) {
     RETURN_IF_ERROR(table_->Refresh());
-    RETURN_IF_ERROR(CheckVersion(table_->metadata()));
+    RETURN_IF_ERROR(CheckUnchanged(table_->metadata()));
     // A replay of a batch whose commit landed (its outcome was unknown): nothing to do.
     auto held = TableCheckpoints(table_->metadata());
     bool all_in = std::all_of(batch.ranges.begin(), batch.ranges.end(), [&](const ShardRange& r) {
       auto it = held.find(r.shard);
       return it != held.end() && it->second >= r.end;
     });
-    if (all_in && !batch.ranges.empty()) return counts;
+    if (all_in && !batch.ranges.empty()) return DeliveryCounts{};
   }
-  if (!pschema_) {
-    ASSIGN_OR_RETURN(auto ps, pq::ParquetSchema::Make(layout_.schema.schema));
-    pschema_ = std::make_unique<pq::ParquetSchema>(std::move(ps));
-  }
-  pq::WriterOptions wo;
-  wo.codec = CodecOf(config_.table().compression);
-  wo.compression_level = env_.compression_level;
-  wo.threads = 1;
-  wo.row_group_size = options_.row_group_bytes;
+  if (config_.record_format == RecordFormat::kJson) RETURN_IF_ERROR(FollowLatest());
 
   const std::string attempt = crypto::RandomUuid().substr(0, 8);
-  struct OpenFile {
-    std::string bytes;
-    std::unique_ptr<pq::StringOutputStream> out;
-    std::unique_ptr<pq::FileWriter> writer;
-  };
-  std::map<int64_t, OpenFile> open;
-  std::vector<iceberg::DataFile> files;
-  std::vector<Reject> rejects;
   Cleanup cleanup(wh.io);
   int file_no = 0;
-
-  auto cut = [&](int64_t hour) -> Status {
-    auto it = open.find(hour);
-    ASSIGN_OR_RETURN(pq::FileMetrics m, it->second.writer->Close());
+  auto place_file = [&](int64_t hour, std::string bytes, const pq::FileMetrics& m) -> Result<iceberg::DataFile> {
     RETURN_IF_ERROR(EnsureTable(true));
     iceberg::PartitionTuple part = {iceberg::Literal::Int(static_cast<int32_t>(hour))};
-    std::string path = table_->NewDataFileLocation(part, fmt::format("{}-{}-{:05d}.parquet", config_.id, attempt, file_no++));
+    std::string path =
+        table_->NewDataFileLocation(part, fmt::format("{}-{}-{:05d}.parquet", config_.id, attempt, file_no++));
     cleanup.Add(path);
-    RETURN_IF_ERROR(wh.io->Write(path, it->second.bytes));
-    counts.bytes_out += it->second.bytes.size();
-    files.push_back(iceberg::ParquetDataFile(m, path, part, table_->metadata().default_spec_id));
-    open.erase(it);
-    return Status::OK();
+    RETURN_IF_ERROR(wh.io->Write(path, bytes));
+    return iceberg::ParquetDataFile(m, path, part, table_->metadata().default_spec_id);
   };
-
-  int64_t seq = 0;
-  auto next = [&](schema::ConvertBlock* b) -> Result<bool> {
-    auto owner = std::make_shared<BlockOwner>();
-    b->records.clear();
-    b->readable_end = nullptr;
-    size_t bytes = 0;
-    while (bytes < options_.block_bytes && owner->records_in < options_.block_records) {
-      RecordChunk chunk;
-      ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
-      if (!more) break;
-      owner->chunks.push_back(std::move(chunk));
-      const RecordChunk& c = owner->chunks.back();
-      for (const auto& rec : c.records) {
-        RETURN_IF_ERROR(Decode(rec, c.range, owner.get(), b));
-        bytes += rec.data.size();
-      }
-    }
-    if (owner->records_in == 0) return false;
-    b->seq = seq++;
-    b->owner = std::move(owner);
-    return true;
+  auto decode = [this](const SourceRecord& rec, size_t range, BlockOwner* owner, schema::ConvertBlock* block) {
+    return Decode(rec, range, owner, block);
   };
-  auto place = [&](schema::ConvertedBlock&& done) -> Status {
-    auto* owner = static_cast<BlockOwner*>(done.owner.get());
-    BlockOwner none;
-    if (owner == nullptr) owner = &none;  // a thread's last row groups
-    counts.records_in += owner->records_in;
-    counts.bytes_in += owner->bytes_in;
-    for (auto& r : owner->rejects) rejects.push_back(std::move(r));
-    uint64_t converted_bytes = 0;
-    for (const auto& o : owner->origins) converted_bytes += o.bytes;
-    for (const auto& rj : done.rejections) {
-      const RecordOrigin& o = owner->origins[rj.index];
-      converted_bytes -= o.bytes;
-      // Undecodable JSON is what AWS calls a DESERIALIZATION_ERROR (as in S3 channels);
-      // the converter's other codes name what did not fit the schema.
-      std::string code = rj.error.code == schema::RecordErrorCode::kMalformedJson
-                             ? "DESERIALIZATION_ERROR"
-                             : std::string(schema::RecordErrorCodeName(rj.error.code));
-      rejects.push_back({o.range, o.offset, o.sub_sequence, o.arrival_ms, std::move(code), rj.error.message});
+  BatchOutput out;
+  for (int pass = 1;; ++pass) {
+    if (!writer_) {
+      BatchWriterOptions wo;
+      wo.target_file_size_bytes = options_.target_file_size_bytes;
+      wo.max_buffered_bytes = options_.max_buffered_bytes;
+      wo.convert_threads = options_.convert_threads;
+      wo.block_bytes = options_.block_bytes;
+      wo.block_records = options_.block_records;
+      wo.writer.codec = CodecOf(config_.table().compression);
+      wo.writer.compression_level = env_.compression_level;
+      wo.writer.threads = 1;
+      wo.writer.row_group_size = options_.row_group_bytes;
+      ASSIGN_OR_RETURN(writer_, BatchWriter::Make(&layout_, wo));
     }
-    counts.bytes_processed += converted_bytes;
-    counts.delivered += static_cast<uint64_t>(done.rows);
-    for (auto& [hour, groups] : done.row_groups) {
-      auto it = open.find(hour);
-      if (it == open.end()) {
-        // Map nodes do not move: the stream may point at the entry's string.
-        it = open.emplace(hour, OpenFile{}).first;
-        it->second.out = std::make_unique<pq::StringOutputStream>(&it->second.bytes);
-        ASSIGN_OR_RETURN(it->second.writer, pq::FileWriter::Make(layout_.schema.schema, it->second.out.get(), wo));
-      }
-      for (auto& g : groups) RETURN_IF_ERROR(it->second.writer->AppendRowGroup(&g));
-      if (static_cast<int64_t>(it->second.bytes.size()) >= options_.target_file_size_bytes) RETURN_IF_ERROR(cut(hour));
-    }
-    for (;;) {
-      int64_t total = 0, largest = 0, largest_hour = 0;
-      for (const auto& [h, f] : open) {
-        total += static_cast<int64_t>(f.bytes.size());
-        if (static_cast<int64_t>(f.bytes.size()) >= largest) {
-          largest = static_cast<int64_t>(f.bytes.size());
-          largest_hour = h;
-        }
-      }
-      if (total <= options_.max_buffered_bytes || open.empty()) break;
-      RETURN_IF_ERROR(cut(largest_hour));
-    }
-    return Status::OK();
-  };
-
-  schema::ParallelConverterOptions po;
-  po.threads = std::max(1, options_.convert_threads);
-  po.carry_across_blocks = true;  // row order inside a file does not matter to a table
-  po.converter.route_field_id = layout_.partition_source_id;
-  po.route_key = [](int64_t micros) { return FloorDiv(micros, kHourMicros); };
-  po.route_range = [](int64_t hour) { return std::make_pair(hour * kHourMicros, (hour + 1) * kHourMicros); };
-  RETURN_IF_ERROR(schema::ParallelConverter::Run(layout_.schema, *pschema_, wo, po, next, place));
-  while (!open.empty()) RETURN_IF_ERROR(cut(open.begin()->first));
+    evolve_to_.reset();
+    Status st = writer_->Run(source, decode, place_file, &out);
+    if (st.ok()) break;
+    if (!evolve_to_ || st.message() != kEvolveFirst || pass > 8) return st;
+    // A record of a newer compatible version: the table evolves, then the batch starts over.
+    cleanup.DeleteNow();
+    RETURN_IF_ERROR(Evolve(evolve_to_));
+    RETURN_IF_ERROR(source->Rewind());
+  }
+  DeliveryCounts counts = out.counts;
 
   // The dead-letter queue before the commit that moves past the rejected records.
-  counts.failed = rejects.size();
-  if (!rejects.empty()) {
-    std::sort(rejects.begin(), rejects.end(), [](const Reject& a, const Reject& b) {
-      return std::tie(a.range, a.offset, a.sub_sequence) < std::tie(b.range, b.offset, b.sub_sequence);
-    });
+  if (!out.rejects.empty()) {
     DlqBatch dlq(&config_, batch.attempt_ms);
-    for (const auto& r : rejects) {
+    for (const auto& r : out.rejects) {
       dlq.Add(batch.ranges[r.range].shard, r.offset, r.arrival_ms, r.code, r.message, r.sub_sequence);
     }
     auto obj = dlq.Finish();
@@ -571,7 +605,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
     counts.dlq_records = obj->records;
     Log({{"eventType", "DLQWrite"}, {"destination", "s3://" + dlq_bucket + "/" + obj->key}, {"records", obj->records}});
   }
-  if (files.empty()) return counts;  // nothing valid: the checkpoint moves in meta.db only
+  if (out.files.empty()) return counts;  // nothing valid: the checkpoint moves in meta.db only
 
   // One append for every shard of the batch; its summary is the checkpoint.
   std::map<uint32_t, uint64_t> cps = TableCheckpoints(table_->metadata());
@@ -584,7 +618,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   }
   bool already = false;
   auto check = [&](const iceberg::TableMetadata& m) -> Status {
-    RETURN_IF_ERROR(CheckVersion(m));
+    RETURN_IF_ERROR(CheckUnchanged(m));
     auto held = TableCheckpoints(m);
     size_t in = 0;
     for (const auto& r : batch.ranges) {
@@ -604,15 +638,14 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
       return AlreadyExists("the batch is in the table already");
     }
     if (in > 0) {
-      return InvalidArgument(fmt::format("Table {} holds part of the batch being committed; another writer commits as "
-                                         "this channel.",
-                                         TableLabel()));
+      return InvalidArgument(fmt::format(
+          "Table {} holds part of the batch being committed; another writer commits as this channel.", TableLabel()));
     }
     return Status::OK();
   };
-  auto committed = table_->AppendFiles(files, summary, check);
+  auto committed = table_->AppendFiles(out.files, summary, check);
   if (!committed.ok()) {
-    if (already) return counts;  // our files are unreferenced: the cleanup deletes them
+    if (already) return DeliveryCounts{};  // our files are unreferenced: the cleanup deletes them
     const Status& st = committed.status();
     Log({{"eventType", "CommitFailed"}, {"errorMessage", st.message()}});
     if (st.code() == StatusCode::kUnknownOutcome) {
@@ -638,12 +671,60 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
        {"destination", table_->metadata_location()},
        {"snapshotId", committed->snapshot_id},
        {"sequenceNumber", committed->sequence_number},
-       {"files", files.size()},
+       {"files", out.files.size()},
        {"records", counts.delivered},
        {"bytes", counts.bytes_out},
        {"attempts", committed->attempts}});
-  RemoveOrphans(wh.io);
+  Maintain(wh.io);
   return counts;
+}
+
+void TableSink::Maintain(const iceberg::FileIO* io) {
+  ExpireSnapshots();
+  RemoveOrphans(io);
+}
+
+void TableSink::ExpireSnapshots() {
+  int64_t now = env_.clock->NowMillis();
+  if (now - last_expiry_ms_ < options_.expire_interval_ms) return;
+  last_expiry_ms_ = now;
+  const iceberg::TableMetadata& m = table_->metadata();
+  auto prop = [&](const char* key, int64_t fallback) {
+    auto it = m.properties.find(key);
+    if (it == m.properties.end()) return fallback;
+    char* end = nullptr;
+    long long v = std::strtoll(it->second.c_str(), &end, 10);
+    return end != it->second.c_str() && *end == '\0' && v >= 0 ? static_cast<int64_t>(v) : fallback;
+  };
+  iceberg::ExpireOptions eo;
+  eo.older_than_ms = now - prop("history.expire.max-snapshot-age-ms", options_.snapshot_max_age_ms);
+  eo.retain_last = static_cast<int>(std::max<int64_t>(1, prop("history.expire.min-snapshots-to-keep",
+                                                              options_.min_snapshots_to_keep)));
+  // The snapshot that holds the channel's checkpoints stays: a restart resumes from it.
+  for (const iceberg::Snapshot* s = m.CurrentSnapshot(); s != nullptr;
+       s = s->parent_snapshot_id ? m.SnapshotById(*s->parent_snapshot_id) : nullptr) {
+    auto owner = s->summary.find(std::string(kOwnerProperty));
+    if (owner != s->summary.end() && owner->second == config_.arn) {
+      eo.keep.insert(s->snapshot_id);
+      break;
+    }
+  }
+  auto r = table_->ExpireSnapshots(eo);
+  if (!r.ok()) {
+    spdlog::warn("channel {}: expiring snapshots of {}: {}", config_.name, TableLabel(), r.status().ToString());
+    return;
+  }
+  if (r->expired_snapshot_ids.empty()) return;
+  {
+    std::lock_guard slock(status_mu_);
+    snapshots_expired_ += static_cast<int64_t>(r->expired_snapshot_ids.size());
+  }
+  spdlog::debug("channel {}: expired {} snapshot(s) of {}, deleted {} data file(s)", config_.name,
+                r->expired_snapshot_ids.size(), TableLabel(), r->deleted_content_files);
+  Log({{"eventType", "SnapshotsExpired"},
+       {"snapshots", r->expired_snapshot_ids.size()},
+       {"deletedDataFiles", r->deleted_content_files},
+       {"deletedManifests", r->deleted_manifests + r->deleted_manifest_lists}});
 }
 
 void TableSink::RemoveOrphans(const iceberg::FileIO* io) {
@@ -660,11 +741,18 @@ void TableSink::RemoveOrphans(const iceberg::FileIO* io) {
   for (const auto& f : *orphans) {
     size_t slash = f.location.rfind('/');
     std::string_view name = std::string_view(f.location).substr(slash == std::string::npos ? 0 : slash + 1);
-    if (f.location.find("/data/") == std::string::npos || !name.starts_with(config_.id + "-")) continue;
+    bool ours = f.location.find("/data/") != std::string::npos && name.starts_with(config_.id + "-");
+    // Manifests and manifest lists nothing references (an expiry cut short by a crash).
+    bool manifest = f.location.find("/metadata/") != std::string::npos && name.ends_with(".avro");
+    if (!ours && !manifest) continue;
     if (io->Delete(f.location).ok()) ++removed;
   }
   if (removed > 0) {
-    spdlog::info("channel {}: removed {} data file(s) of attempts that never committed", config_.name, removed);
+    {
+      std::lock_guard slock(status_mu_);
+      orphans_removed_ += removed;
+    }
+    spdlog::info("channel {}: removed {} unreferenced file(s) of {} (attempts that never committed)", config_.name, removed, TableLabel());
     Log({{"eventType", "OrphansRemoved"}, {"files", removed}});
   }
 }
@@ -726,7 +814,9 @@ Status TableDestination::Prepare(ChannelConfig* config) {
     }
     return version.status();
   }
-  RETURN_IF_ERROR(CanonicalLayout(version->definition, t.partition_fields.at(0)).status());
+  auto layout = MakeTableLayout(version->definition, t.partition_fields.at(0));
+  if (!layout.ok()) return layout.status();
+  RETURN_IF_ERROR(CanonicalLayout(*layout).status());
   t.schema_version_id = version->id;
   t.schema_version_number = version->number;
   return Status::OK();
@@ -735,15 +825,15 @@ Status TableDestination::Prepare(ChannelConfig* config) {
 Result<std::unique_ptr<Sink>> TableDestination::MakeSink(const ChannelConfig& config, SinkEnv env) {
   const auto& t = config.table();
   if (t.partition_fields.size() != 1) return InvalidArgument("a streaming table has exactly one partition field");
-  auto version = services_.registry->GetVersionById(t.schema_version_id);
-  if (!version.ok()) {
-    return InvalidArgument(fmt::format("The schema version {} (version {} of {}) the table is made from is gone: {}",
+  SchemaVersions versions(services_.registry, config.gsr_schema_arn, t.partition_fields[0]);
+  ASSIGN_OR_RETURN(auto pinned, versions.ById(t.schema_version_id));
+  if (!pinned->usable) {
+    return InvalidArgument(fmt::format("The schema version {} (version {} of {}) the table is made from: {}",
                                        t.schema_version_id, t.schema_version_number, config.gsr_schema_arn,
-                                       version.status().message()));
+                                       pinned->reason));
   }
-  ASSIGN_OR_RETURN(TableLayout layout, CanonicalLayout(version->definition, t.partition_fields[0]));
-  return std::unique_ptr<Sink>(
-      new TableSink(config, std::move(layout), version->definition, services_, options_, std::move(env)));
+  ASSIGN_OR_RETURN(TableLayout canonical, CanonicalLayout(pinned->layout));
+  return std::unique_ptr<Sink>(new TableSink(config, pinned, std::move(canonical), services_, options_, std::move(env)));
 }
 
 }  // namespace icestream::delivery::table

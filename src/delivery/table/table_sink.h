@@ -62,6 +62,13 @@ struct TableSinkOptions {
   // Records are converted in blocks of about this size.
   size_t block_bytes = 16u << 20;
   size_t block_records = 16384;
+  // Snapshot expiry, at most every expire_interval_ms: snapshots older than the table
+  // property history.expire.max-snapshot-age-ms (set to snapshot_max_age_ms when the
+  // table is created) go, but the newest history.expire.min-snapshots-to-keep stay, and
+  // so does the snapshot that holds the channel's checkpoints.
+  int64_t expire_interval_ms = 5ll * 60 * 1000;
+  int64_t snapshot_max_age_ms = 60ll * 60 * 1000;
+  int min_snapshots_to_keep = 10;
   // Files of failed attempts are removed once older than this (no commit can reference
   // them any more), checked at most every orphan_interval_ms.
   int64_t orphan_age_ms = 60ll * 60 * 1000;

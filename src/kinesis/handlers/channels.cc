@@ -381,7 +381,7 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
       return call.Fail(aws::InvalidArgumentError("Streaming-table destinations are not enabled on this server."));
     }
   }
-  if (c.record_format == delivery::RecordFormat::kGsrJson) {
+  if (!tables && c.record_format == delivery::RecordFormat::kGsrJson) {
     return call.Fail(aws::InvalidArgumentError(
         "RecordFormatType GSR_JSON is supported for streaming-table destinations only; an S3 "
         "destination takes JSON, STRING or BYTE_ARRAY."));

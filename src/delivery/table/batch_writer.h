@@ -1,0 +1,103 @@
+// BatchWriter: one delivery batch of a table channel → Parquet data files (not yet
+// committed) and the records that go to the dead-letter queue.
+//
+// Records come from the batch's RecordSource in blocks; a Decoder (the sink's: JSON or
+// GSR_JSON framing) turns each into JSON text or a rejection; a ParallelConverter
+// converts the blocks on several threads into row groups routed by the partition hour;
+// the row groups of one hour gather in one file, which is cut at the target size (or
+// early when the open files of the batch exceed their memory budget) and written
+// through `place_file`, which names and uploads it. Files hold rows of every shard.
+//
+// Not thread-safe: one Run at a time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "delivery/sink.h"
+#include "delivery/table/table_layout.h"
+#include "format/parquet/file_writer.h"
+#include "format/parquet/schema_mapping.h"
+#include "format/parquet/writer_options.h"
+#include "iceberg/manifest.h"
+#include "schema/parallel_converter.h"
+
+namespace icestream::delivery::table {
+
+// A record that goes to the dead-letter queue.
+struct Reject {
+  size_t range = 0;  // in the batch
+  uint64_t offset = 0;
+  std::optional<uint32_t> sub_sequence;
+  int64_t arrival_ms = 0;
+  std::string code;
+  std::string message;
+};
+
+// Where a converted record came from.
+struct RecordOrigin {
+  size_t range = 0;
+  uint64_t offset = 0;
+  int64_t arrival_ms = 0;
+  std::optional<uint32_t> sub_sequence;
+  size_t bytes = 0;
+};
+
+// A block handed to the converter: the chunks its records point into, payloads the
+// decoder made (inflated GSR payloads), where each converted record came from, and the
+// records the decoder refused.
+struct BlockOwner {
+  std::vector<RecordChunk> chunks;
+  std::deque<std::string> made;  // a deque: views into its strings survive growth
+  std::vector<RecordOrigin> origins;  // of ConvertBlock::records
+  std::vector<Reject> rejects;
+  uint64_t records_in = 0;
+  uint64_t bytes_in = 0;
+};
+
+// Decodes one record: appends its JSON text to block->records and its origin to
+// owner->origins, or a Reject to owner->rejects. A non-OK status stops the batch.
+using Decoder = std::function<Status(const SourceRecord& rec, size_t range, BlockOwner* owner,
+                                     schema::ConvertBlock* block)>;
+
+// Names and writes one finished file of partition hour `hour`; returns it as a data file.
+using FilePlacer = std::function<Result<iceberg::DataFile>(int64_t hour, std::string bytes,
+                                                           const format::parquet::FileMetrics& metrics)>;
+
+struct BatchWriterOptions {
+  int64_t target_file_size_bytes = 128ll << 20;
+  int64_t max_buffered_bytes = 256ll << 20;
+  int convert_threads = 2;
+  size_t block_bytes = 16u << 20;
+  size_t block_records = 16384;
+  format::parquet::WriterOptions writer;
+};
+
+struct BatchOutput {
+  std::vector<iceberg::DataFile> files;
+  std::vector<Reject> rejects;  // sorted by range, offset, sub-sequence number
+  DeliveryCounts counts;        // records_in, bytes_in, bytes_processed, delivered, failed, bytes_out
+};
+
+class BatchWriter {
+ public:
+  // `layout` is the schema the rows are written with (it and the Parquet schema made
+  // from it must outlive the writer).
+  static Result<std::unique_ptr<BatchWriter>> Make(const TableLayout* layout, BatchWriterOptions options);
+
+  Status Run(RecordSource* source, const Decoder& decode, const FilePlacer& place_file,
+             BatchOutput* out);
+
+ private:
+  BatchWriter(const TableLayout* layout, BatchWriterOptions options) : layout_(layout), options_(std::move(options)) {}
+  const TableLayout* layout_;
+  BatchWriterOptions options_;
+  std::unique_ptr<format::parquet::ParquetSchema> pschema_;
+};
+
+}  // namespace icestream::delivery::table
