@@ -383,7 +383,7 @@ std::string ChannelManager::PrometheusText() const {
     if (!ch->runner) continue;
     keep.push_back(ch->runner);
     rows.push_back({ch->config.destination_type(), ch->config.name, ch->config.id, ch->config.stream_name,
-                    &ch->runner->metrics()});
+                    &ch->runner->metrics(), ch->runner->SinkMetrics()});
   }
   return delivery::PrometheusText(rows);
 }

@@ -2,6 +2,7 @@
 #include "delivery/channel_metrics.h"
 
 #include <functional>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -81,6 +82,20 @@ std::string PrometheusText(const std::vector<MetricsRow>& rows) {
                            Escape(r.channel_name), Escape(r.channel_id), Escape(r.stream_name), d.get(*r.metrics));
       }
     }
+  }
+  // The sinks' own figures, one family per name.
+  std::map<std::string, std::pair<const SinkMetric*, std::string>> families;
+  for (const auto& r : rows) {
+    for (const auto& m : r.extra) {
+      auto& f = families[m.name];
+      if (f.first == nullptr) f.first = &m;
+      f.second += fmt::format("icestream_{}{{channel_name=\"{}\",channel_id=\"{}\",stream_name=\"{}\"}} {}\n", m.name,
+                              Escape(r.channel_name), Escape(r.channel_id), Escape(r.stream_name), m.value);
+    }
+  }
+  for (const auto& [name, f] : families) {
+    out += fmt::format("# HELP icestream_{} {}\n# TYPE icestream_{} {}\n", name, f.first->help, name, f.first->type);
+    out += f.second;
   }
   return out;
 }

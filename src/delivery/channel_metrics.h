@@ -35,6 +35,7 @@ struct MetricsRow {
   std::string channel_id;
   std::string stream_name;
   const ChannelMetrics* metrics = nullptr;
+  std::vector<SinkMetric> extra;  // the sink's own figures
 };
 
 // Every metric family of both destinations (HELP and TYPE lines even without channels).

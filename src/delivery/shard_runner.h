@@ -104,6 +104,8 @@ class ShardRunner {
   nlohmann::json StatusJson(const stream::StreamInfo* info, int64_t now) const;
   // The last retryable error (empty when the last attempt succeeded).
   std::string last_error() const;
+  // The sink's own /metrics figures.
+  std::vector<SinkMetric> SinkMetrics() const { return sink_->Metrics(); }
 
  private:
   struct ShardState;

@@ -78,6 +78,15 @@ class RecordSource {
   virtual Status Rewind() = 0;
 };
 
+// A figure of a sink's own for /metrics (beyond the AWS metrics every channel has),
+// exposed as icestream_<name>{channel_name, channel_id, stream_name}.
+struct SinkMetric {
+  std::string name;  // e.g. "table_compaction_files_merged_total"
+  std::string type;  // "counter" | "gauge"
+  std::string help;
+  double value = 0;
+};
+
 // What a delivered batch did (the channel's metrics, kds-delivery-spec.md §5.1).
 struct DeliveryCounts {
   uint64_t records_in = 0;       // records read
@@ -116,6 +125,8 @@ class Sink {
 
   // icestream status fields for DescribeChannel (e.g. the table's live data files).
   virtual nlohmann::json StatusJson() const { return nlohmann::json::object(); }
+  // Its own /metrics figures. Thread-safe.
+  virtual std::vector<SinkMetric> Metrics() const { return {}; }
 };
 
 // Errors after which delivering to this destination cannot succeed and the channel goes

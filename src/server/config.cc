@@ -76,6 +76,9 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
     c.table_snapshot_max_age_ms = (*s)["table_snapshot_max_age_ms"].value_or(c.table_snapshot_max_age_ms);
     c.table_expire_interval_ms = (*s)["table_expire_interval_ms"].value_or(c.table_expire_interval_ms);
     c.table_orphan_age_ms = (*s)["table_orphan_age_ms"].value_or(c.table_orphan_age_ms);
+    c.table_compaction = (*s)["table_compaction"].value_or(c.table_compaction);
+    c.table_compaction_cold_after_ms =
+        (*s)["table_compaction_cold_after_ms"].value_or(c.table_compaction_cold_after_ms);
   }
   if (auto* s = t["kinesis"].as_table()) {
     c.iterator_ttl_ms = (*s)["iterator_ttl_ms"].value_or(c.iterator_ttl_ms);

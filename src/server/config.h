@@ -61,6 +61,10 @@ struct Config {
   int64_t table_snapshot_max_age_ms = 60ll * 60 * 1000;
   int64_t table_expire_interval_ms = 5ll * 60 * 1000;
   int64_t table_orphan_age_ms = 60ll * 60 * 1000;
+  // Inline compaction of table channels, and when a partition that receives nothing is
+  // finished off.
+  bool table_compaction = true;
+  int64_t table_compaction_cold_after_ms = 10ll * 60 * 1000;
 
   // Iceberg REST catalog: the table bucket (warehouse) that clients reach without a
   // prefix (GET /iceberg/v1/namespaces without ?warehouse in /v1/config).

@@ -168,6 +168,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   to.expire_interval_ms = config.table_expire_interval_ms;
   to.orphan_age_ms = config.table_orphan_age_ms;
   to.orphan_interval_ms = std::max<int64_t>(config.table_orphan_age_ms / 4, 10000);
+  to.compaction = config.table_compaction;
+  to.compaction_cold_after_ms = config.table_compaction_cold_after_ms;
   std::vector<std::shared_ptr<delivery::Destination>> destinations = {
       std::make_shared<delivery::s3::S3Destination>(),
       std::make_shared<delivery::table::TableDestination>(std::move(ts), to)};

@@ -13,6 +13,7 @@
 #include "delivery/dlq.h"
 #include "delivery/retry.h"
 #include "delivery/table/batch_writer.h"
+#include "delivery/table/compactor.h"
 #include "delivery/table/gsr_frame.h"
 #include "delivery/table/schema_versions.h"
 #include "delivery/table/table_layout.h"
@@ -103,7 +104,18 @@ class TableSink final : public Sink {
         id_{{config_.table().ns}, config_.table().table_name},
         versions_(services_.registry, config_.gsr_schema_arn, config_.table().partition_fields.at(0)),
         version_(std::move(pinned)),
-        layout_(std::move(canonical)) {}
+        layout_(std::move(canonical)) {
+    writer_options_.codec = CodecOf(config_.table().compression);
+    writer_options_.compression_level = env_.compression_level;
+    writer_options_.threads = 1;
+    writer_options_.row_group_size = options_.row_group_bytes;
+    CompactionOptions co;
+    co.target_size = options_.target_file_size_bytes;
+    co.cold_after_ms = options_.compaction_cold_after_ms;
+    co.max_task_bytes = options_.target_file_size_bytes + options_.target_file_size_bytes / 2;
+    compactor_ = std::make_unique<Compactor>(config_.id, config_.arn, co, env_.clock,
+                                             [this](nlohmann::json e) { Log(std::move(e)); });
+  }
 
   bool spans_shards() const override { return true; }
 
@@ -130,6 +142,31 @@ class TableSink final : public Sink {
 
   Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) override;
 
+  std::vector<SinkMetric> Metrics() const override {
+    const CompactionStats& c = compactor_->stats();
+    std::lock_guard lock(status_mu_);
+    return {
+        {"table_live_data_files", "gauge", "Data files of the table's current snapshot.",
+         static_cast<double>(c.live_files.load() > 0 ? c.live_files.load() : live_files_)},
+        {"table_live_data_bytes", "gauge", "Bytes of the data files of the table's current snapshot.",
+         static_cast<double>(c.live_bytes.load())},
+        {"table_compaction_files_merged_total", "counter", "Data files replaced by compaction.",
+         static_cast<double>(c.files_merged.load())},
+        {"table_compaction_files_written_total", "counter", "Data files compaction wrote.",
+         static_cast<double>(c.files_written.load())},
+        {"table_compaction_bytes_rewritten_total", "counter", "Bytes of the data files compaction wrote.",
+         static_cast<double>(c.bytes_rewritten.load())},
+        {"table_compaction_commits_total", "counter", "Compaction (replace) commits.",
+         static_cast<double>(c.commits.load())},
+        {"table_write_amplification", "gauge",
+         "Data file bytes written (appends and compaction) per byte the appends wrote.", c.write_amplification()},
+        {"table_snapshots_expired_total", "counter", "Snapshots removed by expiry.",
+         static_cast<double>(snapshots_expired_)},
+        {"table_orphan_files_removed_total", "counter", "Unreferenced files deleted by the orphan cleanup.",
+         static_cast<double>(orphans_removed_)},
+    };
+  }
+
   nlohmann::json StatusJson() const override {
     std::lock_guard lock(status_mu_);
     nlohmann::json j = {{"Table", TableLabel()},
@@ -142,6 +179,16 @@ class TableSink final : public Sink {
     if (!ignored_version_.empty()) j["IgnoredSchemaVersion"] = ignored_version_;
     j["SnapshotsExpired"] = snapshots_expired_;
     j["OrphanFilesRemoved"] = orphans_removed_;
+    const CompactionStats& c = compactor_->stats();
+    if (c.live_files.load() > 0) {
+      j["LiveDataFiles"] = c.live_files.load();
+      j["MeanDataFileBytes"] = c.live_bytes.load() / c.live_files.load();
+    }
+    j["Compaction"] = {{"FilesMerged", c.files_merged.load()},
+                       {"FilesWritten", c.files_written.load()},
+                       {"BytesRewritten", c.bytes_rewritten.load()},
+                       {"Commits", c.commits.load()},
+                       {"WriteAmplification", c.write_amplification()}};
     return j;
   }
 
@@ -272,6 +319,7 @@ class TableSink final : public Sink {
     }
     SetVersion(v, std::move(*layout));
     table_ = std::move(table);
+    compactor_->Invalidate();
     {
       std::lock_guard slock(status_mu_);
       table_created_ = true;
@@ -510,6 +558,8 @@ class TableSink final : public Sink {
   std::shared_ptr<const SchemaVersion> version_;
   TableLayout layout_;
   std::unique_ptr<BatchWriter> writer_;  // made from layout_
+  pq::WriterOptions writer_options_;
+  std::unique_ptr<Compactor> compactor_;
   std::shared_ptr<const SchemaVersion> evolve_to_;
   int64_t last_orphan_scan_ms_ = 0;
   int64_t last_expiry_ms_ = 0;
@@ -570,10 +620,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
       wo.convert_threads = options_.convert_threads;
       wo.block_bytes = options_.block_bytes;
       wo.block_records = options_.block_records;
-      wo.writer.codec = CodecOf(config_.table().compression);
-      wo.writer.compression_level = env_.compression_level;
-      wo.writer.threads = 1;
-      wo.writer.row_group_size = options_.row_group_bytes;
+      wo.writer = writer_options_;
       ASSIGN_OR_RETURN(writer_, BatchWriter::Make(&layout_, wo));
     }
     evolve_to_.reset();
@@ -660,6 +707,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
     return st.WithContext(fmt::format("Commit to table {}", TableLabel()));
   }
   cleanup.Dismiss();
+  compactor_->Appended(table_->metadata(), committed->snapshot_id, out.files);
   counts.deliveries = 1;
   {
     std::lock_guard slock(status_mu_);
@@ -680,6 +728,16 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
 }
 
 void TableSink::Maintain(const iceberg::FileIO* io) {
+  if (options_.compaction) {
+    int64_t budget = options_.compaction_budget_ms > 0
+                         ? options_.compaction_budget_ms
+                         : std::max<int64_t>(500, int64_t{config_.data_freshness_seconds} * 500);
+    auto check = [this](const iceberg::TableMetadata& m) { return CheckUnchanged(m); };
+    if (Status st = compactor_->Run(table_.get(), io, layout_, writer_options_, check, budget); !st.ok()) {
+      spdlog::warn("channel {}: compacting {}: {}", config_.name, TableLabel(), st.ToString());
+      if (IsPermanent(st)) compactor_->Invalidate();
+    }
+  }
   ExpireSnapshots();
   RemoveOrphans(io);
 }

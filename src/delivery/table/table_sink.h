@@ -62,6 +62,11 @@ struct TableSinkOptions {
   // Records are converted in blocks of about this size.
   size_t block_bytes = 16u << 20;
   size_t block_records = 16384;
+  // Inline compaction after each commit (compaction_planner.h), for at most
+  // compaction_budget_ms (0: half the channel's freshness, at least 500 ms).
+  bool compaction = true;
+  int64_t compaction_budget_ms = 0;
+  int64_t compaction_cold_after_ms = 10ll * 60 * 1000;
   // Snapshot expiry, at most every expire_interval_ms: snapshots older than the table
   // property history.expire.max-snapshot-age-ms (set to snapshot_max_age_ms when the
   // table is created) go, but the newest history.expire.min-snapshots-to-keep stay, and

@@ -470,10 +470,22 @@ http::Response RestCatalogServer::Handle(const http::Request& req) const {
   if (segs[1] == "oauth") {
     return Fail(Unimplemented("OAuth2 token exchange is not offered; send any bearer token"), Route::kOther, req);
   }
+  // A warehouse prefix can be a word that also starts a route without prefix (a table
+  // bucket named "tables" or "transactions"): the reading that makes a route wins;
+  // when both do ("/v1/namespaces/namespaces"), the one without prefix.
   static const std::set<std::string> kRoots = {"namespaces", "tables", "transactions", "views"};
+  auto routes = [&](size_t from) {
+    size_t n = segs.size() - from;
+    if (n == 0) return false;
+    const std::string& root = segs[from];
+    if (root == "namespaces" || root == "views") return n <= 6;
+    if (root == "tables") return n == 2 && segs[from + 1] == "rename";
+    if (root == "transactions") return n == 2 && segs[from + 1] == "commit";
+    return false;
+  };
   std::string prefix;
   size_t first = 1;
-  if (!kRoots.count(segs[1])) {
+  if (!kRoots.count(segs[1]) || (!routes(1) && segs.size() > 2 && routes(2))) {
     prefix = segs[1];
     first = 2;
   }

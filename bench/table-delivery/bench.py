@@ -1,0 +1,301 @@
+"""Driver of bench/table-delivery (see run). Prints figures with their goals; asserts nothing.
+
+Records: card transactions from bench/convert's generator (transactions.schema.json),
+each padded to about 1 KiB by lengthening the merchant name with random words, and with
+event_time spread over two hours (a live stream's records carry times close to their
+arrival; the generator's raw times span days, which would make every batch touch
+hundreds of hourly partitions).
+
+1. Throughput: the records are put into an ON_DEMAND stream (4 shards) first, then a
+   channel with StartingPosition TRIM_HORIZON delivers them; MB/s = record bytes / (last
+   commit seen in the table - CreateChannel). Against `icestream convert --threads 1`
+   (ZSTD) on the same records as JSON lines, timed by farm-bench (median of 3).
+2. Freshness: DataFreshnessInSeconds 5, ~1 MB/s steady for --latency-seconds; for every
+   record, the time from its PutRecords to the first table snapshot (polled through the
+   REST catalog every 50 ms) whose icestream.checkpoint.<shard> covers its sequence number.
+3. Memory: 16 shards, a --backlog-mb backlog, delivered from TRIM_HORIZON; the server's
+   peak RSS (VmHWM, reset through /proc/<pid>/clear_refs before the channel starts)."""
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "lib"))
+import harness  # noqa: E402
+from harness import ACCOUNT, Server, kinesis_call, wait_channel  # noqa: E402
+from table_check import (metric, metrics, register_schema, rest_metadata, table_bucket_arn,  # noqa: E402
+                         table_channel_request)
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCHEMA = os.path.join(ROOT, "bench", "convert", "transactions.schema.json")
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", required=True)
+ap.add_argument("--gen", required=True)
+ap.add_argument("--throughput-mb", type=int, default=500)
+ap.add_argument("--latency-seconds", type=int, default=60)
+ap.add_argument("--backlog-mb", type=int, default=1000)
+ap.add_argument("--only", default="throughput,freshness,memory")
+args = ap.parse_args()
+harness.BINARY = os.path.abspath(args.bin)
+CACHE = os.path.join(ROOT, ".cache", "bench-table")
+os.makedirs(CACHE, exist_ok=True)
+WORDS = ("card present online terminal settlement batch acquirer issuer region branch counter kiosk "
+         "subscription renewal loyalty points voucher refund partial capture authorization merchant "
+         "category gateway token wallet device browser mobile checkout basket order invoice").split()
+
+
+def records_file(mb):
+    """JSON lines of ~1 KiB card transactions, about `mb` MB; generated once and cached."""
+    path = os.path.join(CACHE, f"transactions-1k-{mb}mb.jsonl")
+    if os.path.exists(path):
+        return path
+    raw = subprocess.run([args.gen, str(max(1, mb * 55 // 100))], capture_output=True, check=True).stdout.splitlines()
+    rng = random.Random(42)
+    base = 1735689600  # 2025-01-01T00:00:00Z
+    n = len(raw)
+    with open(path + ".tmp", "wb") as out:
+        for i, line in enumerate(raw):
+            text = line.decode()
+            secs = base + i * 7200 // n
+            us = rng.randrange(10**6)
+            text = re.sub(r'"event_time":"[^"]*"', time.strftime('"event_time":"%Y-%m-%dT%H:%M:%S', time.gmtime(secs))
+                          + f'.{us:06d}Z"', text, count=1)
+            pad = []
+            while len(text) + sum(len(w) + 1 for w in pad) < 1010:
+                pad.append(rng.choice(WORDS))
+            text = text.replace('"name":"', '"name":"' + " ".join(pad) + " ", 1)
+            out.write(text.encode() + b"\n")
+    os.rename(path + ".tmp", path)
+    return path
+
+
+def load_lines(path, limit_mb=None):
+    lines = []
+    total = 0
+    with open(path, "rb") as f:
+        for line in f:
+            line = line.rstrip(b"\n")
+            lines.append(line)
+            total += len(line)
+            if limit_mb and total >= limit_mb * 1e6:
+                break
+    return lines, total
+
+
+def put_all(server, stream, lines, threads=4):
+    """PutRecords of every line (500 per call, retrying failed entries) from `threads` clients."""
+    chunks = [lines[i:i + 500] for i in range(0, len(lines), 500)]
+    lock = threading.Lock()
+
+    def work():
+        k = server.client(read_timeout=120)
+        while True:
+            with lock:
+                if not chunks:
+                    return
+                chunk = chunks.pop()
+            pending = [{"Data": d, "PartitionKey": f"k{zlib.crc32(d) & 0xffff}"} for d in chunk]
+            while pending:
+                r = k.put_records(StreamName=stream, Records=pending)
+                pending = [p for p, res in zip(pending, r["Records"]) if "SequenceNumber" not in res]
+    ts = [threading.Thread(target=work) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def table_state(server, wh, ns, table):
+    """(total-records of the current snapshot, its summary) through the REST catalog."""
+    t = rest_metadata(server, table_bucket_arn(wh), ns, table)
+    if not t:
+        return 0, {}
+    md = t["metadata"]
+    cur = md.get("current-snapshot-id")
+    for s in md.get("snapshots", []):
+        if s["snapshot-id"] == cur:
+            return int(s["summary"].get("total-records", 0)), s["summary"]
+    return 0, {}
+
+
+def start_channel(server, stream, name, freshness, start):
+    arn, _ = register_schema(server.client("glue"), "bench", f"tx-{name}", open(SCHEMA).read())
+    req = table_channel_request(name, stream, arn, "bench", "bench", name.replace("-", "_"), "bench-dlq",
+                                compression="ZSTD", freshness=freshness, start=start)
+    st, body = kinesis_call(server, "CreateChannel", req)
+    assert st == 200, body
+    return body["ChannelDescription"]["ChannelARN"]
+
+
+def rss_kb(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1])
+    return 0
+
+
+def deliver_backlog(shards, mb, measure_rss=False):
+    server = Server().start()
+    try:
+        k = server.client()
+        if shards == 4:
+            k.create_stream(StreamName="bl")  # ON_DEMAND, 4 shards
+        else:
+            k.create_stream(StreamName="bl", ShardCount=shards)
+            k.update_stream_mode(StreamARN=f"arn:aws:kinesis:us-east-1:{ACCOUNT}:stream/bl",
+                                 StreamModeDetails={"StreamMode": "ON_DEMAND"})
+        lines, nbytes = load_lines(records_file(max(mb, args.throughput_mb)), mb)
+        p0 = time.time()
+        put_all(server, "bl", lines)
+        put_s = time.time() - p0
+        pid = server.proc.pid
+        reset = False
+        if measure_rss:
+            try:
+                with open(f"/proc/{pid}/clear_refs", "w") as f:
+                    f.write("5")  # resets VmHWM to the current RSS
+                reset = True
+            except OSError:
+                pass
+        before = rss_kb(pid, "VmRSS")
+        name = f"bl{shards}"
+        t0 = time.time()
+        arn = start_channel(server, "bl", name, 1, "TRIM_HORIZON")
+        wh = "bench"
+        peak = 0
+        active_s = first_commit_s = None
+        while True:
+            n, _ = table_state(server, wh, "bench", name)
+            if active_s is None:
+                st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+                if body["ChannelDescription"]["ChannelStatus"] == "ACTIVE":
+                    active_s = time.time() - t0
+            if first_commit_s is None and n > 0:
+                first_commit_s = time.time() - t0
+            peak = max(peak, rss_kb(pid, "VmRSS"))
+            if n >= len(lines):
+                break
+            if time.time() - t0 > 1800:
+                raise RuntimeError(f"only {n} of {len(lines)} rows after 30 min")
+            time.sleep(0.05)
+        secs = time.time() - t0
+        text = metrics(server)
+        commits = metric(text, "CommitSuccess", name)
+        return {"records": len(lines), "mb": nbytes / 1e6, "seconds": secs, "mb_s": nbytes / 1e6 / secs,
+                "put_mb_s": nbytes / 1e6 / put_s, "commits": commits[0] if commits else None,
+                "rss_before_mb": before / 1024, "peak_rss_mb": rss_kb(pid, "VmHWM") / 1024,
+                "peak_sampled_mb": peak / 1024, "hwm_reset": reset, "arn": arn, "active_s": active_s,
+                "first_commit_s": first_commit_s}
+    finally:
+        server.stop()
+        server.cleanup()
+
+
+def convert_baseline(lines_path, mb):
+    lines, nbytes = load_lines(lines_path, mb)
+    inp = os.path.join(CACHE, f"convert-input-{mb}mb.jsonl")
+    if not os.path.exists(inp):
+        with open(inp + ".tmp", "wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+        os.rename(inp + ".tmp", inp)
+    out = os.path.join(CACHE, "convert-out.parquet")
+    p = subprocess.run(["farm-bench", "-n", "3", "--warmup", "1", "--timeout", "900", "--",
+                        os.path.abspath(args.bin), "convert", "--schema", SCHEMA, "--input", inp, "--output", out,
+                        "--compression", "zstd", "--threads", "1", "--quiet"], capture_output=True, text=True)
+    m = re.search(r"^A wall s\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)", p.stdout, re.M)
+    if p.returncode != 0 or not m:
+        raise RuntimeError("farm-bench: " + p.stdout + p.stderr)
+    wall = float(m.group(2))
+    os.remove(out)
+    return {"mb": nbytes / 1e6, "seconds": wall, "mb_s": nbytes / 1e6 / wall, "spread": (float(m.group(1)), float(m.group(3)))}
+
+
+def freshness():
+    server = Server().start()
+    try:
+        k = server.client()
+        k.create_stream(StreamName="fr")
+        arn = start_channel(server, "fr", "fr", 5, "LATEST")
+        wait_channel(server, arn, timeout=60)
+        lines, _ = load_lines(records_file(args.throughput_mb), 100)
+        put_times = []   # (shard, seq, time before the PutRecords call)
+        seen = []        # (time seen, {shard: checkpoint})
+        stop = threading.Event()
+
+        def poll():
+            last = None
+            while not stop.is_set():
+                _, summary = table_state(server, "bench", "bench", "fr")
+                now = time.time()
+                cps = {k2[len("icestream.checkpoint."):]: int(v) for k2, v in summary.items()
+                       if k2.startswith("icestream.checkpoint.")}
+                if cps and cps != last:
+                    seen.append((now, cps))
+                    last = cps
+                time.sleep(0.05)
+        w = threading.Thread(target=poll)
+        w.start()
+        i = 0
+        end = time.time() + args.latency_seconds
+        while time.time() < end:   # ~1 MB/s: 100 records of ~1 KiB every 0.1 s
+            t = time.time()
+            batch = [lines[(i + j) % len(lines)] for j in range(100)]
+            r = k.put_records(StreamName="fr", Records=[{"Data": d, "PartitionKey": f"k{i + j}"}
+                                                         for j, d in enumerate(batch)])
+            for res in r["Records"]:
+                if "SequenceNumber" in res:
+                    put_times.append((res["ShardId"], int(res["SequenceNumber"]), t))
+            i += 100
+            time.sleep(max(0.0, 0.1 - (time.time() - t)))
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if seen and all(seen[-1][1].get(s, -1) >= q for s, q, _ in put_times[-400:]):
+                break
+            time.sleep(0.1)
+        stop.set()
+        w.join()
+        lat = []
+        for shard, seq, t in put_times:
+            vis = next((ts for ts, cps in seen if cps.get(shard, -1) >= seq), None)
+            if vis is not None:
+                lat.append(vis - t)
+        lat.sort()
+        return {"records": len(lat), "sent": len(put_times), "p50": lat[len(lat) // 2],
+                "p99": lat[int(len(lat) * 0.99)], "max": lat[-1], "snapshots": len(seen)}
+    finally:
+        server.stop()
+        server.cleanup()
+
+
+only = set(args.only.split(","))
+print(f"load average before: {open('/proc/loadavg').read().split()[:3]} ({os.cpu_count()} cores)")
+if "throughput" in only:
+    path = records_file(args.throughput_mb)
+    print(f"\n== throughput: {args.throughput_mb} MB of ~1 KiB card transactions already in a 4-shard ON_DEMAND stream,"
+          " channel from TRIM_HORIZON, ZSTD, freshness 1 s")
+    conv = convert_baseline(path, args.throughput_mb)
+    tp = deliver_backlog(4, args.throughput_mb)
+    print(f"   delivery: {tp['records']} records, {tp['mb']:.0f} MB in {tp['seconds']:.2f} s = {tp['mb_s']:.1f} MB/s "
+          f"({tp['commits']:.0f} commits; ACTIVE after {tp['active_s']:.2f} s, first commit after "
+          f"{tp['first_commit_s']:.2f} s; the backlog was put at {tp['put_mb_s']:.1f} MB/s beforehand)")
+    print(f"   icestream convert --threads 1 (farm-bench median of 3, min/max {conv['spread'][0]:.2f}/{conv['spread'][1]:.2f} s):"
+          f" {conv['mb']:.0f} MB in {conv['seconds']:.2f} s = {conv['mb_s']:.1f} MB/s")
+    print(f"   ratio {tp['mb_s'] / conv['mb_s']:.2f}   (goal: >= 0.8)")
+if "freshness" in only:
+    print(f"\n== freshness: DataFreshnessInSeconds 5, ~1 MB/s steady for {args.latency_seconds} s")
+    f = freshness()
+    print(f"   {f['records']} of {f['sent']} records, {f['snapshots']} snapshots seen: row visible - record put: "
+          f"p50 {f['p50']:.2f} s, p99 {f['p99']:.2f} s, max {f['max']:.2f} s   (goal: p99 <= 6 s)")
+if "memory" in only:
+    print(f"\n== memory: 16 shards, {args.backlog_mb} MB backlog delivered from TRIM_HORIZON")
+    m = deliver_backlog(16, args.backlog_mb, measure_rss=True)
+    note = "" if m["hwm_reset"] else " (VmHWM could not be reset: it includes the ingest)"
+    print(f"   {m['records']} records, {m['mb']:.0f} MB caught up in {m['seconds']:.1f} s ({m['mb_s']:.1f} MB/s); "
+          f"RSS before {m['rss_before_mb']:.0f} MB; peak RSS {m['peak_rss_mb']:.0f} MB{note}   (goal: <= 512 MiB)")

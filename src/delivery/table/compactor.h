@@ -1,0 +1,85 @@
+// Compactor: a table channel's inline compaction (issue 10). It keeps an index of the
+// table's live data files (updated by the channel's own commits, reloaded from the
+// manifests only when another writer committed), plans merges (compaction_planner.h)
+// and carries them out: the rows of the input files are read back with the Parquet
+// reader, written with the table's current schema (older files' columns map by field
+// id) into new files of the partition, and swapped in by one Iceberg `replace` commit.
+//
+// It runs on the channel's delivery thread, between batches, so compaction commits never
+// race the channel's appends; a commit that loses to another writer (the inputs are no
+// longer live) is dropped and planned again. Output files are named
+// `<channel-id>-m-<attempt>-<n>.parquet`: a crash before the replace leaves them
+// unreferenced, for the orphan cleanup.
+//
+// Not thread-safe (one delivery thread); stats() may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "delivery/table/compaction_planner.h"
+#include "delivery/table/table_layout.h"
+#include "format/parquet/writer_options.h"
+#include "iceberg/file_io.h"
+#include "iceberg/table.h"
+
+namespace icestream::delivery::table {
+
+struct CompactionStats {
+  std::atomic<int64_t> bytes_appended{0};   // data file bytes the channel's appends wrote
+  std::atomic<int64_t> bytes_rewritten{0};  // data file bytes compaction wrote
+  std::atomic<int64_t> files_merged{0};     // input files replaced
+  std::atomic<int64_t> files_written{0};
+  std::atomic<int64_t> commits{0};
+  std::atomic<int64_t> conflicts{0};
+  std::atomic<int64_t> live_files{0};
+  std::atomic<int64_t> live_bytes{0};
+  // (appended + rewritten) / appended; 1 before anything was compacted.
+  double write_amplification() const;
+};
+
+class Compactor {
+ public:
+  Compactor(std::string channel_id, std::string channel_arn, CompactionOptions options, const Clock* clock,
+            std::function<void(nlohmann::json)> log);
+
+  // An append of the channel committed `files` as snapshot `snapshot` (parent `parent`).
+  void Appended(const iceberg::TableMetadata& after, int64_t snapshot, const std::vector<iceberg::DataFile>& files);
+  // Forgets the index (the table was reloaded or changed underneath).
+  void Invalidate() { index_snapshot_ = -2; }
+
+  // Plans and carries out merges for at most `budget_ms`. `layout` is the schema outputs
+  // are written with; `check` runs before each replace commit (the table is still the
+  // channel's). Errors are the table's or the store's; a lost commit is not an error.
+  Status Run(iceberg::Table* table, const iceberg::FileIO* io, const TableLayout& layout,
+             const format::parquet::WriterOptions& writer, const iceberg::CommitCheck& check, int64_t budget_ms);
+
+  const CompactionStats& stats() const { return stats_; }
+
+ private:
+  Status LoadIndex(const iceberg::TableMetadata& m, const iceberg::FileIO* io);
+  LiveFile Describe(const iceberg::DataFile& f, int64_t added_ms) const;
+  void Count();
+  Result<std::vector<iceberg::DataFile>> Merge(iceberg::Table* table, const iceberg::FileIO* io,
+                                               const TableLayout& layout, const format::parquet::WriterOptions& writer,
+                                               const CompactionTask& task, std::vector<std::string>* written);
+
+  const std::string channel_id_;
+  const std::string channel_arn_;
+  const CompactionOptions options_;
+  const Clock* clock_;
+  std::function<void(nlohmann::json)> log_;
+  int64_t index_snapshot_ = -2;  // the snapshot the index describes (-2: none)
+  std::map<std::string, LiveFile> index_;
+  CompactionStats stats_;
+};
+
+}  // namespace icestream::delivery::table
