@@ -3,6 +3,8 @@
 
 #include <thread>
 
+#include <fmt/format.h>
+
 #include <spdlog/spdlog.h>
 
 #include "common/crypto.h"
@@ -14,18 +16,23 @@
 #include "objectstore/local_store.h"
 #include "objectstore/s3_store.h"
 #include "server/catalog_wiring.h"
+#include "server/data_dir_lock.h"
 #include "server/router.h"
+#include "server/surface_auth.h"
 #include "stream/stream_manager.h"
 
 namespace icestream::server {
 
 struct IcestreamServer::Parts {
   Config config;
+  std::unique_ptr<DataDirLock> lock;  // first in, last out
   std::unique_ptr<Database> db;
   std::unique_ptr<stream::StreamManager> streams;
   std::shared_ptr<objectstore::ObjectStore> buckets;
   std::unique_ptr<delivery::ChannelManager> channels;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
+  std::unique_ptr<aws::Authenticator> auth;
+  std::unique_ptr<SurfaceAuth> surface_auth;
   std::unique_ptr<Router> router;
   std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
   std::unique_ptr<http::Server> http;
@@ -51,6 +58,22 @@ Result<std::string> TokenSecret(Database* db) {
   return secret;
 }
 
+// One info line per request: "access <client> <method> <path> <operation or -> <status>
+// <response bytes> B <ms> ms".
+http::Handler WithAccessLog(http::Handler inner) {
+  return [inner = std::move(inner)](std::shared_ptr<http::Request> req, http::Responder respond) {
+    int64_t start = MonotonicNanos();
+    std::string line = fmt::format("access {} {} {} {}", req->remote_address, req->method, req->path,
+                                   req->HasHeader("x-amz-target") ? std::string(req->GetHeader("x-amz-target"))
+                                                                  : std::string("-"));
+    inner(std::move(req), [respond = std::move(respond), line = std::move(line), start](http::Response r) {
+      spdlog::info("{} {} {} B {:.1f} ms", line, r.status, r.body.size(),
+                   static_cast<double>(MonotonicNanos() - start) / 1e6);
+      respond(std::move(r));
+    });
+  };
+}
+
 }  // namespace
 
 IcestreamServer::IcestreamServer(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
@@ -62,6 +85,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   auto p = std::make_unique<Parts>();
   p->config = config;
   RETURN_IF_ERROR(fs::MakeDirs(config.data_dir));
+  ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
   ASSIGN_OR_RETURN(p->db, Database::Open(fs::Join(config.data_dir, "meta.db")));
   ASSIGN_OR_RETURN(std::string secret, TokenSecret(p->db.get()));
 
@@ -127,16 +151,23 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
 
   p->kinesis->SetChannels(p->channels.get());
 
-  p->router = std::make_unique<Router>(aws::Authenticator(config.credentials));
+  aws::AuthenticatorOptions auth_options;
+  auth_options.secrets = config.credentials;
+  auth_options.region = config.region;
+  p->auth = std::make_unique<aws::Authenticator>(auth_options);
+  p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
+  p->router = std::make_unique<Router>(p->auth.get());
   kinesis::KinesisApi* k = p->kinesis.get();
-  p->router->AddService({"Kinesis_20131202.", aws::ErrorFlavor::kKinesis,
+  p->router->AddService({"Kinesis_20131202.", "kinesis", aws::ErrorFlavor::kKinesis,
                          [k](std::string_view op) { return k->Knows(op); },
                          [k](std::string_view op, std::shared_ptr<http::Request> req,
                              http::Responder respond) {
                            k->Handle(op, std::move(req), std::move(respond));
                          }});
   delivery::ChannelManager* cm = p->channels.get();
-  p->router->AddPath({"/metrics", [cm](std::shared_ptr<http::Request>, http::Responder respond) {
+  SurfaceAuth* surface = p->surface_auth.get();
+  p->router->AddPath({"/metrics", [cm, surface](std::shared_ptr<http::Request> req, http::Responder respond) {
+                        if (auto denied = surface->CheckMetrics(*req)) return respond(MetricsDenied(*denied));
                         http::Response r;
                         r.SetHeader("Content-Type", "text/plain; version=0.0.4");
                         r.body = cm->PrometheusText();
@@ -149,7 +180,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                         respond(std::move(r));
                       }});
 
-  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get(),
+  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get(), p->surface_auth.get(),
                                                       config.s3_endpoint.empty() ? nullptr : p->buckets));
 
   http::ServerOptions ho;
@@ -157,12 +188,14 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   ho.port = config.port();
   ho.threads = config.io_threads ? config.io_threads
                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
+  ho.max_connections = config.max_connections;
+  ho.idle_timeout_seconds = config.idle_timeout_seconds;
   Router* router = p->router.get();
-  ASSIGN_OR_RETURN(p->http,
-                   http::Server::Start(ho, [router](std::shared_ptr<http::Request> req,
-                                                    http::Responder respond) {
-                     router->Handle(std::move(req), std::move(respond));
-                   }));
+  http::Handler handler = [router](std::shared_ptr<http::Request> req, http::Responder respond) {
+    router->Handle(std::move(req), std::move(respond));
+  };
+  if (config.access_log) handler = WithAccessLog(std::move(handler));
+  ASSIGN_OR_RETURN(p->http, http::Server::Start(ho, std::move(handler)));
   p->http_raw.store(p->http.get());
   return std::unique_ptr<IcestreamServer>(new IcestreamServer(std::move(p)));
 }

@@ -247,6 +247,8 @@ Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
   s->info = info;
   s->RebuildRoutes();
   streams_[info.name] = s;
+  spdlog::info("stream {} created ({}, {} shards, uid {})", info.name, StreamModeName(info.mode), count,
+               info.uid);
   return info;
 }
 
@@ -273,6 +275,7 @@ Status StreamManager::DeleteStream(const std::string& name) {
   // fails or the process dies, Load() removes the leftover folder.
   Status st = fs::RemoveAll(StreamDir(uid));
   if (!st.ok()) spdlog::warn("deleting stream {}: {}", name, st.ToString());
+  spdlog::info("stream {} deleted (uid {})", name, uid);
   return Status::OK();
 }
 
@@ -434,7 +437,10 @@ Status StreamManager::SplitShard(const std::string& name, uint32_t shard, uint12
   StreamInfo next = s->info;
   std::vector<uint32_t> created;
   RETURN_IF_ERROR(SplitInto(next, shard, k, clock_->NowMillis(), &created));
-  return CommitTopology(*s, std::move(next), created);
+  RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  spdlog::info("stream {}: split {} into {} and {}", name, ShardIdString(shard), ShardIdString(created[0]),
+               ShardIdString(created[1]));
+  return Status::OK();
 }
 
 Status StreamManager::MergeShards(const std::string& name, uint32_t a, uint32_t b) {
@@ -444,7 +450,10 @@ Status StreamManager::MergeShards(const std::string& name, uint32_t a, uint32_t 
   StreamInfo next = s->info;
   std::vector<uint32_t> created;
   RETURN_IF_ERROR(MergeInto(next, a, b, clock_->NowMillis(), &created));
-  return CommitTopology(*s, std::move(next), created);
+  RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  spdlog::info("stream {}: merged {} and {} into {}", name, ShardIdString(a), ShardIdString(b),
+               ShardIdString(created[0]));
+  return Status::OK();
 }
 
 Result<uint32_t> StreamManager::UpdateShardCount(const std::string& name, uint32_t target) {
@@ -512,6 +521,8 @@ Result<uint32_t> StreamManager::UpdateShardCount(const std::string& name, uint32
   }
   // Shards created and closed in the same call (intermediate steps) hold no records.
   RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  spdlog::info("stream {}: open shard count {} -> {} ({} shards created)", name, current, target,
+               created.size());
   return current;
 }
 
@@ -536,6 +547,7 @@ Status StreamManager::UpdateStreamMode(const std::string& name, StreamMode mode)
           options_.account, options_.region));
     }
     info.mode = mode;
+    spdlog::info("stream {}: capacity mode {}", name, StreamModeName(mode));
     return Status::OK();
   });
 }

@@ -13,7 +13,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from delivery_check import S3Bucket, produce, verify_exactly_once, wait_delivered  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
-from harness import Moto, Rgw, Server, channel_request, kinesis_call, wait_channel  # noqa: E402
+from harness import Rgw, Server, channel_request, kinesis_call, wait_channel  # noqa: E402
 
 
 def freshness(server):
@@ -25,7 +25,7 @@ def freshness(server):
 
 class FaultDelivery(unittest.TestCase):
     def test_exactly_once_through_faults(self):
-        upstream = Rgw() if Rgw.available() else Moto()
+        upstream = Rgw()
         upstream.start()
         proxy = None
         server = None
