@@ -37,5 +37,15 @@ TEST(StatusTest, ResultPropagation) {
   EXPECT_FALSE(Check(3).ok());
 }
 
+TEST(StatusTest, RedactPaths) {
+  EXPECT_EQ(RedactPaths("pwrite /var/lib/icestream/streams/1/0/x.log: No space left on device"),
+            "pwrite <path>: No space left on device");
+  EXPECT_EQ(RedactPaths("create dir '/tmp/a/b' failed"), "create dir '<path>' failed");
+  EXPECT_EQ(RedactPaths("path=/srv/data/x."), "path=<path>.");
+  EXPECT_EQ(RedactPaths("POST / with X-Amz-Target"), "POST / with X-Amz-Target");
+  EXPECT_EQ(RedactPaths("a/b and 1/2 stay"), "a/b and 1/2 stay");
+  EXPECT_EQ(RedactPaths("see file:///tmp/x/y"), "see file:///tmp/x/y");
+}
+
 }  // namespace
 }  // namespace icestream

@@ -124,6 +124,7 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"commit_threads", r.Int(&c.commit_threads, "storage.commit_threads", 1, 64)},
       {"retention_check_interval_ms",
        r.Int(&c.retention_check_interval_ms, "storage.retention_check_interval_ms", 1, kMaxInt)},
+      {"max_open_segment_files", r.Int(&c.max_open_segment_files, "storage.max_open_segment_files", 1, 1 << 20)},
   };
   const Keys server = {
       {"io_threads", r.Int(&c.io_threads, "server.io_threads", 0, 1024)},

@@ -33,6 +33,7 @@ struct Config {
   uint64_t index_interval_bytes = 64 << 10;
   size_t commit_threads = 4;
   int64_t retention_check_interval_ms = 60 * 1000;
+  size_t max_open_segment_files = 512;  // descriptors of sealed segments kept open
 
   // Serving.
   size_t io_threads = 0;  // 0 = one per core (at least 2)

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   icestream::server::AddServeCommand(&app);
   icestream::server::AddConvertCommand(&app);
   icestream::server::AddChannelsCommand(&app);
+  icestream::server::AddFsckCommand(&app);
   CLI11_PARSE(app, argc, argv);
   return icestream::server::ExitCode();
 }

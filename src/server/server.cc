@@ -4,6 +4,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -103,6 +104,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   so.retention_check_interval_ms = config.retention_check_interval_ms;
   so.shard_limit = config.shard_limit;
   so.on_demand_stream_limit = config.on_demand_stream_limit;
+  so.max_open_segment_files = config.max_open_segment_files;
   ASSIGN_OR_RETURN(p->streams,
                    stream::StreamManager::Open(so, SystemClock::Default(), p->db.get()));
 
@@ -173,10 +175,22 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                         r.body = cm->PrometheusText();
                         respond(std::move(r));
                       }});
-  p->router->AddPath({"/health", [](std::shared_ptr<http::Request>, http::Responder respond) {
+  stream::StreamManager* sm = p->streams.get();
+  p->router->AddPath({"/health", [sm](std::shared_ptr<http::Request>, http::Responder respond) {
+                        // 200 either way (the server serves); "degraded" lists the shards
+                        // that do not, and why.
                         http::Response r;
                         r.SetHeader("Content-Type", "application/json");
-                        r.body = R"({"status":"ok"})";
+                        auto problems = sm->Problems();
+                        if (problems.empty()) {
+                          r.body = R"({"status":"ok"})";
+                        } else {
+                          nlohmann::json list = nlohmann::json::array();
+                          for (const auto& pr : problems) {
+                            list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
+                          }
+                          r.body = nlohmann::json{{"status", "degraded"}, {"shards", list}}.dump();
+                        }
                         respond(std::move(r));
                       }});
 

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "common/crypto.h"
 #include "iceberg/json_util.h"
@@ -65,8 +66,14 @@ ErrorModel ErrorFor(const Status& st, Route route) {
 }
 
 http::Response ErrorResponse(const ErrorModel& e, const http::Request& req) {
-  http::Response r = JsonResponse(e.code, req.method == "HEAD" ? "" : ErrorBody(e));
-  return r;
+  if (e.code >= 500) {
+    // The full text to the log; the client's copy names no file of this machine.
+    spdlog::warn("iceberg {} {} answered {} {}: {}", req.method, req.path, e.code, e.type, e.message);
+    ErrorModel redacted = e;
+    redacted.message = RedactPaths(e.message);
+    return JsonResponse(e.code, req.method == "HEAD" ? "" : ErrorBody(redacted));
+  }
+  return JsonResponse(e.code, req.method == "HEAD" ? "" : ErrorBody(e));
 }
 
 http::Response Fail(const Status& st, Route route, const http::Request& req) {
