@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_depth.h"
+
 namespace icestream {
 namespace {
 
@@ -45,6 +47,14 @@ TEST(StatusTest, RedactPaths) {
   EXPECT_EQ(RedactPaths("POST / with X-Amz-Target"), "POST / with X-Amz-Target");
   EXPECT_EQ(RedactPaths("a/b and 1/2 stay"), "a/b and 1/2 stay");
   EXPECT_EQ(RedactPaths("see file:///tmp/x/y"), "see file:///tmp/x/y");
+}
+
+TEST(JsonDepthTest, CountsBracketsOutsideStrings) {
+  EXPECT_EQ(JsonNestingDepth("", 10), 0u);
+  EXPECT_EQ(JsonNestingDepth(R"({"a":[1,{"b":2}]})", 10), 3u);
+  EXPECT_EQ(JsonNestingDepth(R"({"a":"[[[[\"{{{"})", 10), 1u);
+  EXPECT_EQ(JsonNestingDepth(std::string(100000, '['), 64), 65u);
+  EXPECT_EQ(JsonNestingDepth("[[]][[[]]]", 10), 3u);
 }
 
 }  // namespace
