@@ -58,6 +58,9 @@ class FaultDelivery(unittest.TestCase):
                 time.sleep(0.2)
             self.assertGreater(worst, 1.5, "DataFreshness never showed the delay")
             self.assertEqual(freshness(server), 0.0)
+            # Every retried S3 request left a warning that says so.
+            with open(server.log_path, errors="replace") as f:
+                self.assertRegex(f.read(), r"W .* s3 (PUT|POST|GET|HEAD) .*\(attempt 1 of \d+, retrying\)")
             faults = {k2: v for k2, v in proxy.counts.items() if k2 != "ok"}
             self.assertGreater(sum(faults.values()), 5, proxy.counts)
             print(f"proxy: {proxy.counts}; worst DataFreshness {worst:.1f} s; {len(acked)} records exactly once")
