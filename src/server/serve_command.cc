@@ -47,6 +47,7 @@ struct ServeFlags {
   std::string s3_endpoint;
   bool aws_strict = false;
   bool no_fsync = false;
+  bool access_log = false;
 };
 
 int RunServe(const ServeFlags& f) {
@@ -65,6 +66,7 @@ int RunServe(const ServeFlags& f) {
   if (f.aws_strict) c.aws_strict = true;
   if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
   if (f.no_fsync) c.fsync = false;
+  if (f.access_log) c.access_log = true;
   if (!ValidLogLevel(c.log_level)) {
     std::cerr << "icestream: log level '" << c.log_level
               << "' is not one of trace, debug, info, warn, error, off\n";
@@ -120,11 +122,12 @@ void AddServeCommand(CLI::App* app) {
   cmd->add_option("--config", flags->config_file, "TOML configuration file");
   cmd->add_option("--data-dir", flags->data_dir, "Data directory (default ./icestream-data)");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (default 127.0.0.1:4567)");
-  cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error");
+  cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|off (default info)");
   cmd->add_option("--s3-endpoint", flags->s3_endpoint,
                   "S3-compatible endpoint for delivery buckets (default: folders in the data dir)");
   cmd->add_flag("--aws-strict", flags->aws_strict,
                 "Enforce every AWS limit exactly (e.g. DataFreshnessInSeconds >= 300)");
+  cmd->add_flag("--access-log", flags->access_log, "Log one line per request at info ([server] access_log)");
   cmd->add_flag("--no-fsync", flags->no_fsync,
                 "Do not fsync appends (benchmarks only: acknowledged data is NOT crash-safe)");
   cmd->callback([flags] { SetExitCode(RunServe(*flags)); });
