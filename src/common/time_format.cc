@@ -40,16 +40,21 @@ std::string FormatAmzDate(int64_t epoch_ms) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+namespace {
+// The decimal number of s[pos, pos + len), or -1 when a character is not a digit.
+int Digits(std::string_view s, size_t pos, size_t len) {
+  int v = 0;
+  for (size_t i = pos; i < pos + len; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+}  // namespace
+
 std::optional<int64_t> ParseAmzDate(std::string_view s) {
   if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') return std::nullopt;
-  auto num = [&](size_t pos, size_t len) -> int {
-    int v = 0;
-    for (size_t i = pos; i < pos + len; ++i) {
-      if (s[i] < '0' || s[i] > '9') return -1;
-      v = v * 10 + (s[i] - '0');
-    }
-    return v;
-  };
+  auto num = [&](size_t pos, size_t len) { return Digits(s, pos, len); };
   std::tm tm{};
   tm.tm_year = num(0, 4) - 1900;
   tm.tm_mon = num(4, 2) - 1;
@@ -75,14 +80,7 @@ std::optional<int64_t> ParseHttpDate(std::string_view s) {
       s[17] != ':' || s.substr(20) != " GMT") {
     return std::nullopt;
   }
-  auto num = [&](size_t pos, size_t len) -> int {
-    int v = 0;
-    for (size_t i = pos; i < pos + len; ++i) {
-      if (s[i] < '0' || s[i] > '9') return -1;
-      v = v * 10 + (s[i] - '0');
-    }
-    return v;
-  };
+  auto num = [&](size_t pos, size_t len) { return Digits(s, pos, len); };
   std::tm tm{};
   tm.tm_mon = -1;
   for (int m = 0; m < 12; ++m) {

@@ -38,6 +38,18 @@ Status WriteIndex(const std::string& dir, const SegmentScan& scan) {
   return fs::WriteFileAtomic(fs::Join(dir, Segment::IndexFileName(scan.base_offset)), EncodeIndex(idx));
 }
 
+// Truncates `path` to `size` and syncs it.
+Status CutFile(const std::string& path, uint64_t size) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open " + path, errno);
+  int rc = ::ftruncate(fd, static_cast<off_t>(size));
+  if (rc == 0) rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoError("cut " + path, err);
+  return Status::OK();
+}
+
 // Copies the frames of `run` from `src` into a new segment file named by its first offset.
 Status WriteRun(const std::string& dir, const std::string& src, const SegmentScan::Run& run) {
   int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
@@ -97,13 +109,7 @@ Status Salvage(const std::string& dir, const SegmentScan& scan, uint64_t next_ba
       RETURN_IF_ERROR(WriteIndex(dir, moved));
     }
   }
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open " + path, errno);
-  int rc = ::ftruncate(fd, static_cast<off_t>(scan.valid_end));
-  if (rc == 0) rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoError("cut " + path, err);
+  RETURN_IF_ERROR(CutFile(path, scan.valid_end));
   // The cut segment is sealed now unless it stays the last one.
   if (!active || !runs.empty()) {
     SegmentScan cut = scan;
@@ -148,15 +154,7 @@ Result<ShardCheck> CheckShardLog(const std::string& dir, bool repair, uint64_t i
     if (scan.kind == SegmentScan::Kind::kTornTail) {
       out.findings.push_back(name + ": " + scan.Describe());
       out.actions.push_back(fmt::format("{}: cut the torn tail at file position {}", name, scan.valid_end));
-      if (repair) {
-        int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-        if (fd < 0) return ErrnoError("open " + path, errno);
-        int rc = ::ftruncate(fd, static_cast<off_t>(scan.valid_end));
-        if (rc == 0) rc = ::fsync(fd);
-        int err = errno;
-        ::close(fd);
-        if (rc != 0) return ErrnoError("cut " + path, err);
-      }
+      if (repair) RETURN_IF_ERROR(CutFile(path, scan.valid_end));
     } else if (scan.kind == SegmentScan::Kind::kCorrupt || short_of_next) {
       out.findings.push_back(name + ": " +
                              (scan.kind == SegmentScan::Kind::kCorrupt

@@ -7,7 +7,6 @@ access log."""
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,7 +15,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from harness import BINARY, Server, free_port  # noqa: E402
+from harness import BINARY, Server, busy_port, free_port  # noqa: E402
 
 
 def run_serve(args, config_text=None, timeout=10):
@@ -83,10 +82,7 @@ class Logging(unittest.TestCase):
         self.assertIn("loud", out)
 
     def test_busy_port_names_the_reason(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            s.listen(1)
-            port = s.getsockname()[1]
+        with busy_port() as port:
             work = tempfile.mkdtemp(prefix="icestream-startup-")
             try:
                 p = subprocess.run([BINARY, "serve", "--data-dir", work, "--listen", f"127.0.0.1:{port}"],

@@ -6,7 +6,6 @@ metrics) until Ctrl-C stops it cleanly."""
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -14,7 +13,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from harness import BINARY, free_port  # noqa: E402
+from harness import BINARY, busy_port, free_port  # noqa: E402
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 DEMO = os.path.join(ROOT, "scripts", "demo")
@@ -28,10 +27,7 @@ def demo_env(port, data_dir):
 
 class Demo(unittest.TestCase):
     def test_busy_port_is_refused(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            s.listen(1)
-            port = s.getsockname()[1]
+        with busy_port() as port:
             work = tempfile.mkdtemp(prefix="icestream-demo-")
             try:
                 p = subprocess.run([DEMO], env=demo_env(port, work), capture_output=True, text=True, timeout=60)

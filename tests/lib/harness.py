@@ -24,6 +24,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+class busy_port:
+    """A 127.0.0.1 port held by a listening socket for the `with` block (yields the port)."""
+
+    def __enter__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        return self.sock.getsockname()[1]
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
 class Server:
     """One icestream process. `start()` waits for /health; `stop()` sends SIGTERM and
     waits; `kill()` sends SIGKILL (crash tests). The data dir survives restarts and is
