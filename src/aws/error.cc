@@ -1,8 +1,9 @@
 // AWS error mapping and error bodies.
 #include "aws/error.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
 
 namespace icestream::aws {
 
@@ -55,7 +56,8 @@ http::Response ErrorResponse(const ApiError& error, std::string_view request_id,
     if (error.http_status >= 500) {
       // Server-side failures: the full text goes to the log, the client's copy names no
       // file of this machine.
-      spdlog::warn("request {} answered {} {}: {}", request_id, error.http_status, error.type, message);
+      spdlog::warn("request {} answered {} {}: {}", request_id, error.http_status, error.type,
+                   message);
       message = RedactPaths(message);
     }
     body[flavor == ErrorFlavor::kGlue ? "Message" : "message"] = message;

@@ -1,10 +1,10 @@
 // SigV4 implementation (AWS General Reference, "Signature Version 4 signing process").
 #include "aws/sigv4.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 
 #include "common/crypto.h"
 #include "common/time_format.h"
@@ -334,7 +334,8 @@ std::optional<ApiError> Authenticator::Verify(const http::Request& req,
   // What binds the signature to this request must be signed.
   std::string_view amz_date = req.GetHeader("x-amz-date");
   if (!Signed(auth, "host")) {
-    return InvalidSignature("'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
+    return InvalidSignature(
+        "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
   }
   if (!amz_date.empty() ? !Signed(auth, "x-amz-date") : !Signed(auth, "date")) {
     return InvalidSignature(fmt::format("'{}' must be a 'SignedHeader' in the AWS Authorization.",
@@ -364,20 +365,21 @@ std::optional<ApiError> Authenticator::Verify(const http::Request& req,
   int64_t skew = options_.max_skew_ms;
   int64_t skew_min = skew / 60000;
   if (*when < now - skew) {
-    return InvalidSignature(fmt::format("Signature expired: {} is now earlier than {} ({} - {} min.)",
-                                        iso_date, FormatAmzDate(now - skew), FormatAmzDate(now),
-                                        skew_min));
+    return InvalidSignature(
+        fmt::format("Signature expired: {} is now earlier than {} ({} - {} min.)", iso_date,
+                    FormatAmzDate(now - skew), FormatAmzDate(now), skew_min));
   }
   if (*when > now + skew) {
-    return InvalidSignature(fmt::format(
-        "Signature not yet current: {} is still later than {} ({} + {} min.)", iso_date,
-        FormatAmzDate(now + skew), FormatAmzDate(now), skew_min));
+    return InvalidSignature(
+        fmt::format("Signature not yet current: {} is still later than {} ({} + {} min.)", iso_date,
+                    FormatAmzDate(now + skew), FormatAmzDate(now), skew_min));
   }
   // The payload hash is the body's, whatever a header claims.
   std::string payload_hash = crypto::Hex(crypto::Sha256(req.body));
   std::string claimed = Lower(req.GetHeader("x-amz-content-sha256"));
   if (!claimed.empty() && claimed != payload_hash) {
-    return InvalidSignature("The provided 'x-amz-content-sha256' header does not match what was computed.");
+    return InvalidSignature(
+        "The provided 'x-amz-content-sha256' header does not match what was computed.");
   }
   // Services other than S3 sign the path encoded once more (botocore SigV4Auth, the
   // AWS SDKs' default "double URL encode"): a %1F on the wire is %251F in the canonical URI.

@@ -83,9 +83,10 @@ struct AuthenticatorOptions {
 //
 // With secrets, the request is bound as well: the access key must be known; host, the
 // date header and x-amz-target (when present) must be among the signed headers; the
-// date must be within max_skew_ms of the clock and agree with the scope's date; the signature is computed over sha256(body) (an x-amz-content-sha256
-// header must equal it) and must match. Without secrets none of this could stop anyone
-// (any key and signature are accepted), so the body is not hashed.
+// date must be within max_skew_ms of the clock and agree with the scope's date; the signature is
+// computed over sha256(body) (an x-amz-content-sha256 header must equal it) and must match. Without
+// secrets none of this could stop anyone (any key and signature are accepted), so the body is not
+// hashed.
 //
 // Thread-safe (const).
 class Authenticator {

@@ -68,7 +68,8 @@ void SetHeader(http::Request* r, const std::string& name, const std::string& val
 
 struct Fixture {
   ManualClock clock{kNow};
-  Authenticator strict{AuthenticatorOptions{{{"AKTEST", "secret"}}, "us-east-1", 15 * 60 * 1000, &clock}};
+  Authenticator strict{
+      AuthenticatorOptions{{{"AKTEST", "secret"}}, "us-east-1", 15 * 60 * 1000, &clock}};
   Authenticator lenient{AuthenticatorOptions{{}, "us-east-1", 15 * 60 * 1000, &clock}};
 };
 
@@ -78,7 +79,8 @@ TEST(SigV4Test, VerifiesKeyAndSecret) {
   EXPECT_FALSE(f.strict.Check(req, "kinesis").has_value());
   Authenticator wrong(AuthenticatorOptions{{{"AKTEST", "other"}}, "us-east-1", 900000, &f.clock});
   EXPECT_EQ(wrong.Check(req, "kinesis")->type, "InvalidSignatureException");
-  Authenticator unknown(AuthenticatorOptions{{{"AKOTHER", "secret"}}, "us-east-1", 900000, &f.clock});
+  Authenticator unknown(
+      AuthenticatorOptions{{{"AKOTHER", "secret"}}, "us-east-1", 900000, &f.clock});
   EXPECT_EQ(unknown.Check(req, "kinesis")->type, "UnrecognizedClientException");
 }
 
@@ -135,7 +137,8 @@ TEST(SigV4Test, DateHeaderInsteadOfXAmzDate) {
                                      CanonicalRequest(in, {"date", "host"}));
   req.headers.push_back({"authorization", "AWS4-HMAC-SHA256 Credential=AKTEST/" + iso.substr(0, 8) +
                                               "/us-east-1/kinesis/aws4_request, "
-                                              "SignedHeaders=date;host, Signature=" + sig});
+                                              "SignedHeaders=date;host, Signature=" +
+                                              sig});
   auto err = f.strict.Check(req, "kinesis");
   EXPECT_FALSE(err.has_value()) << err->message;
 }

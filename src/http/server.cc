@@ -2,11 +2,12 @@
 // Beast for serving; keep it that way (Beast makes translation units slow to compile).
 #include "http/server.h"
 
+#include <spdlog/spdlog.h>
+
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <mutex>
@@ -14,8 +15,6 @@
 #include <set>
 #include <thread>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "common/clock.h"
 #include "common/time_format.h"
@@ -115,13 +114,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == bhttp::error::body_limit) return RespondTooLarge();
     if (ec == bhttp::error::header_limit) {
       return RespondMalformed(431, "request header fields are larger than " +
-                                       std::to_string(server_->options.max_header_bytes) + " bytes");
+                                       std::to_string(server_->options.max_header_bytes) +
+                                       " bytes");
     }
     if (IsProtocolError(ec)) return RespondMalformed(400, "malformed request: " + ec.message());
     if (ec) return Close();
     auto& msg = parser_->get();
     // RFC 9112 §6.3: a message with both is a smuggling attempt, not something to guess at.
-    if (msg.count(bhttp::field::content_length) > 0 && msg.count(bhttp::field::transfer_encoding) > 0) {
+    if (msg.count(bhttp::field::content_length) > 0 &&
+        msg.count(bhttp::field::transfer_encoding) > 0) {
       return RespondMalformed(400, "malformed request: both Content-Length and Transfer-Encoding");
     }
     auto len = parser_->content_length();

@@ -1,10 +1,10 @@
 // Kinesis API dispatch, the Call helpers and the shared member checks.
 #include "kinesis/api.h"
 
+#include <fmt/format.h>
+
 #include <regex>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "common/crypto.h"
 #include "common/json_depth.h"

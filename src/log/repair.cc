@@ -2,13 +2,12 @@
 #include "log/repair.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "common/fs.h"
 #include "log/format.h"
@@ -21,7 +20,8 @@ namespace {
 constexpr uint64_t kNoNext = std::numeric_limits<uint64_t>::max();
 
 std::string Range(uint64_t from, uint64_t to) {  // [from, to)
-  return to - from == 1 ? fmt::format("offset {}", from) : fmt::format("offsets {}..{}", from, to - 1);
+  return to - from == 1 ? fmt::format("offset {}", from)
+                        : fmt::format("offsets {}..{}", from, to - 1);
 }
 
 // True when `dir`/<base>.idx describes exactly what the scan found.
@@ -34,8 +34,10 @@ bool IndexMatches(const std::string& dir, const SegmentScan& scan) {
 }
 
 Status WriteIndex(const std::string& dir, const SegmentScan& scan) {
-  SegmentIndex idx{scan.base_offset, scan.end_offset, scan.valid_end, scan.last_arrival_ms, scan.entries};
-  return fs::WriteFileAtomic(fs::Join(dir, Segment::IndexFileName(scan.base_offset)), EncodeIndex(idx));
+  SegmentIndex idx{scan.base_offset, scan.end_offset, scan.valid_end, scan.last_arrival_ms,
+                   scan.entries};
+  return fs::WriteFileAtomic(fs::Join(dir, Segment::IndexFileName(scan.base_offset)),
+                             EncodeIndex(idx));
 }
 
 // Truncates `path` to `size` and syncs it.
@@ -77,25 +79,30 @@ Status Salvage(const std::string& dir, const SegmentScan& scan, uint64_t next_ba
     if (!runs.empty() && kept.first_offset < runs.back().end_offset) continue;
     runs.push_back(kept);
   }
-  out->actions.push_back(fmt::format("{}: cut at file position {} (keeps {})", Segment::FileName(scan.base_offset),
-                                     scan.valid_end,
-                                     scan.end_offset > scan.base_offset ? Range(scan.base_offset, scan.end_offset)
-                                                                        : std::string("no records")));
+  out->actions.push_back(fmt::format(
+      "{}: cut at file position {} (keeps {})", Segment::FileName(scan.base_offset), scan.valid_end,
+      scan.end_offset > scan.base_offset ? Range(scan.base_offset, scan.end_offset)
+                                         : std::string("no records")));
   uint64_t at = scan.end_offset;
   for (const auto& r : runs) {
     if (r.first_offset > at) {
-      out->actions.push_back(fmt::format("drop {} ({} record(s): damaged)", Range(at, r.first_offset), r.first_offset - at));
+      out->actions.push_back(fmt::format("drop {} ({} record(s): damaged)",
+                                         Range(at, r.first_offset), r.first_offset - at));
       out->dropped_records += r.first_offset - at;
     }
-    out->actions.push_back(fmt::format("move {} unchanged into new segment {}", Range(r.first_offset, r.end_offset),
+    out->actions.push_back(fmt::format("move {} unchanged into new segment {}",
+                                       Range(r.first_offset, r.end_offset),
                                        Segment::FileName(r.first_offset)));
     at = r.end_offset;
   }
   if (next_base != kNoNext && at < next_base) {
-    out->actions.push_back(fmt::format("drop {} ({} record(s): damaged)", Range(at, next_base), next_base - at));
+    out->actions.push_back(
+        fmt::format("drop {} ({} record(s): damaged)", Range(at, next_base), next_base - at));
     out->dropped_records += next_base - at;
-  } else if (next_base == kNoNext && scan.file_size > (runs.empty() ? scan.valid_end : runs.back().end_position)) {
-    out->actions.push_back("drop the bytes after the last intact record (damaged or never acknowledged)");
+  } else if (next_base == kNoNext &&
+             scan.file_size > (runs.empty() ? scan.valid_end : runs.back().end_position)) {
+    out->actions.push_back(
+        "drop the bytes after the last intact record (damaged or never acknowledged)");
   }
   if (!repair) return Status::OK();
   // New files first, the cut last: a crash in between leaves the damaged original, which
@@ -104,8 +111,9 @@ Status Salvage(const std::string& dir, const SegmentScan& scan, uint64_t next_ba
     RETURN_IF_ERROR(WriteRun(dir, path, r));
     bool last = active && &r == &runs.back();
     if (!last) {
-      ASSIGN_OR_RETURN(SegmentScan moved, Segment::Examine(fs::Join(dir, Segment::FileName(r.first_offset)),
-                                                           r.first_offset, false, index_interval_bytes));
+      ASSIGN_OR_RETURN(SegmentScan moved,
+                       Segment::Examine(fs::Join(dir, Segment::FileName(r.first_offset)),
+                                        r.first_offset, false, index_interval_bytes));
       RETURN_IF_ERROR(WriteIndex(dir, moved));
     }
   }
@@ -121,13 +129,13 @@ Status Salvage(const std::string& dir, const SegmentScan& scan, uint64_t next_ba
 
 }  // namespace
 
-Result<ShardCheck> CheckShardLog(const std::string& dir, bool repair, uint64_t index_interval_bytes) {
+Result<ShardCheck> CheckShardLog(const std::string& dir, bool repair,
+                                 uint64_t index_interval_bytes) {
   ShardCheck out;
   ASSIGN_OR_RETURN(auto names, fs::ListDir(dir));
   std::vector<uint64_t> bases;
   for (const auto& n : names) {
-    if (n.size() == 24 && n.ends_with(".log") &&
-        n.find_first_not_of("0123456789") == 20) {
+    if (n.size() == 24 && n.ends_with(".log") && n.find_first_not_of("0123456789") == 20) {
       bases.push_back(std::stoull(n.substr(0, 20)));
     } else if (n.ends_with(".tmp")) {
       out.findings.push_back(n + ": a temporary file left by an interrupted write");
@@ -144,7 +152,8 @@ Result<ShardCheck> CheckShardLog(const std::string& dir, bool repair, uint64_t i
     auto scanned = Segment::Examine(path, bases[i], active, index_interval_bytes);
     if (!scanned.ok()) {
       out.findings.push_back(name + ": " + scanned.status().message());
-      out.actions.push_back(name + ": nothing (the operator must move this file away to accept its loss)");
+      out.actions.push_back(name +
+                            ": nothing (the operator must move this file away to accept its loss)");
       out.repairable = false;
       continue;
     }
@@ -153,14 +162,16 @@ Result<ShardCheck> CheckShardLog(const std::string& dir, bool repair, uint64_t i
     bool short_of_next = !active && scan.end_offset < next && !IndexMatches(dir, scan);
     if (scan.kind == SegmentScan::Kind::kTornTail) {
       out.findings.push_back(name + ": " + scan.Describe());
-      out.actions.push_back(fmt::format("{}: cut the torn tail at file position {}", name, scan.valid_end));
+      out.actions.push_back(
+          fmt::format("{}: cut the torn tail at file position {}", name, scan.valid_end));
       if (repair) RETURN_IF_ERROR(CutFile(path, scan.valid_end));
     } else if (scan.kind == SegmentScan::Kind::kCorrupt || short_of_next) {
-      out.findings.push_back(name + ": " +
-                             (scan.kind == SegmentScan::Kind::kCorrupt
-                                  ? scan.Describe()
-                                  : fmt::format("ends at offset {}, but the next segment starts at {}",
-                                                scan.end_offset, next)));
+      out.findings.push_back(
+          name + ": " +
+          (scan.kind == SegmentScan::Kind::kCorrupt
+               ? scan.Describe()
+               : fmt::format("ends at offset {}, but the next segment starts at {}",
+                             scan.end_offset, next)));
       RETURN_IF_ERROR(Salvage(dir, scan, next, active, index_interval_bytes, repair, &out));
     } else if (!active && !IndexMatches(dir, scan)) {
       out.findings.push_back(name + ": its index file is missing or does not match the segment");

@@ -30,6 +30,7 @@ struct ShardCheck {
 };
 
 // Checks the shard log in `dir`; with `repair`, carries out the actions.
-Result<ShardCheck> CheckShardLog(const std::string& dir, bool repair, uint64_t index_interval_bytes = 64 << 10);
+Result<ShardCheck> CheckShardLog(const std::string& dir, bool repair,
+                                 uint64_t index_interval_bytes = 64 << 10);
 
 }  // namespace icestream::log

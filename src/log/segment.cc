@@ -68,18 +68,21 @@ std::string SegmentScan::Describe() const {
           "torn tail: {} bytes after offset {} (file position {}) belong to a write that never "
           "finished{}",
           file_size - valid_end, end_offset, valid_end,
-          intact_runs.empty() ? "" : fmt::format(" ({} whole frames of it survived)", intact_records()));
+          intact_runs.empty() ? ""
+                              : fmt::format(" ({} whole frames of it survived)", intact_records()));
     case Kind::kCorrupt: {
       std::string runs;
       for (const auto& r : intact_runs) {
-        runs += fmt::format("{}offsets {}..{} at file position {}", runs.empty() ? "" : ", ", r.first_offset,
-                            r.end_offset - 1, r.position);
+        runs += fmt::format("{}offsets {}..{} at file position {}", runs.empty() ? "" : ", ",
+                            r.first_offset, r.end_offset - 1, r.position);
       }
       return fmt::format(
-          "corrupt: the record at offset {} (file position {}) is damaged; {} intact record(s) follow it{}{}",
+          "corrupt: the record at offset {} (file position {}) is damaged; {} intact record(s) "
+          "follow it{}{}",
           end_offset, valid_end, intact_records(), runs.empty() ? "" : " (" + runs + ")",
-          write_follows_damage ? "; a later write follows the damaged one, so it had been acknowledged"
-                               : "");
+          write_follows_damage
+              ? "; a later write follows the damaged one, so it had been acknowledged"
+              : "");
     }
   }
   return "";
@@ -99,7 +102,8 @@ Status CheckHeader(int fd, const std::string& path, uint64_t base_offset) {
 }
 
 // The valid prefix: frames from the header on, each with the next offset.
-Status ScanPrefix(int fd, const std::string& path, uint64_t index_interval_bytes, SegmentScan* out) {
+Status ScanPrefix(int fd, const std::string& path, uint64_t index_interval_bytes,
+                  SegmentScan* out) {
   std::string buf;
   uint64_t pos = kSegmentHeaderSize;
   uint64_t expect = out->base_offset;
@@ -175,7 +179,8 @@ Status ScanDamage(int fd, const std::string& path, SegmentScan* out) {
     run.position = out->valid_end + q;
     run.first_offset = f.offset;
     uint64_t expect = f.offset;
-    while (q < view.size() && ParseFrame(view.substr(q), &f) == FrameParse::kOk && f.offset == expect) {
+    while (q < view.size() && ParseFrame(view.substr(q), &f) == FrameParse::kOk &&
+           f.offset == expect) {
       if (f.flags & kFrameFlagWriteStart) {
         out->write_follows_damage = true;
         out->write_start_seen = true;
@@ -255,21 +260,24 @@ Result<std::shared_ptr<Segment>> Segment::OpenSealed(const std::string& dir, uin
     spdlog::warn("index of {} does not match the segment ({}); rebuilding", path,
                  idx.ok() ? "wrong offsets or longer than the file" : idx.status().ToString());
   }
-  ASSIGN_OR_RETURN(SegmentScan scan, Examine(path, base_offset, /*active=*/false, index_interval_bytes));
+  ASSIGN_OR_RETURN(SegmentScan scan,
+                   Examine(path, base_offset, /*active=*/false, index_interval_bytes));
   bool short_of_next = scan.end_offset < next_base;
   if (scan.kind != SegmentScan::Kind::kClean || short_of_next) {
     // Never skipped silently: reads stop at the damage with an error.
     seg->damaged_ = true;
-    spdlog::error("sealed segment {} is damaged: {}{}; reads stop at offset {} (run `icestream fsck`)", path,
-                  scan.Describe(),
-                  short_of_next && scan.kind == SegmentScan::Kind::kClean
-                      ? fmt::format(" (it ends at offset {} but the next segment starts at {})", scan.end_offset,
-                                    next_base)
-                      : "",
-                  scan.end_offset);
+    spdlog::error(
+        "sealed segment {} is damaged: {}{}; reads stop at offset {} (run `icestream fsck`)", path,
+        scan.Describe(),
+        short_of_next && scan.kind == SegmentScan::Kind::kClean
+            ? fmt::format(" (it ends at offset {} but the next segment starts at {})",
+                          scan.end_offset, next_base)
+            : "",
+        scan.end_offset);
   } else {
     // Rebuilt: write it down so the next start does not scan again (best effort).
-    SegmentIndex idx{base_offset, scan.end_offset, scan.valid_end, scan.last_arrival_ms, scan.entries};
+    SegmentIndex idx{base_offset, scan.end_offset, scan.valid_end, scan.last_arrival_ms,
+                     scan.entries};
     Status wrote = fs::WriteFileAtomic(fs::Join(dir, IndexFileName(base_offset)), EncodeIndex(idx));
     if (!wrote.ok()) spdlog::warn("rewriting the index of {}: {}", path, wrote.ToString());
   }
@@ -282,7 +290,8 @@ Result<std::shared_ptr<Segment>> Segment::OpenActive(const std::string& dir, uin
                                                      SegmentFileCache* cache,
                                                      uint64_t* truncated_bytes) {
   std::string path = fs::Join(dir, FileName(base_offset));
-  ASSIGN_OR_RETURN(SegmentScan scan, Examine(path, base_offset, /*active=*/true, index_interval_bytes));
+  ASSIGN_OR_RETURN(SegmentScan scan,
+                   Examine(path, base_offset, /*active=*/true, index_interval_bytes));
   if (scan.kind == SegmentScan::Kind::kCorrupt) {
     return Corruption(fmt::format(
         "segment {} is {}. This is not a torn tail: nothing is cut, and the shard is not opened. "
@@ -295,7 +304,8 @@ Result<std::shared_ptr<Segment>> Segment::OpenActive(const std::string& dir, uin
   *truncated_bytes = scan.file_size - scan.valid_end;
   if (scan.kind == SegmentScan::Kind::kTornTail) {
     spdlog::warn("{}: cutting a {}", path, scan.Describe());
-    if (::ftruncate(fd, static_cast<off_t>(scan.valid_end)) != 0) return ErrnoError("truncate " + path, errno);
+    if (::ftruncate(fd, static_cast<off_t>(scan.valid_end)) != 0)
+      return ErrnoError("truncate " + path, errno);
     if (::fsync(fd) != 0) return ErrnoError("fsync " + path, errno);
   }
   // An active segment never has an index file; a stale one (from a seal interrupted by a
@@ -357,7 +367,8 @@ Status Segment::TruncateTo(uint64_t position) {
     h = write_handle_;
   }
   if (!h) return Internal("truncate of a sealed segment " + path_);
-  if (::ftruncate(h->fd(), static_cast<off_t>(position)) != 0) return ErrnoError("truncate " + path_, errno);
+  if (::ftruncate(h->fd(), static_cast<off_t>(position)) != 0)
+    return ErrnoError("truncate " + path_, errno);
   if (::fdatasync(h->fd()) != 0) return ErrnoError("fdatasync " + path_, errno);
   return Status::OK();
 }

@@ -27,9 +27,9 @@ namespace icestream::log {
 // frames (whole, right CRC, an offset at or after the expected one) are looked for.
 struct SegmentScan {
   enum class Kind {
-    kClean,    // the valid prefix is the whole file
-    kTornTail, // the damage can only be an unfinished last write: cut it
-    kCorrupt,  // damage to data that was durable: never cut, the shard is not opened
+    kClean,     // the valid prefix is the whole file
+    kTornTail,  // the damage can only be an unfinished last write: cut it
+    kCorrupt,   // damage to data that was durable: never cut, the shard is not opened
   };
   uint64_t base_offset = 0;
   uint64_t file_size = 0;
@@ -44,7 +44,7 @@ struct SegmentScan {
     uint64_t position = 0;      // file position of its first frame
     uint64_t end_position = 0;  // file position after its last frame
     uint64_t first_offset = 0;
-    uint64_t end_offset = 0;    // offset after its last frame
+    uint64_t end_offset = 0;  // offset after its last frame
   };
   std::vector<Run> intact_runs;
   // An intact frame after the damage starts a write: that write came after the damaged

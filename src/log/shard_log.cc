@@ -2,14 +2,13 @@
 #include "log/shard_log.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "common/bytes.h"
 #include "common/fs.h"
@@ -25,7 +24,8 @@ ShardLog::~ShardLog() = default;
 Result<std::shared_ptr<ShardLog>> ShardLog::Open(std::string dir, LogOptions options,
                                                  const Clock* clock, Committer* committer) {
   std::shared_ptr<ShardLog> log(new ShardLog(std::move(dir), options, clock, committer));
-  log->file_cache_ = options.file_cache ? options.file_cache : std::make_shared<SegmentFileCache>(8);
+  log->file_cache_ =
+      options.file_cache ? options.file_cache : std::make_shared<SegmentFileCache>(8);
   log->committer_slot_ = committer->AssignSlot();
   RETURN_IF_ERROR(log->Recover());
   return log;
@@ -67,13 +67,15 @@ Status ShardLog::Recover() {
     segments_.push_back(std::move(seg));
   } else {
     for (size_t i = 0; i + 1 < bases.size(); ++i) {
-      ASSIGN_OR_RETURN(auto seg, Segment::OpenSealed(dir_, bases[i], bases[i + 1],
-                                                     options_.index_interval_bytes, file_cache_.get()));
+      ASSIGN_OR_RETURN(
+          auto seg, Segment::OpenSealed(dir_, bases[i], bases[i + 1], options_.index_interval_bytes,
+                                        file_cache_.get()));
       segments_.push_back(std::move(seg));
     }
     uint64_t cut = 0;
-    ASSIGN_OR_RETURN(auto active, Segment::OpenActive(dir_, bases.back(), options_.index_interval_bytes,
-                                                      file_cache_.get(), &cut));
+    ASSIGN_OR_RETURN(auto active,
+                     Segment::OpenActive(dir_, bases.back(), options_.index_interval_bytes,
+                                         file_cache_.get(), &cut));
     segments_.push_back(std::move(active));
   }
   const auto& last = segments_.back();
@@ -204,7 +206,8 @@ void ShardLog::SyncAndPublish(FlushJob* job) {
     return;
   }
   uint64_t end = job->first_offset + job->frames.size();
-  int64_t first = job->segment->empty() ? job->frames.front().second : job->segment->first_arrival_ms();
+  int64_t first =
+      job->segment->empty() ? job->frames.front().second : job->segment->first_arrival_ms();
   int64_t last = job->frames.back().second;
   uint64_t durable = job->position + job->bytes.size();
   job->segment->Publish(durable, end, first, last);
@@ -227,12 +230,14 @@ namespace {
 Status ClientWriteError(const Status& st) {
   if (st.code() == StatusCode::kUnavailable) {
     return Unavailable(
-        "no space left on the disk that holds the stream's log: the records were not written; retry once "
+        "no space left on the disk that holds the stream's log: the records were not written; "
+        "retry once "
         "space is freed");
   }
   std::string_view m = st.message();
   size_t colon = m.rfind(": ");
-  std::string reason(colon == std::string_view::npos ? std::string_view("I/O error") : m.substr(colon + 2));
+  std::string reason(colon == std::string_view::npos ? std::string_view("I/O error")
+                                                     : m.substr(colon + 2));
   return IOError("writing the stream's log failed (" + reason + "); the records were not written");
 }
 
@@ -267,9 +272,10 @@ void ShardLog::FailWrite(FlushJob* job, const Status& st, bool written) {
     write_error_ = st.message();
     in_flight_ = false;
   }
-  spdlog::error("shard log {}: {}; {} records of this write and of those queued behind it are refused, "
-                "later writes are tried again",
-                dir_, st.ToString(), records);
+  spdlog::error(
+      "shard log {}: {}; {} records of this write and of those queued behind it are refused, "
+      "later writes are tried again",
+      dir_, st.ToString(), records);
   Status client = ClientWriteError(st);
   for (auto& cb : failed) cb(client);
   idle_cv_.notify_all();
@@ -285,7 +291,8 @@ void ShardLog::FinishJob() {
 
 uint64_t ShardLog::Drain() {
   std::unique_lock lock(append_mu_);
-  idle_cv_.wait(lock, [&] { return pending_.empty() && pending_callbacks_.empty() && !in_flight_; });
+  idle_cv_.wait(lock,
+                [&] { return pending_.empty() && pending_callbacks_.empty() && !in_flight_; });
   return committed_end();
 }
 
@@ -375,17 +382,18 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
   // it fails. The file's path goes to the log (once per segment), never to the caller.
   auto damage = [&](const Segment& seg, const std::string& detail) -> Result<ReadResult> {
     if (seg.FirstDamageReport()) {
-      spdlog::error("shard log {}: {} in {} at offset {}; reads stop there (run `icestream fsck`)", dir_, detail,
-                    seg.path(), offset);
+      spdlog::error("shard log {}: {} in {} at offset {}; reads stop there (run `icestream fsck`)",
+                    dir_, detail, seg.path(), offset);
     }
     if (!out.records.empty()) {
       out.next_offset = offset;
       return std::move(out);
     }
-    return Corruption(fmt::format(
-        "the record at offset {} of this shard is damaged on disk ({}); reads cannot go past it until an "
-        "operator repairs the log (icestream fsck)",
-        offset, detail));
+    return Corruption(
+        fmt::format("the record at offset {} of this shard is damaged on disk ({}); reads cannot "
+                    "go past it until an "
+                    "operator repairs the log (icestream fsck)",
+                    offset, detail));
   };
   std::string buf;
   std::shared_ptr<Segment> gone;  // a segment whose file vanished (retention) on the last try
@@ -429,7 +437,8 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
       buf.resize(want);
-      ASSIGN_OR_RETURN(size_t got, fs::PReadFull((*handle)->fd(), buf.data(), want, pos, seg->path()));
+      ASSIGN_OR_RETURN(size_t got,
+                       fs::PReadFull((*handle)->fd(), buf.data(), want, pos, seg->path()));
       buf.resize(got);
       min_read = 0;
       size_t at = 0;
@@ -451,7 +460,8 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
         if (r == FrameParse::kCorrupt) return damage(*seg, "checksum mismatch");
         if (f.offset >= offset) {
           if (f.offset != offset) {
-            return damage(*seg, fmt::format("a frame holds offset {} where {} belongs", f.offset, offset));
+            return damage(
+                *seg, fmt::format("a frame holds offset {} where {} belongs", f.offset, offset));
           }
           size_t rec_bytes = f.partition_key.size() + f.data.size();
           if (!out.records.empty() && out.bytes + rec_bytes > max_bytes) {

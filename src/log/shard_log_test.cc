@@ -3,6 +3,7 @@
 #include "log/shard_log.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -10,11 +11,9 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <filesystem>
 #include <future>
 #include <random>
@@ -184,7 +183,8 @@ TEST_F(ShardLogTest, HoleInsideTheLastWriteIsATornTail) {
   std::string path = ActivePath();
   std::string bytes = *fs::ReadFile(path);
   size_t second = kSegmentHeaderSize + FrameSize(1, 4);
-  std::fill(bytes.begin() + static_cast<long>(second) + 4, bytes.begin() + static_cast<long>(second) + 20, '\0');
+  std::fill(bytes.begin() + static_cast<long>(second) + 4,
+            bytes.begin() + static_cast<long>(second) + 20, '\0');
   ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
   Open();
   EXPECT_EQ(log_->committed_end(), 1u);
@@ -220,7 +220,8 @@ TEST_F(ShardLogTest, DamageInASealedSegmentStopsReadsWithAClearError) {
   LogOptions opts;
   opts.segment_bytes = 2048;
   Open(opts);
-  for (int i = 0; i < 30; ++i) AppendSync({{"k", std::string(300, static_cast<char>('a' + i % 26))}});
+  for (int i = 0; i < 30; ++i)
+    AppendSync({{"k", std::string(300, static_cast<char>('a' + i % 26))}});
   log_.reset();
   auto listing = fs::ListDir(dir_.string());
   ASSERT_TRUE(listing.ok());

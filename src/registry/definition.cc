@@ -1,11 +1,11 @@
 // Registry schema definitions: syntax checks per data format.
 #include "registry/definition.h"
 
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "common/json_depth.h"
 #include "format/avro/schema.h"
@@ -255,8 +255,10 @@ constexpr size_t kMaxDefinitionNesting = 256;
 }  // namespace
 
 Status CheckDefinition(DataFormat format, std::string_view def) {
-  if (format != DataFormat::kProtobuf && JsonNestingDepth(def, kMaxDefinitionNesting) > kMaxDefinitionNesting) {
-    return Invalid(format, "nests more than " + std::to_string(kMaxDefinitionNesting) + " levels deep");
+  if (format != DataFormat::kProtobuf &&
+      JsonNestingDepth(def, kMaxDefinitionNesting) > kMaxDefinitionNesting) {
+    return Invalid(format,
+                   "nests more than " + std::to_string(kMaxDefinitionNesting) + " levels deep");
   }
   switch (format) {
     case DataFormat::kJson: {

@@ -2,10 +2,10 @@
 // (aws-api.md §D.1-§D.3, texts of §D.5).
 #include "registry/glue_api.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "common/base64.h"
 #include "common/crypto.h"

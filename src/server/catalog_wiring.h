@@ -24,9 +24,9 @@ class CatalogServices {
   // the S3 bucket of the same name); null in the embedded mode, where table buckets are
   // folders DATA_DIR/table-buckets/<name>/.
   // `auth` decides who may call the REST catalog; it must outlive this object.
-  static Result<std::unique_ptr<CatalogServices>> Start(const Config& config, Database* db, Router* router,
-                                                        const SurfaceAuth* auth,
-                                                        std::shared_ptr<objectstore::ObjectStore> s3_buckets);
+  static Result<std::unique_ptr<CatalogServices>> Start(
+      const Config& config, Database* db, Router* router, const SurfaceAuth* auth,
+      std::shared_ptr<objectstore::ObjectStore> s3_buckets);
   ~CatalogServices();
 
   struct Impl;

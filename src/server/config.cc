@@ -1,6 +1,7 @@
 // TOML configuration loading.
 #include "server/config.h"
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <functional>
 #include <limits>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace icestream::server {
 
@@ -63,7 +62,8 @@ class StrictReader {
       if (!v) return Error(n.source(), name + " must be an integer");
       int64_t x = v->get();
       if (x < min || x > max) {
-        return Error(n.source(), fmt::format("{} must be between {} and {}, got {}", name, min, max, x));
+        return Error(n.source(),
+                     fmt::format("{} must be between {} and {}, got {}", name, min, max, x));
       }
       *out = static_cast<T>(x);
       return Status::OK();
@@ -91,7 +91,8 @@ class StrictReader {
       if (it == keys.end()) {
         std::string known;
         for (const auto& e : keys) known += (known.empty() ? "" : ", ") + e.first;
-        return Error(key.source(), fmt::format("unknown key '{}' in {} (known keys: {})", k, where, known));
+        return Error(key.source(),
+                     fmt::format("unknown key '{}' in {} (known keys: {})", k, where, known));
       }
       RETURN_IF_ERROR(it->second(node));
     }
@@ -119,17 +120,21 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"fsync", r.Bool(&c.fsync, "storage.fsync")},
       {"segment_bytes", r.Int(&c.segment_bytes, "storage.segment_bytes", 4096, kMaxInt)},
       {"segment_ms", r.Int(&c.segment_ms, "storage.segment_ms", 1, kMaxInt)},
-      {"index_interval_bytes", r.Int(&c.index_interval_bytes, "storage.index_interval_bytes", 1, kMaxInt)},
-      {"page_cache_window_bytes", r.Int(&c.page_cache_window_bytes, "storage.page_cache_window_bytes", 0, kMaxInt)},
+      {"index_interval_bytes",
+       r.Int(&c.index_interval_bytes, "storage.index_interval_bytes", 1, kMaxInt)},
+      {"page_cache_window_bytes",
+       r.Int(&c.page_cache_window_bytes, "storage.page_cache_window_bytes", 0, kMaxInt)},
       {"commit_threads", r.Int(&c.commit_threads, "storage.commit_threads", 1, 64)},
       {"retention_check_interval_ms",
        r.Int(&c.retention_check_interval_ms, "storage.retention_check_interval_ms", 1, kMaxInt)},
-      {"max_open_segment_files", r.Int(&c.max_open_segment_files, "storage.max_open_segment_files", 1, 1 << 20)},
+      {"max_open_segment_files",
+       r.Int(&c.max_open_segment_files, "storage.max_open_segment_files", 1, 1 << 20)},
   };
   const Keys server = {
       {"io_threads", r.Int(&c.io_threads, "server.io_threads", 0, 1024)},
       {"max_connections", r.Int(&c.max_connections, "server.max_connections", 1, 1 << 20)},
-      {"idle_timeout_seconds", r.Int(&c.idle_timeout_seconds, "server.idle_timeout_seconds", 1, 86400)},
+      {"idle_timeout_seconds",
+       r.Int(&c.idle_timeout_seconds, "server.idle_timeout_seconds", 1, 86400)},
       {"access_log", r.Bool(&c.access_log, "server.access_log")},
   };
   const Keys auth = {
@@ -140,13 +145,16 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"endpoint", r.Str(&c.s3_endpoint, "s3.endpoint")},
       {"region", r.Str(&c.s3_region, "s3.region")},
       {"path_style", r.Bool(&c.s3_path_style, "s3.path_style")},
-      {"multipart_threshold", r.Int(&c.s3_multipart_threshold, "s3.multipart_threshold", 5 << 20, kMaxInt)},
-      {"request_timeout_ms", r.Int(&c.s3_request_timeout_ms, "s3.request_timeout_ms", 1, INT32_MAX)},
+      {"multipart_threshold",
+       r.Int(&c.s3_multipart_threshold, "s3.multipart_threshold", 5 << 20, kMaxInt)},
+      {"request_timeout_ms",
+       r.Int(&c.s3_request_timeout_ms, "s3.request_timeout_ms", 1, INT32_MAX)},
       {"max_attempts", r.Int(&c.s3_max_attempts, "s3.max_attempts", 1, 100)},
   };
   const Keys delivery = {
       {"workers", r.Int(&c.delivery_workers, "delivery.workers", 1, 256)},
-      {"max_batch_bytes", r.Int(&c.delivery_max_batch_bytes, "delivery.max_batch_bytes", 1, kMaxInt)},
+      {"max_batch_bytes",
+       r.Int(&c.delivery_max_batch_bytes, "delivery.max_batch_bytes", 1, kMaxInt)},
       {"tick_ms", r.Int(&c.delivery_tick_ms, "delivery.tick_ms", 1, 60000)},
   };
   const Keys kinesis = {
@@ -157,10 +165,11 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
   };
   const Keys limits = {
       {"shard_limit", r.Int(&c.shard_limit, "limits.shard_limit", 1, UINT32_MAX)},
-      {"on_demand_stream_limit", r.Int(&c.on_demand_stream_limit, "limits.on_demand_stream_limit", 0, UINT32_MAX)},
+      {"on_demand_stream_limit",
+       r.Int(&c.on_demand_stream_limit, "limits.on_demand_stream_limit", 0, UINT32_MAX)},
   };
   const std::vector<std::pair<std::string, const Keys*>> sections = {
-      {"storage", &storage}, {"server", &server},   {"auth", &auth},     {"s3", &s3},
+      {"storage", &storage},   {"server", &server},   {"auth", &auth},       {"s3", &s3},
       {"delivery", &delivery}, {"kinesis", &kinesis}, {"iceberg", &iceberg}, {"limits", &limits}};
 
   // [[credentials]]: an array of tables, each with both keys.
@@ -173,11 +182,13 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
     }
     for (const auto& e : *arr) {
       std::string ak, sk;
-      RETURN_IF_ERROR(r.Apply(*e.as_table(), "[[credentials]]",
-                              {{"access_key_id", r.Str(&ak, "credentials.access_key_id")},
-                               {"secret_access_key", r.Str(&sk, "credentials.secret_access_key")}}));
+      RETURN_IF_ERROR(
+          r.Apply(*e.as_table(), "[[credentials]]",
+                  {{"access_key_id", r.Str(&ak, "credentials.access_key_id")},
+                   {"secret_access_key", r.Str(&sk, "credentials.secret_access_key")}}));
       if (ak.empty() || sk.empty()) {
-        return r.Error(e.source(), "[[credentials]] needs a non-empty access_key_id and secret_access_key");
+        return r.Error(e.source(),
+                       "[[credentials]] needs a non-empty access_key_id and secret_access_key");
       }
       c.credentials[ak] = sk;
     }

@@ -37,9 +37,9 @@ struct Config {
 
   // Serving.
   size_t io_threads = 0;  // 0 = one per core (at least 2)
-  size_t max_connections = 4096;     // further connections wait in the listen backlog
-  int idle_timeout_seconds = 300;    // a keep-alive connection idle this long is closed
-  bool access_log = false;           // one info line per request
+  size_t max_connections = 4096;   // further connections wait in the listen backlog
+  int idle_timeout_seconds = 300;  // a keep-alive connection idle this long is closed
+  bool access_log = false;         // one info line per request
   // Lifetime of shard iterators and NextTokens (AWS: 300 s). Tests shorten it.
   int64_t iterator_ttl_ms = 300 * 1000;
 

@@ -24,15 +24,17 @@ Result<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::string& dat
     for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; ++i) holder.push_back(buf[i]);
     ::close(fd);
     if (err == EWOULDBLOCK) {
-      return FailedPrecondition("data directory " + data_dir + " is in use by another icestream process" +
-                                (holder.empty() ? std::string() : " (pid " + holder + ")") +
-                                "; a data directory has one owner: stop that process or choose another "
-                                "--data-dir");
+      return FailedPrecondition(
+          "data directory " + data_dir + " is in use by another icestream process" +
+          (holder.empty() ? std::string() : " (pid " + holder + ")") +
+          "; a data directory has one owner: stop that process or choose another "
+          "--data-dir");
     }
     return ErrnoError("lock " + path, err);
   }
   std::string pid = std::to_string(::getpid()) + "\n";
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
     int err = errno;
     ::close(fd);
     return ErrnoError("write " + path, err);

@@ -5,13 +5,12 @@
 //
 // Exit code: 0 when everything is clean (or was repaired), 1 when problems were found
 // and not repaired (or cannot be), 2 when the check itself failed.
-#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "common/fs.h"
 #include "common/sqlite.h"
@@ -90,8 +89,8 @@ int RunFsck(const FsckFlags& f) {
       }
     }
   }
-  std::cout << fmt::format("{} shard(s) checked, {} with problems; {} record(s) {} dropped{}\n", shards, problems,
-                           dropped, f.repair ? "were" : "would be",
+  std::cout << fmt::format("{} shard(s) checked, {} with problems; {} record(s) {} dropped{}\n",
+                           shards, problems, dropped, f.repair ? "were" : "would be",
                            f.repair || problems == 0 ? "" : " (run again with --repair to repair)");
   if (unrepairable > 0) return 1;
   return problems == 0 || f.repair ? 0 : 1;

@@ -1,16 +1,14 @@
 // `icestream serve`: runs the server until SIGINT/SIGTERM.
+#include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "common/logging.h"
 #include "server/commands.h"
@@ -94,12 +92,13 @@ int RunServe(const ServeFlags& f) {
                          ? "any signature accepted (no [[credentials]])"
                          : fmt::format("signatures verified ({} key{})", c.credentials.size(),
                                        c.credentials.size() == 1 ? "" : "s");
-  std::string catalog = c.credentials.empty() && c.bearer_tokens.empty()
-                            ? "open"
-                            : c.bearer_tokens.empty() ? "SigV4 (s3tables)" : "SigV4 (s3tables) or bearer token";
+  std::string catalog = c.credentials.empty() && c.bearer_tokens.empty() ? "open"
+                        : c.bearer_tokens.empty()                        ? "SigV4 (s3tables)"
+                                                  : "SigV4 (s3tables) or bearer token";
   spdlog::info(
       "icestream {} listening on http://{}:{} | data dir {} | region {} account {} | auth: {} | "
-      "iceberg catalog: {} | /metrics: {} | aws-strict {} | S3: {} | fsync {} | open files limit {}",
+      "iceberg catalog: {} | /metrics: {} | aws-strict {} | S3: {} | fsync {} | open files limit "
+      "{}",
       ICESTREAM_VERSION, c.host(), (*server)->port(), AbsolutePath(c.data_dir), c.region, c.account,
       auth, catalog,
       (!c.credentials.empty() || !c.bearer_tokens.empty()) && !c.public_metrics ? "bearer token"
@@ -122,12 +121,14 @@ void AddServeCommand(CLI::App* app) {
   cmd->add_option("--config", flags->config_file, "TOML configuration file");
   cmd->add_option("--data-dir", flags->data_dir, "Data directory (default ./icestream-data)");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (default 127.0.0.1:4567)");
-  cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|off (default info)");
+  cmd->add_option("--log-level", flags->log_level,
+                  "trace|debug|info|warn|error|off (default info)");
   cmd->add_option("--s3-endpoint", flags->s3_endpoint,
                   "S3-compatible endpoint for delivery buckets (default: folders in the data dir)");
   cmd->add_flag("--aws-strict", flags->aws_strict,
                 "Enforce every AWS limit exactly (e.g. DataFreshnessInSeconds >= 300)");
-  cmd->add_flag("--access-log", flags->access_log, "Log one line per request at info ([server] access_log)");
+  cmd->add_flag("--access-log", flags->access_log,
+                "Log one line per request at info ([server] access_log)");
   cmd->add_flag("--no-fsync", flags->no_fsync,
                 "Do not fsync appends (benchmarks only: acknowledged data is NOT crash-safe)");
   cmd->callback([flags] { SetExitCode(RunServe(*flags)); });

@@ -61,10 +61,10 @@ std::optional<Denied> SurfaceAuth::CheckCatalog(const http::Request& req) const 
                   "token."};
   }
   if (auto e = sigv4_->Check(req, "s3tables")) {
-    int status = e->type == "MissingAuthenticationTokenException" ||
-                         e->type == "UnrecognizedClientException"
-                     ? 401
-                     : 403;
+    int status =
+        e->type == "MissingAuthenticationTokenException" || e->type == "UnrecognizedClientException"
+            ? 401
+            : 403;
     return Denied{status, status == 401 ? "NotAuthorizedException" : "ForbiddenException",
                   e->type + ": " + e->message};
   }

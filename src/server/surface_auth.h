@@ -23,8 +23,8 @@
 namespace icestream::server {
 
 struct Denied {
-  int status = 401;         // 401: no or unknown credentials; 403: a bad signature
-  std::string type;         // NotAuthorizedException, ForbiddenException
+  int status = 401;  // 401: no or unknown credentials; 403: a bad signature
+  std::string type;  // NotAuthorizedException, ForbiddenException
   std::string message;
 };
 

@@ -1,13 +1,13 @@
 // StreamManager: metadata, routing, resharding, reads, retention.
 #include "stream/stream_manager.h"
 
-#include <algorithm>
-#include <atomic>
-#include <set>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <set>
 
 #include "common/crypto.h"
 #include "common/fs.h"
@@ -27,7 +27,8 @@ std::string ClientSafeReason(const std::string& message) {
 }
 
 StreamManagerOptions WithFileCache(StreamManagerOptions o) {
-  if (!o.log.file_cache) o.log.file_cache = std::make_shared<log::SegmentFileCache>(o.max_open_segment_files);
+  if (!o.log.file_cache)
+    o.log.file_cache = std::make_shared<log::SegmentFileCache>(o.max_open_segment_files);
   return o;
 }
 }  // namespace
@@ -42,7 +43,10 @@ void StreamManager::Stream::RebuildRoutes() {
 }
 
 StreamManager::StreamManager(StreamManagerOptions options, const Clock* clock, Database* db)
-    : options_(WithFileCache(std::move(options))), clock_(clock), db_(db), committer_(options_.commit_threads) {
+    : options_(WithFileCache(std::move(options))),
+      clock_(clock),
+      db_(db),
+      committer_(options_.commit_threads) {
   if (options_.enforce_shard_limits) limiter_ = std::make_unique<ShardLimiter>(clock_);
 }
 
@@ -99,7 +103,8 @@ Status StreamManager::Load() {
     auto s = std::make_shared<Stream>();
     bool fixed = false;
     for (auto& shard : info.shards) {
-      auto opened = log::ShardLog::Open(ShardDir(info.uid, shard.index), options_.log, clock_, &committer_);
+      auto opened =
+          log::ShardLog::Open(ShardDir(info.uid, shard.index), options_.log, clock_, &committer_);
       if (!opened.ok()) {
         // One damaged shard does not keep the server (or the rest of its stream) down:
         // it stays listed, and calls that need it get a clear error.
@@ -144,7 +149,8 @@ Status StreamManager::Load() {
     if (deleted.count(d)) {
       spdlog::info("removing the folder of deleted stream uid {} (its delete was interrupted)", d);
       RETURN_IF_ERROR(fs::RemoveAll(fs::Join(streams_dir, d)));
-      RETURN_IF_ERROR(db_->Query("DELETE FROM stream_deletions WHERE uid = ?1", {static_cast<int64_t>(std::stoull(d))})
+      RETURN_IF_ERROR(db_->Query("DELETE FROM stream_deletions WHERE uid = ?1",
+                                 {static_cast<int64_t>(std::stoull(d))})
                           .status());
     } else {
       unknown.push_back(d);
@@ -153,13 +159,16 @@ Status StreamManager::Load() {
   if (!unknown.empty() && rows.empty()) {
     return FailedPrecondition(fmt::format(
         "meta.db knows no streams, but the data directory holds {} stream folder(s) under streams/ "
-        "(uids {}); meta.db is missing, empty or from another data directory. Refusing to start so that "
-        "no acknowledged record is lost: restore meta.db from a backup, or move streams/ aside to start "
+        "(uids {}); meta.db is missing, empty or from another data directory. Refusing to start so "
+        "that "
+        "no acknowledged record is lost: restore meta.db from a backup, or move streams/ aside to "
+        "start "
         "with no streams.",
         unknown.size(), fmt::join(unknown, ", ")));
   }
   for (const auto& d : unknown) {
-    spdlog::warn("streams/{} is not a stream meta.db knows; it is left in place (nothing is deleted)", d);
+    spdlog::warn(
+        "streams/{} is not a stream meta.db knows; it is left in place (nothing is deleted)", d);
   }
   return Status::OK();
 }
@@ -180,10 +189,11 @@ Status StreamManager::NotFoundError(const std::string& name) const {
 }
 
 Status StreamManager::BrokenShardError(const Stream& s, uint32_t shard) const {
-  return Corruption(fmt::format(
-      "Shard {} in stream {} under account {} is damaged on disk and was not opened at start-up; an "
-      "operator must repair it (icestream fsck). Other shards are served.",
-      ShardIdString(shard), s.info.name, options_.account));
+  return Corruption(
+      fmt::format("Shard {} in stream {} under account {} is damaged on disk and was not opened at "
+                  "start-up; an "
+                  "operator must repair it (icestream fsck). Other shards are served.",
+                  ShardIdString(shard), s.info.name, options_.account));
 }
 
 std::vector<ShardProblem> StreamManager::Problems() const {
@@ -192,7 +202,8 @@ std::vector<ShardProblem> StreamManager::Problems() const {
   for (const auto& [name, s] : streams_) {
     std::shared_lock slock(s->mu);
     for (const auto& [idx, st] : s->broken) {
-      out.push_back({name, ShardIdString(idx), "not opened: damaged on disk (see the server log; icestream fsck)"});
+      out.push_back({name, ShardIdString(idx),
+                     "not opened: damaged on disk (see the server log; icestream fsck)"});
     }
     for (const auto& [idx, log] : s->logs) {
       if (auto e = log->write_error()) {
@@ -316,8 +327,8 @@ Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
   s->info = info;
   s->RebuildRoutes();
   streams_[info.name] = s;
-  spdlog::info("stream {} created ({}, {} shards, uid {})", info.name, StreamModeName(info.mode), count,
-               info.uid);
+  spdlog::info("stream {} created ({}, {} shards, uid {})", info.name, StreamModeName(info.mode),
+               count, info.uid);
   return info;
 }
 
@@ -352,7 +363,8 @@ Status StreamManager::DeleteStream(const std::string& name) {
   // fails or the process dies, Load() removes the leftover folder.
   Status st = fs::RemoveAll(StreamDir(uid));
   if (st.ok()) {
-    st = db_->Query("DELETE FROM stream_deletions WHERE uid = ?1", {static_cast<int64_t>(uid)}).status();
+    st = db_->Query("DELETE FROM stream_deletions WHERE uid = ?1", {static_cast<int64_t>(uid)})
+             .status();
   }
   if (!st.ok()) spdlog::warn("deleting stream {}: {}", name, st.ToString());
   spdlog::info("stream {} deleted (uid {})", name, uid);
@@ -468,7 +480,8 @@ Status StreamManager::MergeInto(StreamInfo& info, uint32_t a, uint32_t b, int64_
 Status StreamManager::CommitTopology(Stream& s, StreamInfo next,
                                      const std::vector<uint32_t>& created) {
   for (const auto& sh : next.shards) {
-    if (!sh.open() && !sh.end_offset && s.broken.count(sh.index)) return BrokenShardError(s, sh.index);
+    if (!sh.open() && !sh.end_offset && s.broken.count(sh.index))
+      return BrokenShardError(s, sh.index);
   }
   // Open the new shards' logs first: if that fails nothing changed.
   std::map<uint32_t, std::shared_ptr<log::ShardLog>> new_logs;
@@ -523,8 +536,8 @@ Status StreamManager::SplitShard(const std::string& name, uint32_t shard, uint12
   std::vector<uint32_t> created;
   RETURN_IF_ERROR(SplitInto(next, shard, k, clock_->NowMillis(), &created));
   RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
-  spdlog::info("stream {}: split {} into {} and {}", name, ShardIdString(shard), ShardIdString(created[0]),
-               ShardIdString(created[1]));
+  spdlog::info("stream {}: split {} into {} and {}", name, ShardIdString(shard),
+               ShardIdString(created[0]), ShardIdString(created[1]));
   return Status::OK();
 }
 

@@ -1,12 +1,12 @@
 // Iceberg REST catalog handlers (REST OpenAPI paths; formats.md §C.12).
 #include "iceberg/rest/rest_server.h"
 
-#include <charconv>
-#include <set>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "common/crypto.h"
 #include "common/json_depth.h"
@@ -69,7 +69,8 @@ ErrorModel ErrorFor(const Status& st, Route route) {
 http::Response ErrorResponse(const ErrorModel& e, const http::Request& req) {
   if (e.code >= 500) {
     // The full text to the log; the client's copy names no file of this machine.
-    spdlog::warn("iceberg {} {} answered {} {}: {}", req.method, req.path, e.code, e.type, e.message);
+    spdlog::warn("iceberg {} {} answered {} {}: {}", req.method, req.path, e.code, e.type,
+                 e.message);
     ErrorModel redacted = e;
     redacted.message = RedactPaths(e.message);
     return JsonResponse(e.code, req.method == "HEAD" ? "" : ErrorBody(redacted));
@@ -106,8 +107,8 @@ constexpr size_t kMaxBodyNesting = 512;
 
 Result<json> Body(const http::Request& req) {
   if (JsonNestingDepth(req.body, kMaxBodyNesting) > kMaxBodyNesting) {
-    return InvalidArgument("Malformed request: the body nests JSON more than " + std::to_string(kMaxBodyNesting) +
-                           " levels deep");
+    return InvalidArgument("Malformed request: the body nests JSON more than " +
+                           std::to_string(kMaxBodyNesting) + " levels deep");
   }
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded()) return InvalidArgument("Malformed request: the body is not valid JSON");
@@ -185,18 +186,22 @@ constexpr size_t kMaxNameLength = 255;
 constexpr size_t kMaxNamespaceLevels = 8;
 
 std::string Shown(const std::string& name) {
-  return name.size() <= 64 ? name : name.substr(0, 64) + "... (" + std::to_string(name.size()) + " characters)";
+  return name.size() <= 64
+             ? name
+             : name.substr(0, 64) + "... (" + std::to_string(name.size()) + " characters)";
 }
 
 Status CheckName(std::string_view what, const std::string& name) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  bool ok = !name.empty() && name.size() <= kMaxNameLength && alnum(name.front()) && alnum(name.back());
+  bool ok =
+      !name.empty() && name.size() <= kMaxNameLength && alnum(name.front()) && alnum(name.back());
   for (char c : name) ok &= alnum(c) || c == '_';
   if (!ok) {
-    return InvalidArgument(fmt::format(
-        "invalid {} name '{}': names are 1-{} characters of lowercase letters, digits and '_', starting and "
-        "ending with a letter or digit",
-        what, Shown(name), kMaxNameLength));
+    return InvalidArgument(
+        fmt::format("invalid {} name '{}': names are 1-{} characters of lowercase letters, digits "
+                    "and '_', starting and "
+                    "ending with a letter or digit",
+                    what, Shown(name), kMaxNameLength));
   }
   return Status::OK();
 }
@@ -204,11 +209,13 @@ Status CheckName(std::string_view what, const std::string& name) {
 Status CheckNewNamespace(const Namespace& ns) {
   if (ns.empty()) return InvalidArgument("a namespace needs at least one level");
   if (ns.size() > kMaxNamespaceLevels) {
-    return InvalidArgument(fmt::format("a namespace has at most {} levels, got {}", kMaxNamespaceLevels, ns.size()));
+    return InvalidArgument(
+        fmt::format("a namespace has at most {} levels, got {}", kMaxNamespaceLevels, ns.size()));
   }
   for (const auto& level : ns) RETURN_IF_ERROR(CheckName("namespace", level));
   if (ns.front().rfind("aws", 0) == 0) {
-    return InvalidArgument("invalid namespace name '" + Shown(ns.front()) + "': the prefix 'aws' is reserved");
+    return InvalidArgument("invalid namespace name '" + Shown(ns.front()) +
+                           "': the prefix 'aws' is reserved");
   }
   return Status::OK();
 }
@@ -297,7 +304,8 @@ class Handler {
     auto props = ju::StringMap(*body, "properties", "CreateNamespaceRequest");
     if (!parts.ok()) return Fail(parts.status(), Route::kOther, req_);
     if (!props.ok()) return Fail(props.status(), Route::kOther, req_);
-    if (Status named = CheckNewNamespace(*parts); !named.ok()) return Fail(named, Route::kOther, req_);
+    if (Status named = CheckNewNamespace(*parts); !named.ok())
+      return Fail(named, Route::kOther, req_);
     Status st = catalog_->CreateNamespace(*parts, *props);
     if (!st.ok()) return Fail(st, Route::kOther, req_);
     return JsonResponse(200, NamespaceResponse(*parts, *props).dump());
@@ -352,7 +360,8 @@ class Handler {
     if (!body.ok()) return Fail(body.status(), Route::kOther, req_);
     auto request = CreateTableRequestFromJson(*body);
     if (!request.ok()) return Fail(request.status(), Route::kOther, req_);
-    if (Status named = CheckName("table", request->name); !named.ok()) return Fail(named, Route::kOther, req_);
+    if (Status named = CheckName("table", request->name); !named.ok())
+      return Fail(named, Route::kOther, req_);
     auto t = catalog_->CreateTable(ns, *request);
     if (!t.ok()) return Fail(t.status(), Route::kOther, req_);
     return Loaded(*t);
@@ -367,7 +376,8 @@ class Handler {
     if (!name.ok()) return Fail(name.status(), Route::kOther, req_);
     if (!location.ok()) return Fail(location.status(), Route::kOther, req_);
     if (!overwrite.ok()) return Fail(overwrite.status(), Route::kOther, req_);
-    if (Status named = CheckName("table", *name); !named.ok()) return Fail(named, Route::kOther, req_);
+    if (Status named = CheckName("table", *name); !named.ok())
+      return Fail(named, Route::kOther, req_);
     auto t = catalog_->RegisterTable({ns, *name}, *location, overwrite->value_or(false));
     if (!t.ok()) return Fail(t.status(), Route::kOther, req_);
     return Loaded(*t);
@@ -457,7 +467,8 @@ class Handler {
     auto to = TableIdentifierFromJson(*dst);
     if (!from.ok()) return Fail(from.status(), Route::kOther, req_);
     if (!to.ok()) return Fail(to.status(), Route::kOther, req_);
-    if (Status named = CheckName("table", to->name); !named.ok()) return Fail(named, Route::kOther, req_);
+    if (Status named = CheckName("table", to->name); !named.ok())
+      return Fail(named, Route::kOther, req_);
     return Done(catalog_->RenameTable(*from, *to), Route::kOther);
   }
 

@@ -104,7 +104,8 @@ bool HasDotSegment(std::string_view s) {
   size_t start = 0;
   while (start <= s.size()) {
     size_t slash = s.find('/', start);
-    std::string_view seg = s.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    std::string_view seg =
+        s.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (seg == "." || seg == "..") return true;
     if (slash == std::string_view::npos) break;
     start = slash + 1;
@@ -123,9 +124,10 @@ void ReadDlq(aws::Params& p, const std::string& path, const json& j, delivery::D
   StrMember(p, path + ".expectedBucketOwner", owner, true, 12, 12, &kOwner, "\\d{12}");
   StrMember(p, path + ".errorOutputPrefix", prefix, false, 1, 512, &kPrefixChars, "[0-9A-Za-z!\\-_'.*()\\/]+");
   if (prefix && HasDotSegment(*prefix)) {  // it becomes part of object keys and file paths
-    p.AddViolation("Value '" + *prefix + "' at '" + path +
-                   ".errorOutputPrefix' failed to satisfy constraint: Member must not contain a '.' or '..' "
-                   "path segment");
+    p.AddViolation(
+        "Value '" + *prefix + "' at '" + path +
+        ".errorOutputPrefix' failed to satisfy constraint: Member must not contain a '.' or '..' "
+        "path segment");
   }
   out->bucket_arn = bucket.value_or("");
   out->expected_bucket_owner = owner.value_or("");
@@ -193,7 +195,9 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
   StrMember(p, "channelName", name, true, 1, 128, nullptr);
   if (name) p.Pattern("channelName", *name, aws::MatchesNameChars(*name), "[a-zA-Z0-9_.-]+");
   if (name && (*name == "." || *name == "..")) {  // names become folder and key segments
-    p.AddViolation("Value '" + *name + "' at 'channelName' failed to satisfy constraint: Member must not be '.' or '..'");
+    p.AddViolation(
+        "Value '" + *name +
+        "' at 'channelName' failed to satisfy constraint: Member must not be '.' or '..'");
   }
   StrMember(p, "serviceExecutionRoleARN", role, true, 1, 512, &kRoleArn,
             "arn:aws[-a-z0-9]*:iam::\\d{12}:role/[a-zA-Z_0-9+=,.@\\-_/]+");

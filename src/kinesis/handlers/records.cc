@@ -345,7 +345,9 @@ void PutRecordsRaw(Context& ctx, Call& call) {
       // Every record refused because the disk is full (or the log cannot be written for
       // a reason that passes): the whole call is retryable, so answer it as such.
       bool all_unavailable = !r.items.empty();
-      for (const auto& it : r.items) all_unavailable &= it.error.code() == StatusCode::kUnavailable;
+      for (const auto& it : r.items) {
+        all_unavailable &= it.error.code() == StatusCode::kUnavailable;
+      }
       if (all_unavailable) return call.Fail(r.items[0].error);
       std::string out;
       out.reserve(40 + r.items.size() * 110);
@@ -368,7 +370,8 @@ void PutRecordsRaw(Context& ctx, Call& call) {
             out += "}";
           } else {
             out += R"({"ErrorCode":"InternalFailure","ErrorMessage":)";
-            AppendJsonString(&out, it.error.message().empty() ? "Internal service failure." : it.error.message());
+            AppendJsonString(&out, it.error.message().empty() ? "Internal service failure."
+                                                              : it.error.message());
             out += "}";
           }
         }
