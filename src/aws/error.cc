@@ -1,6 +1,8 @@
 // AWS error mapping and error bodies.
 #include "aws/error.h"
 
+#include <spdlog/spdlog.h>
+
 #include <nlohmann/json.hpp>
 
 namespace icestream::aws {
@@ -50,7 +52,15 @@ http::Response ErrorResponse(const ApiError& error, std::string_view request_id,
   r.status = error.http_status;
   nlohmann::json body = {{"__type", error.type}};
   if (!error.message.empty() || error.type != "UnknownOperationException") {
-    body[flavor == ErrorFlavor::kGlue ? "Message" : "message"] = error.message;
+    std::string message = error.message;
+    if (error.http_status >= 500) {
+      // Server-side failures: the full text goes to the log, the client's copy names no
+      // file of this machine.
+      spdlog::warn("request {} answered {} {}: {}", request_id, error.http_status, error.type,
+                   message);
+      message = RedactPaths(message);
+    }
+    body[flavor == ErrorFlavor::kGlue ? "Message" : "message"] = message;
   }
   r.body = body.dump();
   r.SetHeader("Content-Type", "application/x-amz-json-1.1");

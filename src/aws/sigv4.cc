@@ -1,9 +1,10 @@
 // SigV4 implementation (AWS General Reference, "Signature Version 4 signing process").
 #include "aws/sigv4.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
 
 #include "common/crypto.h"
 #include "common/time_format.h"
@@ -238,57 +239,160 @@ void SignRequest(std::string_view method, std::string_view path, std::string_vie
                   creds.access_key_id, date8, region, service, joined, sig));
 }
 
-std::optional<ApiError> Authenticator::Check(const http::Request& req) const {
+Authenticator::Authenticator(AuthenticatorOptions options) : options_(std::move(options)) {
+  if (options_.clock == nullptr) options_.clock = SystemClock::Default();
+}
+
+namespace {
+
+ApiError InvalidSignature(std::string message) {
+  return ApiError{"InvalidSignatureException", std::move(message), 400};
+}
+
+bool Signed(const ParsedAuthorization& auth, std::string_view name) {
+  return std::find(auth.signed_headers.begin(), auth.signed_headers.end(), name) !=
+         auth.signed_headers.end();
+}
+
+// Equal strings in time that does not depend on where they differ.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::optional<ApiError> Authenticator::Check(const http::Request& req,
+                                             std::string_view service) const {
   std::string_view auth = req.GetHeader("authorization");
-  bool query_auth = req.query.find("X-Amz-Algorithm=") != std::string::npos;
+  bool query_auth = req.query.find("X-Amz-Algorithm=") != std::string::npos ||
+                    req.query.find("X-Amz-Signature=") != std::string::npos;
   if (auth.empty() && !query_auth) {
     return ApiError{"MissingAuthenticationTokenException", "Missing Authentication Token", 400};
   }
   if (!auth.empty() && query_auth) {
-    return ApiError{"InvalidSignatureException",
-                    "Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as "
-                    "HTTP header.",
-                    400};
+    return InvalidSignature(
+        "Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as HTTP "
+        "header.");
   }
   if (query_auth) {
-    // Presigned URLs are not used by the Kinesis or Glue SDKs.
-    if (secrets_.empty()) return std::nullopt;
-    return ApiError{"InvalidSignatureException",
-                    "Query-string authentication is not supported by this server.", 400};
+    // No Kinesis, Glue or Iceberg client presigns; rather than verify a second form,
+    // it is refused in every mode.
+    return InvalidSignature(
+        "Query-string (presigned) authentication is not accepted by this server; sign the "
+        "Authorization header.");
   }
   auto parsed = ParseAuthorization(auth);
   if (!parsed.ok()) {
     return ApiError{"IncompleteSignatureException",
                     parsed.status().message() + "Authorization=" + std::string(auth), 400};
   }
-  std::string_view amz_date = req.GetHeader("x-amz-date");
-  if (amz_date.empty() && req.GetHeader("date").empty()) {
+  if (req.GetHeader("x-amz-date").empty() && req.GetHeader("date").empty()) {
     return ApiError{"IncompleteSignatureException",
                     "Authorization header requires existence of either a 'X-Amz-Date' or a "
                     "'Date' header. Authorization=" +
                         std::string(auth),
                     400};
   }
-  if (secrets_.empty()) return std::nullopt;
-  auto it = secrets_.find(parsed->access_key_id);
-  if (it == secrets_.end()) {
+  if (parsed->service != service) {
+    return InvalidSignature(
+        fmt::format("Credential should be scoped to correct service: '{}'. ", service));
+  }
+  if (parsed->region != options_.region) {
+    return InvalidSignature(fmt::format(
+        "Credential should be scoped to a valid region, not '{}'. This server serves region "
+        "'{}' (the `region` setting).",
+        parsed->region, options_.region));
+  }
+  std::string content_sha = Lower(req.GetHeader("x-amz-content-sha256"));
+  if (content_sha == "unsigned-payload" || content_sha.starts_with("streaming-")) {
+    return InvalidSignature(fmt::format(
+        "x-amz-content-sha256 {} is not accepted: the payload must be signed (its SHA-256 in "
+        "the canonical request).",
+        req.GetHeader("x-amz-content-sha256")));
+  }
+  if (options_.secrets.empty()) return std::nullopt;
+  return Verify(req, *parsed, service);
+}
+
+std::optional<ApiError> Authenticator::Verify(const http::Request& req,
+                                              const ParsedAuthorization& auth,
+                                              std::string_view service) const {
+  auto secret = options_.secrets.find(auth.access_key_id);
+  if (secret == options_.secrets.end()) {
     return ApiError{"UnrecognizedClientException",
                     "The security token included in the request is invalid.", 400};
   }
-  std::string payload_hash(req.GetHeader("x-amz-content-sha256"));
-  if (payload_hash.empty() || payload_hash == "UNSIGNED-PAYLOAD") {
-    payload_hash = payload_hash.empty() ? crypto::Hex(crypto::Sha256(req.body)) : payload_hash;
+  // What binds the signature to this request must be signed.
+  std::string_view amz_date = req.GetHeader("x-amz-date");
+  if (!Signed(auth, "host")) {
+    return InvalidSignature(
+        "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
   }
-  CanonicalInput in{req.method, req.path, req.query, &req.headers, payload_hash};
-  std::string canonical = CanonicalRequest(in, parsed->signed_headers);
-  std::string expected = ComputeSignature(it->second, parsed->date, parsed->region,
-                                          parsed->service, amz_date, canonical);
-  if (expected != parsed->signature) {
-    return ApiError{"InvalidSignatureException",
-                    "The request signature we calculated does not match the signature you "
-                    "provided. Check your AWS Secret Access Key and signing method. Consult the "
-                    "service documentation for details.",
+  if (!amz_date.empty() ? !Signed(auth, "x-amz-date") : !Signed(auth, "date")) {
+    return InvalidSignature(fmt::format("'{}' must be a 'SignedHeader' in the AWS Authorization.",
+                                        amz_date.empty() ? "Date" : "X-Amz-Date"));
+  }
+  if (req.HasHeader("x-amz-target") && !Signed(auth, "x-amz-target")) {
+    return InvalidSignature("'X-Amz-Target' must be a 'SignedHeader' in the AWS Authorization.");
+  }
+  // The request time: X-Amz-Date, else the Date header.
+  std::optional<int64_t> when =
+      amz_date.empty() ? ParseHttpDate(req.GetHeader("date")) : ParseAmzDate(amz_date);
+  if (!when) {
+    return ApiError{"IncompleteSignatureException",
+                    fmt::format("Date must be in ISO-8601 'basic format'. Got '{}'. See "
+                                "http://en.wikipedia.org/wiki/ISO_8601",
+                                amz_date.empty() ? req.GetHeader("date") : amz_date),
                     400};
+  }
+  std::string iso_date = FormatAmzDate(*when);
+  if (auth.date != iso_date.substr(0, 8)) {
+    return InvalidSignature(fmt::format(
+        "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from "
+        "HTTP: '{}' != '{}', from '{}'.",
+        auth.date, iso_date.substr(0, 8), iso_date));
+  }
+  int64_t now = options_.clock->NowMillis();
+  int64_t skew = options_.max_skew_ms;
+  int64_t skew_min = skew / 60000;
+  if (*when < now - skew) {
+    return InvalidSignature(
+        fmt::format("Signature expired: {} is now earlier than {} ({} - {} min.)", iso_date,
+                    FormatAmzDate(now - skew), FormatAmzDate(now), skew_min));
+  }
+  if (*when > now + skew) {
+    return InvalidSignature(
+        fmt::format("Signature not yet current: {} is still later than {} ({} + {} min.)", iso_date,
+                    FormatAmzDate(now + skew), FormatAmzDate(now), skew_min));
+  }
+  // The payload hash is the body's, whatever a header claims.
+  std::string payload_hash = crypto::Hex(crypto::Sha256(req.body));
+  std::string claimed = Lower(req.GetHeader("x-amz-content-sha256"));
+  if (!claimed.empty() && claimed != payload_hash) {
+    return InvalidSignature(
+        "The provided 'x-amz-content-sha256' header does not match what was computed.");
+  }
+  // Services other than S3 sign the path encoded once more (botocore SigV4Auth, the
+  // AWS SDKs' default "double URL encode"): a %1F on the wire is %251F in the canonical URI.
+  std::string path = service == "s3" ? req.path : UriEncode(req.path, /*keep_slash=*/true);
+  CanonicalInput in{req.method, path, req.query, &req.headers, payload_hash};
+  std::string canonical = CanonicalRequest(in, auth.signed_headers);
+  std::string expected =
+      ComputeSignature(secret->second, auth.date, auth.region, auth.service, iso_date, canonical);
+  if (!ConstantTimeEquals(expected, Lower(auth.signature))) {
+    return InvalidSignature(
+        "The request signature we calculated does not match the signature you provided. Check "
+        "your AWS Secret Access Key and signing method. Consult the service documentation for "
+        "details.");
   }
   return std::nullopt;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "aws/error.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "http/message.h"
 
@@ -62,19 +63,44 @@ void SignRequest(std::string_view method, std::string_view path, std::string_vie
                  const Credentials& creds, std::string_view region, std::string_view service,
                  int64_t now_ms);
 
-// Checks an incoming request. With no configured credentials any well-formed signature is
-// accepted (the LocalStack-style default); otherwise the key must be known and the
-// signature must match.
+struct AuthenticatorOptions {
+  // Access key id → secret. Empty: signatures are not checked (any well-formed one is
+  // accepted, the LocalStack-style default).
+  std::map<std::string, std::string> secrets;
+  // The one region this server serves: a credential scope naming another is refused.
+  std::string region = "us-east-1";
+  // Largest accepted difference between the request's date and the server clock.
+  int64_t max_skew_ms = 15 * 60 * 1000;
+  const Clock* clock = nullptr;  // null: the system clock
+};
+
+// Checks an incoming request's SigV4 Authorization header (aws-api.md §A.8).
+//
+// Always (with or without secrets): the header is well formed, has a date, and its scope
+// names this server's region and the service called (`service`: "kinesis", "glue",
+// "s3tables"); a payload hash of UNSIGNED-PAYLOAD or a streaming form is refused.
+// Presigned query-string authentication is refused.
+//
+// With secrets, the request is bound as well: the access key must be known; host, the
+// date header and x-amz-target (when present) must be among the signed headers; the
+// date must be within max_skew_ms of the clock and agree with the scope's date; the signature is
+// computed over sha256(body) (an x-amz-content-sha256 header must equal it) and must match. Without
+// secrets none of this could stop anyone (any key and signature are accepted), so the body is not
+// hashed.
+//
+// Thread-safe (const).
 class Authenticator {
  public:
-  explicit Authenticator(std::map<std::string, std::string> secrets_by_access_key = {})
-      : secrets_(std::move(secrets_by_access_key)) {}
+  explicit Authenticator(AuthenticatorOptions options = {});
   // nullopt = accepted.
-  std::optional<ApiError> Check(const http::Request& req) const;
-  bool verifies_signatures() const { return !secrets_.empty(); }
+  std::optional<ApiError> Check(const http::Request& req, std::string_view service) const;
+  bool verifies_signatures() const { return !options_.secrets.empty(); }
+  const std::string& region() const { return options_.region; }
 
  private:
-  std::map<std::string, std::string> secrets_;
+  std::optional<ApiError> Verify(const http::Request& req, const ParsedAuthorization& auth,
+                                 std::string_view service) const;
+  AuthenticatorOptions options_;
 };
 
 }  // namespace icestream::aws

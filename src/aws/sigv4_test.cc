@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/crypto.h"
+#include "common/time_format.h"
 
 namespace icestream::aws {
 namespace {
@@ -35,34 +36,171 @@ TEST(SigV4Test, ParseAuthorization) {
   EXPECT_FALSE(ParseAuthorization("Basic Zm9v").ok());
 }
 
-TEST(SigV4Test, SignThenVerifyAndTamper) {
+constexpr int64_t kNow = 1700000000000;
+
+http::Request SignedKinesisRequest(std::string body, int64_t when_ms = kNow,
+                                   std::string region = "us-east-1",
+                                   std::string service = "kinesis") {
   http::Request req;
   req.method = "POST";
   req.path = "/";
-  req.body = R"({"StreamName":"s"})";
+  req.body = std::move(body);
   req.headers = {{"host", "127.0.0.1:4567"}, {"content-type", "application/x-amz-json-1.1"},
                  {"x-amz-target", "Kinesis_20131202.DescribeStream"}};
-  Credentials creds{"AKTEST", "secret", ""};
-  SignRequest("POST", "/", "", &req.headers, crypto::Hex(crypto::Sha256(req.body)), creds,
-              "us-east-1", "kinesis", 1700000000000);
-  Authenticator strict(std::map<std::string, std::string>{{"AKTEST", "secret"}});
-  EXPECT_FALSE(strict.Check(req).has_value());
-  Authenticator wrong(std::map<std::string, std::string>{{"AKTEST", "other"}});
-  EXPECT_EQ(wrong.Check(req)->type, "InvalidSignatureException");
-  Authenticator unknown(std::map<std::string, std::string>{{"AKOTHER", "secret"}});
-  EXPECT_EQ(unknown.Check(req)->type, "UnrecognizedClientException");
+  SignRequest("POST", "/", "", &req.headers, crypto::Hex(crypto::Sha256(req.body)),
+              Credentials{"AKTEST", "secret", ""}, region, service, when_ms);
+  return req;
+}
+
+std::string Header(const http::Request& r, std::string_view name) {
+  return std::string(r.GetHeader(name));
+}
+
+void SetHeader(http::Request* r, const std::string& name, const std::string& value) {
+  for (auto& h : r->headers) {
+    if (h.name == name) {
+      h.value = value;
+      return;
+    }
+  }
+  r->headers.push_back({name, value});
+}
+
+struct Fixture {
+  ManualClock clock{kNow};
+  Authenticator strict{
+      AuthenticatorOptions{{{"AKTEST", "secret"}}, "us-east-1", 15 * 60 * 1000, &clock}};
+  Authenticator lenient{AuthenticatorOptions{{}, "us-east-1", 15 * 60 * 1000, &clock}};
+};
+
+TEST(SigV4Test, VerifiesKeyAndSecret) {
+  Fixture f;
+  auto req = SignedKinesisRequest(R"({"StreamName":"s"})");
+  EXPECT_FALSE(f.strict.Check(req, "kinesis").has_value());
+  Authenticator wrong(AuthenticatorOptions{{{"AKTEST", "other"}}, "us-east-1", 900000, &f.clock});
+  EXPECT_EQ(wrong.Check(req, "kinesis")->type, "InvalidSignatureException");
+  Authenticator unknown(
+      AuthenticatorOptions{{{"AKOTHER", "secret"}}, "us-east-1", 900000, &f.clock});
+  EXPECT_EQ(unknown.Check(req, "kinesis")->type, "UnrecognizedClientException");
+}
+
+// A captured request replayed with another body fails, even when the attacker also sends
+// the new body's hash (or keeps the old one) in x-amz-content-sha256.
+TEST(SigV4Test, BodyIsBound) {
+  Fixture f;
+  auto req = SignedKinesisRequest(R"({"StreamName":"s"})");
   http::Request tampered = req;
   tampered.body = R"({"StreamName":"t"})";
-  for (auto& h : tampered.headers) {
-    if (h.name == "x-amz-content-sha256") h.value = crypto::Hex(crypto::Sha256(tampered.body));
-  }
-  EXPECT_EQ(strict.Check(tampered)->type, "InvalidSignatureException");
-  Authenticator lenient;
-  EXPECT_FALSE(lenient.Check(tampered).has_value());
+  EXPECT_EQ(f.strict.Check(tampered, "kinesis")->type, "InvalidSignatureException");
+  SetHeader(&tampered, "x-amz-content-sha256", crypto::Hex(crypto::Sha256(tampered.body)));
+  EXPECT_EQ(f.strict.Check(tampered, "kinesis")->type, "InvalidSignatureException");
+  // Without credentials no signature can be checked: the lenient mode takes it.
+  EXPECT_FALSE(f.lenient.Check(tampered, "kinesis").has_value());
+}
+
+TEST(SigV4Test, UnsignedPayloadIsRefusedInEveryMode) {
+  Fixture f;
+  auto req = SignedKinesisRequest("{}");
+  SetHeader(&req, "x-amz-content-sha256", "UNSIGNED-PAYLOAD");
+  EXPECT_NE(f.strict.Check(req, "kinesis")->message.find("UNSIGNED-PAYLOAD"), std::string::npos);
+  EXPECT_EQ(f.lenient.Check(req, "kinesis")->type, "InvalidSignatureException");
+  SetHeader(&req, "x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD");
+  EXPECT_EQ(f.lenient.Check(req, "kinesis")->type, "InvalidSignatureException");
+}
+
+TEST(SigV4Test, ClockSkew) {
+  Fixture f;
+  constexpr int64_t kMin = 60 * 1000;
+  auto old = SignedKinesisRequest("{}", kNow - 16 * kMin);
+  auto err = f.strict.Check(old, "kinesis");
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->message.rfind("Signature expired: ", 0), 0u) << err->message;
+  auto future = SignedKinesisRequest("{}", kNow + 16 * kMin);
+  err = f.strict.Check(future, "kinesis");
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->message.rfind("Signature not yet current: ", 0), 0u) << err->message;
+  EXPECT_FALSE(f.strict.Check(SignedKinesisRequest("{}", kNow - 14 * kMin), "kinesis").has_value());
+  EXPECT_FALSE(f.strict.Check(SignedKinesisRequest("{}", kNow + 14 * kMin), "kinesis").has_value());
+}
+
+TEST(SigV4Test, DateHeaderInsteadOfXAmzDate) {
+  Fixture f;
+  http::Request req;
+  req.method = "POST";
+  req.path = "/";
+  req.body = "{}";
+  req.headers = {{"host", "h"}, {"date", FormatHttpDate(kNow)}};
+  std::string iso = FormatAmzDate(kNow);
+  std::string body_hash = crypto::Hex(crypto::Sha256(req.body));
+  CanonicalInput in{"POST", "/", "", &req.headers, body_hash};
+  std::string sig = ComputeSignature("secret", iso.substr(0, 8), "us-east-1", "kinesis", iso,
+                                     CanonicalRequest(in, {"date", "host"}));
+  req.headers.push_back({"authorization", "AWS4-HMAC-SHA256 Credential=AKTEST/" + iso.substr(0, 8) +
+                                              "/us-east-1/kinesis/aws4_request, "
+                                              "SignedHeaders=date;host, Signature=" +
+                                              sig});
+  auto err = f.strict.Check(req, "kinesis");
+  EXPECT_FALSE(err.has_value()) << err->message;
+}
+
+TEST(SigV4Test, ScopeMustNameThisServiceAndRegion) {
+  Fixture f;
+  auto glue = SignedKinesisRequest("{}", kNow, "us-east-1", "glue");
+  auto err = f.strict.Check(glue, "kinesis");
+  ASSERT_TRUE(err.has_value());
+  EXPECT_NE(err->message.find("'kinesis'"), std::string::npos);
+  EXPECT_TRUE(f.lenient.Check(glue, "kinesis").has_value());
+  auto eu = SignedKinesisRequest("{}", kNow, "eu-west-1");
+  err = f.lenient.Check(eu, "kinesis");
+  ASSERT_TRUE(err.has_value());
+  EXPECT_NE(err->message.find("not 'eu-west-1'"), std::string::npos) << err->message;
+  EXPECT_TRUE(f.strict.Check(eu, "kinesis").has_value());
+}
+
+TEST(SigV4Test, BindingHeadersMustBeSigned) {
+  Fixture f;
+  auto req = SignedKinesisRequest("{}");
+  std::string auth = Header(req, "authorization");
+  auto without = [&](const std::string& name) {
+    http::Request r = req;
+    std::string a = auth;
+    size_t at = a.find(name + ";");
+    if (at == std::string::npos) at = a.find(";" + name);
+    a.erase(at, name.size() + 1);
+    SetHeader(&r, "authorization", a);
+    return r;
+  };
+  EXPECT_NE(f.strict.Check(without("host"), "kinesis")->message.find("'Host'"), std::string::npos);
+  EXPECT_NE(f.strict.Check(without("x-amz-target"), "kinesis")->message.find("'X-Amz-Target'"),
+            std::string::npos);
+  EXPECT_NE(f.strict.Check(without("x-amz-date"), "kinesis")->message.find("'X-Amz-Date'"),
+            std::string::npos);
+}
+
+TEST(SigV4Test, NonS3PathsAreEncodedTwice) {
+  Fixture f;
+  http::Request req;
+  req.method = "GET";
+  req.path = "/iceberg/v1/namespaces/a%1Fb";
+  req.headers = {{"host", "h"}};
+  SignRequest("GET", "/iceberg/v1/namespaces/a%251Fb", "", &req.headers,
+              crypto::Hex(crypto::Sha256("")), Credentials{"AKTEST", "secret", ""}, "us-east-1",
+              "s3tables", kNow);
+  EXPECT_FALSE(f.strict.Check(req, "s3tables").has_value());
+  req.path = "/iceberg/v1/namespaces/a%1Fc";
+  EXPECT_TRUE(f.strict.Check(req, "s3tables").has_value());
+}
+
+TEST(SigV4Test, MalformedAndPresigned) {
+  Fixture f;
   http::Request unsigned_req;
-  EXPECT_EQ(lenient.Check(unsigned_req)->type, "MissingAuthenticationTokenException");
+  EXPECT_EQ(f.lenient.Check(unsigned_req, "kinesis")->type, "MissingAuthenticationTokenException");
   unsigned_req.headers = {{"authorization", "AWS4-HMAC-SHA256 Credential=A/B"}};
-  EXPECT_EQ(lenient.Check(unsigned_req)->type, "IncompleteSignatureException");
+  EXPECT_EQ(f.lenient.Check(unsigned_req, "kinesis")->type, "IncompleteSignatureException");
+  http::Request presigned;
+  presigned.query = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00";
+  EXPECT_EQ(f.lenient.Check(presigned, "kinesis")->type, "InvalidSignatureException");
+  EXPECT_EQ(f.strict.Check(presigned, "kinesis")->type, "InvalidSignatureException");
 }
 
 }  // namespace

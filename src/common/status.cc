@@ -1,6 +1,7 @@
 // Status implementation and the code names used in logs.
 #include "common/status.h"
 
+#include <cerrno>
 #include <cstring>
 
 namespace icestream {
@@ -74,10 +75,46 @@ Status ErrnoError(std::string_view what, int errno_value) {
   std::string m(what);
   m += ": ";
   m += std::strerror(errno_value);
+  // A full disk (or quota) is a condition to wait out, not a fault: callers retry.
+  if (errno_value == ENOSPC || errno_value == EDQUOT)
+    return Status(StatusCode::kUnavailable, std::move(m));
   return Status(StatusCode::kIOError, std::move(m));
 }
 Status ShuttingDown(std::string m) { return Status(StatusCode::kShuttingDown, std::move(m)); }
 Status Unimplemented(std::string m) { return Status(StatusCode::kUnimplemented, std::move(m)); }
 Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
+
+std::string RedactPaths(std::string_view m) {
+  std::string out;
+  out.reserve(m.size());
+  auto boundary = [](char c) {
+    return c == ' ' || c == '\'' || c == '"' || c == '(' || c == '=' || c == '\t';
+  };
+  auto ends_path = [](char c) {
+    return c == ' ' || c == '\'' || c == '"' || c == ')' || c == ',' || c == '\t';
+  };
+  size_t i = 0;
+  while (i < m.size()) {
+    if (m[i] == '/' && (i == 0 || boundary(m[i - 1]))) {
+      size_t j = i;
+      while (j < m.size() && !ends_path(m[j])) ++j;
+      std::string_view token = m.substr(i, j - i);
+      // Keep a trailing ':' or '.' (message punctuation) outside the redaction.
+      size_t core = token.size();
+      while (core > 0 &&
+             (token[core - 1] == ':' || token[core - 1] == '.' || token[core - 1] == ';'))
+        --core;
+      if (token.substr(1, core > 0 ? core - 1 : 0).find('/') != std::string_view::npos) {
+        out += "<path>";
+        out += token.substr(core);
+        i = j;
+        continue;
+      }
+    }
+    out.push_back(m[i]);
+    ++i;
+  }
+  return out;
+}
 
 }  // namespace icestream

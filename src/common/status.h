@@ -80,11 +80,18 @@ Status Conflict(std::string message);
 Status UnknownOutcome(std::string message);
 Status Corruption(std::string message);
 Status IOError(std::string message);
-// IOError with strerror(errno_value) appended: "what: No such file or directory".
+// IOError with strerror(errno_value) appended: "what: No such file or directory". A full
+// disk (ENOSPC, EDQUOT) is kUnavailable instead: retry once space is freed.
 Status ErrnoError(std::string_view what, int errno_value);
 Status ShuttingDown(std::string message);
 Status Unimplemented(std::string message);
 Status Internal(std::string message);
+
+// The message with every absolute file path in it replaced by "<path>": what a server
+// error may tell a client (paths tell an attacker the layout of the machine). A path is
+// a '/' at the start or after a space, quote, '(' or '=', followed by a segment and at
+// least one more '/'.
+std::string RedactPaths(std::string_view message);
 
 // Result<T>: a T or a non-OK Status.
 template <typename T>

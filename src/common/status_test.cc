@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_depth.h"
+
 namespace icestream {
 namespace {
 
@@ -35,6 +37,24 @@ TEST(StatusTest, ResultPropagation) {
   EXPECT_EQ(Quarter(6).status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(Check(2).ok());
   EXPECT_FALSE(Check(3).ok());
+}
+
+TEST(StatusTest, RedactPaths) {
+  EXPECT_EQ(RedactPaths("pwrite /var/lib/icestream/streams/1/0/x.log: No space left on device"),
+            "pwrite <path>: No space left on device");
+  EXPECT_EQ(RedactPaths("create dir '/tmp/a/b' failed"), "create dir '<path>' failed");
+  EXPECT_EQ(RedactPaths("path=/srv/data/x."), "path=<path>.");
+  EXPECT_EQ(RedactPaths("POST / with X-Amz-Target"), "POST / with X-Amz-Target");
+  EXPECT_EQ(RedactPaths("a/b and 1/2 stay"), "a/b and 1/2 stay");
+  EXPECT_EQ(RedactPaths("see file:///tmp/x/y"), "see file:///tmp/x/y");
+}
+
+TEST(JsonDepthTest, CountsBracketsOutsideStrings) {
+  EXPECT_EQ(JsonNestingDepth("", 10), 0u);
+  EXPECT_EQ(JsonNestingDepth(R"({"a":[1,{"b":2}]})", 10), 3u);
+  EXPECT_EQ(JsonNestingDepth(R"({"a":"[[[[\"{{{"})", 10), 1u);
+  EXPECT_EQ(JsonNestingDepth(std::string(100000, '['), 64), 65u);
+  EXPECT_EQ(JsonNestingDepth("[[]][[[]]]", 10), 3u);
 }
 
 }  // namespace

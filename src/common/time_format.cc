@@ -40,16 +40,21 @@ std::string FormatAmzDate(int64_t epoch_ms) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+namespace {
+// The decimal number of s[pos, pos + len), or -1 when a character is not a digit.
+int Digits(std::string_view s, size_t pos, size_t len) {
+  int v = 0;
+  for (size_t i = pos; i < pos + len; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+}  // namespace
+
 std::optional<int64_t> ParseAmzDate(std::string_view s) {
   if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') return std::nullopt;
-  auto num = [&](size_t pos, size_t len) -> int {
-    int v = 0;
-    for (size_t i = pos; i < pos + len; ++i) {
-      if (s[i] < '0' || s[i] > '9') return -1;
-      v = v * 10 + (s[i] - '0');
-    }
-    return v;
-  };
+  auto num = [&](size_t pos, size_t len) { return Digits(s, pos, len); };
   std::tm tm{};
   tm.tm_year = num(0, 4) - 1900;
   tm.tm_mon = num(4, 2) - 1;
@@ -58,6 +63,35 @@ std::optional<int64_t> ParseAmzDate(std::string_view s) {
   tm.tm_min = num(11, 2);
   tm.tm_sec = num(13, 2);
   if (tm.tm_year < 0 || tm.tm_mon < 0 || tm.tm_mday < 1 || tm.tm_hour < 0 || tm.tm_min < 0 ||
+      tm.tm_sec < 0) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(timegm(&tm)) * 1000;
+}
+
+std::optional<int64_t> ParseHttpDate(std::string_view s) {
+  static constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  // "Sun, 06 Nov 1994 08:49:37 GMT": fixed positions after the weekday's comma.
+  size_t comma = s.find(", ");
+  if (comma == std::string_view::npos) return std::nullopt;
+  s.remove_prefix(comma + 2);
+  if (s.size() != 24 || s[2] != ' ' || s[6] != ' ' || s[11] != ' ' || s[14] != ':' ||
+      s[17] != ':' || s.substr(20) != " GMT") {
+    return std::nullopt;
+  }
+  auto num = [&](size_t pos, size_t len) { return Digits(s, pos, len); };
+  std::tm tm{};
+  tm.tm_mon = -1;
+  for (int m = 0; m < 12; ++m) {
+    if (s.substr(3, 3) == kMonths[m]) tm.tm_mon = m;
+  }
+  tm.tm_mday = num(0, 2);
+  tm.tm_year = num(7, 4) - 1900;
+  tm.tm_hour = num(12, 2);
+  tm.tm_min = num(15, 2);
+  tm.tm_sec = num(18, 2);
+  if (tm.tm_mon < 0 || tm.tm_mday < 1 || tm.tm_year < 0 || tm.tm_hour < 0 || tm.tm_min < 0 ||
       tm.tm_sec < 0) {
     return std::nullopt;
   }

@@ -2,19 +2,19 @@
 // Beast for serving; keep it that way (Beast makes translation units slow to compile).
 #include "http/server.h"
 
+#include <spdlog/spdlog.h>
+
+#include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
-#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "common/clock.h"
 #include "common/time_format.h"
@@ -31,19 +31,32 @@ class Session;
 struct Server::Impl {
   ServerOptions options;
   Handler handler;
+  // Declared before ioc: sessions still queued in ioc when it is destroyed report their
+  // end through these (SessionClosed), so they must outlive it.
+  std::atomic<int> inflight{0};
+  std::atomic<bool> stopping{false};
+  std::mutex sessions_mu;
+  std::set<std::weak_ptr<Session>, std::owner_less<std::weak_ptr<Session>>> sessions;
+  // Connection cap: open sessions; accepting pauses at the cap (guarded by sessions_mu).
+  size_t open_sessions = 0;
+  bool accept_paused = false;
+
   net::io_context ioc;
   // Keeps run() going while a request waits for its handler and nothing else is queued.
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::optional<tcp::acceptor> acceptor;
+  // Backoff after accept fails for want of descriptors (EMFILE/ENFILE); acceptor thread.
+  std::optional<net::steady_timer> accept_backoff;
+  int backoff_ms = 0;
+  int64_t last_backoff_log_ms = 0;
+  uint64_t accept_failures = 0;
   std::vector<std::thread> threads;
-  std::atomic<int> inflight{0};
-  std::atomic<bool> stopping{false};
   uint16_t port = 0;
-  std::mutex sessions_mu;
-  std::set<std::weak_ptr<Session>, std::owner_less<std::weak_ptr<Session>>> sessions;
 
   explicit Impl(ServerOptions o, Handler h) : options(std::move(o)), handler(std::move(h)) {}
   void Accept();
+  void OnAccepted(beast::error_code ec, tcp::socket socket);
+  void SessionClosed();
 };
 
 // One connection. All its handlers run on its strand, one request at a time: read the
@@ -55,6 +68,7 @@ class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, Server::Impl* server)
       : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(server) {}
+  ~Session() { server_->SessionClosed(); }
 
   void Start() {
     net::dispatch(socket_.get_executor(), [self = shared_from_this()] { self->ReadHeader(); });
@@ -87,7 +101,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (server_->stopping) return Close();
     parser_.emplace();
     parser_->body_limit(server_->options.max_body_bytes);
-    parser_->header_limit(64 * 1024);
+    parser_->header_limit(static_cast<uint32_t>(server_->options.max_header_bytes));
     ArmDeadline(server_->options.idle_timeout_seconds);
     bhttp::async_read_header(socket_, buffer_, *parser_,
                              [self = shared_from_this()](beast::error_code ec, size_t) {
@@ -98,8 +112,19 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnHeader(beast::error_code ec) {
     // Beast checks Content-Length against the body limit while parsing the header.
     if (ec == bhttp::error::body_limit) return RespondTooLarge();
+    if (ec == bhttp::error::header_limit) {
+      return RespondMalformed(431, "request header fields are larger than " +
+                                       std::to_string(server_->options.max_header_bytes) +
+                                       " bytes");
+    }
+    if (IsProtocolError(ec)) return RespondMalformed(400, "malformed request: " + ec.message());
     if (ec) return Close();
     auto& msg = parser_->get();
+    // RFC 9112 §6.3: a message with both is a smuggling attempt, not something to guess at.
+    if (msg.count(bhttp::field::content_length) > 0 &&
+        msg.count(bhttp::field::transfer_encoding) > 0) {
+      return RespondMalformed(400, "malformed request: both Content-Length and Transfer-Encoding");
+    }
     auto len = parser_->content_length();
     if (len && *len > server_->options.max_body_bytes) return RespondTooLarge();
     ArmDeadline(120);
@@ -186,6 +211,33 @@ class Session : public std::enable_shared_from_this<Session> {
     }
   }
 
+  // Errors of the request's syntax, as opposed to the connection going away.
+  static bool IsProtocolError(const beast::error_code& ec) {
+    if (!ec || ec.category() != bhttp::make_error_code(bhttp::error::bad_method).category()) {
+      return false;
+    }
+    return ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message &&
+           ec != bhttp::error::need_more && ec != bhttp::error::need_buffer;
+  }
+
+  // Answers a request that cannot be parsed (400, 431), then closes the connection.
+  void RespondMalformed(int status, std::string message) {
+    keep_alive_ = false;
+    drain_after_write_ = true;
+    server_->inflight.fetch_add(1);
+    Response r;
+    r.status = status;
+    r.close = true;
+    r.SetHeader("Content-Type", "application/json");
+    std::string escaped;
+    for (char c : message) {
+      if (c == '"' || c == '\\') escaped.push_back('\\');
+      if (static_cast<unsigned char>(c) >= 0x20) escaped.push_back(c);
+    }
+    r.body = "{\"message\":\"" + escaped + "\"}";
+    Write(std::move(r));
+  }
+
   void RespondTooLarge() {
     keep_alive_ = false;
     drain_after_write_ = true;
@@ -261,23 +313,71 @@ class Session : public std::enable_shared_from_this<Session> {
 
 void Server::Impl::Accept() {
   acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-    if (stopping) return;
-    if (!ec) {
-      socket.set_option(tcp::no_delay(true), ec);
-      auto s = std::make_shared<Session>(std::move(socket), this);
-      {
-        std::lock_guard lock(sessions_mu);
-        for (auto it = sessions.begin(); it != sessions.end();) {
-          it = it->expired() ? sessions.erase(it) : std::next(it);
-        }
-        sessions.insert(s);
-      }
-      s->Start();
-    } else if (ec != net::error::operation_aborted) {
-      spdlog::warn("accept: {}", ec.message());
-    }
-    Accept();
+    OnAccepted(ec, std::move(socket));
   });
+}
+
+void Server::Impl::OnAccepted(beast::error_code ec, tcp::socket socket) {
+  if (stopping || ec == net::error::operation_aborted) return;
+  if (ec == net::error::no_descriptors || ec.value() == ENFILE || ec.value() == ENOMEM ||
+      ec.value() == ENOBUFS) {
+    // Out of descriptors: accepting again at once would fail again at once (a busy loop
+    // that also floods the log). Wait, longer each time, until descriptors are freed.
+    backoff_ms = backoff_ms == 0 ? 10 : std::min(backoff_ms * 2, 1000);
+    ++accept_failures;
+    int64_t now = SystemClock::Default()->NowMillis();
+    if (now - last_backoff_log_ms >= 10000) {
+      spdlog::warn("accept: {} ({} failures so far; {} connections open); retrying in {} ms",
+                   ec.message(), accept_failures, open_sessions, backoff_ms);
+      last_backoff_log_ms = now;
+    }
+    accept_backoff->expires_after(std::chrono::milliseconds(backoff_ms));
+    accept_backoff->async_wait([this](beast::error_code wec) {
+      if (!wec && !stopping) Accept();
+    });
+    return;
+  }
+  if (ec) {
+    spdlog::warn("accept: {}", ec.message());
+    return Accept();
+  }
+  backoff_ms = 0;
+  socket.set_option(tcp::no_delay(true), ec);
+  auto s = std::make_shared<Session>(std::move(socket), this);
+  bool pause = false;
+  {
+    std::lock_guard lock(sessions_mu);
+    for (auto it = sessions.begin(); it != sessions.end();) {
+      it = it->expired() ? sessions.erase(it) : std::next(it);
+    }
+    sessions.insert(s);
+    ++open_sessions;
+    if (open_sessions >= options.max_connections) {
+      accept_paused = true;
+      pause = true;
+    }
+  }
+  s->Start();
+  if (pause) {
+    spdlog::warn("{} connections open (server.max_connections); new clients wait until one closes",
+                 options.max_connections);
+    return;
+  }
+  Accept();
+}
+
+void Server::Impl::SessionClosed() {
+  bool resume = false;
+  {
+    std::lock_guard lock(sessions_mu);
+    --open_sessions;
+    if (stopping) return;
+    if (accept_paused && open_sessions < options.max_connections) {
+      accept_paused = false;
+      resume = true;
+    }
+  }
+  if (resume) net::post(acceptor->get_executor(), [this] { Accept(); });
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -300,6 +400,7 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler han
                    ": " + ec.message());
   }
   impl->port = impl->acceptor->local_endpoint().port();
+  impl->accept_backoff.emplace(impl->ioc);
   impl->work.emplace(impl->ioc.get_executor());
   impl->Accept();
   size_t n = std::max<size_t>(1, impl->options.threads);
@@ -328,6 +429,7 @@ void Server::Stop() {
   net::post(impl_->ioc, [this] {
     beast::error_code ec;
     impl_->acceptor->close(ec);
+    impl_->accept_backoff->cancel();
   });
   // In-flight requests finish (their appends become durable and get answered).
   auto deadline = std::chrono::steady_clock::now() +
@@ -335,12 +437,17 @@ void Server::Stop() {
   while (impl_->inflight.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  // Collected under the lock, shut down outside it: dropping the last reference to a
+  // session runs its destructor, which takes the same lock.
+  std::vector<std::shared_ptr<Session>> live;
   {
     std::lock_guard lock(impl_->sessions_mu);
     for (auto& w : impl_->sessions) {
-      if (auto s = w.lock()) s->Shutdown();
+      if (auto s = w.lock()) live.push_back(std::move(s));
     }
   }
+  for (auto& s : live) s->Shutdown();
+  live.clear();
   impl_->work.reset();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   impl_->ioc.stop();

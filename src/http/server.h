@@ -1,5 +1,8 @@
 // HTTP/1.1 server (Boost.Beast behind a pimpl): keep-alive, Expect: 100-continue,
-// body limit (413), handlers that complete asynchronously from any thread.
+// body limit (413), header limit (431), malformed requests answered 400 (a bad or
+// negative Content-Length, Content-Length together with Transfer-Encoding), a cap on
+// open connections, idle connections closed, accept backing off when the process runs
+// out of descriptors, handlers that complete asynchronously from any thread.
 //
 // Lifetime: Start() listens and runs the I/O threads; Stop() stops accepting, waits
 // (bounded) for in-flight requests to be answered, then closes every connection and
@@ -22,7 +25,11 @@ struct ServerOptions {
   uint16_t port = 4567;  // 0 = any free port
   size_t threads = 2;
   size_t max_body_bytes = 16u << 20;
-  int idle_timeout_seconds = 300;
+  size_t max_header_bytes = 64u << 10;  // larger request headers get 431
+  // Open connections at most; further clients wait in the listen backlog until one
+  // closes (each connection holds a descriptor).
+  size_t max_connections = 4096;
+  int idle_timeout_seconds = 300;  // a keep-alive connection idle this long is closed
   int stop_grace_seconds = 30;
 };
 

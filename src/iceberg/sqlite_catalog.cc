@@ -314,7 +314,9 @@ Result<LoadedTable> SqliteCatalog::CreateTable(const Namespace& ns, const Create
     // of a dropped table of the same name.
     std::string path;
     for (const auto& part : ns) path += part + "/";
-    location = io_->Location(path + req.name + "-" + uuid.substr(0, 8));
+    // At most 200 characters of the name: with the suffix the folder name stays within
+    // NAME_MAX (255) for any valid table name.
+    location = io_->Location(path + req.name.substr(0, 200) + "-" + uuid.substr(0, 8));
   }
   while (location.size() > 1 && location.back() == '/') location.pop_back();
   if (!req.stage_create) RETURN_IF_ERROR(io_->KeyOf(location + "/metadata").status());

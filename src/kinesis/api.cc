@@ -1,12 +1,13 @@
 // Kinesis API dispatch, the Call helpers and the shared member checks.
 #include "kinesis/api.h"
 
+#include <fmt/format.h>
+
 #include <regex>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "common/crypto.h"
+#include "common/json_depth.h"
 #include "kinesis/context.h"
 #include "stream/sequence_number.h"
 
@@ -138,6 +139,8 @@ json ShardJson(const stream::StreamInfo& info, const stream::ShardInfo& s) {
 
 namespace {
 
+constexpr size_t kMaxRequestNesting = 64;
+
 // Operations of the Kinesis model that this server does not offer (yet). They get a
 // clear error instead of UnknownOperationException, which would suggest a typo.
 constexpr std::string_view kUnsupported[] = {
@@ -264,6 +267,12 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
     return call.Fail(aws::ApiError{
         "LimitExceededException",
         fmt::format("Rate exceeded for {} under account {}.", op, ctx_->options.account), 400});
+  }
+  // No Kinesis request nests more than a few levels; deeper input is an attack on the
+  // recursion of whatever walks it.
+  if (JsonNestingDepth(call.req->body, kMaxRequestNesting) > kMaxRequestNesting) {
+    return call.Fail(aws::SerializationError(
+        fmt::format("Request body nests JSON more than {} levels deep.", kMaxRequestNesting)));
   }
   json body = json::parse(call.req->body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {

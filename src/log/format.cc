@@ -47,6 +47,11 @@ void SealFrame(char* frame) {
   PutFixed32(frame, crc32c::Mask(crc32c::Value(frame + 4, size_t{len} + 4)));
 }
 
+void MarkWriteStart(char* frame) {
+  PutFixed16(frame + 26, static_cast<uint16_t>(GetFixed16(frame + 26) | kFrameFlagWriteStart));
+  SealFrame(frame);
+}
+
 void EncodeFrame(char* dst, uint64_t offset, int64_t arrival_ms, std::string_view pk,
                  std::string_view data) {
   EncodeFrameHead(dst, offset, arrival_ms, pk, data.size());
@@ -71,6 +76,7 @@ FrameParse ParseFrame(std::string_view buf, FrameView* out) {
   }
   out->offset = GetFixed64(p + 8);
   out->arrival_ms = static_cast<int64_t>(GetFixed64(p + 16));
+  out->flags = GetFixed16(p + 26);
   out->partition_key = std::string_view(p + kFrameHeaderSize, pk_len);
   out->data = std::string_view(p + kFrameHeaderSize + pk_len, data_len);
   out->frame_size = total;

@@ -47,12 +47,21 @@ void EncodeFrameHead(char* dst, uint64_t offset, int64_t arrival_ms, std::string
                      size_t data_len);
 void SealFrame(char* frame);
 
+// Frame flag bit 0: the first frame of one write (one pwrite + fdatasync of the group
+// commit). A write starts only after the one before it was synced, so an intact
+// write-start frame after damage proves the damaged write was durable (recovery tells a
+// torn last write from corruption by it).
+inline constexpr uint16_t kFrameFlagWriteStart = 1;
+// Sets kFrameFlagWriteStart on a sealed frame and seals it again.
+void MarkWriteStart(char* frame);
+
 struct FrameView {
   uint64_t offset = 0;
   int64_t arrival_ms = 0;
   std::string_view partition_key;
   std::string_view data;
   size_t frame_size = 0;
+  uint16_t flags = 0;
 };
 
 enum class FrameParse { kOk, kIncomplete, kCorrupt };

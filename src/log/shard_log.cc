@@ -2,13 +2,13 @@
 #include "log/shard_log.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include <spdlog/spdlog.h>
 
 #include "common/bytes.h"
 #include "common/fs.h"
@@ -24,6 +24,8 @@ ShardLog::~ShardLog() = default;
 Result<std::shared_ptr<ShardLog>> ShardLog::Open(std::string dir, LogOptions options,
                                                  const Clock* clock, Committer* committer) {
   std::shared_ptr<ShardLog> log(new ShardLog(std::move(dir), options, clock, committer));
+  log->file_cache_ =
+      options.file_cache ? options.file_cache : std::make_shared<SegmentFileCache>(8);
   log->committer_slot_ = committer->AssignSlot();
   RETURN_IF_ERROR(log->Recover());
   return log;
@@ -61,20 +63,19 @@ Status ShardLog::Recover() {
     }
   }
   if (bases.empty()) {
-    ASSIGN_OR_RETURN(auto seg, Segment::Create(dir_, 0));
+    ASSIGN_OR_RETURN(auto seg, Segment::Create(dir_, 0, file_cache_.get()));
     segments_.push_back(std::move(seg));
   } else {
     for (size_t i = 0; i + 1 < bases.size(); ++i) {
-      ASSIGN_OR_RETURN(auto seg, Segment::OpenSealed(dir_, bases[i], options_.index_interval_bytes));
+      ASSIGN_OR_RETURN(
+          auto seg, Segment::OpenSealed(dir_, bases[i], bases[i + 1], options_.index_interval_bytes,
+                                        file_cache_.get()));
       segments_.push_back(std::move(seg));
     }
     uint64_t cut = 0;
-    ASSIGN_OR_RETURN(auto active, Segment::OpenActive(dir_, bases.back(),
-                                                      options_.index_interval_bytes, &cut));
-    if (cut > 0) {
-      spdlog::warn("{}: truncated a torn tail of {} bytes after offset {}", active->path(), cut,
-                   active->end_offset());
-    }
+    ASSIGN_OR_RETURN(auto active,
+                     Segment::OpenActive(dir_, bases.back(), options_.index_interval_bytes,
+                                         file_cache_.get(), &cut));
     segments_.push_back(std::move(active));
   }
   const auto& last = segments_.back();
@@ -106,7 +107,6 @@ Result<AppendInfo> ShardLog::Append(const std::vector<AppendRecord>& records,
   {
     std::lock_guard lock(append_mu_);
     if (closed_) return ShuttingDown("shard log is closed");
-    if (!failed_.ok()) return failed_;
     if (pending_.size() + bytes > options_.max_pending_bytes && !pending_.empty()) {
       return Throttled("write queue of the shard is full");
     }
@@ -146,13 +146,11 @@ bool ShardLog::TakeAndWrite(FlushJob* job) {
     job->first_offset = pending_first_offset_;
     pending_first_offset_ = next_offset_;
     job->roll_only = job->bytes.empty() && roll_requested_;
-    if (!failed_.ok()) {
-      Status st = failed_;
-      for (auto& cb : job->callbacks) cb(st);
-      job->callbacks.clear();
-      return false;
-    }
+    in_flight_ = true;
   }
+  // The first frame of every write says so: recovery can then tell an unfinished last
+  // write (cut it) from damage to earlier, acknowledged writes (never cut).
+  if (!job->bytes.empty()) MarkWriteStart(job->bytes.data());
   int64_t now = clock_->NowMillis();
   Status st;
   {
@@ -183,42 +181,130 @@ bool ShardLog::TakeAndWrite(FlushJob* job) {
       }
     }
   }
-  if (st.ok() && !job->bytes.empty()) {
-    st = job->segment->WriteAt(job->bytes.data(), job->bytes.size(), job->position);
-  }
   if (!st.ok()) {
-    spdlog::error("shard log {}: write failed, the shard stops accepting writes: {}", dir_,
-                  st.ToString());
-    std::lock_guard lock(append_mu_);
-    failed_ = st;
-    for (auto& cb : job->callbacks) cb(st);
-    job->callbacks.clear();
+    FailWrite(job, st, /*written=*/false);
     return false;
   }
-  return !job->bytes.empty();
+  if (job->bytes.empty()) {
+    FinishJob();
+    return false;
+  }
+  st = job->segment->WriteAt(job->bytes.data(), job->bytes.size(), job->position);
+  if (!st.ok()) {
+    FailWrite(job, st, /*written=*/true);
+    return false;
+  }
+  return true;
 }
 
 void ShardLog::SyncAndPublish(FlushJob* job) {
   Status st = options_.fsync ? job->segment->Sync() : Status::OK();
   if (!st.ok()) {
-    // After a failed fdatasync the page cache state is unknowable; never acknowledge.
-    spdlog::error("shard log {}: fdatasync failed, the shard stops accepting writes: {}", dir_,
-                  st.ToString());
-    std::lock_guard lock(append_mu_);
-    failed_ = st;
-  } else {
-    uint64_t end = job->first_offset + job->frames.size();
-    int64_t first = job->segment->empty() ? job->frames.front().second
-                                          : job->segment->first_arrival_ms();
-    int64_t last = job->frames.back().second;
-    uint64_t durable = job->position + job->bytes.size();
-    job->segment->Publish(durable, end, first, last);
-    if (options_.fsync && options_.cache_window_bytes > 0) TrimPageCache(job->segment, durable);
-    last_committed_arrival_.store(last, std::memory_order_release);
-    committed_end_.store(end, std::memory_order_release);
+    // After a failed fdatasync what reached the disk is unknowable: nothing of this
+    // write is acknowledged, and the file is cut back to what was durable before it.
+    FailWrite(job, st, /*written=*/true);
+    return;
   }
-  for (auto& cb : job->callbacks) cb(st);
+  uint64_t end = job->first_offset + job->frames.size();
+  int64_t first =
+      job->segment->empty() ? job->frames.front().second : job->segment->first_arrival_ms();
+  int64_t last = job->frames.back().second;
+  uint64_t durable = job->position + job->bytes.size();
+  job->segment->Publish(durable, end, first, last);
+  if (options_.fsync && options_.cache_window_bytes > 0) TrimPageCache(job->segment, durable);
+  last_committed_arrival_.store(last, std::memory_order_release);
+  committed_end_.store(end, std::memory_order_release);
+  {
+    std::lock_guard lock(append_mu_);
+    if (!write_error_.empty()) spdlog::info("shard log {}: writes succeed again", dir_);
+    write_error_.clear();
+  }
+  for (auto& cb : job->callbacks) cb(Status::OK());
   job->callbacks.clear();
+  FinishJob();
+}
+
+namespace {
+
+// What a client is told about a failed write: what failed, never where (no paths).
+Status ClientWriteError(const Status& st) {
+  if (st.code() == StatusCode::kUnavailable) {
+    return Unavailable(
+        "no space left on the disk that holds the stream's log: the records were not written; "
+        "retry once "
+        "space is freed");
+  }
+  std::string_view m = st.message();
+  size_t colon = m.rfind(": ");
+  std::string reason(colon == std::string_view::npos ? std::string_view("I/O error")
+                                                     : m.substr(colon + 2));
+  return IOError("writing the stream's log failed (" + reason + "); the records were not written");
+}
+
+}  // namespace
+
+void ShardLog::FailWrite(FlushJob* job, const Status& st, bool written) {
+  if (job->segment) {
+    std::unique_lock lock(seg_mu_);
+    auto& e = job->segment->entries();
+    while (!e.empty() && e.back().offset >= job->first_offset) e.pop_back();
+    job->segment->set_last_indexed_position(e.empty() ? 0 : e.back().position);
+  }
+  if (written && job->segment) {
+    // Whatever part of the write reached the file goes, so the next write lands at the
+    // durable end and recovery never meets a half-written frame.
+    Status cut = job->segment->TruncateTo(job->position);
+    if (!cut.ok()) spdlog::error("shard log {}: cutting a failed write: {}", dir_, cut.ToString());
+  }
+  std::vector<DurableCallback> failed = std::move(job->callbacks);
+  job->callbacks.clear();
+  size_t records = job->frames.size();
+  {
+    std::lock_guard lock(append_mu_);
+    records += pending_frames_.size();
+    for (auto& cb : pending_callbacks_) failed.push_back(std::move(cb));
+    pending_callbacks_.clear();
+    pending_.clear();
+    pending_frames_.clear();
+    // The offsets of the refused records are handed out again: none of them was acknowledged.
+    next_offset_ = job->first_offset;
+    pending_first_offset_ = job->first_offset;
+    write_error_ = st.message();
+    in_flight_ = false;
+  }
+  spdlog::error(
+      "shard log {}: {}; {} records of this write and of those queued behind it are refused, "
+      "later writes are tried again",
+      dir_, st.ToString(), records);
+  Status client = ClientWriteError(st);
+  for (auto& cb : failed) cb(client);
+  idle_cv_.notify_all();
+}
+
+void ShardLog::FinishJob() {
+  {
+    std::lock_guard lock(append_mu_);
+    in_flight_ = false;
+  }
+  idle_cv_.notify_all();
+}
+
+uint64_t ShardLog::Drain() {
+  std::unique_lock lock(append_mu_);
+  idle_cv_.wait(lock,
+                [&] { return pending_.empty() && pending_callbacks_.empty() && !in_flight_; });
+  return committed_end();
+}
+
+void ShardLog::ReleaseFiles() {
+  std::shared_lock lock(seg_mu_);
+  for (const auto& seg : segments_) seg->ReleaseFiles();
+}
+
+std::optional<std::string> ShardLog::write_error() const {
+  std::lock_guard lock(append_mu_);
+  if (write_error_.empty()) return std::nullopt;
+  return write_error_;
 }
 
 void ShardLog::TrimPageCache(const std::shared_ptr<Segment>& active, uint64_t durable) {
@@ -246,8 +332,8 @@ void ShardLog::TrimPageCache(const std::shared_ptr<Segment>& active, uint64_t du
 Status ShardLog::RollLocked(uint64_t next_base) {
   auto& active = segments_.back();
   RETURN_IF_ERROR(active->Seal());
-  ASSIGN_OR_RETURN(auto seg, Segment::Create(dir_, next_base));
-  // The sealed segment's descriptor stays read-write; harmless, it is never written again.
+  ASSIGN_OR_RETURN(auto seg, Segment::Create(dir_, next_base, file_cache_.get()));
+  active->CloseForWriting();
   segments_.push_back(std::move(seg));
   return Status::OK();
 }
@@ -292,25 +378,56 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
   if (from >= end || max_records == 0) return out;
 
   uint64_t offset = from;
+  // Damage stops the read: what was read before it is returned; a read that starts at
+  // it fails. The file's path goes to the log (once per segment), never to the caller.
+  auto damage = [&](const Segment& seg, const std::string& detail) -> Result<ReadResult> {
+    if (seg.FirstDamageReport()) {
+      spdlog::error("shard log {}: {} in {} at offset {}; reads stop there (run `icestream fsck`)",
+                    dir_, detail, seg.path(), offset);
+    }
+    if (!out.records.empty()) {
+      out.next_offset = offset;
+      return std::move(out);
+    }
+    return Corruption(
+        fmt::format("the record at offset {} of this shard is damaged on disk ({}); reads cannot "
+                    "go past it until an "
+                    "operator repairs the log (icestream fsck)",
+                    offset, detail));
+  };
   std::string buf;
+  std::shared_ptr<Segment> gone;  // a segment whose file vanished (retention) on the last try
   while (offset < end && out.records.size() < max_records) {
     std::shared_ptr<Segment> seg;
+    std::shared_ptr<Segment> next;
     uint64_t pos;
     {
       std::shared_lock lock(seg_mu_);
       seg = FindSegment(offset);
       if (offset < seg->base_offset()) offset = seg->base_offset();  // trimmed meanwhile
       pos = PositionFor(*seg, offset);
+      auto it = std::find(segments_.begin(), segments_.end(), seg);
+      if (it != segments_.end() && it + 1 != segments_.end()) next = *(it + 1);
     }
     uint64_t seg_end_pos = seg->durable_bytes();
     uint64_t seg_end_off = seg->end_offset();
     if (offset >= seg_end_off) {
-      // Past this segment: a gap left by a damaged sealed segment, or a race with a roll.
-      std::shared_lock lock(seg_mu_);
-      auto it = std::find(segments_.begin(), segments_.end(), seg);
-      if (it == segments_.end() || it + 1 == segments_.end()) break;
-      offset = std::max(offset, (*(it + 1))->base_offset());
+      if (seg->damaged() && next && offset < next->base_offset()) {
+        return damage(*seg, "the segment is damaged from this record on");
+      }
+      // A race with a roll, or a gap between segments left by a repair: step over it.
+      if (!next) break;
+      offset = std::max(offset, next->base_offset());
       continue;
+    }
+    auto handle = seg->ReadHandle();
+    if (!handle.ok()) {
+      // Deleted by retention since we looked: look again (once per segment).
+      if (handle.status().code() == StatusCode::kNotFound && gone != seg) {
+        gone = seg;
+        continue;
+      }
+      return handle.status();
     }
     bool progressed = false;
     size_t min_read = 0;  // set when one frame is larger than the default read size
@@ -320,7 +437,8 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
       buf.resize(want);
-      ASSIGN_OR_RETURN(size_t got, fs::PReadFull(seg->fd(), buf.data(), want, pos, seg->path()));
+      ASSIGN_OR_RETURN(size_t got,
+                       fs::PReadFull((*handle)->fd(), buf.data(), want, pos, seg->path()));
       buf.resize(got);
       min_read = 0;
       size_t at = 0;
@@ -333,21 +451,17 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
             // every byte below seg_end_pos. Anything else (a short read) is damage.
             uint64_t total = buf.size() >= 8 ? uint64_t{GetFixed32(buf.data() + 4)} + 8 : 0;
             if (got < want || total <= buf.size() || pos + total > seg_end_pos) {
-              return Corruption("truncated frame in " + seg->path() + " at position " +
-                                std::to_string(pos));
+              return damage(*seg, "a frame is cut short");
             }
             min_read = static_cast<size_t>(total);
           }
           break;
         }
-        if (r == FrameParse::kCorrupt) {
-          return Corruption("checksum mismatch in " + seg->path() + " at position " +
-                            std::to_string(pos + at));
-        }
+        if (r == FrameParse::kCorrupt) return damage(*seg, "checksum mismatch");
         if (f.offset >= offset) {
           if (f.offset != offset) {
-            return Corruption("offset gap in " + seg->path() + ": expected " +
-                              std::to_string(offset) + ", found " + std::to_string(f.offset));
+            return damage(
+                *seg, fmt::format("a frame holds offset {} where {} belongs", f.offset, offset));
           }
           size_t rec_bytes = f.partition_key.size() + f.data.size();
           if (!out.records.empty() && out.bytes + rec_bytes > max_bytes) {
@@ -366,8 +480,8 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
       pos += at;
       if (at == 0) break;
     }
-    if (!progressed && offset < seg_end_off) {
-      return Corruption("could not read offset " + std::to_string(offset) + " from " + seg->path());
+    if (!progressed && offset < seg_end_off && out.records.size() < max_records && offset < end) {
+      return damage(*seg, "the record cannot be found where the index says");
     }
   }
   out.next_offset = offset;

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -23,6 +25,7 @@
 #include "common/status.h"
 #include "log/format.h"
 #include "log/segment.h"
+#include "log/segment_files.h"
 
 namespace icestream::log {
 
@@ -45,6 +48,9 @@ struct LogOptions {
   // readers further behind than the window read from the disk (sequential, read-ahead).
   // Only synced pages are dropped, so nothing is dropped when fsync is off.
   uint64_t cache_window_bytes = 64ull << 20;
+  // Descriptors of sealed segments, shared by every shard of a process; null: the log
+  // makes a small one of its own.
+  std::shared_ptr<SegmentFileCache> file_cache;
 };
 
 // One record to append: the partition key and the payload (copied into the queue).
@@ -59,7 +65,9 @@ struct AppendInfo {
 };
 
 // Called once, on the committer thread, when the appended records are durable (OK) or
-// could not be written (the shard is then failed until restart).
+// could not be written. A failed write fails it and every append queued behind it; the
+// log returns to its last durable state and later appends are tried again (a disk that
+// was full heals without a restart).
 using DurableCallback = std::function<void(const Status&)>;
 
 struct ReadRecord {
@@ -84,12 +92,15 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
 
   // Assigns consecutive offsets and one arrival time to `records`, queues their frames
   // and returns at once; `on_durable` runs when they are on disk. Fails with kThrottled
-  // when too much is queued, kShuttingDown after Close, kIOError after a write failure.
+  // when too much is queued, kShuttingDown after Close.
   Result<AppendInfo> Append(const std::vector<AppendRecord>& records, DurableCallback on_durable);
 
   // Reads records from `from` (clamped up to the trim horizon) up to the committed end,
   // at most `max_records` and roughly `max_bytes` (at least one record is returned when
-  // any is available). `stop_before` bounds the offset range (exclusive).
+  // any is available). `stop_before` bounds the offset range (exclusive). Damage stops a
+  // read: the records before it are returned; a read that starts at it fails with
+  // kCorruption (a message without file paths; the paths go to the log once). A gap
+  // between segments left by `icestream fsck --repair` is stepped over.
   Result<ReadResult> Read(uint64_t from, size_t max_records, size_t max_bytes,
                           uint64_t stop_before = UINT64_MAX) const;
 
@@ -114,6 +125,14 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
 
   // Stops accepting appends; queued ones are still written by the committer.
   void Close();
+  // Waits until every queued append is written (durable or failed) and returns the
+  // committed end. Callers make sure no append comes in meanwhile (resharding holds the
+  // stream's lock), so the end of a shard closed now counts only records on disk.
+  uint64_t Drain();
+  // Forgets cached descriptors of this log's files (its folder is being deleted).
+  void ReleaseFiles();
+  // The error of the last write, while no write has succeeded since (for /health).
+  std::optional<std::string> write_error() const;
   const std::string& dir() const { return dir_; }
   size_t segment_count() const;
 
@@ -132,6 +151,10 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
     uint64_t position = 0;  // file position where `bytes` went
     bool roll_only = false;
   };
+  // Committer thread: a write or sync of `job` failed. Fails it and everything queued
+  // behind it, cuts the file back to the durable end and forgets their offsets.
+  void FailWrite(FlushJob* job, const Status& st, bool written);
+  void FinishJob();
   // Committer thread: phase 1 (roll if due, pwrite), phase 2 (fdatasync, publish, ack).
   bool TakeAndWrite(FlushJob* job);
   void SyncAndPublish(FlushJob* job);
@@ -158,7 +181,9 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   bool scheduled_ = false;
   bool roll_requested_ = false;
   bool closed_ = false;
-  Status failed_;
+  bool in_flight_ = false;  // the committer holds a job taken from the queue
+  std::condition_variable idle_cv_;
+  std::string write_error_;  // last write failure, until a write succeeds
 
   // Segments; the committer takes it exclusively to roll or index, readers shared.
   mutable std::shared_mutex seg_mu_;
@@ -169,6 +194,7 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   std::weak_ptr<Segment> cache_active_;
   std::weak_ptr<Segment> cache_previous_;
 
+  std::shared_ptr<SegmentFileCache> file_cache_;
   std::atomic<uint64_t> committed_end_{0};
   std::atomic<int64_t> last_committed_arrival_{0};
 };

@@ -3,16 +3,17 @@
 #include "log/shard_log.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <filesystem>
 #include <future>
 #include <random>
@@ -145,7 +146,10 @@ TEST_F(ShardLogTest, TornTailIsTruncatedAtEveryCut) {
   }
 }
 
-TEST_F(ShardLogTest, FlippedByteInTailDropsThatFrameAndAfter) {
+// A flipped byte in a record that a later write follows is damage to acknowledged data,
+// not a torn tail: nothing is cut, the shard is not opened (before: the record and all
+// after it were cut, and their offsets handed out again).
+TEST_F(ShardLogTest, FlippedByteInDurableRecordRefusesTheShardAndCutsNothing) {
   Open();
   AppendSync({{"a", "1111"}});
   AppendSync({{"b", "2222"}});
@@ -156,9 +160,173 @@ TEST_F(ShardLogTest, FlippedByteInTailDropsThatFrameAndAfter) {
   size_t second = kSegmentHeaderSize + FrameSize(1, 4);
   bytes[second + kFrameHeaderSize + 2] ^= 0x40;  // inside the second record's data
   ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  auto r = ShardLog::Open(dir_.string(), {}, &clock_, committer_.get());
+  ASSERT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("offset 1"), std::string::npos) << r.status().message();
+  EXPECT_EQ(*fs::ReadFile(path), bytes);  // untouched
+  auto scan = Segment::Examine(path, 0, /*active=*/true, 1 << 16);
+  ASSERT_TRUE(scan.ok());
+  EXPECT_EQ(scan->kind, SegmentScan::Kind::kCorrupt);
+  EXPECT_EQ(scan->end_offset, 1u);
+  ASSERT_EQ(scan->intact_runs.size(), 1u);
+  EXPECT_EQ(scan->intact_runs[0].first_offset, 2u);
+}
+
+// Within the last write (one pwrite, several frames) a damaged frame followed by intact
+// frames of the same write is what a power cut leaves (pages written out of order): that
+// write was never acknowledged, so it is cut.
+TEST_F(ShardLogTest, HoleInsideTheLastWriteIsATornTail) {
+  Open();
+  AppendSync({{"a", "1111"}});
+  AppendSync({{"b", "2222"}, {"c", "3333"}, {"d", "4444"}});
+  log_.reset();
+  std::string path = ActivePath();
+  std::string bytes = *fs::ReadFile(path);
+  size_t second = kSegmentHeaderSize + FrameSize(1, 4);
+  std::fill(bytes.begin() + static_cast<long>(second) + 4,
+            bytes.begin() + static_cast<long>(second) + 20, '\0');
+  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
   Open();
   EXPECT_EQ(log_->committed_end(), 1u);
   EXPECT_EQ(std::filesystem::file_size(path), second);
+  EXPECT_EQ(AppendSync({{"e", "new"}}).first_offset, 1u);
+}
+
+// Files written before write-start marks existed cannot tell a torn write from damage:
+// intact frames after a bad one there are treated as corruption.
+TEST_F(ShardLogTest, UnmarkedFramesAfterDamageAreCorruption) {
+  std::filesystem::create_directories(dir_);
+  std::string bytes = EncodeSegmentHeader(0);
+  for (uint64_t o = 0; o < 3; ++o) {
+    std::string f(FrameSize(1, 4), '\0');
+    EncodeFrame(f.data(), o, 1700000000000, "k", "data");
+    bytes += f;
+  }
+  bytes[kSegmentHeaderSize + FrameSize(1, 4) + kFrameHeaderSize + 1] ^= 1;
+  std::string path = (dir_ / Segment::FileName(0)).string();
+  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  auto r = ShardLog::Open(dir_.string(), {}, &clock_, committer_.get());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  // Without anything intact after the damage it is still a torn tail.
+  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes.substr(0, bytes.size() - FrameSize(1, 4))).ok());
+  Open();
+  EXPECT_EQ(log_->committed_end(), 1u);
+}
+
+// One damaged record in a sealed segment: reads return what precedes it, then stop at it
+// with an error that names the offset and no file path; they never skip it — with or
+// without the index file. Records of later segments stay readable.
+TEST_F(ShardLogTest, DamageInASealedSegmentStopsReadsWithAClearError) {
+  LogOptions opts;
+  opts.segment_bytes = 2048;
+  Open(opts);
+  for (int i = 0; i < 30; ++i)
+    AppendSync({{"k", std::string(300, static_cast<char>('a' + i % 26))}});
+  log_.reset();
+  auto listing = fs::ListDir(dir_.string());
+  ASSERT_TRUE(listing.ok());
+  std::string first;
+  for (auto& n : *listing) {
+    if (n.ends_with(".log")) {
+      first = n;
+      break;
+    }
+  }
+  std::string path = (dir_ / first).string();
+  std::string bytes = *fs::ReadFile(path);
+  size_t third = kSegmentHeaderSize + 2 * FrameSize(1, 300);
+  bytes[third + kFrameHeaderSize + 10] ^= 0x08;  // record at offset 2
+  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  for (bool with_index : {true, false}) {
+    if (!with_index) {
+      ASSERT_TRUE(fs::RemoveFile((dir_ / (first.substr(0, 20) + ".idx")).string()).ok());
+    }
+    Open(opts);
+    auto r = log_->Read(0, 1000, 1 << 20);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->records.size(), 2u);
+    EXPECT_EQ(r->next_offset, 2u);
+    auto at = log_->Read(2, 1000, 1 << 20);
+    ASSERT_EQ(at.status().code(), StatusCode::kCorruption) << (with_index ? "index" : "no index");
+    EXPECT_NE(at.status().message().find("offset 2"), std::string::npos) << at.status().message();
+    EXPECT_EQ(at.status().message().find('/'), std::string::npos) << at.status().message();
+    auto past = log_->Read(3, 1000, 1 << 20);  // the same segment, after the damage
+    EXPECT_FALSE(past.ok() && !past->records.empty() && past->records[0].offset != 3);
+    auto later = log_->Read(25, 1000, 1 << 20);
+    ASSERT_TRUE(later.ok()) << later.status().ToString();
+    EXPECT_EQ(later->records.front().offset, 25u);
+  }
+}
+
+// A failed write (here: the file size limit, as a full disk would) refuses that write
+// and what queued behind it; once the condition clears, writes succeed again without a
+// reopen, at the offsets the refused records would have had.
+TEST_F(ShardLogTest, FailedWriteHealsWithoutRestart) {
+  Open();
+  AppendSync({{"k", "before"}});
+  std::string path = ActivePath();
+  uint64_t size = std::filesystem::file_size(path);
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = size + 10;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::promise<Status> failed;
+  std::vector<AppendRecord> recs = {{"k", std::string(1000, 'x')}};
+  auto info = log_->Append(recs, [&](const Status& st) { failed.set_value(st); });
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->first_offset, 1u);
+  Status st = failed.get_future().get();
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.message().find('/'), std::string::npos) << st.message();  // no path for clients
+  EXPECT_TRUE(log_->write_error().has_value());
+  EXPECT_EQ(std::filesystem::file_size(path), size);  // the partial write was cut
+  EXPECT_EQ(log_->committed_end(), 1u);
+  EXPECT_EQ(AppendSync({{"k", "after"}}).first_offset, 1u);
+  EXPECT_FALSE(log_->write_error().has_value());
+  auto r = log_->Read(0, 10, 1 << 20);
+  ASSERT_EQ(r->records.size(), 2u);
+  EXPECT_EQ(r->records[1].data, "after");
+  log_.reset();
+  Open();
+  EXPECT_EQ(log_->committed_end(), 2u);
+}
+
+// Drain waits for queued appends and reports the end that is on disk.
+TEST_F(ShardLogTest, DrainReturnsTheDurableEnd) {
+  Open();
+  std::vector<AppendRecord> recs = {{"k", "v"}};
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(log_->Append(recs, [](const Status&) {}).ok());
+  EXPECT_EQ(log_->Drain(), 50u);
+}
+
+// Sealed segments keep no descriptor of their own: descriptors come from a bounded cache.
+TEST_F(ShardLogTest, SealedSegmentsAreOpenedOnDemand) {
+  LogOptions opts;
+  opts.segment_bytes = 1024;
+  opts.file_cache = std::make_shared<SegmentFileCache>(2);
+  Open(opts);
+  for (int i = 0; i < 40; ++i) AppendSync({{"k", std::string(200, 'd')}});
+  ASSERT_GT(log_->segment_count(), 6u);
+  auto open_fds = [] {
+    size_t n = 0;
+    for (auto& e : std::filesystem::directory_iterator("/proc/self/fd")) n += e.exists() ? 1 : 0;
+    return n;
+  };
+  size_t before = open_fds();
+  for (int round = 0; round < 3; ++round) {
+    auto r = log_->Read(0, 1000, 1 << 20);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->records.size(), 40u);
+  }
+  EXPECT_LE(opts.file_cache->size(), 2u);
+  EXPECT_LE(open_fds(), before + 2);
+  Open(opts);  // reopening does not keep them open either
+  EXPECT_LE(opts.file_cache->size(), 2u);
+  EXPECT_EQ(log_->Read(0, 1000, 1 << 20)->records.size(), 40u);
 }
 
 TEST_F(ShardLogTest, GarbageAfterTailIsRemoved) {
@@ -324,10 +492,12 @@ TEST_F(ShardLogTest, SealedSegmentShorterThanItsIndexIsRescanned) {
   std::string bytes = *fs::ReadFile(path);
   ASSERT_TRUE(fs::WriteFileAtomic(path, bytes.substr(0, bytes.size() - 100)).ok());
   Open(opts);
-  // The damaged tail of that segment is skipped; reading does not hang.
+  // The records before the damage are read; reading stops there and does not hang.
   auto r = log_->Read(0, 1000, 1 << 20);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_GT(r->records.size(), 0u);
+  auto at = log_->Read(r->next_offset, 1000, 1 << 20);
+  EXPECT_EQ(at.status().code(), StatusCode::kCorruption);
 }
 
 TEST_F(ShardLogTest, SmallByteBudgetStillReturnsOneRecordAtATime) {

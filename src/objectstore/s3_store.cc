@@ -99,7 +99,9 @@ Result<http::ClientResponse> S3ObjectStore::Send(const Call& call) {
     auto r = client_->Send({call.method, url, headers, call.body, 0});
     if (!r.ok()) {
       last_transport = r.status();
-      spdlog::debug("s3 {} {}: {} (attempt {})", call.method, url, r.status().ToString(), attempt);
+      spdlog::warn("s3 {} {}: {} (attempt {} of {}{})", call.method, url, r.status().ToString(),
+                   attempt, options_.max_attempts,
+                   attempt < options_.max_attempts ? ", retrying" : ", giving up");
       continue;
     }
     std::string code = r->status >= 300 ? XmlText(r->body, "Code").value_or("") : "";
@@ -111,7 +113,9 @@ Result<http::ClientResponse> S3ObjectStore::Send(const Call& call) {
     if (r->status < 300 || !Retryable(r->status, code)) return r;
     last = std::move(*r);
     last_transport = Status::OK();
-    spdlog::debug("s3 {} {}: HTTP {} {} (attempt {})", call.method, url, last.status, code, attempt);
+    spdlog::warn("s3 {} {}: HTTP {} {} (attempt {} of {}{})", call.method, url, last.status, code,
+                 attempt, options_.max_attempts,
+                 attempt < options_.max_attempts ? ", retrying" : ", giving up");
   }
   if (!last_transport.ok()) return last_transport;
   return last;

@@ -1,12 +1,13 @@
 // Registry schema definitions: syntax checks per data format.
 #include "registry/definition.h"
 
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
+#include "common/json_depth.h"
 #include "format/avro/schema.h"
 
 namespace icestream::registry {
@@ -248,7 +249,17 @@ std::string CheckProto(std::string_view text) {
 
 }  // namespace
 
+namespace {
+// Definitions are untrusted text; their walkers (and json::dump) recurse once per level.
+constexpr size_t kMaxDefinitionNesting = 256;
+}  // namespace
+
 Status CheckDefinition(DataFormat format, std::string_view def) {
+  if (format != DataFormat::kProtobuf &&
+      JsonNestingDepth(def, kMaxDefinitionNesting) > kMaxDefinitionNesting) {
+    return Invalid(format,
+                   "nests more than " + std::to_string(kMaxDefinitionNesting) + " levels deep");
+  }
   switch (format) {
     case DataFormat::kJson: {
       json j = json::parse(def, nullptr, false);
@@ -273,6 +284,7 @@ Status CheckDefinition(DataFormat format, std::string_view def) {
 
 std::string CanonicalDefinition(DataFormat format, std::string_view def) {
   if (format == DataFormat::kProtobuf) return std::string(def);
+  if (JsonNestingDepth(def, kMaxDefinitionNesting) > kMaxDefinitionNesting) return std::string(def);
   json j = json::parse(def, nullptr, false);
   return j.is_discarded() ? std::string(def) : j.dump();
 }

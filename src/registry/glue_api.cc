@@ -2,13 +2,14 @@
 // (aws-api.md §D.1-§D.3, texts of §D.5).
 #include "registry/glue_api.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "common/base64.h"
 #include "common/crypto.h"
+#include "common/json_depth.h"
 #include "common/time_format.h"
 #include "registry/glue_context.h"
 
@@ -259,6 +260,12 @@ void GlueApi::Handle(std::string_view op, std::shared_ptr<http::Request> req, ht
   glue::Call call{std::move(req), std::move(respond), crypto::RandomUuid()};
   auto it = Handlers().find(op);
   if (it == Handlers().end()) return call.Fail(aws::UnknownOperationError());
+  // Glue bodies nest a few levels (definitions travel as strings); deeper input is an
+  // attack on the recursion of whatever walks it.
+  constexpr size_t kMaxNesting = 64;
+  if (JsonNestingDepth(call.req->body, kMaxNesting) > kMaxNesting) {
+    return call.Fail(aws::SerializationError("Request body nests JSON more than 64 levels deep."));
+  }
   json body = json::parse(call.req->body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
     return call.Fail(aws::SerializationError(body.is_discarded() ? "Request body is not valid JSON." : "Expected a JSON object."));

@@ -3,6 +3,7 @@
 
 #include "common/clock.h"
 #include "common/fs.h"
+#include "iceberg/rest/rest_json.h"
 #include "iceberg/rest/rest_server.h"
 #include "iceberg/warehouses.h"
 #include "objectstore/local_store.h"
@@ -26,6 +27,7 @@ iceberg::Warehouses* CatalogServices::warehouses() const { return impl_->warehou
 registry::SchemaRegistry* CatalogServices::registry() const { return impl_->registry.get(); }
 
 Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& config, Database* db, Router* router,
+                                                                const SurfaceAuth* auth,
                                                                 std::shared_ptr<objectstore::ObjectStore> s3_buckets) {
   auto impl = std::make_unique<Impl>();
   if (s3_buckets) {
@@ -53,7 +55,16 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& co
   ro.base_path = "/iceberg";
   impl->rest = std::make_unique<iceberg::rest::RestCatalogServer>(ro, std::move(resolver));
   iceberg::rest::RestCatalogServer* rest = impl->rest.get();
-  router->AddPath({"/iceberg/", [rest](std::shared_ptr<http::Request> req, http::Responder respond) {
+  router->AddPath({"/iceberg/", [rest, auth](std::shared_ptr<http::Request> req, http::Responder respond) {
+                     if (auto denied = auth->CheckCatalog(*req)) {
+                       http::Response r;
+                       r.status = denied->status;
+                       r.SetHeader("Content-Type", "application/json");
+                       if (req->method != "HEAD") {
+                         r.body = iceberg::rest::ErrorBody({denied->status, denied->type, denied->message});
+                       }
+                       return respond(std::move(r));
+                     }
                      respond(rest->Handle(*req));
                    }});
 
@@ -63,7 +74,7 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& co
   ASSIGN_OR_RETURN(impl->registry, registry::SchemaRegistry::Open(db, SystemClock::Default(), rego));
   impl->glue = std::make_unique<registry::GlueApi>(impl->registry.get(), registry::GlueOptions{config.region, config.account});
   registry::GlueApi* glue = impl->glue.get();
-  router->AddService({"AWSGlue.", aws::ErrorFlavor::kGlue, [glue](std::string_view op) { return glue->Knows(op); },
+  router->AddService({"AWSGlue.", "glue", aws::ErrorFlavor::kGlue, [glue](std::string_view op) { return glue->Knows(op); },
                       [glue](std::string_view op, std::shared_ptr<http::Request> req, http::Responder respond) {
                         glue->Handle(op, std::move(req), std::move(respond));
                       }});

@@ -14,6 +14,7 @@
 #include "objectstore/object_store.h"
 #include "server/config.h"
 #include "server/router.h"
+#include "server/surface_auth.h"
 
 namespace icestream::iceberg {
 class Warehouses;
@@ -29,8 +30,10 @@ class CatalogServices {
   // `s3_buckets`: the S3 store when --s3-endpoint is configured (a table bucket is then
   // the S3 bucket of the same name); null in the embedded mode, where table buckets are
   // folders DATA_DIR/table-buckets/<name>/.
-  static Result<std::unique_ptr<CatalogServices>> Start(const Config& config, Database* db, Router* router,
-                                                        std::shared_ptr<objectstore::ObjectStore> s3_buckets);
+  // `auth` decides who may call the REST catalog; it must outlive this object.
+  static Result<std::unique_ptr<CatalogServices>> Start(
+      const Config& config, Database* db, Router* router, const SurfaceAuth* auth,
+      std::shared_ptr<objectstore::ObjectStore> s3_buckets);
   ~CatalogServices();
 
   // The warehouses (one per table bucket) and the schema registry, for the streaming-table

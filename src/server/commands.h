@@ -11,6 +11,7 @@ void AddServeCommand(CLI::App* app);
 void AddChannelsCommand(CLI::App* app);
 void AddConvertCommand(CLI::App* app);
 void AddParquetCommand(CLI::App* app);
+void AddFsckCommand(CLI::App* app);
 
 // The process exit code chosen by the subcommand that ran (0 unless it failed).
 int ExitCode();

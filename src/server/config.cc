@@ -1,7 +1,14 @@
 // TOML configuration loading.
 #include "server/config.h"
 
+#include <fmt/format.h>
 #include <toml++/toml.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <utility>
 
 namespace icestream::server {
 
@@ -18,82 +25,226 @@ uint16_t Config::port() const {
   return static_cast<uint16_t>(std::stoul(listen.substr(colon + 1)));
 }
 
+namespace {
+
+// Reads one TOML document into a Config, refusing anything it does not know.
+class StrictReader {
+ public:
+  explicit StrictReader(std::string path) : path_(std::move(path)) {}
+
+  using Setter = std::function<Status(const toml::node&)>;
+  using Keys = std::vector<std::pair<std::string, Setter>>;
+
+  Status Error(const toml::source_region& at, const std::string& message) const {
+    return InvalidArgument(fmt::format("config {} line {}: {}", path_, at.begin.line, message));
+  }
+
+  Setter Str(std::string* out, const std::string& name) const {
+    return [this, out, name](const toml::node& n) -> Status {
+      const auto* v = n.as_string();
+      if (!v) return Error(n.source(), name + " must be a string");
+      *out = v->get();
+      return Status::OK();
+    };
+  }
+  Setter Bool(bool* out, const std::string& name) const {
+    return [this, out, name](const toml::node& n) -> Status {
+      const auto* v = n.as_boolean();
+      if (!v) return Error(n.source(), name + " must be true or false");
+      *out = v->get();
+      return Status::OK();
+    };
+  }
+  template <typename T>
+  Setter Int(T* out, const std::string& name, int64_t min, int64_t max) const {
+    return [this, out, name, min, max](const toml::node& n) -> Status {
+      const auto* v = n.as_integer();
+      if (!v) return Error(n.source(), name + " must be an integer");
+      int64_t x = v->get();
+      if (x < min || x > max) {
+        return Error(n.source(),
+                     fmt::format("{} must be between {} and {}, got {}", name, min, max, x));
+      }
+      *out = static_cast<T>(x);
+      return Status::OK();
+    };
+  }
+  Setter StrList(std::vector<std::string>* out, const std::string& name) const {
+    return [this, out, name](const toml::node& n) -> Status {
+      const auto* arr = n.as_array();
+      if (!arr) return Error(n.source(), name + " must be an array of strings");
+      out->clear();
+      for (const auto& e : *arr) {
+        const auto* v = e.as_string();
+        if (!v) return Error(e.source(), name + " must hold strings only");
+        if (v->get().empty()) return Error(e.source(), name + " must not hold an empty string");
+        out->push_back(v->get());
+      }
+      return Status::OK();
+    };
+  }
+
+  Status Apply(const toml::table& t, const std::string& where, const Keys& keys) const {
+    for (const auto& [key, node] : t) {
+      std::string k(key.str());
+      auto it = std::find_if(keys.begin(), keys.end(), [&](const auto& e) { return e.first == k; });
+      if (it == keys.end()) {
+        std::string known;
+        for (const auto& e : keys) known += (known.empty() ? "" : ", ") + e.first;
+        return Error(key.source(),
+                     fmt::format("unknown key '{}' in {} (known keys: {})", k, where, known));
+      }
+      RETURN_IF_ERROR(it->second(node));
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
 Result<Config> LoadConfigFile(const std::string& path, Config c) {
   toml::table t;
   try {
     t = toml::parse_file(path);
   } catch (const toml::parse_error& e) {
-    return InvalidArgument("config " + path + ": " + std::string(e.description()));
+    return InvalidArgument(fmt::format("config {} line {}: {}", path, e.source().begin.line,
+                                       std::string(e.description())));
   }
-  c.data_dir = t["data_dir"].value_or(c.data_dir);
-  c.listen = t["listen"].value_or(c.listen);
-  c.region = t["region"].value_or(c.region);
-  c.account = t["account"].value_or(c.account);
-  c.log_level = t["log_level"].value_or(c.log_level);
-  c.aws_strict = t["aws_strict"].value_or(c.aws_strict);
-  if (auto* creds = t["credentials"].as_array()) {
-    for (const auto& e : *creds) {
-      const auto* tab = e.as_table();
-      if (!tab) return InvalidArgument("config: [[credentials]] entries must be tables");
-      auto ak = (*tab)["access_key_id"].value<std::string>();
-      auto sk = (*tab)["secret_access_key"].value<std::string>();
-      if (!ak || !sk) {
-        return InvalidArgument("config: credentials need access_key_id and secret_access_key");
-      }
-      c.credentials[*ak] = *sk;
+  StrictReader r(path);
+  using Keys = StrictReader::Keys;
+  constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+  const Keys storage = {
+      {"fsync", r.Bool(&c.fsync, "storage.fsync")},
+      {"segment_bytes", r.Int(&c.segment_bytes, "storage.segment_bytes", 4096, kMaxInt)},
+      {"segment_ms", r.Int(&c.segment_ms, "storage.segment_ms", 1, kMaxInt)},
+      {"index_interval_bytes",
+       r.Int(&c.index_interval_bytes, "storage.index_interval_bytes", 1, kMaxInt)},
+      {"page_cache_window_bytes",
+       r.Int(&c.page_cache_window_bytes, "storage.page_cache_window_bytes", 0, kMaxInt)},
+      {"commit_threads", r.Int(&c.commit_threads, "storage.commit_threads", 1, 64)},
+      {"retention_check_interval_ms",
+       r.Int(&c.retention_check_interval_ms, "storage.retention_check_interval_ms", 1, kMaxInt)},
+      {"max_open_segment_files",
+       r.Int(&c.max_open_segment_files, "storage.max_open_segment_files", 1, 1 << 20)},
+  };
+  const Keys server = {
+      {"io_threads", r.Int(&c.io_threads, "server.io_threads", 0, 1024)},
+      {"max_connections", r.Int(&c.max_connections, "server.max_connections", 1, 1 << 20)},
+      {"idle_timeout_seconds",
+       r.Int(&c.idle_timeout_seconds, "server.idle_timeout_seconds", 1, 86400)},
+      {"access_log", r.Bool(&c.access_log, "server.access_log")},
+  };
+  const Keys auth = {
+      {"bearer_tokens", r.StrList(&c.bearer_tokens, "auth.bearer_tokens")},
+      {"public_metrics", r.Bool(&c.public_metrics, "auth.public_metrics")},
+  };
+  const Keys s3 = {
+      {"endpoint", r.Str(&c.s3_endpoint, "s3.endpoint")},
+      {"region", r.Str(&c.s3_region, "s3.region")},
+      {"path_style", r.Bool(&c.s3_path_style, "s3.path_style")},
+      {"multipart_threshold",
+       r.Int(&c.s3_multipart_threshold, "s3.multipart_threshold", 5 << 20, kMaxInt)},
+      {"request_timeout_ms",
+       r.Int(&c.s3_request_timeout_ms, "s3.request_timeout_ms", 1, INT32_MAX)},
+      {"max_attempts", r.Int(&c.s3_max_attempts, "s3.max_attempts", 1, 100)},
+  };
+  const Keys delivery = {
+      {"workers", r.Int(&c.delivery_workers, "delivery.workers", 1, 256)},
+      {"max_batch_bytes",
+       r.Int(&c.delivery_max_batch_bytes, "delivery.max_batch_bytes", 1, kMaxInt)},
+      {"tick_ms", r.Int(&c.delivery_tick_ms, "delivery.tick_ms", 1, 60000)},
+      {"activation_timeout_ms", r.Int(&c.delivery_activation_timeout_ms,
+                                      "delivery.activation_timeout_ms", 1, kMaxInt)},
+      {"table_target_file_bytes", r.Int(&c.table_target_file_bytes,
+                                        "delivery.table_target_file_bytes", 1 << 20, kMaxInt)},
+      {"table_max_commit_bytes", r.Int(&c.table_max_commit_bytes,
+                                       "delivery.table_max_commit_bytes", 1 << 20, kMaxInt)},
+      {"table_convert_threads",
+       r.Int(&c.table_convert_threads, "delivery.table_convert_threads", 1, 64)},
+      {"table_snapshot_max_age_ms", r.Int(&c.table_snapshot_max_age_ms,
+                                          "delivery.table_snapshot_max_age_ms", 0, kMaxInt)},
+      {"table_expire_interval_ms", r.Int(&c.table_expire_interval_ms,
+                                         "delivery.table_expire_interval_ms", 1, kMaxInt)},
+      {"table_orphan_age_ms",
+       r.Int(&c.table_orphan_age_ms, "delivery.table_orphan_age_ms", 0, kMaxInt)},
+      {"table_compaction", r.Bool(&c.table_compaction, "delivery.table_compaction")},
+      {"table_compaction_cold_after_ms",
+       r.Int(&c.table_compaction_cold_after_ms, "delivery.table_compaction_cold_after_ms", 0,
+             kMaxInt)},
+  };
+  const Keys kinesis = {
+      {"iterator_ttl_ms", r.Int(&c.iterator_ttl_ms, "kinesis.iterator_ttl_ms", 1, kMaxInt)},
+  };
+  const Keys iceberg = {
+      {"default_warehouse", r.Str(&c.iceberg_default_warehouse, "iceberg.default_warehouse")},
+  };
+  const Keys limits = {
+      {"shard_limit", r.Int(&c.shard_limit, "limits.shard_limit", 1, UINT32_MAX)},
+      {"on_demand_stream_limit",
+       r.Int(&c.on_demand_stream_limit, "limits.on_demand_stream_limit", 0, UINT32_MAX)},
+  };
+  const std::vector<std::pair<std::string, const Keys*>> sections = {
+      {"storage", &storage},   {"server", &server},   {"auth", &auth},       {"s3", &s3},
+      {"delivery", &delivery}, {"kinesis", &kinesis}, {"iceberg", &iceberg}, {"limits", &limits}};
+
+  // [[credentials]]: an array of tables, each with both keys.
+  auto credentials = [&](const toml::node& n) -> Status {
+    const auto* arr = n.as_array();
+    if (!arr || !arr->is_array_of_tables()) {
+      return r.Error(n.source(),
+                     "credentials must be an array of tables: write each key as [[credentials]] "
+                     "(double brackets), not [credentials]");
     }
+    for (const auto& e : *arr) {
+      std::string ak, sk;
+      RETURN_IF_ERROR(
+          r.Apply(*e.as_table(), "[[credentials]]",
+                  {{"access_key_id", r.Str(&ak, "credentials.access_key_id")},
+                   {"secret_access_key", r.Str(&sk, "credentials.secret_access_key")}}));
+      if (ak.empty() || sk.empty()) {
+        return r.Error(e.source(),
+                       "[[credentials]] needs a non-empty access_key_id and secret_access_key");
+      }
+      c.credentials[ak] = sk;
+    }
+    return Status::OK();
+  };
+  Keys top = {
+      {"data_dir", r.Str(&c.data_dir, "data_dir")},
+      {"listen", r.Str(&c.listen, "listen")},
+      {"region", r.Str(&c.region, "region")},
+      {"account", r.Str(&c.account, "account")},
+      {"log_level", r.Str(&c.log_level, "log_level")},
+      {"aws_strict", r.Bool(&c.aws_strict, "aws_strict")},
+      {"credentials", credentials},
+  };
+  for (const auto& [name, keys] : sections) {
+    top.emplace_back(name, [&r, name = name, keys = keys](const toml::node& n) -> Status {
+      const auto* tab = n.as_table();
+      if (!tab) return r.Error(n.source(), fmt::format("{} must be a section ([{}])", name, name));
+      return r.Apply(*tab, "[" + name + "]", *keys);
+    });
   }
-  if (auto* s = t["storage"].as_table()) {
-    c.fsync = (*s)["fsync"].value_or(c.fsync);
-    c.segment_bytes = (*s)["segment_bytes"].value_or(c.segment_bytes);
-    c.page_cache_window_bytes =
-        (*s)["page_cache_window_bytes"].value_or(c.page_cache_window_bytes);
-    c.segment_ms = (*s)["segment_ms"].value_or(c.segment_ms);
-    c.index_interval_bytes = (*s)["index_interval_bytes"].value_or(c.index_interval_bytes);
-    c.commit_threads = (*s)["commit_threads"].value_or(c.commit_threads);
-    c.retention_check_interval_ms =
-        (*s)["retention_check_interval_ms"].value_or(c.retention_check_interval_ms);
-  }
-  if (auto* s = t["server"].as_table()) {
-    c.io_threads = (*s)["io_threads"].value_or(c.io_threads);
-  }
-  if (auto* s = t["s3"].as_table()) {
-    c.s3_endpoint = (*s)["endpoint"].value_or(c.s3_endpoint);
-    c.s3_region = (*s)["region"].value_or(c.s3_region);
-    c.s3_path_style = (*s)["path_style"].value_or(c.s3_path_style);
-    c.s3_multipart_threshold = (*s)["multipart_threshold"].value_or(c.s3_multipart_threshold);
-    c.s3_request_timeout_ms = (*s)["request_timeout_ms"].value_or(c.s3_request_timeout_ms);
-    c.s3_max_attempts = (*s)["max_attempts"].value_or(c.s3_max_attempts);
-  }
-  if (auto* s = t["delivery"].as_table()) {
-    c.delivery_workers = (*s)["workers"].value_or(c.delivery_workers);
-    c.delivery_max_batch_bytes = (*s)["max_batch_bytes"].value_or(c.delivery_max_batch_bytes);
-    c.delivery_tick_ms = (*s)["tick_ms"].value_or(c.delivery_tick_ms);
-    c.delivery_activation_timeout_ms = (*s)["activation_timeout_ms"].value_or(c.delivery_activation_timeout_ms);
-    c.table_target_file_bytes = (*s)["table_target_file_bytes"].value_or(c.table_target_file_bytes);
-    c.table_max_commit_bytes = (*s)["table_max_commit_bytes"].value_or(c.table_max_commit_bytes);
-    c.table_convert_threads = (*s)["table_convert_threads"].value_or(c.table_convert_threads);
-    c.table_snapshot_max_age_ms = (*s)["table_snapshot_max_age_ms"].value_or(c.table_snapshot_max_age_ms);
-    c.table_expire_interval_ms = (*s)["table_expire_interval_ms"].value_or(c.table_expire_interval_ms);
-    c.table_orphan_age_ms = (*s)["table_orphan_age_ms"].value_or(c.table_orphan_age_ms);
-    c.table_compaction = (*s)["table_compaction"].value_or(c.table_compaction);
-    c.table_compaction_cold_after_ms =
-        (*s)["table_compaction_cold_after_ms"].value_or(c.table_compaction_cold_after_ms);
-  }
-  if (auto* s = t["kinesis"].as_table()) {
-    c.iterator_ttl_ms = (*s)["iterator_ttl_ms"].value_or(c.iterator_ttl_ms);
-  }
-  if (auto* s = t["iceberg"].as_table()) {
-    c.iceberg_default_warehouse = (*s)["default_warehouse"].value_or(c.iceberg_default_warehouse);
-  }
-  if (auto* s = t["limits"].as_table()) {
-    c.shard_limit = (*s)["shard_limit"].value_or(c.shard_limit);
-    c.on_demand_stream_limit = (*s)["on_demand_stream_limit"].value_or(c.on_demand_stream_limit);
-  }
+  RETURN_IF_ERROR(r.Apply(t, "the top level", top));
   return c;
 }
 
+bool ValidLogLevel(std::string_view level) {
+  for (std::string_view l : {"trace", "debug", "info", "warn", "error", "off"}) {
+    if (level == l) return true;
+  }
+  return false;
+}
+
 Status Validate(const Config& c) {
+  if (!ValidLogLevel(c.log_level)) {
+    return InvalidArgument("log level '" + c.log_level +
+                           "' is not one of trace, debug, info, warn, error, off");
+  }
+  if (c.region.empty()) return InvalidArgument("region must not be empty");
   auto colon = c.listen.rfind(':');
   if (colon == std::string::npos || colon + 1 == c.listen.size()) {
     return InvalidArgument("--listen must be HOST:PORT, got '" + c.listen + "'");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -17,6 +18,10 @@ struct Config {
   std::string account = "000000000000";
   // Access key id → secret. Empty: any well-formed signature is accepted.
   std::map<std::string, std::string> credentials;
+  // [auth]: bearer tokens accepted by the Iceberg REST catalog and /metrics; whether
+  // /metrics stays open although credentials or tokens are configured.
+  std::vector<std::string> bearer_tokens;
+  bool public_metrics = false;
   std::string log_level = "info";
   bool aws_strict = false;
 
@@ -28,9 +33,13 @@ struct Config {
   uint64_t index_interval_bytes = 64 << 10;
   size_t commit_threads = 4;
   int64_t retention_check_interval_ms = 60 * 1000;
+  size_t max_open_segment_files = 512;  // descriptors of sealed segments kept open
 
   // Serving.
   size_t io_threads = 0;  // 0 = one per core (at least 2)
+  size_t max_connections = 4096;   // further connections wait in the listen backlog
+  int idle_timeout_seconds = 300;  // a keep-alive connection idle this long is closed
+  bool access_log = false;         // one info line per request
   // Lifetime of shard iterators and NextTokens (AWS: 300 s). Tests shorten it.
   int64_t iterator_ttl_ms = 300 * 1000;
 
@@ -78,9 +87,13 @@ struct Config {
   uint16_t port() const;
 };
 
-// Reads a TOML file over the defaults of `base`.
+// Reads a TOML file over the defaults of `base`. Strict: a syntax error, an unknown
+// section or key, a value of the wrong type or out of range, or `[credentials]` written
+// as a table instead of `[[credentials]]` fails with a message naming the file and line.
 Result<Config> LoadConfigFile(const std::string& path, Config base);
-// Checks values and the listen address.
+// Checks values and the listen address (and the log level).
 Status Validate(const Config& c);
+// trace|debug|info|warn|error|off.
+bool ValidLogLevel(std::string_view level);
 
 }  // namespace icestream::server

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   icestream::server::AddConvertCommand(&app);
   icestream::server::AddParquetCommand(&app);
   icestream::server::AddChannelsCommand(&app);
+  icestream::server::AddFsckCommand(&app);
   CLI11_PARSE(app, argc, argv);
   return icestream::server::ExitCode();
 }

@@ -55,7 +55,7 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
     return fail(aws::UnknownOperationError());
   }
   if (req->body.empty()) return fail(aws::SerializationError(""));
-  if (auto e = auth_.Check(*req)) return fail(*e);
+  if (auto e = auth_->Check(*req, svc->signing_name)) return fail(*e);
   svc->handle(op, std::move(req), std::move(respond));
 }
 

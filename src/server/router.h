@@ -16,14 +16,18 @@
 
 namespace icestream::server {
 
-// A JSON 1.1 service: `prefix` is the X-Amz-Target prefix ("Kinesis_20131202.").
+// A JSON 1.1 service: `prefix` is the X-Amz-Target prefix ("Kinesis_20131202."),
+// `signing_name` the service its SigV4 credential scope must name ("kinesis").
 struct JsonService {
   std::string prefix;
+  std::string signing_name;
   aws::ErrorFlavor flavor = aws::ErrorFlavor::kKinesis;
   std::function<bool(std::string_view op)> knows;
   std::function<void(std::string_view op, std::shared_ptr<http::Request>, http::Responder)> handle;
 };
 
+// A path route authenticates its own requests (see SurfaceAuth): the Iceberg catalog
+// and /metrics answer in their own error formats.
 struct PathRoute {
   std::string prefix;  // matched against the request path
   http::Handler handler;
@@ -31,13 +35,14 @@ struct PathRoute {
 
 class Router {
  public:
-  explicit Router(aws::Authenticator auth) : auth_(std::move(auth)) {}
+  // `auth` must outlive the router.
+  explicit Router(const aws::Authenticator* auth) : auth_(auth) {}
   void AddService(JsonService service) { services_.push_back(std::move(service)); }
   void AddPath(PathRoute route) { paths_.push_back(std::move(route)); }
   void Handle(std::shared_ptr<http::Request> req, http::Responder respond) const;
 
  private:
-  aws::Authenticator auth_;
+  const aws::Authenticator* auth_;
   std::vector<JsonService> services_;
   std::vector<PathRoute> paths_;
 };

@@ -1,10 +1,12 @@
 // `icestream serve`: runs the server until SIGINT/SIGTERM.
+#include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
-
+#include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -16,13 +18,23 @@
 namespace icestream::server {
 namespace {
 
-// Every shard keeps a few files open; lift the soft limit to the hard one.
-void RaiseFileLimit() {
+// Connections and active segments each hold a descriptor; lift the soft limit to the
+// hard one. Returns the soft limit in force.
+uint64_t RaiseFileLimit() {
   rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
   }
+  return rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : static_cast<uint64_t>(rl.rlim_cur);
+}
+
+std::string AbsolutePath(const std::string& p) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(p, ec);
+  return ec ? p : abs.lexically_normal().string();
 }
 
 struct ServeFlags {
@@ -33,6 +45,7 @@ struct ServeFlags {
   std::string s3_endpoint;
   bool aws_strict = false;
   bool no_fsync = false;
+  bool access_log = false;
 };
 
 int RunServe(const ServeFlags& f) {
@@ -51,8 +64,14 @@ int RunServe(const ServeFlags& f) {
   if (f.aws_strict) c.aws_strict = true;
   if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
   if (f.no_fsync) c.fsync = false;
+  if (f.access_log) c.access_log = true;
+  if (!ValidLogLevel(c.log_level)) {
+    std::cerr << "icestream: log level '" << c.log_level
+              << "' is not one of trace, debug, info, warn, error, off\n";
+    return 2;
+  }
   SetupLogging(c.log_level);
-  RaiseFileLimit();
+  uint64_t file_limit = RaiseFileLimit();
 
   // Block the stop signals in every thread; the main thread waits for them.
   sigset_t set;
@@ -67,8 +86,25 @@ int RunServe(const ServeFlags& f) {
     spdlog::error("cannot start: {}", server.status().ToString());
     return 1;
   }
-  spdlog::info("icestream listening on http://{}:{} (data dir {}, fsync {})", c.host(),
-               (*server)->port(), c.data_dir, c.fsync ? "on" : "OFF");
+  // The one line that says what this server is: what it serves, where its data lives,
+  // and how it treats callers.
+  std::string auth = c.credentials.empty()
+                         ? "any signature accepted (no [[credentials]])"
+                         : fmt::format("signatures verified ({} key{})", c.credentials.size(),
+                                       c.credentials.size() == 1 ? "" : "s");
+  std::string catalog = c.credentials.empty() && c.bearer_tokens.empty() ? "open"
+                        : c.bearer_tokens.empty()                        ? "SigV4 (s3tables)"
+                                                  : "SigV4 (s3tables) or bearer token";
+  spdlog::info(
+      "icestream {} listening on http://{}:{} | data dir {} | region {} account {} | auth: {} | "
+      "iceberg catalog: {} | /metrics: {} | aws-strict {} | S3: {} | fsync {} | open files limit "
+      "{}",
+      ICESTREAM_VERSION, c.host(), (*server)->port(), AbsolutePath(c.data_dir), c.region, c.account,
+      auth, catalog,
+      (!c.credentials.empty() || !c.bearer_tokens.empty()) && !c.public_metrics ? "bearer token"
+                                                                                : "open",
+      c.aws_strict ? "on" : "off", c.s3_endpoint.empty() ? "local folders" : c.s3_endpoint,
+      c.fsync ? "on" : "OFF (acknowledged data is not crash-safe)", file_limit);
   int sig = 0;
   sigwait(&set, &sig);
   spdlog::info("received {}, stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -85,11 +121,14 @@ void AddServeCommand(CLI::App* app) {
   cmd->add_option("--config", flags->config_file, "TOML configuration file");
   cmd->add_option("--data-dir", flags->data_dir, "Data directory (default ./icestream-data)");
   cmd->add_option("--listen", flags->listen, "HOST:PORT to listen on (default 127.0.0.1:4567)");
-  cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error");
+  cmd->add_option("--log-level", flags->log_level,
+                  "trace|debug|info|warn|error|off (default info)");
   cmd->add_option("--s3-endpoint", flags->s3_endpoint,
                   "S3-compatible endpoint for delivery buckets (default: folders in the data dir)");
   cmd->add_flag("--aws-strict", flags->aws_strict,
                 "Enforce every AWS limit exactly (e.g. DataFreshnessInSeconds >= 300)");
+  cmd->add_flag("--access-log", flags->access_log,
+                "Log one line per request at info ([server] access_log)");
   cmd->add_flag("--no-fsync", flags->no_fsync,
                 "Do not fsync appends (benchmarks only: acknowledged data is NOT crash-safe)");
   cmd->callback([flags] { SetExitCode(RunServe(*flags)); });

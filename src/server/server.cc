@@ -3,6 +3,9 @@
 
 #include <thread>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include "common/crypto.h"
@@ -17,13 +20,16 @@
 #include "objectstore/local_store.h"
 #include "objectstore/s3_store.h"
 #include "server/catalog_wiring.h"
+#include "server/data_dir_lock.h"
 #include "server/router.h"
+#include "server/surface_auth.h"
 #include "stream/stream_manager.h"
 
 namespace icestream::server {
 
 struct IcestreamServer::Parts {
   Config config;
+  std::unique_ptr<DataDirLock> lock;  // first in, last out
   std::unique_ptr<Database> db;
   std::unique_ptr<stream::StreamManager> streams;
   std::shared_ptr<objectstore::ObjectStore> buckets;
@@ -31,6 +37,8 @@ struct IcestreamServer::Parts {
   // Channels use the catalog's warehouses and registry: declared after it, destroyed first.
   std::unique_ptr<delivery::ChannelManager> channels;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
+  std::unique_ptr<aws::Authenticator> auth;
+  std::unique_ptr<SurfaceAuth> surface_auth;
   std::unique_ptr<Router> router;
   std::unique_ptr<http::Server> http;
   std::atomic<http::Server*> http_raw{nullptr};
@@ -55,6 +63,22 @@ Result<std::string> TokenSecret(Database* db) {
   return secret;
 }
 
+// One info line per request: "access <client> <method> <path> <operation or -> <status>
+// <response bytes> B <ms> ms".
+http::Handler WithAccessLog(http::Handler inner) {
+  return [inner = std::move(inner)](std::shared_ptr<http::Request> req, http::Responder respond) {
+    int64_t start = MonotonicNanos();
+    std::string line = fmt::format("access {} {} {} {}", req->remote_address, req->method, req->path,
+                                   req->HasHeader("x-amz-target") ? std::string(req->GetHeader("x-amz-target"))
+                                                                  : std::string("-"));
+    inner(std::move(req), [respond = std::move(respond), line = std::move(line), start](http::Response r) {
+      spdlog::info("{} {} {} B {:.1f} ms", line, r.status, r.body.size(),
+                   static_cast<double>(MonotonicNanos() - start) / 1e6);
+      respond(std::move(r));
+    });
+  };
+}
+
 }  // namespace
 
 IcestreamServer::IcestreamServer(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
@@ -66,6 +90,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   auto p = std::make_unique<Parts>();
   p->config = config;
   RETURN_IF_ERROR(fs::MakeDirs(config.data_dir));
+  ASSIGN_OR_RETURN(p->lock, DataDirLock::Acquire(config.data_dir));
   ASSIGN_OR_RETURN(p->db, Database::Open(fs::Join(config.data_dir, "meta.db")));
   ASSIGN_OR_RETURN(std::string secret, TokenSecret(p->db.get()));
 
@@ -83,6 +108,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   so.retention_check_interval_ms = config.retention_check_interval_ms;
   so.shard_limit = config.shard_limit;
   so.on_demand_stream_limit = config.on_demand_stream_limit;
+  so.max_open_segment_files = config.max_open_segment_files;
   ASSIGN_OR_RETURN(p->streams,
                    stream::StreamManager::Open(so, SystemClock::Default(), p->db.get()));
 
@@ -116,28 +142,47 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   p->kinesis = std::make_unique<kinesis::KinesisApi>(ko, p->streams.get(), SystemClock::Default(),
                                                       secret, post);
 
-  p->router = std::make_unique<Router>(aws::Authenticator(config.credentials));
+  aws::AuthenticatorOptions auth_options;
+  auth_options.secrets = config.credentials;
+  auth_options.region = config.region;
+  p->auth = std::make_unique<aws::Authenticator>(auth_options);
+  p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
+  p->router = std::make_unique<Router>(p->auth.get());
   kinesis::KinesisApi* k = p->kinesis.get();
-  p->router->AddService({"Kinesis_20131202.", aws::ErrorFlavor::kKinesis,
+  p->router->AddService({"Kinesis_20131202.", "kinesis", aws::ErrorFlavor::kKinesis,
                          [k](std::string_view op) { return k->Knows(op); },
                          [k](std::string_view op, std::shared_ptr<http::Request> req,
                              http::Responder respond) {
                            k->Handle(op, std::move(req), std::move(respond));
                          }});
-  p->router->AddPath({"/metrics", [raw](std::shared_ptr<http::Request>, http::Responder respond) {
+  SurfaceAuth* surface = p->surface_auth.get();
+  p->router->AddPath({"/metrics", [raw, surface](std::shared_ptr<http::Request> req, http::Responder respond) {
+                        if (auto denied = surface->CheckMetrics(*req)) return respond(MetricsDenied(*denied));
                         http::Response r;
                         r.SetHeader("Content-Type", "text/plain; version=0.0.4");
                         r.body = raw->channels ? raw->channels->PrometheusText() : std::string();
                         respond(std::move(r));
                       }});
-  p->router->AddPath({"/health", [](std::shared_ptr<http::Request>, http::Responder respond) {
+  stream::StreamManager* sm = p->streams.get();
+  p->router->AddPath({"/health", [sm](std::shared_ptr<http::Request>, http::Responder respond) {
+                        // 200 either way (the server serves); "degraded" lists the shards
+                        // that do not, and why.
                         http::Response r;
                         r.SetHeader("Content-Type", "application/json");
-                        r.body = R"({"status":"ok"})";
+                        auto problems = sm->Problems();
+                        if (problems.empty()) {
+                          r.body = R"({"status":"ok"})";
+                        } else {
+                          nlohmann::json list = nlohmann::json::array();
+                          for (const auto& pr : problems) {
+                            list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
+                          }
+                          r.body = nlohmann::json{{"status", "degraded"}, {"shards", list}}.dump();
+                        }
                         respond(std::move(r));
                       }});
 
-  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get(),
+  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get(), p->surface_auth.get(),
                                                       config.s3_endpoint.empty() ? nullptr : p->buckets));
 
   // Channels: S3 buckets and streaming tables (the catalog's warehouses and registry).
@@ -182,12 +227,14 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   ho.port = config.port();
   ho.threads = config.io_threads ? config.io_threads
                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
+  ho.max_connections = config.max_connections;
+  ho.idle_timeout_seconds = config.idle_timeout_seconds;
   Router* router = p->router.get();
-  ASSIGN_OR_RETURN(p->http,
-                   http::Server::Start(ho, [router](std::shared_ptr<http::Request> req,
-                                                    http::Responder respond) {
-                     router->Handle(std::move(req), std::move(respond));
-                   }));
+  http::Handler handler = [router](std::shared_ptr<http::Request> req, http::Responder respond) {
+    router->Handle(std::move(req), std::move(respond));
+  };
+  if (config.access_log) handler = WithAccessLog(std::move(handler));
+  ASSIGN_OR_RETURN(p->http, http::Server::Start(ho, std::move(handler)));
   p->http_raw.store(p->http.get());
   return std::unique_ptr<IcestreamServer>(new IcestreamServer(std::move(p)));
 }

@@ -1,12 +1,13 @@
 // StreamManager: metadata, routing, resharding, reads, retention.
 #include "stream/stream_manager.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <set>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "common/crypto.h"
 #include "common/fs.h"
@@ -17,6 +18,19 @@ namespace icestream::stream {
 namespace {
 constexpr int64_t kHourMs = 3600 * 1000LL;
 constexpr int64_t kDayMs = 24 * kHourMs;
+
+// The reason of an error message without the file it names ("pwrite /a/b: No space left
+// on device" -> "No space left on device"): /health is open to anyone.
+std::string ClientSafeReason(const std::string& message) {
+  size_t colon = message.rfind(": ");
+  return colon == std::string::npos ? message : message.substr(colon + 2);
+}
+
+StreamManagerOptions WithFileCache(StreamManagerOptions o) {
+  if (!o.log.file_cache)
+    o.log.file_cache = std::make_shared<log::SegmentFileCache>(o.max_open_segment_files);
+  return o;
+}
 }  // namespace
 
 void StreamManager::Stream::RebuildRoutes() {
@@ -29,7 +43,10 @@ void StreamManager::Stream::RebuildRoutes() {
 }
 
 StreamManager::StreamManager(StreamManagerOptions options, const Clock* clock, Database* db)
-    : options_(std::move(options)), clock_(clock), db_(db), committer_(options_.commit_threads) {
+    : options_(WithFileCache(std::move(options))),
+      clock_(clock),
+      db_(db),
+      committer_(options_.commit_threads) {
   if (options_.enforce_shard_limits) limiter_ = std::make_unique<ShardLimiter>(clock_);
 }
 
@@ -76,7 +93,8 @@ std::string StreamManager::ShardDir(uint64_t uid, uint32_t shard) const {
 Status StreamManager::Load() {
   RETURN_IF_ERROR(db_->Exec(
       "CREATE TABLE IF NOT EXISTS streams (uid INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, "
-      "doc TEXT NOT NULL)"));
+      "doc TEXT NOT NULL);"
+      "CREATE TABLE IF NOT EXISTS stream_deletions (uid INTEGER PRIMARY KEY)"));
   RETURN_IF_ERROR(fs::MakeDirs(fs::Join(options_.data_dir, "streams")));
   ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT doc FROM streams"));
   std::set<std::string> live_dirs;
@@ -85,8 +103,17 @@ Status StreamManager::Load() {
     auto s = std::make_shared<Stream>();
     bool fixed = false;
     for (auto& shard : info.shards) {
-      ASSIGN_OR_RETURN(auto log, log::ShardLog::Open(ShardDir(info.uid, shard.index),
-                                                     options_.log, clock_, &committer_));
+      auto opened =
+          log::ShardLog::Open(ShardDir(info.uid, shard.index), options_.log, clock_, &committer_);
+      if (!opened.ok()) {
+        // One damaged shard does not keep the server (or the rest of its stream) down:
+        // it stays listed, and calls that need it get a clear error.
+        spdlog::error("stream {} {} is not opened: {}", info.name, ShardIdString(shard.index),
+                      opened.status().ToString());
+        s->broken[shard.index] = opened.status();
+        continue;
+      }
+      auto log = std::move(opened).value();
       if (!shard.open()) {
         // A closed shard's end was fixed when it closed; appends that were queued then
         // but never became durable are gone after a crash.
@@ -108,13 +135,40 @@ Status StreamManager::Load() {
     live_dirs.insert(std::to_string(s->info.uid));
     streams_[s->info.name] = std::move(s);
   }
-  // Folders of streams whose delete was interrupted.
-  ASSIGN_OR_RETURN(auto dirs, fs::ListDir(fs::Join(options_.data_dir, "streams")));
+  // A folder meta.db does not know is removed only when meta.db recorded its delete
+  // (DeleteStream was interrupted before the folder went). Anything else is kept: with a
+  // missing, empty or older meta.db, "unknown" folders hold acknowledged records.
+  ASSIGN_OR_RETURN(auto deleted_rows, db_->Query("SELECT uid FROM stream_deletions"));
+  std::set<std::string> deleted;
+  for (const auto& r : deleted_rows) deleted.insert(std::to_string(AsInt(r[0])));
+  std::string streams_dir = fs::Join(options_.data_dir, "streams");
+  ASSIGN_OR_RETURN(auto dirs, fs::ListDir(streams_dir));
+  std::vector<std::string> unknown;
   for (const auto& d : dirs) {
-    if (!live_dirs.count(d)) {
-      spdlog::info("removing leftover stream folder {}", d);
-      RETURN_IF_ERROR(fs::RemoveAll(fs::Join(fs::Join(options_.data_dir, "streams"), d)));
+    if (live_dirs.count(d)) continue;
+    if (deleted.count(d)) {
+      spdlog::info("removing the folder of deleted stream uid {} (its delete was interrupted)", d);
+      RETURN_IF_ERROR(fs::RemoveAll(fs::Join(streams_dir, d)));
+      RETURN_IF_ERROR(db_->Query("DELETE FROM stream_deletions WHERE uid = ?1",
+                                 {static_cast<int64_t>(std::stoull(d))})
+                          .status());
+    } else {
+      unknown.push_back(d);
     }
+  }
+  if (!unknown.empty() && rows.empty()) {
+    return FailedPrecondition(fmt::format(
+        "meta.db knows no streams, but the data directory holds {} stream folder(s) under streams/ "
+        "(uids {}); meta.db is missing, empty or from another data directory. Refusing to start so "
+        "that "
+        "no acknowledged record is lost: restore meta.db from a backup, or move streams/ aside to "
+        "start "
+        "with no streams.",
+        unknown.size(), fmt::join(unknown, ", ")));
+  }
+  for (const auto& d : unknown) {
+    spdlog::warn(
+        "streams/{} is not a stream meta.db knows; it is left in place (nothing is deleted)", d);
   }
   return Status::OK();
 }
@@ -132,6 +186,32 @@ Status StreamManager::NotFoundError(const std::string& name) const {
     return NotFound(fmt::format("Stream {} under account {} not found.", arn->name, arn->account));
   }
   return NotFound(fmt::format("Stream {} under account {} not found.", name, options_.account));
+}
+
+Status StreamManager::BrokenShardError(const Stream& s, uint32_t shard) const {
+  return Corruption(
+      fmt::format("Shard {} in stream {} under account {} is damaged on disk and was not opened at "
+                  "start-up; an "
+                  "operator must repair it (icestream fsck). Other shards are served.",
+                  ShardIdString(shard), s.info.name, options_.account));
+}
+
+std::vector<ShardProblem> StreamManager::Problems() const {
+  std::vector<ShardProblem> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [name, s] : streams_) {
+    std::shared_lock slock(s->mu);
+    for (const auto& [idx, st] : s->broken) {
+      out.push_back({name, ShardIdString(idx),
+                     "not opened: damaged on disk (see the server log; icestream fsck)"});
+    }
+    for (const auto& [idx, log] : s->logs) {
+      if (auto e = log->write_error()) {
+        out.push_back({name, ShardIdString(idx), "last write failed: " + ClientSafeReason(*e)});
+      }
+    }
+  }
+  return out;
 }
 
 Status StreamManager::ShardNotFound(const std::string& name, uint32_t shard) const {
@@ -247,6 +327,8 @@ Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
   s->info = info;
   s->RebuildRoutes();
   streams_[info.name] = s;
+  spdlog::info("stream {} created ({}, {} shards, uid {})", info.name, StreamModeName(info.mode),
+               count, info.uid);
   return info;
 }
 
@@ -257,22 +339,35 @@ Status StreamManager::DeleteStream(const std::string& name) {
     auto it = streams_.find(name);
     if (it == streams_.end()) return NotFoundError(name);
     s = it->second;
-    RETURN_IF_ERROR(db_->Query("DELETE FROM streams WHERE uid = ?1",
-                               {static_cast<int64_t>(s->info.uid)})
-                        .status());
+    // The delete is recorded with the row's removal, so a restart after a crash removes
+    // the folder knowing it belonged to a deleted stream.
+    int64_t uid = static_cast<int64_t>(s->info.uid);
+    Status recorded = db_->Transaction([uid](Database::Tx& tx) -> Status {
+      RETURN_IF_ERROR(tx.Exec("DELETE FROM streams WHERE uid = ?1", {uid}));
+      return tx.Exec("INSERT OR REPLACE INTO stream_deletions(uid) VALUES (?1)", {uid});
+    });
+    RETURN_IF_ERROR(recorded);
     streams_.erase(it);
   }
   uint64_t uid;
   {
     std::unique_lock lock(s->mu);
     uid = s->info.uid;
-    for (auto& [idx, log] : s->logs) log->Close();
+    for (auto& [idx, log] : s->logs) {
+      log->Close();
+      log->ReleaseFiles();
+    }
   }
   if (limiter_) limiter_->Forget(uid);
   // Folders are removed now; descriptors held by in-flight readers stay valid. If this
   // fails or the process dies, Load() removes the leftover folder.
   Status st = fs::RemoveAll(StreamDir(uid));
+  if (st.ok()) {
+    st = db_->Query("DELETE FROM stream_deletions WHERE uid = ?1", {static_cast<int64_t>(uid)})
+             .status();
+  }
   if (!st.ok()) spdlog::warn("deleting stream {}: {}", name, st.ToString());
+  spdlog::info("stream {} deleted (uid {})", name, uid);
   return Status::OK();
 }
 
@@ -384,6 +479,10 @@ Status StreamManager::MergeInto(StreamInfo& info, uint32_t a, uint32_t b, int64_
 
 Status StreamManager::CommitTopology(Stream& s, StreamInfo next,
                                      const std::vector<uint32_t>& created) {
+  for (const auto& sh : next.shards) {
+    if (!sh.open() && !sh.end_offset && s.broken.count(sh.index))
+      return BrokenShardError(s, sh.index);
+  }
   // Open the new shards' logs first: if that fails nothing changed.
   std::map<uint32_t, std::shared_ptr<log::ShardLog>> new_logs;
   for (uint32_t idx : created) {
@@ -391,12 +490,14 @@ Status StreamManager::CommitTopology(Stream& s, StreamInfo next,
                                                    &committer_));
     new_logs[idx] = std::move(log);
   }
-  // A shard closed now ends after everything routed to it so far (appends are routed
-  // under the shared lock, so all of them have their offsets).
+  // A shard closed now ends after everything routed to it so far that reached the disk:
+  // appends are routed under the shared lock (held exclusively here, so none comes in)
+  // and Drain waits until the queued ones are written or failed. A failed write must not
+  // count, or readers would wait forever for records that do not exist.
   for (auto& sh : next.shards) {
     if (!sh.open() && !sh.end_offset) {
       auto it = s.logs.find(sh.index);
-      sh.end_offset = it != s.logs.end() ? it->second->next_offset() : 0;
+      sh.end_offset = it != s.logs.end() ? it->second->Drain() : 0;
     }
   }
   Status st = Persist(next);
@@ -434,7 +535,10 @@ Status StreamManager::SplitShard(const std::string& name, uint32_t shard, uint12
   StreamInfo next = s->info;
   std::vector<uint32_t> created;
   RETURN_IF_ERROR(SplitInto(next, shard, k, clock_->NowMillis(), &created));
-  return CommitTopology(*s, std::move(next), created);
+  RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  spdlog::info("stream {}: split {} into {} and {}", name, ShardIdString(shard),
+               ShardIdString(created[0]), ShardIdString(created[1]));
+  return Status::OK();
 }
 
 Status StreamManager::MergeShards(const std::string& name, uint32_t a, uint32_t b) {
@@ -444,7 +548,10 @@ Status StreamManager::MergeShards(const std::string& name, uint32_t a, uint32_t 
   StreamInfo next = s->info;
   std::vector<uint32_t> created;
   RETURN_IF_ERROR(MergeInto(next, a, b, clock_->NowMillis(), &created));
-  return CommitTopology(*s, std::move(next), created);
+  RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  spdlog::info("stream {}: merged {} and {} into {}", name, ShardIdString(a), ShardIdString(b),
+               ShardIdString(created[0]));
+  return Status::OK();
 }
 
 Result<uint32_t> StreamManager::UpdateShardCount(const std::string& name, uint32_t target) {
@@ -512,6 +619,8 @@ Result<uint32_t> StreamManager::UpdateShardCount(const std::string& name, uint32
   }
   // Shards created and closed in the same call (intermediate steps) hold no records.
   RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  spdlog::info("stream {}: open shard count {} -> {} ({} shards created)", name, current, target,
+               created.size());
   return current;
 }
 
@@ -536,6 +645,7 @@ Status StreamManager::UpdateStreamMode(const std::string& name, StreamMode mode)
           options_.account, options_.region));
     }
     info.mode = mode;
+    spdlog::info("stream {}: capacity mode {}", name, StreamModeName(mode));
     return Status::OK();
   });
 }
@@ -584,9 +694,16 @@ Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& i
   std::vector<log::AppendRecord> recs;
   for (size_t g = 0; g < state->groups.size(); ++g) {
     uint32_t shard = routes[route_of_group[g]].second;
-    const auto& log = s->logs.at(shard);
     recs.clear();
     auto& group = state->groups[g];
+    auto found = s->logs.find(shard);
+    if (found == s->logs.end()) {
+      state->group_status[g] = BrokenShardError(*s, shard);
+      for (size_t i : group) state->result.items[i].shard_index = shard;
+      if (state->remaining.fetch_sub(1) == 1) state->Finish();
+      continue;
+    }
+    const auto& log = found->second;
     if (limiter_) {
       // Over the shard's rate: that record fails alone (PutRecords reports it per entry).
       size_t kept = 0;
@@ -630,6 +747,7 @@ Result<ShardBounds> StreamManager::Bounds(const std::string& name, uint64_t uid,
   std::shared_lock lock(s->mu);
   const ShardInfo* info = s->info.FindShard(shard);
   auto it = s->logs.find(shard);
+  if (info && it == s->logs.end() && s->broken.count(shard)) return BrokenShardError(*s, shard);
   if (!info || it == s->logs.end()) {
     return ShardNotFound(name, shard);
   }
@@ -658,6 +776,7 @@ Result<ShardReadResult> StreamManager::Read(const std::string& name, uint64_t ui
     std::shared_lock lock(s->mu);
     const ShardInfo* info = s->info.FindShard(shard);
     auto it = s->logs.find(shard);
+    if (info && it == s->logs.end() && s->broken.count(shard)) return BrokenShardError(*s, shard);
     if (!info || it == s->logs.end()) {
       return ShardNotFound(name, shard);
     }
@@ -694,7 +813,10 @@ Result<std::shared_ptr<log::ShardLog>> StreamManager::ShardLogFor(uint64_t uid,
     std::shared_lock slock(s->mu);
     if (s->info.uid != uid) continue;
     auto it = s->logs.find(shard);
-    if (it == s->logs.end()) break;
+    if (it == s->logs.end()) {
+      if (s->broken.count(shard)) return BrokenShardError(*s, shard);
+      break;
+    }
     return it->second;
   }
   return NotFound(fmt::format("shard {} of stream uid {} does not exist", shard, uid));
@@ -761,6 +883,7 @@ void StreamManager::RunRetention() {
     for (uint32_t idx : expired) {
       auto it = s->logs.find(idx);
       if (it != s->logs.end()) {
+        it->second->ReleaseFiles();
         (void)fs::RemoveAll(it->second->dir());
         s->logs.erase(it);
       }

@@ -46,6 +46,16 @@ struct StreamManagerOptions {
   uint32_t max_shards_per_stream = 10000;
   // --aws-strict: AWS's per-shard write and read rates (see ShardLimiter).
   bool enforce_shard_limits = false;
+  // Descriptors of sealed segments kept open at most, all shards together (readers
+  // borrow them; see log/segment_files.h).
+  size_t max_open_segment_files = 512;
+};
+
+// A shard that is not serving normally, for /health.
+struct ShardProblem {
+  std::string stream;
+  std::string shard;   // shardId-...
+  std::string reason;  // without file paths
 };
 
 struct CreateStreamRequest {
@@ -149,11 +159,16 @@ class StreamManager {
   // Runs one retention pass now (also runs periodically).
   void RunRetention();
 
+  // Shards that did not open (damage found at start-up) or whose last write failed.
+  std::vector<ShardProblem> Problems() const;
+
  private:
   struct Stream {
     mutable std::shared_mutex mu;
     StreamInfo info;
     std::map<uint32_t, std::shared_ptr<log::ShardLog>> logs;
+    // Shards whose log did not open (damage): listed, never served, never resharded.
+    std::map<uint32_t, Status> broken;
     std::vector<std::pair<HashRange, uint32_t>> routes;  // open shards, by start
     void RebuildRoutes();
   };
@@ -168,6 +183,7 @@ class StreamManager {
   Status NotFoundError(const std::string& name) const;
   Status NotActiveError(const StreamInfo& info) const;
   Status ShardNotFound(const std::string& name, uint32_t shard) const;
+  Status BrokenShardError(const Stream& s, uint32_t shard) const;
   Status CheckShardQuota(uint32_t additional) const;  // takes mu_
   Status ShardQuotaError(uint32_t open_shards, uint32_t additional) const;
   // Resharding primitives on a copy of the metadata (no I/O).

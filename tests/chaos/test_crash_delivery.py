@@ -87,7 +87,6 @@ class CrashDelivery(unittest.TestCase):
             server.stop()
             server.cleanup()
 
-    @unittest.skipUnless(Rgw.available(), "radosgw is not installed")
     def test_radosgw(self):
         rgw = Rgw().start()
         try:

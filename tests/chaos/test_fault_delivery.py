@@ -13,7 +13,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from delivery_check import S3Bucket, produce, verify_exactly_once, wait_delivered  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
-from harness import Moto, Rgw, Server, channel_request, kinesis_call, wait_channel  # noqa: E402
+from harness import Rgw, Server, channel_request, kinesis_call, wait_channel  # noqa: E402
 
 
 def freshness(server):
@@ -25,7 +25,7 @@ def freshness(server):
 
 class FaultDelivery(unittest.TestCase):
     def test_exactly_once_through_faults(self):
-        upstream = Rgw() if Rgw.available() else Moto()
+        upstream = Rgw()
         upstream.start()
         proxy = None
         server = None
@@ -58,6 +58,9 @@ class FaultDelivery(unittest.TestCase):
                 time.sleep(0.2)
             self.assertGreater(worst, 1.5, "DataFreshness never showed the delay")
             self.assertEqual(freshness(server), 0.0)
+            # Every retried S3 request left a warning that says so.
+            with open(server.log_path, errors="replace") as f:
+                self.assertRegex(f.read(), r"W .* s3 (PUT|POST|GET|HEAD) .*\(attempt 1 of \d+, retrying\)")
             faults = {k2: v for k2, v in proxy.counts.items() if k2 != "ok"}
             self.assertGreater(sum(faults.values()), 5, proxy.counts)
             print(f"proxy: {proxy.counts}; worst DataFreshness {worst:.1f} s; {len(acked)} records exactly once")

@@ -5,13 +5,13 @@
 //     are decoded by avsc and checked field by field (header metadata, field ids in the
 //     Avro schema, counts, sequence numbers, partition values, column metrics and
 //     bounds against the rows); its data files are read by DuckDB (rows, field ids).
-//  2. A table written by DuckDB + avsc (shared/tools/make-iceberg-table.mjs) is read
+//  2. A table written by DuckDB + avsc (tests/lib/make_iceberg_table.mjs) is read
 //     by the library (iceberg_tool read), v1 and v2 metadata.
 //
 // Usage: node iceberg_interop.mjs ICEBERG_TOOL NPM_DIR [SEED]
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -26,14 +26,11 @@ const tool = resolve(toolArg);
 const npmDir = resolve(npmDirArg);
 const seed = seedArg ?? '11';
 const here = dirname(fileURLToPath(import.meta.url));
-// shared/ sits beside the checkout; ICESTREAM_SHARED_DIR points elsewhere when it does not.
-const sharedTools = process.env.ICESTREAM_SHARED_DIR
-  ? join(process.env.ICESTREAM_SHARED_DIR, 'tools')
-  : resolve(here, '../../../shared/tools');
+const libDir = resolve(here, '../lib');  // the project's own test tools
 const require = createRequire(join(npmDir, 'package.json'));
 const load = (p) => import(pathToFileURL(require.resolve(p)).href);
 
-await import(pathToFileURL(join(sharedTools, 'file-fetch-shim.mjs')).href);  // before icebird
+await import(pathToFileURL(join(libDir, 'file_fetch.mjs')).href);  // before icebird
 const { icebergRead, icebergMetadata } = await import(
   pathToFileURL(join(npmDir, 'node_modules/icebird/src/index.js')).href);  // ESM-only exports
 const avro = (await load('avsc')).default;
@@ -251,13 +248,8 @@ try {
 
   // ------------------------------------------------------------ 2. their table
   const wh = join(work, 'theirs');
-  const maker = join(npmDir, `make-iceberg-table-${process.pid}.mjs`);
-  copyFileSync(join(sharedTools, 'make-iceberg-table.mjs'), maker);
-  try {
-    execFileSync(process.execPath, [maker, wh, pathToFileURL(wh).href], { stdio: ['ignore', 'ignore', 'inherit'] });
-  } finally {
-    rmSync(maker, { force: true });
-  }
+  execFileSync(process.execPath, [join(libDir, 'make_iceberg_table.mjs'), npmDir, wh, pathToFileURL(wh).href],
+               { stdio: ['ignore', 'ignore', 'inherit'] });
   const s1 = '3051729675574597004', s2 = '7411374843456390127';
   const theirs = (v) => JSON.parse(execFileSync(tool, ['read', pathToFileURL(join(wh, `db/t1/metadata/v${v}.metadata.json`)).href],
                                                 { encoding: 'utf8' }));

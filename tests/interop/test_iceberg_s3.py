@@ -89,7 +89,6 @@ class MotoIceberg(IcebergOnS3, unittest.TestCase):
     store = Moto
 
 
-@unittest.skipUnless(Rgw.available(), "radosgw is not installed (scripts/install-deps --with-rgw)")
 class RgwIceberg(IcebergOnS3, unittest.TestCase):
     store = Rgw
 

@@ -161,7 +161,6 @@ class LocalDelivery(unittest.TestCase, Delivery):
         self.assertIsNotNone(d)
 
 
-@unittest.skipUnless(Rgw.available(), "radosgw is not installed (scripts/install-deps --with-rgw)")
 class RgwDelivery(unittest.TestCase, Delivery):
     @classmethod
     def setUpClass(cls):

@@ -18,7 +18,6 @@ def run_check(endpoint, ak, sk, bucket, *extra):
 
 
 class S3Store(unittest.TestCase):
-    @unittest.skipUnless(Rgw.available(), "radosgw is not installed (scripts/install-deps --with-rgw)")
     def test_against_radosgw(self):
         rgw = Rgw().start()
         try:

@@ -24,12 +24,25 @@ def free_port():
         return s.getsockname()[1]
 
 
+class busy_port:
+    """A 127.0.0.1 port held by a listening socket for the `with` block (yields the port)."""
+
+    def __enter__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        return self.sock.getsockname()[1]
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
 class Server:
     """One icestream process. `start()` waits for /health; `stop()` sends SIGTERM and
     waits; `kill()` sends SIGKILL (crash tests). The data dir survives restarts and is
     removed by `cleanup()`."""
 
-    def __init__(self, data_dir=None, config_text=None, extra_args=None):
+    def __init__(self, data_dir=None, config_text=None, extra_args=None, log_level="warn"):
         if not BINARY:
             raise RuntimeError("set ICESTREAM_BIN to the icestream binary")
         self.own_dir = data_dir is None
@@ -37,6 +50,7 @@ class Server:
         self.port = free_port()
         self.proc = None
         self.extra_args = list(extra_args or [])
+        self.log_level = log_level
         self.config_path = None
         if config_text is not None:
             self.config_path = self.data_dir.rstrip("/") + ".toml"  # beside, not inside, the data dir
@@ -50,7 +64,7 @@ class Server:
 
     def start(self, timeout=20):
         args = [BINARY, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
-                "--log-level", "warn"] + self.extra_args
+                "--log-level", self.log_level] + self.extra_args
         if self.config_path:
             args += ["--config", self.config_path]
         self.log = open(self.log_path, "ab")
@@ -168,14 +182,66 @@ def raw_call(server, target, body, content_type="application/x-amz-json-1.1", si
     return status, hdrs, parsed
 
 
-# shared/ sits beside the checkout; ICESTREAM_SHARED_DIR points elsewhere when it does not.
-SHARED_TOOLS = (os.path.join(os.environ["ICESTREAM_SHARED_DIR"], "tools") if os.environ.get("ICESTREAM_SHARED_DIR")
-                else os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "tools")))
+def sign_request(url, method="POST", body=b"", headers=None, service="kinesis", region=REGION,
+                 access_key="test", secret_key="test", when=None, signer=None):
+    """Headers of a request signed by botocore's SigV4 signer (an independent
+    implementation). `when` (a datetime in UTC) signs as of another time; `signer` is a
+    SigV4Auth subclass for deliberately odd signatures. Returns a dict of headers."""
+    import datetime
+    from unittest import mock
+
+    import botocore.auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    data = body if isinstance(body, bytes) else body.encode()
+    req = AWSRequest(method=method, url=url, data=data, headers=dict(headers or {}))
+    cls = signer or botocore.auth.SigV4Auth
+    auth = cls(Credentials(access_key, secret_key), service, region)
+    if when is None:
+        auth.add_auth(req)
+    else:
+        naive = when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        with mock.patch.object(botocore.auth, "get_current_datetime", return_value=naive):
+            auth.add_auth(req)
+    return dict(req.headers.items())
+
+
+def http_send(server, method, target, headers, body=b""):
+    """Sends exactly these headers and body (http.client adds Host only when it is not
+    among them). Returns (status, headers, parsed JSON or raw body)."""
+    import http.client
+    import json
+
+    data = body if isinstance(body, bytes) else body.encode()
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        names = {k.lower() for k in headers}
+        conn.putrequest(method, target, skip_host="host" in names, skip_accept_encoding=True)
+        for k, v in headers.items():
+            conn.putheader(k, v)
+        if "content-length" not in names and (data or method in ("POST", "PUT")):
+            conn.putheader("Content-Length", str(len(data)))
+        conn.endheaders(data if data else None)
+        r = conn.getresponse()
+        raw = r.read()
+        try:
+            parsed = json.loads(raw) if raw else None
+        except ValueError:
+            parsed = raw
+        return r.status, dict(r.getheaders()), parsed
+    finally:
+        conn.close()
+
+
+LIB_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class Rgw:
-    """A real S3 server: one-node Ceph radosgw on 127.0.0.1 (shared/tools/start-rgw.sh).
-    Credentials AKTEST/SKTEST; SSE-KMS test keys testkey-1/testkey-2."""
+    """A real S3 server: one-node Ceph radosgw on 127.0.0.1 (tests/lib/start-rgw.sh).
+    Credentials AKTEST/SKTEST; SSE-KMS test keys testkey-1/testkey-2. The S3 suites need
+    it: when radosgw is not installed, start() fails (scripts/install-deps --with-rgw
+    installs it; scripts/test does) — a suite never skips for want of it."""
 
     access_key, secret_key = "AKTEST", "SKTEST"
 
@@ -184,16 +250,15 @@ class Rgw:
         self.port = free_port()
         self.mon_port = free_port()
 
-    @staticmethod
-    def available():
-        return shutil.which("radosgw") is not None and os.path.exists(os.path.join(SHARED_TOOLS, "start-rgw.sh"))
-
     @property
     def endpoint(self):
         return f"http://127.0.0.1:{self.port}"
 
     def start(self):
-        p = subprocess.run(["bash", os.path.join(SHARED_TOOLS, "start-rgw.sh"), self.dir, str(self.port),
+        if shutil.which("radosgw") is None:
+            self.stop()
+            raise RuntimeError("radosgw is not installed: run scripts/install-deps --with-rgw")
+        p = subprocess.run(["bash", os.path.join(LIB_DIR, "start-rgw.sh"), self.dir, str(self.port),
                             str(self.mon_port)], capture_output=True, text=True, timeout=180)
         if p.returncode != 0 or "ready" not in p.stdout:
             self.stop()
@@ -207,18 +272,25 @@ class Rgw:
             if name.endswith(".pid"):
                 try:
                     with open(os.path.join(run, name)) as f:
-                        pids.append(int(f.read().strip()))
+                        pids.append((name, int(f.read().strip())))
                 except (OSError, ValueError):
                     pass
         return pids
 
     def stop(self):
+        # radosgw first, the monitor last; radosgw can hang in its shutdown once the
+        # monitor is gone, so whatever is still alive after a grace period is killed and
+        # no daemon outlives the test.
         pids = self._pids()
-        subprocess.run(["bash", os.path.join(SHARED_TOOLS, "stop-rgw.sh"), self.dir], capture_output=True, timeout=60)
-        # radosgw can hang in its shutdown once the monitor is gone: whatever is still
-        # alive after a grace period is killed, so no daemon outlives the test.
-        deadline = time.time() + 5
-        for pid in pids:
+        order = {"client": 0, "osd": 1, "mon": 2}
+        pids.sort(key=lambda np: order.get(np[0].split(".")[0], 3))
+        for _, pid in pids:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+        deadline = time.time() + 10
+        for _, pid in pids:
             alive = True
             while alive and time.time() < deadline:
                 try:

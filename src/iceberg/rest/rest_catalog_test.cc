@@ -72,13 +72,16 @@ class RestCatalogTest : public testing::CatalogEnv {
 TEST_F(RestCatalogTest, CatalogOperationsRoundTrip) {
   EXPECT_EQ(rest_->prefix(), "wh");
   ASSERT_TRUE(rest_->CreateNamespace({"db"}, {{"owner", "me"}}).ok());
-  ASSERT_TRUE(rest_->CreateNamespace({"db", "sub space"}, {}).ok());
+  // Names follow S3 Tables' rules (lowercase letters, digits, '_'); the levels of a
+  // nested namespace still travel %1F-joined in the path.
+  EXPECT_EQ(rest_->CreateNamespace({"db", "sub space"}, {}).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(rest_->CreateNamespace({"db", "sub_space"}, {}).ok());
   EXPECT_EQ(rest_->CreateNamespace({"db"}, {}).code(), StatusCode::kAlreadyExists);
   EXPECT_EQ(*rest_->ListNamespaces({}), (std::vector<Namespace>{{"db"}}));
-  EXPECT_EQ(*rest_->ListNamespaces({"db"}), (std::vector<Namespace>{{"db", "sub space"}}));
+  EXPECT_EQ(*rest_->ListNamespaces({"db"}), (std::vector<Namespace>{{"db", "sub_space"}}));
   EXPECT_TRUE(IsNoSuchNamespace(rest_->ListNamespaces({"zz"}).status()));
   EXPECT_EQ(rest_->LoadNamespaceProperties({"db"})->at("owner"), "me");
-  EXPECT_TRUE(*rest_->NamespaceExists({"db", "sub space"}));
+  EXPECT_TRUE(*rest_->NamespaceExists({"db", "sub_space"}));
   EXPECT_FALSE(*rest_->NamespaceExists({"nope"}));
   auto change = rest_->UpdateNamespaceProperties({"db"}, {"owner"}, {{"a", "1"}});
   ASSERT_TRUE(change.ok());
@@ -117,11 +120,11 @@ TEST_F(RestCatalogTest, CatalogOperationsRoundTrip) {
 
   auto reg = rest_->RegisterTable({{"db"}, "copy"}, committed->metadata_location, false);
   ASSERT_TRUE(reg.ok()) << reg.status().ToString();
-  ASSERT_TRUE(rest_->RenameTable({{"db"}, "copy"}, {{"db", "sub space"}, "moved"}).ok());
+  ASSERT_TRUE(rest_->RenameTable({{"db"}, "copy"}, {{"db", "sub_space"}, "moved"}).ok());
   EXPECT_TRUE(IsNoSuchTable(rest_->RenameTable({{"db"}, "copy"}, {{"db"}, "x"})));
-  EXPECT_EQ(rest_->DropNamespace({"db", "sub space"}).code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(rest_->DropTable({{"db", "sub space"}, "moved"}, false).ok());
-  ASSERT_TRUE(rest_->DropNamespace({"db", "sub space"}).ok());
+  EXPECT_EQ(rest_->DropNamespace({"db", "sub_space"}).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(rest_->DropTable({{"db", "sub_space"}, "moved"}, false).ok());
+  ASSERT_TRUE(rest_->DropNamespace({"db", "sub_space"}).ok());
   ASSERT_TRUE(rest_->DropTable(id, true).ok());
   EXPECT_TRUE(IsNoSuchTable(rest_->DropTable(id, false)));
 }

@@ -1,13 +1,15 @@
 // Iceberg REST catalog handlers (REST OpenAPI paths; formats.md §C.12).
 #include "iceberg/rest/rest_server.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <charconv>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "common/crypto.h"
+#include "common/json_depth.h"
 #include "iceberg/json_util.h"
 #include "iceberg/rest/rest_json.h"
 #include "iceberg/table_metadata_json.h"
@@ -65,8 +67,15 @@ ErrorModel ErrorFor(const Status& st, Route route) {
 }
 
 http::Response ErrorResponse(const ErrorModel& e, const http::Request& req) {
-  http::Response r = JsonResponse(e.code, req.method == "HEAD" ? "" : ErrorBody(e));
-  return r;
+  if (e.code >= 500) {
+    // The full text to the log; the client's copy names no file of this machine.
+    spdlog::warn("iceberg {} {} answered {} {}: {}", req.method, req.path, e.code, e.type,
+                 e.message);
+    ErrorModel redacted = e;
+    redacted.message = RedactPaths(e.message);
+    return JsonResponse(e.code, req.method == "HEAD" ? "" : ErrorBody(redacted));
+  }
+  return JsonResponse(e.code, req.method == "HEAD" ? "" : ErrorBody(e));
 }
 
 http::Response Fail(const Status& st, Route route, const http::Request& req) {
@@ -92,7 +101,15 @@ Result<std::map<std::string, std::string>> ParseQuery(std::string_view q) {
   return out;
 }
 
+// Deep enough for any real schema (each type level is three JSON levels); deeper input
+// is an attack on the recursion of the walkers of what it parses to.
+constexpr size_t kMaxBodyNesting = 512;
+
 Result<json> Body(const http::Request& req) {
+  if (JsonNestingDepth(req.body, kMaxBodyNesting) > kMaxBodyNesting) {
+    return InvalidArgument("Malformed request: the body nests JSON more than " +
+                           std::to_string(kMaxBodyNesting) + " levels deep");
+  }
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded()) return InvalidArgument("Malformed request: the body is not valid JSON");
   if (!j.is_object()) return InvalidArgument("Malformed request: the body must be a JSON object");
@@ -159,6 +176,48 @@ const std::vector<std::string>& Endpoints() {
       "POST /v1/{prefix}/transactions/commit",
   };
   return kEndpoints;
+}
+
+// S3 Tables' naming rules, for what a client creates: namespace levels and table names
+// are 1-255 characters of a-z, 0-9 and '_', starting and ending with a letter or digit;
+// a namespace must not start with "aws". Namespaces nest at most kMaxNamespaceLevels
+// (S3 Tables itself has one level) so that table paths stay well within PATH_MAX.
+constexpr size_t kMaxNameLength = 255;
+constexpr size_t kMaxNamespaceLevels = 8;
+
+std::string Shown(const std::string& name) {
+  return name.size() <= 64
+             ? name
+             : name.substr(0, 64) + "... (" + std::to_string(name.size()) + " characters)";
+}
+
+Status CheckName(std::string_view what, const std::string& name) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  bool ok =
+      !name.empty() && name.size() <= kMaxNameLength && alnum(name.front()) && alnum(name.back());
+  for (char c : name) ok &= alnum(c) || c == '_';
+  if (!ok) {
+    return InvalidArgument(
+        fmt::format("invalid {} name '{}': names are 1-{} characters of lowercase letters, digits "
+                    "and '_', starting and "
+                    "ending with a letter or digit",
+                    what, Shown(name), kMaxNameLength));
+  }
+  return Status::OK();
+}
+
+Status CheckNewNamespace(const Namespace& ns) {
+  if (ns.empty()) return InvalidArgument("a namespace needs at least one level");
+  if (ns.size() > kMaxNamespaceLevels) {
+    return InvalidArgument(
+        fmt::format("a namespace has at most {} levels, got {}", kMaxNamespaceLevels, ns.size()));
+  }
+  for (const auto& level : ns) RETURN_IF_ERROR(CheckName("namespace", level));
+  if (ns.front().rfind("aws", 0) == 0) {
+    return InvalidArgument("invalid namespace name '" + Shown(ns.front()) +
+                           "': the prefix 'aws' is reserved");
+  }
+  return Status::OK();
 }
 
 json NamespaceResponse(const Namespace& ns, const Properties& props) {
@@ -245,6 +304,8 @@ class Handler {
     auto props = ju::StringMap(*body, "properties", "CreateNamespaceRequest");
     if (!parts.ok()) return Fail(parts.status(), Route::kOther, req_);
     if (!props.ok()) return Fail(props.status(), Route::kOther, req_);
+    if (Status named = CheckNewNamespace(*parts); !named.ok())
+      return Fail(named, Route::kOther, req_);
     Status st = catalog_->CreateNamespace(*parts, *props);
     if (!st.ok()) return Fail(st, Route::kOther, req_);
     return JsonResponse(200, NamespaceResponse(*parts, *props).dump());
@@ -299,6 +360,8 @@ class Handler {
     if (!body.ok()) return Fail(body.status(), Route::kOther, req_);
     auto request = CreateTableRequestFromJson(*body);
     if (!request.ok()) return Fail(request.status(), Route::kOther, req_);
+    if (Status named = CheckName("table", request->name); !named.ok())
+      return Fail(named, Route::kOther, req_);
     auto t = catalog_->CreateTable(ns, *request);
     if (!t.ok()) return Fail(t.status(), Route::kOther, req_);
     return Loaded(*t);
@@ -313,6 +376,8 @@ class Handler {
     if (!name.ok()) return Fail(name.status(), Route::kOther, req_);
     if (!location.ok()) return Fail(location.status(), Route::kOther, req_);
     if (!overwrite.ok()) return Fail(overwrite.status(), Route::kOther, req_);
+    if (Status named = CheckName("table", *name); !named.ok())
+      return Fail(named, Route::kOther, req_);
     auto t = catalog_->RegisterTable({ns, *name}, *location, overwrite->value_or(false));
     if (!t.ok()) return Fail(t.status(), Route::kOther, req_);
     return Loaded(*t);
@@ -402,6 +467,8 @@ class Handler {
     auto to = TableIdentifierFromJson(*dst);
     if (!from.ok()) return Fail(from.status(), Route::kOther, req_);
     if (!to.ok()) return Fail(to.status(), Route::kOther, req_);
+    if (Status named = CheckName("table", to->name); !named.ok())
+      return Fail(named, Route::kOther, req_);
     return Done(catalog_->RenameTable(*from, *to), Route::kOther);
   }
 

@@ -120,8 +120,21 @@ json SchemaToJsonValue(const Schema& s) {
 
 std::string SchemaToJson(const Schema& schema) { return SchemaToJsonValue(schema).dump(); }
 
+// Types arrive in untrusted requests (create, add-schema, register) and each nesting level
+// costs stack here and in every walker of the result. The spec sets no limit; no real
+// schema comes near this one.
+constexpr int kMaxTypeDepth = 100;
+static thread_local int type_depth = 0;
+
 Result<Type> TypeFromJsonValue(const json& j) {
   if (j.is_string()) return ParsePrimitiveType(j.get<std::string>());
+  if (type_depth >= kMaxTypeDepth) {
+    return InvalidArgument("type nests deeper than " + std::to_string(kMaxTypeDepth) + " levels");
+  }
+  ++type_depth;
+  struct Leave {
+    ~Leave() { --type_depth; }
+  } leave;
   if (!j.is_object()) return InvalidArgument("type must be a string or an object");
   ASSIGN_OR_RETURN(std::string kind, Member<std::string>(j, "type", "type"));
   if (kind == "struct") {

@@ -109,5 +109,24 @@ TEST(SchemaJson, PrimitiveNames) {
   EXPECT_FALSE(ParsePrimitiveType("fixed[x]").ok());
 }
 
+TEST(SchemaJsonTest, DeepTypesAreRefusedNotRecursedInto) {
+  auto nested = [](int levels) {
+    std::string t;
+    for (int i = 0; i < levels; ++i) {
+      t += R"({"type":"list","element-id":)" + std::to_string(i + 2) +
+           R"(,"element-required":false,"element":)";
+    }
+    t += "\"int\"";
+    for (int i = 0; i < levels; ++i) t += "}";
+    return R"({"type":"struct","fields":[{"id":1,"name":"x","required":false,"type":)" + t + "}]}";
+  };
+  auto deep = SchemaFromJson(nested(10000));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("deeper than"), std::string::npos)
+      << deep.status().message();
+  auto fine = SchemaFromJson(nested(50));
+  EXPECT_TRUE(fine.ok()) << fine.status().ToString();
+}
+
 }  // namespace
 }  // namespace icestream::iceberg

@@ -114,6 +114,20 @@ void CheckFreshness(const Context& ctx, aws::Params& p, const std::string& path,
           ctx.channels->options().max_freshness_seconds);
 }
 
+// True when a '/'-separated segment of `s` is "." or "..".
+bool HasDotSegment(std::string_view s) {
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t slash = s.find('/', start);
+    std::string_view seg =
+        s.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (seg == "." || seg == "..") return true;
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return false;
+}
+
 // DeadLetterQueueS3Configuration.
 void ReadDlq(aws::Params& p, const std::string& path, const json& j, delivery::DeadLetterQueueConfig* out) {
   aws::Params d(j);
@@ -124,6 +138,12 @@ void ReadDlq(aws::Params& p, const std::string& path, const json& j, delivery::D
   StrMember(p, path + ".bucketARN", bucket, true, 1, 2048, &kBucketArn, "arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63}");
   StrMember(p, path + ".expectedBucketOwner", owner, true, 12, 12, &kOwner, "\\d{12}");
   StrMember(p, path + ".errorOutputPrefix", prefix, false, 1, 512, &kPrefixChars, "[0-9A-Za-z!\\-_'.*()\\/]+");
+  if (prefix && HasDotSegment(*prefix)) {  // it becomes part of object keys and file paths
+    p.AddViolation(
+        "Value '" + *prefix + "' at '" + path +
+        ".errorOutputPrefix' failed to satisfy constraint: Member must not contain a '.' or '..' "
+        "path segment");
+  }
   out->bucket_arn = bucket.value_or("");
   out->expected_bucket_owner = owner.value_or("");
   out->error_output_prefix = prefix.value_or("");
@@ -189,6 +209,11 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
   if (!Ok(call, p)) return;
   StrMember(p, "channelName", name, true, 1, 128, nullptr);
   if (name) p.Pattern("channelName", *name, aws::MatchesNameChars(*name), "[a-zA-Z0-9_.-]+");
+  if (name && (*name == "." || *name == "..")) {  // names become folder and key segments
+    p.AddViolation(
+        "Value '" + *name +
+        "' at 'channelName' failed to satisfy constraint: Member must not be '.' or '..'");
+  }
   StrMember(p, "serviceExecutionRoleARN", role, true, 1, 512, &kRoleArn,
             "arn:aws[-a-z0-9]*:iam::\\d{12}:role/[a-zA-Z_0-9+=,.@\\-_/]+");
   p.Required("streamConfigurationList", streams != nullptr);

@@ -151,7 +151,9 @@ void PutRecord(Context& ctx, Call& call, aws::Params& p) {
         if (item.error.code() == StatusCode::kThrottled) {
           return call.Fail(ShardRateExceeded(ctx.options.account, item.shard_index, name));
         }
-        return call.Fail(aws::ApiError{"InternalFailureException", "Internal service failure.", 500});
+        // A full disk is 503 ServiceUnavailable (the SDKs retry it); the message says what
+        // failed and never where.
+        return call.Fail(item.error);
       }
       std::string body = R"({"ShardId":")" + ShardIdString(item.shard_index) +
                          R"(","SequenceNumber":")" +
@@ -340,6 +342,13 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   Status st = ctx.streams->Put(stream_name, items, [call, post, stream_name, account](
                                                         stream::PutResult r) {
     post([call, r = std::move(r), stream_name, account] {
+      // Every record refused because the disk is full (or the log cannot be written for
+      // a reason that passes): the whole call is retryable, so answer it as such.
+      bool all_unavailable = !r.items.empty();
+      for (const auto& it : r.items) {
+        all_unavailable &= it.error.code() == StatusCode::kUnavailable;
+      }
+      if (all_unavailable) return call.Fail(r.items[0].error);
       std::string out;
       out.reserve(40 + r.items.size() * 110);
       int failed = 0;
@@ -360,7 +369,10 @@ void PutRecordsRaw(Context& ctx, Call& call) {
             AppendJsonString(&out, ShardRateExceeded(account, it.shard_index, stream_name).message);
             out += "}";
           } else {
-            out += R"({"ErrorCode":"InternalFailure","ErrorMessage":"Internal service failure."})";
+            out += R"({"ErrorCode":"InternalFailure","ErrorMessage":)";
+            AppendJsonString(&out, it.error.message().empty() ? "Internal service failure."
+                                                              : it.error.message());
+            out += "}";
           }
         }
       }
