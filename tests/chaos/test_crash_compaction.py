@@ -107,6 +107,29 @@ class CrashCompaction(unittest.TestCase):
                 merged_seen = max(merged_seen, sum(1 for f in t["files"] if "-m-" in f["file_path"]))
                 print(f"crash {r + 1}: {len(ids)} rows in {len(t['files'])} files, {len(t['snapshots'])} snapshots",
                       flush=True)
+        # Files a crash may or may not have left are planted too, so that the cleanup has
+        # work for sure: an hour-old copy of a live data file under one of the channel's
+        # own file names, an hour-old unreferenced manifest list (both must go), and an
+        # hour-old data file of another writer (which must stay).
+        # (The files of the snapshot read may have been compacted and expired since.)
+        location = t["location"][len("file://"):]
+        for f in t["files"] + [None]:
+            self.assertIsNotNone(f, "no file of the table left to copy")
+            try:
+                with open(f["file_path"][len("file://"):], "rb") as fi:
+                    content = fi.read()
+                live = f["file_path"][len("file://"):]
+                break
+            except FileNotFoundError:
+                continue
+        planted = {"ours": os.path.join(os.path.dirname(live), f"{chan['ChannelId']}-planted-00000.parquet"),
+                   "list": os.path.join(location, "metadata", "snap-1-1-planted.avro"),
+                   "theirs": os.path.join(os.path.dirname(live), "another-engine-planted.parquet")}
+        hour_ago = time.time() - 3600
+        for dst in planted.values():
+            with open(dst, "wb") as fo:
+                fo.write(content)
+            os.utime(dst, (hour_ago, hour_ago))
         # Last phase without kills: long enough for an orphan scan after the last crash's
         # leftovers are older than the orphan age.
         p = SteadyProducer(server, STREAM, "final", per_put=20, period=0.5, late_share=0.2, size=300)
@@ -136,13 +159,16 @@ class CrashCompaction(unittest.TestCase):
         with open(log) as f:
             events = [json.loads(line) for line in f if line.strip().startswith("{") and line.strip().endswith("}")]
         orphans_logged = sum(e.get("files", 0) for e in events if e.get("eventType") == "OrphansRemoved")
-        self.assertGreater(orphans_logged, 0, "the orphan cleanup never removed a file")
+        self.assertFalse(os.path.exists(planted["ours"]), "an unreferenced data file of the channel was left")
+        self.assertFalse(os.path.exists(planted["list"]), "an unreferenced manifest list was left")
+        self.assertTrue(os.path.exists(planted["theirs"]), "another writer's file was deleted")
+        self.assertGreaterEqual(orphans_logged, 2, "OrphansRemoved events do not count the removed files")
+        self.assertGreaterEqual(st["OrphanFilesRemoved"], 2, st)
         referenced, lists = set(), set()
         for s in t["snapshots"]:
             lists.add(s["manifest_list"])
             rs = self.read(snapshot_id=s["snapshot_id"], skip_icebird=True)
             referenced |= {f["file_path"] for f in rs["files"]}
-        location = t["location"][len("file://"):]
         too_old = checked_at - (ORPHAN_AGE_MS + ORPHAN_SCAN_MS) / 1000 - 5
         left = []
         for sub, keep in (("data", referenced), ("metadata", lists)):
