@@ -21,7 +21,9 @@ against the embedded warehouse:
   and compacts; the channel stays ACTIVE, compaction goes on after them (a replace
   snapshot on top of the external ones), every row exactly once."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -29,11 +31,9 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-import json  # noqa: E402
-
 from compaction_check import (COMPACTION_SCHEMA, SnapshotTracker, SteadyProducer, partition_files,  # noqa: E402
                               small_file_bound, write_amplification)
-from harness import Server, kinesis_call, wait_channel  # noqa: E402
+from harness import Server, wait_channel  # noqa: E402
 from table_check import (assert_rows, create_channel, describe, expected_row, metrics, npm_dir,  # noqa: E402
                          read_table, register_schema, rest_metadata, table_bucket_arn, table_channel_request,
                          wait_records)
@@ -46,7 +46,6 @@ NS = "compact"
 
 
 def metric_value(text, name, channel):
-    import re
     for m in re.finditer(r'^icestream_table_' + name + r'\{([^}]*)\} ([0-9.eE+-]+)$', text, re.M):
         if f'channel_name="{channel}"' in m.group(1):
             return float(m.group(2))

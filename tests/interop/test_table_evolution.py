@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import gsr  # noqa: E402
 import kpl  # noqa: E402
 from delivery_check import LocalBucket, decompress, produce, split_records, verify_exactly_once  # noqa: E402
-from harness import ACCOUNT, REGION, Server, channel_request, kinesis_call, wait_channel  # noqa: E402
+from harness import Server, channel_request, kinesis_call, wait_channel  # noqa: E402
 from table_check import (assert_rows, create_channel, describe, dlq_lines, expected_row, iso_micros,  # noqa: E402
                          metrics, npm_dir, read_table, register_schema, table_bucket_arn,
                          table_channel_request, ts_micros, wait_records)
