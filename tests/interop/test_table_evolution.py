@@ -573,5 +573,43 @@ class Evolution(unittest.TestCase):
         self.assertAlmostEqual(m["write_amplification"][0], wa, places=4)
 
 
+class WithoutCompaction(unittest.TestCase):
+    """[delivery] table_compaction = false: nothing is merged, and the table figures of
+    the status and /metrics still describe the table (live files and their mean size)."""
+
+    def test_status_and_metrics_without_compaction(self):
+        npm_dir()
+        server = Server(config_text="[delivery]\ntable_compaction = false\ntable_target_file_bytes = 32768\n").start()
+        self.addCleanup(server.cleanup)
+        self.addCleanup(server.stop)
+        k = server.client()
+        k.create_stream(StreamName="s-off")
+        arn, _ = register_schema(server.client("glue"), "reg-off", "events", V1)
+        d = create_channel(self, server, table_channel_request("ch-off", "s-off", arn, WAREHOUSE, "ns_off", "events", DLQ))
+        sent = []
+        for r in range(8):
+            batch = [rec(r * 50 + j) for j in range(50)]
+            produce(k, "s-off", [(f"p{j}", x) for j, x in enumerate(batch)])
+            sent += batch
+            time.sleep(1.2)
+        wait_records(server, table_bucket_arn(WAREHOUSE), "ns_off", "events", len(sent))
+        time.sleep(1)
+        t = read_table(catalog=server.endpoint + "/iceberg", warehouse=table_bucket_arn(WAREHOUSE), namespace="ns_off",
+                       table="events")
+        assert_rows(self, t["rows"], [expected_row(x, t["schema"]) for x in sent], "id")
+        self.assertFalse([f for f in t["files"] if "-m-" in f["file_path"]], "files merged with compaction off")
+        self.assertGreaterEqual(len(t["files"]), 6)
+        st = describe(server, d["ChannelARN"])["IcestreamStatus"]
+        self.assertEqual(st["Compaction"]["Commits"], 0)
+        self.assertEqual(st["Compaction"]["FilesMerged"], 0)
+        self.assertEqual(st["LiveDataFiles"], len(t["files"]))
+        live_bytes = sum(f["file_size_in_bytes"] for f in t["files"])
+        m = table_metrics(metrics(server), "ch-off")
+        self.assertEqual(m["live_data_files"][0], len(t["files"]))
+        self.assertEqual(m["compaction_commits_total"][0], 0)
+        self.assertEqual(m["live_data_bytes"][0], live_bytes, "icestream_table_live_data_bytes with compaction off")
+        self.assertEqual(st.get("MeanDataFileBytes"), live_bytes // len(t["files"]), f"MeanDataFileBytes: {st}")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
