@@ -12,7 +12,9 @@ and DuckDB, which must agree).
   not followed: the schema stays, IcestreamStatus.IgnoredSchemaVersion names it, the
   delivery log has SchemaVersionIgnored, and records go on being checked against the
   followed version. A compatible version after it is followed again. Compaction then
-  merges files of both schemas into files of the current one.
+  merges files of both schemas into files of the current one. (float -> double and a
+  wider decimal precision cannot arise from a JSON Schema: number maps to double, or to
+  decimal(38, s) whatever the multipleOf, so int -> long is the widening tested.)
 - GSR_JSON channel: records name their version; a compatible newer one evolves the
   table, older compatible ones are written as they are, incompatible ones (new required
   property, retyped property, required made optional, required removed) go to the DLQ
