@@ -14,9 +14,21 @@ hundreds of hourly partitions).
    record, the time from its PutRecords to the first table snapshot (polled through the
    REST catalog every 50 ms) whose icestream.checkpoint.<shard> covers its sequence number.
 3. Memory: 16 shards, a --backlog-mb backlog, delivered from TRIM_HORIZON; the server's
-   peak RSS (VmHWM, reset through /proc/<pid>/clear_refs before the channel starts)."""
+   peak RSS (VmHWM, reset through /proc/<pid>/clear_refs before the channel starts).
+4. Compaction (issue 10): three servers side by side for --compaction-seconds, each fed
+   --compaction-rate records/s with event times near "now" (a batch spans one or two
+   partition hours), target file size lowered to --target-mb: freshness 1 s, freshness
+   60 s, and freshness 1 s with compaction off. Then live data files, mean live file size
+   (goal >= target/4 once the table holds >= 4 targets), write amplification (goal <=
+   3), and the query-side cost: DuckDB reading every column of all live data files of the
+   1 s tables (query_time.mjs), with and without compaction.
+5. Commit cost (issue 10): compaction off; a table built to --commit-files live files
+   (records spread over 200 partition hours, so every 1 s commit adds ~200 files), and one
+   with 10; then a steady trickle (one small file per 1 s commit) for --commit-seconds:
+   the server's CPU time (utime + stime from /proc/<pid>/stat) per commit (goal: flat)."""
 
 import argparse
+import json
 import os
 import random
 import re
@@ -29,8 +41,8 @@ import zlib
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "lib"))
 import harness  # noqa: E402
 from harness import ACCOUNT, Server, kinesis_call, wait_channel  # noqa: E402
-from table_check import (metric, metrics, register_schema, rest_metadata, table_bucket_arn,  # noqa: E402
-                         table_channel_request)
+from table_check import (describe, metric, metrics, npm_dir, register_schema, rest_metadata,  # noqa: E402
+                         table_bucket_arn, table_channel_request)
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCHEMA = os.path.join(ROOT, "bench", "convert", "transactions.schema.json")
@@ -40,7 +52,12 @@ ap.add_argument("--gen", required=True)
 ap.add_argument("--throughput-mb", type=int, default=500)
 ap.add_argument("--latency-seconds", type=int, default=60)
 ap.add_argument("--backlog-mb", type=int, default=1000)
-ap.add_argument("--only", default="throughput,freshness,memory")
+ap.add_argument("--compaction-seconds", type=int, default=600)
+ap.add_argument("--compaction-rate", type=int, default=200, help="records/s of ~1 KiB")
+ap.add_argument("--target-mb", type=float, default=2.0)
+ap.add_argument("--commit-files", type=int, default=10000)
+ap.add_argument("--commit-seconds", type=int, default=60)
+ap.add_argument("--only", default="throughput,freshness,memory,compaction,commitcost")
 args = ap.parse_args()
 harness.BINARY = os.path.abspath(args.bin)
 CACHE = os.path.join(ROOT, ".cache", "bench-table")
@@ -274,6 +291,190 @@ def freshness():
         server.cleanup()
 
 
+EVENT_TIME = re.compile(rb'"event_time":"[^"]*"')
+
+
+def with_event_time(line, secs):
+    us = int((secs % 1) * 1e6)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{us:06d}Z"
+    return EVENT_TIME.sub(b'"event_time":"' + stamp.encode() + b'"', line, count=1)
+
+
+class Feeder(threading.Thread):
+    """`rate` records/s (in puts every 0.25 s) of the bench records, each with its
+    event_time set to a moment within `spread_hours` hours before now (0: within the last
+    2 s, a live stream)."""
+
+    def __init__(self, server, stream, lines, rate, spread_hours=0, seed=1):
+        super().__init__(daemon=True)
+        self.k = server.client(read_timeout=60)
+        self.stream, self.lines, self.rate, self.spread = stream, lines, rate, spread_hours
+        self.rng = random.Random(seed)
+        self.acked = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        i = 0
+        per_put = max(1, self.rate // 4)
+        while not self.stop.is_set():
+            t0 = time.time()
+            recs = []
+            for _ in range(per_put):
+                if self.spread:
+                    when = t0 - self.rng.randrange(self.spread) * 3600 - self.rng.uniform(0, 3599)
+                else:
+                    when = t0 - self.rng.uniform(0, 2)
+                recs.append({"Data": with_event_time(self.lines[i % len(self.lines)], when),
+                             "PartitionKey": f"k{self.rng.randrange(10**6)}"})
+                i += 1
+            while recs:
+                r = self.k.put_records(StreamName=self.stream, Records=recs)
+                ok = sum(1 for res in r["Records"] if "SequenceNumber" in res)
+                self.acked += ok
+                recs = [p for p, res in zip(recs, r["Records"]) if "SequenceNumber" not in res]
+            self.stop.wait(max(0.0, 0.25 - (time.time() - t0)))
+
+
+def delivery_config(target_bytes, compaction=True):
+    return (f"[delivery]\ntable_target_file_bytes = {int(target_bytes)}\n"
+            f"table_compaction = {'true' if compaction else 'false'}\n")
+
+
+def status(server, arn):
+    return describe(server, arn).get("IcestreamStatus", {})
+
+
+def wait_rows(server, name, count, timeout):
+    deadline = time.time() + timeout
+    while True:
+        n, _ = table_state(server, "bench", "bench", name)
+        if n >= count:
+            return n
+        if time.time() > deadline:
+            raise RuntimeError(f"{name}: {n} of {count} rows after {timeout} s")
+        time.sleep(0.5)
+
+
+def query_time(server, name):
+    p = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "query_time.mjs"), npm_dir(),
+                        server.endpoint + "/iceberg", table_bucket_arn("bench"), "bench", name.replace("-", "_"), "3"],
+                       capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        raise RuntimeError("query_time.mjs: " + p.stderr)
+    return json.loads(p.stdout)
+
+
+def compaction_runs():
+    target = args.target_mb * 2**20
+    lines, _ = load_lines(records_file(args.throughput_mb), 50)
+    cases = [("c1", 1, True), ("c60", 60, True), ("n1", 1, False)]
+    runs = []
+    try:
+        for name, fresh, comp in cases:
+            server = Server(config_text=delivery_config(target, comp)).start()
+            runs.append({"name": name, "freshness": fresh, "compaction": comp, "server": server})
+        for r in runs:
+            k = r["server"].client()
+            k.create_stream(StreamName=r["name"])
+            r["arn"] = start_channel(r["server"], r["name"], r["name"], r["freshness"], "LATEST")
+            wait_channel(r["server"], r["arn"], timeout=60)
+            r["feeder"] = Feeder(r["server"], r["name"], lines, args.compaction_rate, seed=len(runs))
+        for r in runs:
+            r["feeder"].start()
+        time.sleep(args.compaction_seconds)
+        for r in runs:
+            r["feeder"].stop.set()
+        for r in runs:
+            r["feeder"].join(60)
+            wait_rows(r["server"], r["name"], r["feeder"].acked, timeout=180)
+        time.sleep(3)  # compaction after the last commit
+        for r in runs:
+            st = status(r["server"], r["arn"])
+            text = metrics(r["server"])
+            live_bytes = None
+            m = re.search(r'^icestream_table_live_data_bytes\{[^}]*channel_name="' + r["name"] + r'"[^}]*\} ([0-9.eE+-]+)$',
+                          text, re.M)
+            if m:
+                live_bytes = float(m.group(1))
+            r.update(records=r["feeder"].acked, live=st.get("LiveDataFiles"), mean=st.get("MeanDataFileBytes"),
+                     live_bytes=live_bytes, wa=st.get("Compaction", {}).get("WriteAmplification"),
+                     compaction_commits=st.get("Compaction", {}).get("Commits"), appends=st.get("CommitCount"))
+        for r in runs:
+            # The live files and bytes from the table's manifests (query_time.mjs lists
+            # them), the query time for the 1 s tables.
+            r["query"] = query_time(r["server"], r["name"])
+        return target, runs
+    finally:
+        for r in runs:
+            r["server"].stop()
+            r["server"].cleanup()
+
+
+def proc_cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
+def commit_cost(files):
+    """Server CPU ms per commit of a 1 s channel with one small file per commit, on a
+    table grown to about `files` live files first (compaction off)."""
+    lines, _ = load_lines(records_file(args.throughput_mb), 50)
+    server = Server(config_text=delivery_config(128 * 2**20, compaction=False)).start()
+    try:
+        name = f"cc{files}"
+        k = server.client()
+        k.create_stream(StreamName=name)
+        arn = start_channel(server, name, name, 1, "LATEST")
+        wait_channel(server, arn, timeout=60)
+        acked = 0
+        t0 = time.time()
+        if files > 50:
+            build = Feeder(server, name, lines, 600, spread_hours=200, seed=5)
+        else:
+            build = Feeder(server, name, lines, 8, seed=5)
+        build.start()
+        while (status(server, arn).get("LiveDataFiles") or 0) < files:
+            time.sleep(0.5)
+            if time.time() - t0 > 1800:
+                raise RuntimeError("the table did not grow")
+        build.stop.set()
+        build.join(60)
+        acked += build.acked
+        wait_rows(server, name, acked, timeout=300)
+        build_s = time.time() - t0
+        live = status(server, arn).get("LiveDataFiles")
+        trickle = Feeder(server, name, lines, 8, seed=6)
+        trickle.start()
+        time.sleep(5)  # steady state
+        pid = server.proc.pid
+        c0, cpu0, w0 = metric(metrics(server), "CommitSuccess", name)[0], proc_cpu_s(pid), time.time()
+        # The server's CPU sampled every 20 ms from /proc (no request to the server), to
+        # split it by commit afterwards with the snapshots' timestamps.
+        samples = []
+        while time.time() - w0 < args.commit_seconds:
+            samples.append((time.time(), proc_cpu_s(pid)))
+            time.sleep(0.02)
+        c1, cpu1, w1 = metric(metrics(server), "CommitSuccess", name)[0], proc_cpu_s(pid), time.time()
+        trickle.stop.set()
+        trickle.join(60)
+        commits = c1 - c0
+        md = rest_metadata(server, table_bucket_arn("bench"), "bench", name)["metadata"]
+        stamps = sorted(int(x["timestamp-ms"]) / 1000 for x in md["snapshots"]
+                        if "icestream.channel-arn" in x["summary"] and w0 <= int(x["timestamp-ms"]) / 1000 <= w1)
+
+        def cpu_at(t):
+            before = [c for ts, c in samples if ts <= t]
+            return before[-1] if before else samples[0][1]
+        per = sorted((cpu_at(b) - cpu_at(a)) * 1000 for a, b in zip(stamps, stamps[1:]))
+        return {"files": live, "build_s": build_s, "commits": commits, "cpu_s": cpu1 - cpu0, "wall_s": w1 - w0,
+                "ms_per_commit": (cpu1 - cpu0) * 1000 / commits if commits else float("nan"),
+                "median_ms": per[len(per) // 2] if per else float("nan"), "max_ms": per[-1] if per else float("nan")}
+    finally:
+        server.stop()
+        server.cleanup()
+
+
 only = set(args.only.split(","))
 print(f"load average before: {open('/proc/loadavg').read().split()[:3]} ({os.cpu_count()} cores)")
 if "throughput" in only:
@@ -299,3 +500,38 @@ if "memory" in only:
     note = "" if m["hwm_reset"] else " (VmHWM could not be reset: it includes the ingest)"
     print(f"   {m['records']} records, {m['mb']:.0f} MB caught up in {m['seconds']:.1f} s ({m['mb_s']:.1f} MB/s); "
           f"RSS before {m['rss_before_mb']:.0f} MB; peak RSS {m['peak_rss_mb']:.0f} MB{note}   (goal: <= 512 MiB)")
+if "compaction" in only:
+    print(f"\n== compaction: {args.compaction_seconds} s at {args.compaction_rate} records/s (~1 KiB, event times near now), "
+          f"target file size {args.target_mb:g} MiB, ZSTD; three servers side by side")
+    target, runs = compaction_runs()
+    for r in runs:
+        files, nbytes = r["query"]["files"], r["query"]["bytes"]
+        full = nbytes / target
+        mean = nbytes / files if files else 0
+        goal = ("baseline without compaction, no goal" if not r["compaction"] else
+                "goal: >= target/4" if full >= 4 else "no goal: the table holds < 4 targets")
+        print(f"   freshness {r['freshness']:>2} s, compaction {'on ' if r['compaction'] else 'off'}: {r['records']} records, "
+              f"{r['appends']} appends, {r['compaction_commits']} compaction commits; {files} live data files, "
+              f"{nbytes / 2**20:.1f} MiB = {full:.1f} targets (status: {r['live']} files, mean {r['mean']} B)")
+        print(f"      mean live file {mean / 2**20:.2f} MiB = {mean / target:.2f} x target   ({goal})")
+        print(f"      write amplification {r['wa']:.2f}   ({'goal: <= 3' if r['compaction'] else 'no goal'})")
+    med = {}
+    for r in runs:
+        x = r["query"]
+        med[r["name"]] = sorted(x["read_ms"])[len(x["read_ms"]) // 2]
+        print(f"   query, freshness {r['freshness']:>2} s, compaction {'on ' if r['compaction'] else 'off'}: DuckDB reads "
+              f"{x['rows']} rows of {x['files']} files ({x['bytes'] / 2**20:.1f} MiB) in {med[r['name']]:.0f} ms (median "
+              f"of {len(x['read_ms'])}; listing the files took {x['plan_ms']:.0f} ms)")
+    print(f"   1 s freshness: query time without / with compaction {med['n1'] / med['c1']:.1f}x; with compaction / 60 s "
+          f"freshness {med['c1'] / med['c60']:.2f}   (goal: a table written at 1 s freshness reads as fast as one "
+          f"written in large batches, ~1.0)")
+if "commitcost" in only:
+    print(f"\n== commit cost: 1 s freshness, one small file per commit for {args.commit_seconds} s, compaction off")
+    small = commit_cost(10)
+    large = commit_cost(args.commit_files)
+    for c in (small, large):
+        print(f"   {c['files']} live files (built in {c['build_s']:.0f} s): {c['commits']:.0f} commits, server CPU "
+              f"{c['cpu_s']:.2f} s in {c['wall_s']:.0f} s = {c['ms_per_commit']:.1f} ms per commit "
+              f"(between two commits: median {c['median_ms']:.1f} ms, max {c['max_ms']:.0f} ms)")
+    print(f"   ratio {large['ms_per_commit'] / small['ms_per_commit']:.2f} (median "
+          f"{large['median_ms'] / small['median_ms']:.2f})   (goal: flat, ~1.0)")

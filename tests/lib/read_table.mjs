@@ -7,7 +7,8 @@
 //   - separately, avsc decodes the manifest list and manifests of the current snapshot
 //     (sequence-number inheritance applied) to list the live data files, and DuckDB reads
 //     each of them with read_parquet; parquet_schema must carry the Iceberg field id of
-//     every column, parquet_metadata gives the codec of each column chunk;
+//     every column (a file written before an optional column was added may lack it: it
+//     reads as null), parquet_metadata gives the codec of each column chunk;
 //   - both readers must return the same rows (icebird's lossy types - ms timestamps,
 //     float decimals, UTF-8-decoded binary - are compared in icebird's precision);
 //   - every row's partition value must be the transform of its source column, record
@@ -169,6 +170,26 @@ function allIds(type, out = new Map(), name = null) {
     out.set(type['element-id'], null); allIds(type.element, out);
   } else if (type.type === 'map') {
     out.set(type['key-id'], null); out.set(type['value-id'], null); allIds(type.key, out); allIds(type.value, out);
+  }
+  return out;
+}
+// Ids a data file may lack: a file written before a column was added (schema evolution)
+// reads that column as null, which the Iceberg spec allows only for optional fields. An
+// id may be missing when its field, or a missing ancestor of it, is optional.
+function missableIds(type, present, out = new Set(), underMissingOptional = false) {
+  if (isPrimitive(type)) return out;
+  const visit = (id, required, child) => {
+    const missingOptional = underMissingOptional || (!present.has(id) && !required);
+    if (missingOptional) out.add(id);
+    missableIds(child, present, out, missingOptional);
+  };
+  if (type.type === 'struct') {
+    for (const f of type.fields) visit(f.id, f.required, f.type);
+  } else if (type.type === 'list') {
+    visit(type['element-id'], type['element-required'], type.element);
+  } else if (type.type === 'map') {
+    visit(type['key-id'], true, type.key);
+    visit(type['value-id'], type['value-required'], type.value);
   }
   return out;
 }
@@ -395,9 +416,11 @@ try {
     const ps = (await q(`select name, field_id from parquet_schema(${lit})`)).getRowObjectsJson();
     const got = new Map();
     for (const r of ps) if (r.field_id !== null && r.field_id !== undefined) got.set(Number(r.field_id), r.name);
+    const missable = missableIds(schema, got);
     for (const [id, name] of expectIds) {
-      check(got.has(id), `${d.file_path}: no Parquet column with field id ${id} (${name ?? 'element/key/value'})`);
-      if (name !== null) check(got.get(id) === name, `${d.file_path}: field id ${id} is "${got.get(id)}", not "${name}"`);
+      check(got.has(id) || missable.has(id),
+            `${d.file_path}: no Parquet column with field id ${id} (${name ?? 'element/key/value'}), which is required`);
+      if (name !== null && got.has(id)) check(got.get(id) === name, `${d.file_path}: field id ${id} is "${got.get(id)}", not "${name}"`);
     }
     for (const id of got.keys()) check(expectIds.has(id), `${d.file_path}: unknown field id ${id}`);
     const pm = (await q(`select row_group_id, compression, num_values from parquet_metadata(${lit})`)).getRowObjectsJson();
@@ -446,7 +469,8 @@ try {
     }
     out.files.push({ file_path: d.file_path, record_count: Number(d.record_count), file_size_in_bytes: Number(d.file_size_in_bytes),
       partition, spec_id: f.spec_id, sequence_number: Number(f.sequence_number), snapshot_id: String(f.snapshot_id),
-      codecs, row_groups: new Set(pm.map((r) => r.row_group_id)).size, file_format: d.file_format });
+      codecs, row_groups: new Set(pm.map((r) => r.row_group_id)).size, file_format: d.file_format,
+      field_ids: [...got.keys()].filter((id) => expectIds.has(id)).sort((x, y) => x - y) });
     for (const r of rows) out.rows.push(r);
   }
   db.closeSync?.();
