@@ -4,6 +4,7 @@ runs its whole story (stream, records read back, a channel delivering to a bucke
 metrics) until Ctrl-C stops it cleanly."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -60,6 +61,10 @@ class Demo(unittest.TestCase):
             self.assertRegex(text, r"alice\s+\{\"user\":\"alice\"")
             self.assertIn("== objects delivered so far", text)
             self.assertIn("DeliveryToS3_SuccessfulRecordCount", text)
+            # The streaming table: three rows (the records with a ts), three DLQ lines.
+            self.assertIn("3 rows in", text)
+            self.assertEqual(len(re.findall(r'^   \{.*"user": ?"(alice|bob|carol)"', text, re.M)), 3, text)
+            self.assertEqual(text.count("MISSING_REQUIRED_FIELD"), 3, text)
             os.killpg(proc.pid, signal.SIGINT)
             rest, _ = proc.communicate(timeout=60)
             self.assertEqual(proc.returncode, 0, text + rest)

@@ -149,7 +149,7 @@ class TableSink final : public Sink {
         {"table_live_data_files", "gauge", "Data files of the table's current snapshot.",
          static_cast<double>(c.live_files.load() > 0 ? c.live_files.load() : live_files_)},
         {"table_live_data_bytes", "gauge", "Bytes of the data files of the table's current snapshot.",
-         static_cast<double>(c.live_bytes.load())},
+         static_cast<double>(c.live_files.load() > 0 ? c.live_bytes.load() : live_bytes_)},
         {"table_compaction_files_merged_total", "counter", "Data files replaced by compaction.",
          static_cast<double>(c.files_merged.load())},
         {"table_compaction_files_written_total", "counter", "Data files compaction wrote.",
@@ -180,9 +180,13 @@ class TableSink final : public Sink {
     j["SnapshotsExpired"] = snapshots_expired_;
     j["OrphanFilesRemoved"] = orphans_removed_;
     const CompactionStats& c = compactor_->stats();
+    // The compactor's index when it has one, else the current snapshot's summary totals
+    // (compaction off, or before the index is built).
     if (c.live_files.load() > 0) {
       j["LiveDataFiles"] = c.live_files.load();
       j["MeanDataFileBytes"] = c.live_bytes.load() / c.live_files.load();
+    } else if (live_files_ > 0) {
+      j["MeanDataFileBytes"] = live_bytes_ / live_files_;
     }
     j["Compaction"] = {{"FilesMerged", c.files_merged.load()},
                        {"FilesWritten", c.files_written.load()},
@@ -374,6 +378,8 @@ class TableSink final : public Sink {
     if (cur == nullptr) return;
     auto it = cur->summary.find("total-data-files");
     if (it != cur->summary.end()) live_files_ = std::strtoll(it->second.c_str(), nullptr, 10);
+    it = cur->summary.find("total-files-size");
+    if (it != cur->summary.end()) live_bytes_ = std::strtoll(it->second.c_str(), nullptr, 10);
   }
 
   // How a registry version relates to the table schema records are written with.
@@ -571,6 +577,7 @@ class TableSink final : public Sink {
   bool table_created_ = false;
   std::string table_location_;
   int64_t live_files_ = 0;
+  int64_t live_bytes_ = 0;  // total-files-size of the current snapshot
   int64_t commits_ = 0;
   int64_t last_commit_ms_ = 0;
   int64_t version_number_ = 0;
