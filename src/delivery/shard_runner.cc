@@ -476,6 +476,15 @@ void ShardRunner::RunBatch(const DeliveryBatch& batch,
   for (const auto& r : batch.ranges) shards_[r.shard].in_flight = false;
   if (st.ok()) {
     metrics_.Add(*result);
+    if (spdlog::should_log(spdlog::level::debug)) {
+      std::string ranges;
+      for (const auto& r : batch.ranges) {
+        ranges += fmt::format("{}{} [{}, {})", ranges.empty() ? "" : ", ", stream::ShardIdString(r.shard),
+                              r.first, r.end);
+      }
+      spdlog::debug("channel {}: delivered {} record(s) ({} bytes in, {} bytes out, {} to the DLQ) of {}",
+                    config_.name, result->records_in, result->bytes_in, result->bytes_out, result->failed, ranges);
+    }
     for (const auto& r : batch.ranges) {
       auto& s = shards_[r.shard];
       s.checkpoint = r.end;

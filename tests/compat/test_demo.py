@@ -63,7 +63,7 @@ class Demo(unittest.TestCase):
             self.assertIn("DeliveryToS3_SuccessfulRecordCount", text)
             # The streaming table: three rows (the records with a ts), three DLQ lines.
             self.assertIn("3 rows in", text)
-            self.assertEqual(len(re.findall(r'^   \{.*"user": ?"(alice|bob|carol)"', text, re.M)), 3, text)
+            self.assertEqual(len(re.findall(r'^   \{"user":"(alice|bob|carol)","action":"login","ts":"[^"]*\+00:00"', text, re.M)), 3, text)
             self.assertEqual(text.count("MISSING_REQUIRED_FIELD"), 3, text)
             os.killpg(proc.pid, signal.SIGINT)
             rest, _ = proc.communicate(timeout=60)
