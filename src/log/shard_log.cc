@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 #include "common/bytes.h"
 #include "common/fs.h"
@@ -395,7 +396,11 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
                     "operator repairs the log (icestream fsck)",
                     offset, detail));
   };
-  std::string buf;
+  // The read buffer is not zero-filled (pread overwrites it): a batch read of tens of MiB
+  // would otherwise clear them first.
+  std::unique_ptr<char[]> raw;
+  size_t raw_capacity = 0;
+  std::string_view buf;
   std::shared_ptr<Segment> gone;  // a segment whose file vanished (retention) on the last try
   while (offset < end && out.records.size() < max_records) {
     std::shared_ptr<Segment> seg;
@@ -436,15 +441,17 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
       uint64_t default_read = std::max<uint64_t>(256 << 10, left + 4096);
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
-      buf.resize(want);
-      ASSIGN_OR_RETURN(size_t got,
-                       fs::PReadFull((*handle)->fd(), buf.data(), want, pos, seg->path()));
-      buf.resize(got);
+      if (want > raw_capacity) {
+        raw = std::make_unique_for_overwrite<char[]>(want);
+        raw_capacity = want;
+      }
+      ASSIGN_OR_RETURN(size_t got, fs::PReadFull((*handle)->fd(), raw.get(), want, pos, seg->path()));
+      buf = std::string_view(raw.get(), got);
       min_read = 0;
       size_t at = 0;
       while (at < buf.size() && offset < end && out.records.size() < max_records) {
         FrameView f;
-        FrameParse r = ParseFrame(std::string_view(buf).substr(at), &f);
+        FrameParse r = ParseFrame(buf.substr(at), &f);
         if (r == FrameParse::kIncomplete) {
           if (at == 0) {
             // Only a frame larger than the read may be incomplete here: the file holds
