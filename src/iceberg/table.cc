@@ -289,19 +289,27 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       }
     } else {
       // Fast append: keep the parent's manifests; merge small data manifests once there
-      // are many (bin-packed by size, newest first).
-      std::map<int32_t, std::vector<ManifestFile>> small;
+      // are many of about the same size (bin-packed by size, newest first). Sizes are
+      // tiered (factors of 4): a merge takes manifests of one tier and makes one of a
+      // higher tier, so each entry is rewritten about log(table)/log(min_count) times and
+      // a commit never rewrites the bulk of a large table's manifests at once.
+      auto tier = [](int64_t bytes) {
+        int t = 0;
+        for (int64_t b = std::max<int64_t>(bytes, 1) >> 12; b > 0; b >>= 2) ++t;  // 4 KiB, 16 KiB, ...
+        return t;
+      };
+      std::map<std::pair<int32_t, int>, std::vector<ManifestFile>> small;
       std::vector<ManifestFile> kept;
       for (const auto& mf : existing) {
         if (only_old_deletes(mf)) continue;
         if (options_.manifest_merge_enabled && mf.content == ManifestContent::kData &&
             mf.manifest_length < std::min(options_.manifest_target_bytes, options_.manifest_merge_max_input_bytes)) {
-          small[mf.partition_spec_id].push_back(mf);
+          small[{mf.partition_spec_id, tier(mf.manifest_length)}].push_back(mf);
         } else {
           kept.push_back(mf);
         }
       }
-      for (auto& [spec_id, group] : small) {
+      for (auto& [key, group] : small) {
         if (static_cast<int>(group.size()) + 1 < options_.manifest_min_count_to_merge) {
           kept.insert(kept.end(), group.begin(), group.end());
           continue;

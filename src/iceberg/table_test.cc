@@ -311,6 +311,43 @@ TEST_F(TableTest, AddedDeleteFilesAreNotAnAppend) {
   EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("operation"), "overwrite");
 }
 
+TEST_F(TableTest, MergesTakeManifestsOfOneSizeTier) {
+  // A large manifest (many files in one commit) is not rewritten by the merges that
+  // small appends trigger: those merge the small manifests among themselves.
+  TableOptions o;
+  o.manifest_min_count_to_merge = 4;
+  auto t = Open(o);
+  std::vector<DataFile> bulk;
+  std::multiset<std::string> expected;
+  for (int i = 0; i < 3000; ++i) {
+    bulk.push_back(NewFile(*t, "bulk" + std::to_string(i) + ".parquet", 19000 + i % 7, "k", 1));
+    expected.insert(bulk.back().file_path);
+  }
+  ASSERT_TRUE(t->AppendFiles(bulk).ok());
+  auto first = SnapshotManifests(*io_, *t->metadata().CurrentSnapshot());
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->size(), 1u);
+  const ManifestFile big = first->front();
+  ASSERT_GT(big.manifest_length, 16 << 10) << "the bulk manifest must be two tiers up";
+  for (int i = 0; i < 12; ++i) {
+    DataFile f = NewFile(*t, "small" + std::to_string(i) + ".parquet", 19000, "k", 1);
+    expected.insert(f.file_path);
+    auto r = t->AppendFiles({f});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    auto manifests = SnapshotManifests(*io_, *t->metadata().CurrentSnapshot());
+    ASSERT_TRUE(manifests.ok());
+    int small_count = 0;
+    bool big_kept = false;
+    for (const auto& mf : *manifests) {
+      if (mf.manifest_path == big.manifest_path) big_kept = true;
+      else ++small_count;
+    }
+    EXPECT_TRUE(big_kept) << "commit " << i << " rewrote the bulk manifest";
+    EXPECT_LE(small_count, 4) << "commit " << i;  // the small ones are still merged
+  }
+  EXPECT_EQ(LivePaths(*t), expected);
+}
+
 TEST_F(TableTest, ManifestsAreMergedOnceThereAreMany) {
   TableOptions o;
   o.manifest_min_count_to_merge = 5;
