@@ -2,8 +2,12 @@
 #include "delivery/table/batch_writer.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "format/parquet/file_writer.h"
@@ -18,6 +22,87 @@ namespace pq = format::parquet;
 constexpr int64_t kHourMicros = 3600LL * 1000 * 1000;
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Writes finished files through the FilePlacer on its own thread, so an upload (an S3
+// PUT, or a local write and fsync) does not stall the converter threads, which place
+// their row groups one block at a time. Memory: at most `max_pending` files and
+// `max_bytes` wait (one file always may, whatever its size).
+class Uploader {
+ public:
+  Uploader(const FilePlacer& place_file, std::vector<iceberg::DataFile>* files, size_t max_pending,
+           size_t max_bytes)
+      : place_file_(place_file),
+        files_(files),
+        max_pending_(max_pending),
+        max_bytes_(max_bytes),
+        thread_([this] { Loop(); }) {}
+  ~Uploader() { (void)Finish(); }
+
+  Status Add(int64_t hour, std::string bytes, pq::FileMetrics metrics) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] {
+      return queue_.empty() || !error_.ok() ||
+             (queue_.size() < max_pending_ && pending_bytes_ + bytes.size() <= max_bytes_);
+    });
+    if (!error_.ok()) return error_;
+    pending_bytes_ += bytes.size();
+    queue_.push_back({hour, std::move(bytes), std::move(metrics)});
+    cv_.notify_all();
+    return Status::OK();
+  }
+
+  // Waits for every queued file; the first failure.
+  Status Finish() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+    return error_;
+  }
+
+ private:
+  struct Item {
+    int64_t hour;
+    std::string bytes;
+    pq::FileMetrics metrics;
+  };
+
+  void Loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return !queue_.empty() || done_; });
+      if (queue_.empty()) return;
+      Item item = std::move(queue_.front());
+      const size_t size = item.bytes.size();
+      lock.unlock();
+      Result<iceberg::DataFile> f = error_.ok() ? place_file_(item.hour, std::move(item.bytes), item.metrics)
+                                                : Result<iceberg::DataFile>(error_);
+      lock.lock();
+      queue_.pop_front();  // only now: Add's bound counts the file being written
+      pending_bytes_ -= size;
+      if (f.ok()) {
+        files_->push_back(std::move(*f));
+      } else if (error_.ok()) {
+        error_ = f.status();
+      }
+      cv_.notify_all();
+    }
+  }
+
+  const FilePlacer& place_file_;
+  std::vector<iceberg::DataFile>* files_;
+  const size_t max_pending_;
+  const size_t max_bytes_;
+  size_t pending_bytes_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool done_ = false;
+  Status error_;
+  std::thread thread_;  // last: starts after the members it uses
+};
 
 }  // namespace
 
@@ -38,13 +123,13 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
     std::unique_ptr<pq::FileWriter> writer;
   };
   std::map<int64_t, OpenFile> open;  // by partition hour; map nodes do not move
+  Uploader uploader(place_file, &out->files, 2, 64u << 20);
 
   auto cut = [&](int64_t hour) -> Status {
     auto it = open.find(hour);
     ASSIGN_OR_RETURN(pq::FileMetrics m, it->second.writer->Close());
     counts.bytes_out += it->second.bytes.size();
-    ASSIGN_OR_RETURN(iceberg::DataFile f, place_file(hour, std::move(it->second.bytes), m));
-    out->files.push_back(std::move(f));
+    RETURN_IF_ERROR(uploader.Add(hour, std::move(it->second.bytes), std::move(m)));
     open.erase(it);
     return Status::OK();
   };
@@ -128,6 +213,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
   po.route_range = [](int64_t hour) { return std::make_pair(hour * kHourMicros, (hour + 1) * kHourMicros); };
   RETURN_IF_ERROR(schema::ParallelConverter::Run(layout_->schema, *pschema_, options_.writer, po, next, place));
   while (!open.empty()) RETURN_IF_ERROR(cut(open.begin()->first));
+  RETURN_IF_ERROR(uploader.Finish());
   std::sort(out->rejects.begin(), out->rejects.end(), [](const Reject& a, const Reject& b) {
     return std::tie(a.range, a.offset, a.sub_sequence) < std::tie(b.range, b.offset, b.sub_sequence);
   });
