@@ -26,10 +26,15 @@ class ChannelManager;
 namespace icestream::kinesis {
 
 // One API call: the request and the way to answer it (exactly once).
+//
+// `auth_error` is the request's authentication verdict; handlers never see it directly:
+// Params::Error() reports it in AWS's order. As a safety net, a success reply of a call
+// whose authentication failed is turned into that error (and logged as a bug).
 struct Call {
   std::shared_ptr<http::Request> req;
   http::Responder respond;
   std::string request_id;
+  std::optional<aws::ApiError> auth_error;
 
   void Reply(const nlohmann::json& body) const;
   void ReplyRaw(std::string body) const;
@@ -56,11 +61,9 @@ struct Context {
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and
-// checks it. Returns the stream name; on failure records the error in `p` or `err`.
-std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
-                                         std::optional<aws::ApiError>* err);
-// ResolveStream, answering the call with the error when there is one.
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p);
+// records its violations and (deferred) service errors in `p`. Always returns a value:
+// the stream name, or "" when there is none; use it only after `p.Error()` is empty.
+std::optional<std::string> StreamSelector(const Context& ctx, aws::Params& p);
 // Checks a StreamARN value; returns the stream name or nullopt (violation recorded).
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn);
@@ -101,7 +104,8 @@ void UpdateShardCount(Context&, Call&, aws::Params&);
 void PutRecord(Context&, Call&, aws::Params&);
 void GetShardIterator(Context&, Call&, aws::Params&);
 void GetRecords(Context&, Call&, aws::Params&);
-// PutRecords parses its own body (simdjson; the hot path).
+// PutRecords parses its own body (simdjson; the hot path); it checks call.auth_error
+// itself, after its model validation.
 void PutRecordsRaw(Context&, Call&);
 
 void CreateChannel(Context&, Call&, aws::Params&);
