@@ -38,7 +38,7 @@ struct JsonService {
   const aws::CborModel* cbor = nullptr;
   std::function<void(std::string_view op, std::shared_ptr<http::Request>, http::Responder,
                      AuthResult auth_error)>
-      handle_auth;
+      handle_auth = nullptr;
 };
 
 // A path route authenticates its own requests (see SurfaceAuth): the Iceberg catalog
