@@ -4,18 +4,16 @@
 // decodes again.
 #include <cstdint>
 #include <cstdlib>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "aws/cbor.h"
 
 using namespace icestream;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const aws::CborModel model{{"Data"},
-                                    {"Timestamp", "StreamCreationTimestamp",
-                                     "ApproximateArrivalTimestamp"}};
+  static const aws::CborModel model{
+      {"Data"}, {"Timestamp", "StreamCreationTimestamp", "ApproximateArrivalTimestamp"}};
   std::string in(reinterpret_cast<const char*>(data), size);
   std::string json_text;
   if (aws::CborRequestToJson(in, model, &json_text)) return 0;

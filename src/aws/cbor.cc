@@ -4,9 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "common/base64.h"
 
@@ -122,7 +121,8 @@ std::optional<ApiError> ToJsonModel(json& v, std::string_view member, const Cbor
                  "' is a timestamp: it must be a number (CBOR tag 1, epoch milliseconds).");
     }
     double d = v.get<double>();
-    if (!std::isfinite(d)) return Bad("Timestamp member '" + std::string(member) + "' is not finite.");
+    if (!std::isfinite(d))
+      return Bad("Timestamp member '" + std::string(member) + "' is not finite.");
     if (std::fabs(d) >= kMillisThreshold) d /= 1000.0;
     v = d;
     return std::nullopt;

@@ -39,7 +39,8 @@ TEST(CborRequest, BlobBecomesBase64AndTimestampMillisBecomeSeconds) {
   json::to_cbor(in, cbor);
   // Append the tagged timestamp by hand: nlohmann cannot tag a number.
   cbor[0] = static_cast<char>(0xa3);  // map of 3
-  cbor += Bytes({0x69}) + "Timestamp" + Bytes({0xc1, 0x1b, 0, 0, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x7b});
+  cbor +=
+      Bytes({0x69}) + "Timestamp" + Bytes({0xc1, 0x1b, 0, 0, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x7b});
   std::string out;
   ASSERT_FALSE(CborRequestToJson(cbor, Model(), &out).has_value()) << Hex(cbor);
   json j = json::parse(out);
@@ -60,8 +61,9 @@ TEST(CborRequest, SmallTimestampIsSeconds) {
 TEST(CborRequest, IndefiniteLengthsAreAccepted) {
   // {_ "StreamName": (_ "ab", "c"), "Records": [_ {_ "Data": (_ h'01', h'02') } ] }
   std::string cbor = Bytes({0xbf, 0x6a}) + "StreamName" + Bytes({0x7f, 0x62}) + "ab" +
-                     Bytes({0x61}) + "c" + Bytes({0xff, 0x67}) + "Records" + Bytes({0x9f, 0xbf, 0x64}) +
-                     "Data" + Bytes({0x5f, 0x41, 0x01, 0x41, 0x02, 0xff, 0xff, 0xff, 0xff});
+                     Bytes({0x61}) + "c" + Bytes({0xff, 0x67}) + "Records" +
+                     Bytes({0x9f, 0xbf, 0x64}) + "Data" +
+                     Bytes({0x5f, 0x41, 0x01, 0x41, 0x02, 0xff, 0xff, 0xff, 0xff});
   std::string out;
   auto err = CborRequestToJson(cbor, Model(), &out);
   ASSERT_FALSE(err.has_value()) << err->message;
@@ -72,14 +74,15 @@ TEST(CborRequest, IndefiniteLengthsAreAccepted) {
 
 TEST(CborRequest, MalformedInputIsASerializationError) {
   const std::string cases[] = {
-      "",                                   // nothing
-      Bytes({0xa1, 0x64}) + "Da",           // truncated key
+      "",                                     // nothing
+      Bytes({0xa1, 0x64}) + "Da",             // truncated key
       Bytes({0xa1, 0x61, 0x41, 0x01, 0x00}),  // trailing byte
-      Bytes({0x81, 0x01}),                  // top level is not a map
-      Bytes({0xa1, 0x01, 0x01}),            // non-text key
-      Bytes({0xa1, 0x61, 0x41, 0x1c}),      // reserved additional information 28
-      Bytes({0xff}),                        // stray break
-      Bytes({0xa1, 0x61, 0x41, 0x5b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}),  // huge length
+      Bytes({0x81, 0x01}),                    // top level is not a map
+      Bytes({0xa1, 0x01, 0x01}),              // non-text key
+      Bytes({0xa1, 0x61, 0x41, 0x1c}),        // reserved additional information 28
+      Bytes({0xff}),                          // stray break
+      Bytes(
+          {0xa1, 0x61, 0x41, 0x5b, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}),  // huge length
       Bytes({0xa1, 0x61, 0x41, 0x61, 0xff}),  // invalid UTF-8 text
   };
   for (const auto& c : cases) {
@@ -108,11 +111,13 @@ TEST(CborRequest, TypeConfusionOfBlobsIsRefused) {
   ASSERT_TRUE(e1.has_value());
   EXPECT_EQ(e1->type, "SerializationException");
   // A byte string where the model has a string.
-  auto e2 = CborRequestToJson(Bytes({0xa1, 0x6a}) + "StreamName" + Bytes({0x41, 0x78}), Model(), &out);
+  auto e2 =
+      CborRequestToJson(Bytes({0xa1, 0x6a}) + "StreamName" + Bytes({0x41, 0x78}), Model(), &out);
   ASSERT_TRUE(e2.has_value());
   EXPECT_EQ(e2->type, "SerializationException");
   // A timestamp that is text.
-  auto e3 = CborRequestToJson(Bytes({0xa1, 0x69}) + "Timestamp" + Bytes({0x61}) + "x", Model(), &out);
+  auto e3 =
+      CborRequestToJson(Bytes({0xa1, 0x69}) + "Timestamp" + Bytes({0x61}) + "x", Model(), &out);
   ASSERT_TRUE(e3.has_value());
 }
 

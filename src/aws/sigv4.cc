@@ -1,12 +1,11 @@
 // SigV4 implementation (AWS General Reference, "Signature Version 4 signing process").
 #include "aws/sigv4.h"
 
-#include <map>
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "common/crypto.h"
 #include "common/time_format.h"

@@ -67,8 +67,8 @@ std::optional<std::string> StreamSelector(const Context& ctx, aws::Params& p) {
     return std::string();
   }
   if (name && from_arn && *name != *from_arn) {
-    p.Defer(aws::InvalidArgumentError(fmt::format(
-        "StreamARN {} and StreamName {} do not name the same stream.", *arn, *name)));
+    p.Defer(aws::InvalidArgumentError(
+        fmt::format("StreamARN {} and StreamName {} do not name the same stream.", *arn, *name)));
   }
   if (name) return name;
   return from_arn ? from_arn : std::string();
@@ -99,8 +99,9 @@ void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t 
             it.value().is_number()
                 ? "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not be "
                   "converted to an String"
-                : (it.value().is_boolean() ? "class java.lang.Boolean can not be converted to an String"
-                                           : "Start of structure or map found where not expected."));
+                : (it.value().is_boolean()
+                       ? "class java.lang.Boolean can not be converted to an String"
+                       : "Start of structure or map found where not expected."));
       }
       continue;
     }

@@ -241,11 +241,11 @@ void PutRecordsRaw(Context& ctx, Call& call) {
           if (rf.value.get_string().get(sv)) {
             if (rk != "Data") return fail_ser(kNotString);
             simdjson::dom::element_type t = rf.value.type();
-            return fail_ser(BlobTypeError(
-                t == simdjson::dom::element_type::BOOL     ? json(true)
-                : t == simdjson::dom::element_type::ARRAY  ? json::array()
-                : t == simdjson::dom::element_type::OBJECT ? json::object()
-                                                           : json(0)));
+            return fail_ser(BlobTypeError(t == simdjson::dom::element_type::BOOL    ? json(true)
+                                          : t == simdjson::dom::element_type::ARRAY ? json::array()
+                                          : t == simdjson::dom::element_type::OBJECT
+                                              ? json::object()
+                                              : json(0)));
           }
           if (rk == "Data") {
             e.data_b64 = sv;  // decoded below, before the parser is reused
@@ -325,7 +325,8 @@ void PutRecordsRaw(Context& ctx, Call& call) {
           e.data_size, base));
     }
   }
-  if (!name && !arn) p.Defer(aws::InvalidArgumentError("Neither StreamARN nor StreamName was provided."));
+  if (!name && !arn)
+    p.Defer(aws::InvalidArgumentError("Neither StreamARN nor StreamName was provided."));
   if (auto err = p.Error()) return call.Fail(*err);
   std::string stream_name = name ? *name : *arn_name;
   if (name && arn_name && *arn_name != stream_name) {

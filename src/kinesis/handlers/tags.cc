@@ -23,11 +23,13 @@ bool ValidTagText(std::string_view s) {
     auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       // U+0080..U+009F (C1 controls) are encoded C2 80..C2 9F.
-      if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9f) return false;
+      if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9f)
+        return false;
       continue;
     }
     if (std::isalnum(c) || c == ' ') continue;
-    if (std::string_view("_.:/=+-@%").find(static_cast<char>(c)) != std::string_view::npos) continue;
+    if (std::string_view("_.:/=+-@%").find(static_cast<char>(c)) != std::string_view::npos)
+      continue;
     return false;
   }
   return true;
@@ -86,10 +88,11 @@ void CheckTagKeyList(aws::Params& p, std::string_view path, const json& keys) {
   for (const auto& k : keys) {
     if (!k.is_string()) {
       p.AddSerializationError(
-          k.is_number() ? "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not "
-                          "be converted to an String"
-                        : (k.is_boolean() ? "class java.lang.Boolean can not be converted to an String"
-                                          : "Unexpected value type in TagKeys: expected a string."));
+          k.is_number()
+              ? "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not "
+                "be converted to an String"
+              : (k.is_boolean() ? "class java.lang.Boolean can not be converted to an String"
+                                : "Unexpected value type in TagKeys: expected a string."));
       return;
     }
   }
@@ -107,8 +110,8 @@ std::string StreamFromResourceArn(Context& ctx, aws::Params& p) {
   if (!arn) return "";
   p.Length("resourceARN", *arn, 1, 2048);
   if (arn->find("/consumer/") != std::string::npos) {
-    p.Defer(aws::KinesisError(
-        NotFound(fmt::format("Consumer {} under account {} not found.", *arn, ctx.options.account))));
+    p.Defer(aws::KinesisError(NotFound(
+        fmt::format("Consumer {} under account {} not found.", *arn, ctx.options.account))));
     return "";
   }
   return StreamNameFromArn(ctx, p, "resourceARN", *arn).value_or("");
