@@ -20,8 +20,11 @@ constexpr double kMillisThreshold = 1e11;
 
 // Walks the item structure without building anything, so that nesting depth and
 // truncation are refused before nlohmann's recursive reader sees the bytes (its CBOR
-// reader recurses once per nesting level). Returns false on malformed input.
-bool ScanStructure(std::string_view in, size_t max_depth) {
+// reader recurses once per nesting level). Writes the input without its tag heads to
+// *untagged: nlohmann refuses tags 0-5 (tag 1 included), and a tag changes no member's
+// meaning here (the model says which members are timestamps). Returns false on
+// malformed input.
+bool ScanStructure(std::string_view in, size_t max_depth, std::string* untagged) {
   struct Frame {
     uint64_t remaining;  // items still expected (definite length)
     bool indefinite;
@@ -30,6 +33,7 @@ bool ScanStructure(std::string_view in, size_t max_depth) {
   std::vector<Frame> stack;
   stack.push_back({1, false, -1});  // the root item
   size_t pos = 0;
+  bool tagged = false;
   const size_t n = in.size();
   auto byte = [&](size_t i) { return static_cast<uint8_t>(in[i]); };
   while (!stack.empty()) {
@@ -39,9 +43,11 @@ bool ScanStructure(std::string_view in, size_t max_depth) {
       continue;
     }
     if (pos >= n) return false;
+    size_t head = pos;
     uint8_t ib = byte(pos++);
     if (ib == 0xff) {  // "break": ends the innermost indefinite-length item
-      if (!top.indefinite || stack.size() == 1) return false;
+      if (!top.indefinite || stack.size() == 1 || tagged) return false;
+      untagged->push_back(static_cast<char>(ib));
       stack.pop_back();
       continue;
     }
@@ -63,6 +69,8 @@ bool ScanStructure(std::string_view in, size_t max_depth) {
     if (indefinite && (major == 0 || major == 1 || major == 6 || major == 7)) return false;
     // A tag wraps the next item: it is not an item of its own.
     if (major != 6 && !top.indefinite) --top.remaining;
+    tagged = major == 6;  // a tag must be followed by its item
+    if (!tagged) untagged->append(in.substr(head, pos - head));
     switch (major) {
       case 0:
       case 1:
@@ -76,6 +84,7 @@ bool ScanStructure(std::string_view in, size_t max_depth) {
           stack.push_back({0, true, major});
         } else {
           if (arg > n - pos) return false;
+          untagged->append(in.substr(pos, static_cast<size_t>(arg)));
           pos += static_cast<size_t>(arg);
         }
         break;
@@ -239,11 +248,13 @@ void Encode(const json& v, std::string_view member, const CborModel& model, std:
 
 std::optional<ApiError> CborRequestToJson(std::string_view cbor, const CborModel& model,
                                           std::string* json_out) {
-  if (!ScanStructure(cbor, kMaxCborNesting)) {
+  std::string untagged;
+  untagged.reserve(cbor.size());
+  if (!ScanStructure(cbor, kMaxCborNesting, &untagged)) {
     return Bad("Request body is not a well-formed CBOR data item (or nests more than 64 levels).");
   }
-  json v = json::from_cbor(cbor.begin(), cbor.end(), /*strict=*/true, /*allow_exceptions=*/false,
-                           json::cbor_tag_handler_t::ignore);
+  json v = json::from_cbor(untagged.begin(), untagged.end(), /*strict=*/true,
+                           /*allow_exceptions=*/false, json::cbor_tag_handler_t::ignore);
   if (v.is_discarded()) return Bad("Request body is not valid CBOR for this service.");
   if (!v.is_object()) return Bad("Expected a CBOR map.");
   if (auto e = ToJsonModel(v, "", model, 0)) return e;
