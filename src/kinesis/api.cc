@@ -146,9 +146,8 @@ constexpr size_t kMaxRequestNesting = 64;
 
 // Operations of the Kinesis model that this server does not offer (yet). They get a
 // clear error instead of UnknownOperationException, which would suggest a typo.
-constexpr std::string_view kUnsupported[] = {
-    "RegisterStreamConsumer", "DeregisterStreamConsumer", "DescribeStreamConsumer",
-    "ListStreamConsumers",    "SubscribeToShard",         "UpdateStreamRecordDistributionStrategy"};
+constexpr std::string_view kUnsupported[] = {"SubscribeToShard",
+                                             "UpdateStreamRecordDistributionStrategy"};
 
 const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
   static const std::unordered_map<std::string_view, HandlerFn> kHandlers = {
@@ -176,6 +175,10 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
       {"PutRecord", PutRecord},
       {"GetShardIterator", GetShardIterator},
       {"GetRecords", GetRecords},
+      {"RegisterStreamConsumer", RegisterStreamConsumer},
+      {"DeregisterStreamConsumer", DeregisterStreamConsumer},
+      {"DescribeStreamConsumer", DescribeStreamConsumer},
+      {"ListStreamConsumers", ListStreamConsumers},
       {"AddTagsToStream", AddTagsToStream},
       {"RemoveTagsFromStream", RemoveTagsFromStream},
       {"ListTagsForStream", ListTagsForStream},
@@ -207,6 +210,7 @@ double StrictRatePerSecond(std::string_view op) {
       {"DescribeLimits", 1},        {"UpdateShardCount", 10},
       {"DescribeAccountSettings", 5}, {"UpdateAccountSettings", 5},
       {"UpdateStreamWarmThroughput", 5}, {"CreateChannel", 5},
+      {"RegisterStreamConsumer", 5},
       {"DescribeChannel", 5},       {"ListChannels", 5},
       {"UpdateChannel", 5},         {"DeleteChannel", 5},
   };
@@ -272,7 +276,8 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
     if (u == op) {
       if (call.auth_error) return call.Fail(*call.auth_error);
       call.Fail(aws::InvalidArgumentError(fmt::format(
-          "{} (enhanced fan-out) is not supported by this server; use GetRecords.", op)));
+          "{} is not supported by this server yet{}.", op,
+          op == "SubscribeToShard" ? "; read with GetShardIterator and GetRecords" : "")));
       return;
     }
   }

@@ -114,6 +114,13 @@ void ListChannels(Context&, Call&, aws::Params&);
 void UpdateChannel(Context&, Call&, aws::Params&);
 void DeleteChannel(Context&, Call&, aws::Params&);
 
+void RegisterStreamConsumer(Context&, Call&, aws::Params&);
+void DeregisterStreamConsumer(Context&, Call&, aws::Params&);
+void DescribeStreamConsumer(Context&, Call&, aws::Params&);
+void ListStreamConsumers(Context&, Call&, aws::Params&);
+// Consumers of `info` that are not yet purged (DescribeStreamSummary's ConsumerCount).
+size_t LiveConsumerCount(const stream::StreamInfo& info, int64_t now_ms);
+
 void AddTagsToStream(Context&, Call&, aws::Params&);
 void RemoveTagsFromStream(Context&, Call&, aws::Params&);
 void ListTagsForStream(Context&, Call&, aws::Params&);

@@ -66,7 +66,8 @@ def to_json_model(v):
     return v
 
 
-def round_timestamps(v, keys=("StreamCreationTimestamp", "ApproximateArrivalTimestamp")):
+def round_timestamps(v, keys=("StreamCreationTimestamp", "ApproximateArrivalTimestamp",
+                                "ConsumerCreationTimestamp")):
     if isinstance(v, dict):
         return {k: (round(x, 3) if k in keys and isinstance(x, (int, float)) else round_timestamps(x))
                 for k, x in v.items()}
@@ -249,7 +250,18 @@ class CborCompat(unittest.TestCase):
         self.same("DescribeStreamSummary", s)
         self.same("UpdateAccountSettings", {"MinimumThroughputBillingCommitment": {"Status": "DISABLED"}})
         self.same("ListChannels", {})
-        self.assertIsNone(self.ok("DeleteStream", {"StreamName": "cb"}))
+        # Enhanced fan-out consumers: ConsumerCreationTimestamp is a tag-1 timestamp too.
+        st, _, reg = cbor_call("RegisterStreamConsumer", {"StreamARN": arn, "ConsumerName": "kcl"})
+        self.assertEqual(st, 200, reg)
+        self.assertIsInstance(reg["Consumer"]["ConsumerCreationTimestamp"], Millis)
+        self.assertIsInstance(reg["Consumer"]["ConsumerCreationTimestamp"].value, int)
+        time.sleep(0.6)  # past CREATING, so that both answers see ACTIVE
+        carn = reg["Consumer"]["ConsumerARN"]
+        self.assertEqual(self.same("DescribeStreamConsumer", {"ConsumerARN": carn})
+                         ["ConsumerDescription"]["ConsumerStatus"], "ACTIVE")
+        self.same("ListStreamConsumers", {"StreamARN": arn})
+        self.assertIsNone(self.ok("DeregisterStreamConsumer", {"ConsumerARN": carn}))
+        self.assertIsNone(self.ok("DeleteStream", {"StreamName": "cb", "EnforceConsumerDeletion": True}))
         self.assertEqual(json_call("DescribeStreamSummary", s)[0], 400)
 
     def test_errors_are_cbor_maps_like_the_json_errors(self):

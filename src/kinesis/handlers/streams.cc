@@ -197,8 +197,18 @@ void CreateStream(Context& ctx, Call& call, aws::Params& p) {
 
 void DeleteStream(Context& ctx, Call& call, aws::Params& p) {
   auto name = StreamSelector(ctx, p);
-  p.Bool("EnforceConsumerDeletion");
+  auto enforce = p.Bool("EnforceConsumerDeletion");
   if (auto e = p.Error()) return call.Fail(*e);
+  if (!enforce.value_or(false)) {
+    // AWS: a stream with registered consumers is deleted only with EnforceConsumerDeletion.
+    auto info = ctx.streams->Describe(*name);
+    if (info.ok() && LiveConsumerCount(*info, ctx.clock->NowMillis()) > 0) {
+      return call.Fail(FailedPrecondition(fmt::format(
+          "Stream {} under account {} has registered consumers; deregister them or set "
+          "EnforceConsumerDeletion.",
+          *name, ctx.options.account)));
+    }
+  }
   if (ctx.channels && ctx.channels->CountForStream(*name) > 0) {
     return call.Fail(FailedPrecondition(fmt::format(
         "Stream {} under account {} has channels; delete them first (ListChannels with a "
@@ -258,7 +268,7 @@ void DescribeStreamSummary(Context& ctx, Call& call, aws::Params& p) {
             {"StreamCreationTimestamp", EpochSeconds(info->created_ms)},
             {"EnhancedMonitoring", EnhancedMonitoring(*info)},
             {"OpenShardCount", info->OpenShardCount()},
-            {"ConsumerCount", 0},
+            {"ConsumerCount", LiveConsumerCount(*info, ctx.clock->NowMillis())},
             {"ChannelCount", ctx.channels ? ctx.channels->CountForStream(info->name) : 0},
             {"MaxRecordSizeInKiB", info->max_record_kib}};
   if (info->warm_throughput_mibps) {
