@@ -152,6 +152,14 @@ class FrontEnd(unittest.TestCase):
             self.assertEqual(st, 400, op)
             self.assertIn(out["__type"], ("MissingAuthenticationTokenException", "ValidationException"),
                           (op, out))
+        # Operations whose valid bodies are long: an empty body must not pass either.
+        for op in ("CreateChannel", "DescribeChannel", "UpdateChannel", "DeleteChannel",
+                   "DescribeStreamConsumer", "DeregisterStreamConsumer", "ListStreamConsumers",
+                   "SubscribeToShard"):
+            st, _, out = self.call(op, {}, sign=False)
+            self.assertEqual(st, 400, op)
+            self.assertIn(out["__type"], ("MissingAuthenticationTokenException", "ValidationException"),
+                          (op, out))
         self.assertNotIn("never", self.k.list_streams()["StreamNames"])
         shards = self.k.list_shards(StreamName="fe")["Shards"]
         self.assertEqual(len(shards), 2)
