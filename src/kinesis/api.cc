@@ -146,8 +146,7 @@ constexpr size_t kMaxRequestNesting = 64;
 
 // Operations of the Kinesis model that this server does not offer (yet). They get a
 // clear error instead of UnknownOperationException, which would suggest a typo.
-constexpr std::string_view kUnsupported[] = {"SubscribeToShard",
-                                             "UpdateStreamRecordDistributionStrategy"};
+constexpr std::string_view kUnsupported[] = {"UpdateStreamRecordDistributionStrategy"};
 
 const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
   static const std::unordered_map<std::string_view, HandlerFn> kHandlers = {
@@ -179,6 +178,7 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
       {"DeregisterStreamConsumer", DeregisterStreamConsumer},
       {"DescribeStreamConsumer", DescribeStreamConsumer},
       {"ListStreamConsumers", ListStreamConsumers},
+      {"SubscribeToShard", SubscribeToShard},
       {"AddTagsToStream", AddTagsToStream},
       {"RemoveTagsFromStream", RemoveTagsFromStream},
       {"ListTagsForStream", ListTagsForStream},
@@ -237,7 +237,9 @@ KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, c
     : ctx_(new Context{std::move(options), streams, clock, TokenCodec(std::move(token_secret)),
                        std::move(post), {}, nullptr, {}, "DISABLED"}) {}
 
-KinesisApi::~KinesisApi() = default;
+KinesisApi::~KinesisApi() { StopSubscriptions(); }
+
+void KinesisApi::StopSubscriptions() { kinesis::StopSubscriptions(*ctx_->subscriptions); }
 
 void KinesisApi::SetChannels(delivery::ChannelManager* channels) { ctx_->channels = channels; }
 
@@ -276,8 +278,7 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
     if (u == op) {
       if (call.auth_error) return call.Fail(*call.auth_error);
       call.Fail(aws::InvalidArgumentError(fmt::format(
-          "{} is not supported by this server yet{}.", op,
-          op == "SubscribeToShard" ? "; read with GetShardIterator and GetRecords" : "")));
+          "{} is not supported by this server yet.", op)));
       return;
     }
   }

@@ -61,6 +61,9 @@ class KinesisApi {
   // Enables the channel operations (CreateChannel, ...) and the channel fields of
   // DescribeStreamSummary/DescribeLimits; DeleteStream then refuses streams with channels.
   void SetChannels(delivery::ChannelManager* channels);
+  // Ends every SubscribeToShard subscription and joins their threads. Call after the
+  // HTTP server stopped and before the stream manager stops.
+  void StopSubscriptions();
 
  private:
   std::unique_ptr<Context> ctx_;

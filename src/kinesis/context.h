@@ -43,6 +43,9 @@ struct Call {
   void Fail(const Status& st) const;
 };
 
+class SubscriptionHub;
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub();
+
 struct Context {
   KinesisOptions options;
   stream::StreamManager* streams;
@@ -58,6 +61,7 @@ struct Context {
   // --aws-strict: per-operation token buckets for AWS's control-plane rates.
   std::mutex rate_mu;
   std::map<std::string, TokenBucket, std::less<>> rate_buckets;
+  std::shared_ptr<SubscriptionHub> subscriptions = MakeSubscriptionHub();
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and
@@ -120,6 +124,23 @@ void DescribeStreamConsumer(Context&, Call&, aws::Params&);
 void ListStreamConsumers(Context&, Call&, aws::Params&);
 // Consumers of `info` that are not yet purged (DescribeStreamSummary's ConsumerCount).
 size_t LiveConsumerCount(const stream::StreamInfo& info, int64_t now_ms);
+// The consumer a request's ConsumerARN member names (violations recorded in `p`).
+struct ConsumerArnParts {
+  std::string stream;  // stream name
+  std::string name;    // consumer name
+  int64_t created_s = -1;
+};
+ConsumerArnParts ReadConsumerArn(Context& ctx, aws::Params& p);
+// "CREATING" / "ACTIVE" / "DELETING", or nullopt when that consumer does not exist.
+std::optional<std::string> ConsumerStatusOf(const stream::StreamInfo& info,
+                                            const ConsumerArnParts& consumer, int64_t now_ms);
+
+// SubscribeToShard (handlers/subscribe.cc): the running subscriptions, each pushing
+// events from its own thread. StopSubscriptions ends them all and joins the threads.
+class SubscriptionHub;
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub();
+void StopSubscriptions(SubscriptionHub& hub);
+void SubscribeToShard(Context&, Call&, aws::Params&);
 
 void AddTagsToStream(Context&, Call&, aws::Params&);
 void RemoveTagsFromStream(Context&, Call&, aws::Params&);

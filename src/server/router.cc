@@ -82,6 +82,8 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
   if (cbor) {
     // From here on every answer, errors included, goes out in CBOR.
     respond = [inner = std::move(respond), model = svc->cbor](http::Response r) {
+      // An event stream keeps its own content type (its events are framed, not CBOR).
+      if (r.stream) return inner(std::move(r));
       if (!r.body.empty()) r.body = aws::JsonResponseToCbor(r.body, *model);
       r.SetHeader("Content-Type", std::string(aws::kCborContentType));
       inner(std::move(r));

@@ -252,6 +252,8 @@ void IcestreamServer::Stop() {
   // log threads), then flush and close the logs.
   if (parts_->http) parts_->http->Stop();
   parts_->http_raw.store(nullptr);
+  // SubscribeToShard threads read the logs: end them before the logs close.
+  if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
   if (parts_->channels) parts_->channels->Stop();
   if (parts_->streams) parts_->streams->Stop();
 }

@@ -112,6 +112,21 @@ const ConsumerInfo* FindConsumer(const StreamInfo& info, const ConsumerRef& ref,
 
 }  // namespace
 
+ConsumerArnParts ReadConsumerArn(Context& ctx, aws::Params& p) {
+  aws::Params probe(p.object());
+  ConsumerRef ref = ReadConsumerRef(ctx, probe);
+  p.Absorb(probe);
+  return {ref.stream, ref.name, ref.created_s.value_or(-1)};
+}
+
+std::optional<std::string> ConsumerStatusOf(const StreamInfo& info, const ConsumerArnParts& c,
+                                            int64_t now) {
+  ConsumerRef ref{c.stream, c.name, c.created_s};
+  const ConsumerInfo* found = FindConsumer(info, ref, now);
+  if (!found) return std::nullopt;
+  return std::string(ConsumerStatus(*found, now));
+}
+
 size_t LiveConsumerCount(const StreamInfo& info, int64_t now) {
   size_t n = 0;
   for (const auto& c : info.consumers) n += Gone(c, now) ? 0 : 1;
