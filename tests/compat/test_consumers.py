@@ -2,7 +2,7 @@
 DescribeStreamConsumer, ListStreamConsumers, DeregisterStreamConsumer — AWS's shapes,
 states (CREATING → ACTIVE, DELETING → gone), ARN format, the 20-per-stream limit,
 ConsumerCount in DescribeStreamSummary, DeleteStream's EnforceConsumerDeletion, and the
-same answers over CBOR. SubscribeToShard is not served yet (clear error)."""
+same answers over CBOR (test_cbor.py). SubscribeToShard: test_subscribe.py."""
 
 import os
 import re
@@ -126,8 +126,7 @@ class Consumers(unittest.TestCase):
             self.k.subscribe_to_shard(ConsumerARN="arn:aws:kinesis:us-east-1:000000000000:stream/efo/"
                                                   "consumer/c:1", ShardId="shardId-000000000000",
                                       StartingPosition={"Type": "LATEST"})
-        self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
-        self.assertIn("SubscribeToShard is not supported", cm.exception.response["Error"]["Message"])
+        self.assertEqual(error_code(cm.exception), "ResourceNotFoundException")
 
     def test_consumers_survive_a_restart(self):
         self.k.create_stream(StreamName="efo-restart", ShardCount=1)
