@@ -98,15 +98,13 @@ class SubscriptionHub {
     sub->thread = std::thread(std::move(fn));
   }
 
+  // Joins under the lock (subscription threads never take it), so that Reap and Stop
+  // never join one thread twice.
   void Stop() {
-    std::vector<std::shared_ptr<Subscription>> subs;
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-      subs = all_;
-    }
-    for (auto& s : subs) s->cancelled = true;
-    for (auto& s : subs) {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (auto& s : all_) s->cancelled = true;
+    for (auto& s : all_) {
       if (s->thread.joinable()) s->thread.join();
     }
   }
