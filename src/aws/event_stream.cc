@@ -79,18 +79,35 @@ std::optional<EventMessage> DecodeEventMessage(std::string_view in, size_t* cons
     uint8_t type = static_cast<uint8_t>(h[i++]);
     size_t vlen = 0;
     switch (type) {
-      case 0: case 1: vlen = 0; break;          // true, false
-      case 2: vlen = 1; break;                  // byte
-      case 3: vlen = 2; break;                  // int16
-      case 4: vlen = 4; break;                  // int32
-      case 5: case 8: vlen = 8; break;          // int64, timestamp
-      case 9: vlen = 16; break;                 // uuid
-      case 6: case 7:                           // bytes, string: u16 length
+      case 0:
+      case 1:
+        vlen = 0;
+        break;  // true, false
+      case 2:
+        vlen = 1;
+        break;  // byte
+      case 3:
+        vlen = 2;
+        break;  // int16
+      case 4:
+        vlen = 4;
+        break;  // int32
+      case 5:
+      case 8:
+        vlen = 8;
+        break;  // int64, timestamp
+      case 9:
+        vlen = 16;
+        break;  // uuid
+      case 6:
+      case 7:  // bytes, string: u16 length
         if (h.size() - i < 2) return std::nullopt;
-        vlen = (static_cast<size_t>(static_cast<uint8_t>(h[i])) << 8) | static_cast<uint8_t>(h[i + 1]);
+        vlen =
+            (static_cast<size_t>(static_cast<uint8_t>(h[i])) << 8) | static_cast<uint8_t>(h[i + 1]);
         i += 2;
         break;
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
     if (h.size() - i < vlen) return std::nullopt;
     m.headers.emplace_back(std::move(name), std::string(h.substr(i, vlen)));

@@ -202,17 +202,27 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
 // operation has a token bucket that holds one second's calls.
 double StrictRatePerSecond(std::string_view op) {
   static const std::unordered_map<std::string_view, double> kRates = {
-      {"CreateStream", 5},          {"DeleteStream", 5},
-      {"SplitShard", 5},            {"MergeShards", 5},
-      {"AddTagsToStream", 5},       {"RemoveTagsFromStream", 5},
-      {"ListTagsForStream", 5},     {"ListStreams", 5},
-      {"DescribeStream", 10},       {"DescribeStreamSummary", 20},
-      {"DescribeLimits", 1},        {"UpdateShardCount", 10},
-      {"DescribeAccountSettings", 5}, {"UpdateAccountSettings", 5},
-      {"UpdateStreamWarmThroughput", 5}, {"CreateChannel", 5},
+      {"CreateStream", 5},
+      {"DeleteStream", 5},
+      {"SplitShard", 5},
+      {"MergeShards", 5},
+      {"AddTagsToStream", 5},
+      {"RemoveTagsFromStream", 5},
+      {"ListTagsForStream", 5},
+      {"ListStreams", 5},
+      {"DescribeStream", 10},
+      {"DescribeStreamSummary", 20},
+      {"DescribeLimits", 1},
+      {"UpdateShardCount", 10},
+      {"DescribeAccountSettings", 5},
+      {"UpdateAccountSettings", 5},
+      {"UpdateStreamWarmThroughput", 5},
+      {"CreateChannel", 5},
       {"RegisterStreamConsumer", 5},
-      {"DescribeChannel", 5},       {"ListChannels", 5},
-      {"UpdateChannel", 5},         {"DeleteChannel", 5},
+      {"DescribeChannel", 5},
+      {"ListChannels", 5},
+      {"UpdateChannel", 5},
+      {"DeleteChannel", 5},
   };
   auto it = kRates.find(op);
   return it == kRates.end() ? 0 : it->second;
@@ -277,8 +287,8 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
   for (auto u : kUnsupported) {
     if (u == op) {
       if (call.auth_error) return call.Fail(*call.auth_error);
-      call.Fail(aws::InvalidArgumentError(fmt::format(
-          "{} is not supported by this server yet.", op)));
+      call.Fail(
+          aws::InvalidArgumentError(fmt::format("{} is not supported by this server yet.", op)));
       return;
     }
   }

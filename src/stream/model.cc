@@ -181,7 +181,8 @@ Result<StreamInfo> StreamInfoFromJson(std::string_view text) {
       ConsumerInfo c;
       c.name = cj.at("name").get<std::string>();
       c.created_ms = cj.at("created_ms").get<int64_t>();
-      if (cj.contains("deleting_since_ms")) c.deleting_since_ms = cj["deleting_since_ms"].get<int64_t>();
+      if (cj.contains("deleting_since_ms"))
+        c.deleting_since_ms = cj["deleting_since_ms"].get<int64_t>();
       c.tags = cj.value("tags", std::map<std::string, std::string>{});
       info.consumers.push_back(std::move(c));
     }

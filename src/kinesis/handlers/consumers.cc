@@ -21,7 +21,8 @@ namespace {
 constexpr int64_t kTransitionMs = 500;
 constexpr size_t kMaxConsumersPerStream = 20;  // AWS's quota (aws-api.md §C)
 constexpr const char* kConsumerArnPattern =
-    "^(arn):aws.*:kinesis:.*:\\d{12}:.*stream\\/[a-zA-Z0-9_.-]+\\/consumer\\/[a-zA-Z0-9_.-]+:[0-9]+";
+    "^(arn):aws.*:kinesis:.*:\\d{12}:.*stream\\/[a-zA-Z0-9_.-]+\\/consumer\\/"
+    "[a-zA-Z0-9_.-]+:[0-9]+";
 
 bool Gone(const ConsumerInfo& c, int64_t now) {
   return c.deleting_since_ms && now - *c.deleting_since_ms >= kTransitionMs;
@@ -48,7 +49,8 @@ void CheckConsumerName(aws::Params& p, const std::string& name) {
   p.Length("consumerName", name, 1, 128);
 }
 
-std::string ConsumerNotFound(const Context& ctx, std::string_view consumer, std::string_view stream) {
+std::string ConsumerNotFound(const Context& ctx, std::string_view consumer,
+                             std::string_view stream) {
   return fmt::format("Consumer {} under stream {} under account {} not found.", consumer, stream,
                      ctx.options.account);
 }
@@ -82,10 +84,11 @@ ConsumerRef ReadConsumerRef(Context& ctx, aws::Params& p) {
       aws::Params scratch(p.object());  // the ARN's stream part was checked by the pattern
       std::string stream_part = consumer_arn->substr(0, at);
       ref.stream = StreamNameFromArn(ctx, scratch, "consumerARN", stream_part).value_or("");
-      if (scratch.failed()) p.AddViolation(fmt::format(
-          "Value '{}' at 'consumerARN' failed to satisfy constraint: Member must satisfy regular "
-          "expression pattern: {}",
-          *consumer_arn, kConsumerArnPattern));
+      if (scratch.failed())
+        p.AddViolation(fmt::format(
+            "Value '{}' at 'consumerARN' failed to satisfy constraint: Member must satisfy regular "
+            "expression pattern: {}",
+            *consumer_arn, kConsumerArnPattern));
       ref.name = consumer_arn->substr(at + 10, colon - at - 10);
       try {
         ref.created_s = std::stoll(consumer_arn->substr(colon + 1));
@@ -151,8 +154,9 @@ void RegisterStreamConsumer(Context& ctx, Call& call, aws::Params& p) {
     std::erase_if(info.consumers, [&](const ConsumerInfo& c) { return Gone(c, now); });
     for (const auto& c : info.consumers) {
       if (c.name == *name) {
-        return AlreadyExists(fmt::format("Consumer {} under stream {} under account {} already exists.",
-                                         *name, info.name, ctx.options.account));
+        return AlreadyExists(
+            fmt::format("Consumer {} under stream {} under account {} already exists.", *name,
+                        info.name, ctx.options.account));
       }
     }
     if (info.consumers.size() >= kMaxConsumersPerStream) {
@@ -234,7 +238,8 @@ void ListStreamConsumers(Context& ctx, Call& call, aws::Params& p) {
       return call.Fail(aws::InvalidArgumentError("Invalid NextToken."));
     }
     if (now - t->issued_ms > ctx.options.next_token_ttl_ms) {
-      return call.Fail(aws::ApiError{"ExpiredNextTokenException", "The NextToken has expired.", 400});
+      return call.Fail(
+          aws::ApiError{"ExpiredNextTokenException", "The NextToken has expired.", 400});
     }
     skip = t->payload["consumers_after"].get<size_t>();
   }

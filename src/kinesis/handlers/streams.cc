@@ -203,10 +203,10 @@ void DeleteStream(Context& ctx, Call& call, aws::Params& p) {
     // AWS: a stream with registered consumers is deleted only with EnforceConsumerDeletion.
     auto info = ctx.streams->Describe(*name);
     if (info.ok() && LiveConsumerCount(*info, ctx.clock->NowMillis()) > 0) {
-      return call.Fail(FailedPrecondition(fmt::format(
-          "Stream {} under account {} has registered consumers; deregister them or set "
-          "EnforceConsumerDeletion.",
-          *name, ctx.options.account)));
+      return call.Fail(FailedPrecondition(
+          fmt::format("Stream {} under account {} has registered consumers; deregister them or set "
+                      "EnforceConsumerDeletion.",
+                      *name, ctx.options.account)));
     }
   }
   if (ctx.channels && ctx.channels->CountForStream(*name) > 0) {

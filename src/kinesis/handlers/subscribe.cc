@@ -38,17 +38,17 @@ constexpr size_t kMaxPendingBytes = 4u << 20;
 constexpr auto kIdleWait = std::chrono::milliseconds(5);
 
 std::string Event(std::string_view type, std::string_view payload) {
-  return aws::EncodeEventMessage(
-      {{":event-type", std::string(type)}, {":content-type", "application/json"},
-       {":message-type", "event"}},
-      payload);
+  return aws::EncodeEventMessage({{":event-type", std::string(type)},
+                                  {":content-type", "application/json"},
+                                  {":message-type", "event"}},
+                                 payload);
 }
 
 std::string ExceptionEvent(std::string_view type, std::string_view message) {
-  return aws::EncodeEventMessage(
-      {{":exception-type", std::string(type)}, {":content-type", "application/json"},
-       {":message-type", "exception"}},
-      json{{"message", message}}.dump());
+  return aws::EncodeEventMessage({{":exception-type", std::string(type)},
+                                  {":content-type", "application/json"},
+                                  {":message-type", "exception"}},
+                                 json{{"message", message}}.dump());
 }
 
 struct Subscription {
@@ -71,7 +71,8 @@ class SubscriptionHub {
     std::lock_guard lock(mu_);
     Reap();
     auto it = active_.find(key);
-    if (it != active_.end() && !it->second->done && now - it->second->started_ms < kTakeOverAfterMs) {
+    if (it != active_.end() && !it->second->done &&
+        now - it->second->started_ms < kTakeOverAfterMs) {
       return nullptr;
     }
     if (it != active_.end() && !it->second->done) {
@@ -125,7 +126,9 @@ class SubscriptionHub {
   std::vector<std::shared_ptr<Subscription>> all_;
 };
 
-std::shared_ptr<SubscriptionHub> MakeSubscriptionHub() { return std::make_shared<SubscriptionHub>(); }
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub() {
+  return std::make_shared<SubscriptionHub>();
+}
 void StopSubscriptions(SubscriptionHub& hub) { hub.Stop(); }
 
 namespace {
@@ -135,10 +138,11 @@ std::string EventJson(const stream::ShardReadResult& r, uint64_t uid, uint32_t s
                       uint64_t next_offset) {
   json records = json::array();
   for (const auto& rec : r.records) {
-    records.push_back({{"SequenceNumber", SequenceNumber::ForRecord(uid, shard, rec.offset).ToString()},
-                       {"ApproximateArrivalTimestamp", EpochSeconds(rec.arrival_ms)},
-                       {"Data", base64::Encode(rec.data)},
-                       {"PartitionKey", rec.partition_key}});
+    records.push_back(
+        {{"SequenceNumber", SequenceNumber::ForRecord(uid, shard, rec.offset).ToString()},
+         {"ApproximateArrivalTimestamp", EpochSeconds(rec.arrival_ms)},
+         {"Data", base64::Encode(rec.data)},
+         {"PartitionKey", rec.partition_key}});
   }
   // Where AFTER_SEQUENCE_NUMBER resumes: after the last record sent (or the shard start).
   SequenceNumber cont = next_offset == 0 ? SequenceNumber::ShardStart(uid, shard)
@@ -186,7 +190,8 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
     p.Required("startingPosition.type", type.has_value());
     if (type) {
       p.Enum("startingPosition.type", *type,
-             {"AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"});
+             {"AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "TRIM_HORIZON", "LATEST",
+              "AT_TIMESTAMP"});
     }
     if (seq) {
       p.Pattern("startingPosition.sequenceNumber", *seq, aws::MatchesDecimal(*seq, 129),
@@ -205,8 +210,9 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
                                           ctx.options.account)));
   }
   if (*status != "ACTIVE") {
-    return call.Fail(FailedPrecondition(fmt::format(
-        "Consumer {} under account {} is {}, not ACTIVE.", *consumer_arn, ctx.options.account, *status)));
+    return call.Fail(
+        FailedPrecondition(fmt::format("Consumer {} under account {} is {}, not ACTIVE.",
+                                       *consumer_arn, ctx.options.account, *status)));
   }
   auto idx = stream::ParseShardId(*shard_id);
   if (!idx || !info->FindShard(*idx)) {
@@ -215,11 +221,13 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
   }
   bool by_seq = *type == "AT_SEQUENCE_NUMBER" || *type == "AFTER_SEQUENCE_NUMBER";
   if (by_seq != seq.has_value()) {
-    return call.Fail(aws::InvalidArgumentError(fmt::format(
-        "StartingPosition type {} {} a SequenceNumber.", *type, by_seq ? "needs" : "does not take")));
+    return call.Fail(
+        aws::InvalidArgumentError(fmt::format("StartingPosition type {} {} a SequenceNumber.",
+                                              *type, by_seq ? "needs" : "does not take")));
   }
   if (*type == "AT_TIMESTAMP" && !ts) {
-    return call.Fail(aws::InvalidArgumentError("StartingPosition type AT_TIMESTAMP needs a Timestamp."));
+    return call.Fail(
+        aws::InvalidArgumentError("StartingPosition type AT_TIMESTAMP needs a Timestamp."));
   }
   auto bounds = ctx.streams->Bounds(info->name, info->uid, *idx);
   if (!bounds.ok()) return call.Fail(bounds.status());
