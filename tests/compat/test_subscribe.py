@@ -129,6 +129,27 @@ class Subscribe(unittest.TestCase):
                          ["shardId-000000000001", "shardId-000000000002"])
         self.assertEqual(last["ChildShards"][0]["ParentShards"], ["shardId-000000000000"])
 
+    def test_take_over_and_deregistration_end_a_subscription(self):
+        from botocore.exceptions import EventStreamError
+        arn = self.stream("sub5")
+        consumer = active_consumer(self.k, arn, "c")
+        first = self.events(consumer, Type="LATEST")
+        it = iter(first)
+        next(it)  # the first (empty) event
+        time.sleep(5.1)
+        second = self.events(consumer, Type="LATEST")
+        with self.assertRaises(EventStreamError) as cm:
+            for _ in it:
+                pass
+        self.assertEqual(cm.exception.response["Error"]["Code"], "ResourceInUseException")
+        it2 = iter(second)
+        next(it2)
+        self.k.deregister_stream_consumer(ConsumerARN=consumer)
+        with self.assertRaises(EventStreamError) as cm:
+            for _ in it2:
+                pass
+        self.assertEqual(cm.exception.response["Error"]["Code"], "ResourceNotFoundException")
+
     def test_errors_before_the_stream(self):
         arn = self.stream("sub4")
         with self.assertRaises(ClientError) as cm:

@@ -267,15 +267,29 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
   uint32_t shard = *idx;
   std::shared_ptr<SubscriptionHub> hub = ctx.subscriptions;
   Context* c = &ctx;
-  res.stream = [hub, sub, c, stream_name, uid, shard, offset](std::shared_ptr<http::BodyWriter> w) {
-    hub->Run(sub, [sub, c, stream_name, uid, shard, offset, w] {
+  res.stream = [hub, sub, c, stream_name, uid, shard, offset,
+                consumer](std::shared_ptr<http::BodyWriter> w) {
+    hub->Run(sub, [sub, c, stream_name, uid, shard, offset, consumer, w] {
       w->Write(Event("initial-response", "{}"));
       uint64_t at = offset;
       int64_t begin = c->clock->NowMillis();
       int64_t last_event = 0;
+      int64_t last_check = begin;
       while (!sub->cancelled && !w->closed()) {
         int64_t now_ms = c->clock->NowMillis();
         if (now_ms - begin >= kSubscriptionMs) break;
+        if (now_ms - last_check >= kHeartbeatMs) {
+          // A deregistered consumer's subscriptions end.
+          last_check = now_ms;
+          auto current = c->streams->Describe(stream_name);
+          auto state = current.ok() ? ConsumerStatusOf(*current, consumer, now_ms) : std::nullopt;
+          if (!state || *state != "ACTIVE") {
+            w->Write(ExceptionEvent("ResourceNotFoundException",
+                                    fmt::format("Consumer {} under account {} not found.",
+                                                consumer.name, c->options.account)));
+            break;
+          }
+        }
         if (w->pending_bytes() > kMaxPendingBytes) {
           std::this_thread::sleep_for(kIdleWait);
           continue;
