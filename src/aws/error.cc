@@ -51,7 +51,10 @@ http::Response ErrorResponse(const ApiError& error, std::string_view request_id,
   http::Response r;
   r.status = error.http_status;
   nlohmann::json body = {{"__type", error.type}};
-  if (!error.message.empty() || error.type != "UnknownOperationException") {
+  // An empty message is left out (AWS sends none for an empty body or an unknown
+  // operation). SerializationException comes from AWS's request framework, which spells
+  // the member "Message" (aws-api.md §A.5), like every Glue error.
+  if (!error.message.empty()) {
     std::string message = error.message;
     if (error.http_status >= 500) {
       // Server-side failures: the full text goes to the log, the client's copy names no
@@ -60,7 +63,8 @@ http::Response ErrorResponse(const ApiError& error, std::string_view request_id,
                    message);
       message = RedactPaths(message);
     }
-    body[flavor == ErrorFlavor::kGlue ? "Message" : "message"] = message;
+    bool capital = flavor == ErrorFlavor::kGlue || error.type == "SerializationException";
+    body[capital ? "Message" : "message"] = message;
   }
   r.body = body.dump();
   r.SetHeader("Content-Type", "application/x-amz-json-1.1");

@@ -134,6 +134,18 @@ std::string Params::Quote(std::string_view s) { return fmt::format("'{}'", s); }
 
 void Params::AddViolation(std::string text) { violations_.push_back(std::move(text)); }
 
+void Params::AddSerializationError(std::string message) { TypeError("", std::move(message)); }
+
+void Params::Absorb(const Params& nested) {
+  if (nested.serialization_ && !serialization_) serialization_ = nested.serialization_;
+  violations_.insert(violations_.end(), nested.violations_.begin(), nested.violations_.end());
+  if (nested.deferred_ && !deferred_) deferred_ = nested.deferred_;
+}
+
+void Params::Defer(ApiError error) {
+  if (!deferred_) deferred_ = std::move(error);
+}
+
 void Params::Required(std::string_view path, bool present) {
   if (!present) {
     AddViolation(fmt::format(
@@ -203,7 +215,7 @@ void Params::Enum(std::string_view path, std::string_view value,
 
 std::optional<ApiError> Params::Error() const {
   if (serialization_) return serialization_;
-  if (violations_.empty()) return std::nullopt;
+  if (violations_.empty()) return auth_ ? auth_ : deferred_;
   size_t n = violations_.size();
   std::string msg = fmt::format("{} validation error{} detected: ", n, n == 1 ? "" : "s");
   for (size_t i = 0; i < n && i < 10; ++i) {

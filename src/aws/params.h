@@ -50,9 +50,23 @@ class Params {
   void Enum(std::string_view path, std::string_view value,
             std::initializer_list<std::string_view> allowed);
   void AddViolation(std::string text);
+  // Records a serialization error found outside the typed getters (first one wins).
+  void AddSerializationError(std::string message);
+  // Moves another reader's findings (a nested structure's) into this one.
+  void Absorb(const Params& nested);
 
+  // The request's authentication verdict (null: authenticated). AWS reports it after the
+  // body's type and model checks and before any service check (aws-api.md §A.7).
+  void SetAuthError(std::optional<ApiError> error) { auth_ = std::move(error); }
+  // A service check that fails only once everything above passed (e.g. "Neither
+  // StreamARN nor StreamName was provided."); the first one is kept.
+  void Defer(ApiError error);
+
+  // True when a serialization or validation error is recorded (not auth, not deferred).
   bool failed() const { return serialization_.has_value() || !violations_.empty(); }
-  // The error to return: a serialization error first, else the validation error.
+  // The error to return, in AWS's order: serialization, validation (every violation),
+  // authentication, then the deferred service error. Handlers call this once every
+  // member has been read and before anything touches state.
   std::optional<ApiError> Error() const;
 
   // Member path of a top-level member: first letter lower-cased ("StreamName" →
@@ -68,6 +82,8 @@ class Params {
   const nlohmann::json& obj_;
   std::optional<ApiError> serialization_;
   std::vector<std::string> violations_;
+  std::optional<ApiError> auth_;
+  std::optional<ApiError> deferred_;
 };
 
 // AWS counts string lengths in code points (common/utf8.h).

@@ -48,6 +48,48 @@ TEST(ParamsTest, NumbersAndTimestamps) {
   EXPECT_FALSE(p.Error());
 }
 
+// AWS's order (aws-api.md §A.7): type errors, then every model violation, then the
+// authentication verdict, then a deferred service error.
+TEST(ParamsTest, ErrorsComeOutInAwsOrder) {
+  ApiError auth{"MissingAuthenticationTokenException", "Missing Authentication Token", 400};
+  ApiError later = InvalidArgumentError("Neither StreamARN nor StreamName was provided.");
+  json body = {{"Limit", "x"}};
+  Params p(body);
+  p.SetAuthError(auth);
+  p.Defer(later);
+  p.Required("partitionKey", false);
+  EXPECT_FALSE(p.Int("Limit"));
+  EXPECT_EQ(p.Error()->type, "SerializationException");
+
+  json ok = json::object();
+  Params q(ok);
+  q.SetAuthError(auth);
+  q.Defer(later);
+  q.Required("a", false);
+  q.Required("b", false);
+  EXPECT_EQ(q.Error()->message,
+            "2 validation errors detected: Value null at 'a' failed to satisfy constraint: Member "
+            "must not be null; Value null at 'b' failed to satisfy constraint: Member must not be "
+            "null");
+
+  Params r(ok);
+  r.SetAuthError(auth);
+  r.Defer(later);
+  EXPECT_EQ(r.Error()->type, "MissingAuthenticationTokenException");
+  Params s(ok);
+  s.Defer(later);
+  s.Defer(InvalidArgumentError("second"));
+  EXPECT_EQ(s.Error()->message, later.message);
+
+  // A nested structure's findings join the outer reader's.
+  json inner_body = {{"N", true}};
+  Params inner(inner_body);
+  inner.Str("N");
+  Params outer(ok);
+  outer.Absorb(inner);
+  EXPECT_EQ(outer.Error()->type, "SerializationException");
+}
+
 TEST(ParamsTest, Utf8) {
   EXPECT_EQ(Utf8Length("h\xc3\xa9llo"), 5u);
   EXPECT_TRUE(IsValidUtf8("h\xc3\xa9llo"));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "common/crypto.h"
 #include "common/time_format.h"
@@ -273,8 +274,17 @@ std::string Lower(std::string_view s) {
 std::optional<ApiError> Authenticator::Check(const http::Request& req,
                                              std::string_view service) const {
   std::string_view auth = req.GetHeader("authorization");
-  bool query_auth = req.query.find("X-Amz-Algorithm=") != std::string::npos ||
-                    req.query.find("X-Amz-Signature=") != std::string::npos;
+  // Query-string parameters by name (names only matter here: no decoding needed).
+  std::map<std::string_view, std::string_view> query;
+  for (std::string_view rest = req.query; !rest.empty();) {
+    size_t amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    size_t eq = pair.find('=');
+    query.emplace(pair.substr(0, eq),
+                  eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+  }
+  bool query_auth = query.count("X-Amz-Algorithm") > 0;
   if (auth.empty() && !query_auth) {
     return ApiError{"MissingAuthenticationTokenException", "Missing Authentication Token", 400};
   }
@@ -284,6 +294,19 @@ std::optional<ApiError> Authenticator::Check(const http::Request& req,
         "header.");
   }
   if (query_auth) {
+    // AWS names every missing (or empty) parameter first (recorded by kinesalite's suite).
+    std::string missing;
+    for (std::string_view name : {"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature",
+                                  "X-Amz-SignedHeaders", "X-Amz-Date"}) {
+      auto it = query.find(name);
+      if (it == query.end() || it->second.empty()) {
+        missing += fmt::format("AWS query-string parameters must include '{}'. ", name);
+      }
+    }
+    if (!missing.empty()) {
+      return ApiError{"IncompleteSignatureException",
+                      missing + "Re-examine the query-string parameters.", 400};
+    }
     // No Kinesis, Glue or Iceberg client presigns; rather than verify a second form,
     // it is refused in every mode.
     return InvalidSignature(

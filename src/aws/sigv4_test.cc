@@ -197,10 +197,27 @@ TEST(SigV4Test, MalformedAndPresigned) {
   EXPECT_EQ(f.lenient.Check(unsigned_req, "kinesis")->type, "MissingAuthenticationTokenException");
   unsigned_req.headers = {{"authorization", "AWS4-HMAC-SHA256 Credential=A/B"}};
   EXPECT_EQ(f.lenient.Check(unsigned_req, "kinesis")->type, "IncompleteSignatureException");
+  // An incomplete query-string signature names every missing parameter (AWS's text).
+  http::Request partial;
+  partial.query = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00&X-Amz-Date=";
+  auto e = f.lenient.Check(partial, "kinesis");
+  EXPECT_EQ(e->type, "IncompleteSignatureException");
+  EXPECT_EQ(e->message,
+            "AWS query-string parameters must include 'X-Amz-Credential'. AWS query-string "
+            "parameters must include 'X-Amz-SignedHeaders'. AWS query-string parameters must "
+            "include 'X-Amz-Date'. Re-examine the query-string parameters.");
+  // A complete one is refused: presigning is not supported.
   http::Request presigned;
-  presigned.query = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00";
+  presigned.query =
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKTEST%2F20260101%2Fus-east-1%2Fkinesis"
+      "%2Faws4_request&X-Amz-Date=20260101T000000Z&X-Amz-SignedHeaders=host&X-Amz-Signature=00";
   EXPECT_EQ(f.lenient.Check(presigned, "kinesis")->type, "InvalidSignatureException");
   EXPECT_EQ(f.strict.Check(presigned, "kinesis")->type, "InvalidSignatureException");
+  // Both forms at once.
+  presigned.headers = {{"authorization", "AWS4-HMAC-SHA256 Credential=A/B"}};
+  EXPECT_EQ(f.lenient.Check(presigned, "kinesis")->message,
+            "Found both 'X-Amz-Algorithm' as a query-string param and 'Authorization' as HTTP "
+            "header.");
 }
 
 }  // namespace

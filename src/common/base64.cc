@@ -150,6 +150,9 @@ bool DecodeTail(const DecodeTables& d, const uint8_t* s, size_t sig, uint8_t* ds
   uint32_t v = d.t[0][s[0]] | d.t[1][s[1]];
   if (sig == 3) v |= d.t[2][s[2]];
   if (v & 0xff000000u) return false;
+  // Canonical form only (RFC 4648 §3.5): the bits below the last whole byte are zero, so
+  // each byte string has exactly one encoding ("+/+=" is refused, "+/8=" accepted).
+  if (v & (sig == 3 ? 0xffu : 0xffffu)) return false;
   dst[0] = static_cast<uint8_t>(v >> 16);
   if (sig == 3) dst[1] = static_cast<uint8_t>(v >> 8);
   return true;
@@ -202,6 +205,25 @@ std::optional<std::string> Decode(std::string_view text) {
   std::string out(*size, '\0');
   if (!DecodeTo(text, reinterpret_cast<uint8_t*>(out.data()))) return std::nullopt;
   return out;
+}
+
+std::string DecodeError(std::string_view text) {
+  if (text.size() % 4 != 0) {
+    return "Base64 encoded length is expected a multiple of 4 bytes but found: " +
+           std::to_string(text.size());
+  }
+  size_t n = text.size();
+  size_t pad = 0;
+  if (n >= 1 && text[n - 1] == '=') pad = (n >= 2 && text[n - 2] == '=') ? 2 : 1;
+  for (size_t i = 0; i < n - pad; ++i) {
+    char c = text[i];
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '+' || c == '/';
+    if (!ok) return std::string("Invalid Base64 character: '") + c + "'";
+  }
+  if (Decode(text)) return "";
+  // AWS's text, misspelling included.
+  return "Invalid last non-pad Base64 character dectected";
 }
 
 std::string EncodeUrl(std::string_view data) {

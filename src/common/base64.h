@@ -20,9 +20,15 @@ std::string Encode(std::string_view data);
 // Returns nullopt when the length is not a multiple of 4.
 std::optional<size_t> DecodedSize(std::string_view text);
 // Decodes into dst (DecodedSize bytes). Returns false on a bad character, misplaced
-// padding or a length that is not a multiple of 4; dst content is then unspecified.
+// padding, a length that is not a multiple of 4, or a non-canonical last group (bits
+// below the last byte not zero); dst content is then unspecified.
 bool DecodeTo(std::string_view text, uint8_t* dst);
 std::optional<std::string> Decode(std::string_view text);
+
+// Why `text` does not decode, in the words of AWS's JSON framework (SerializationException
+// messages recorded against AWS), e.g. "Invalid Base64 character: '='". Empty when it
+// decodes.
+std::string DecodeError(std::string_view text);
 
 // Same, for the URL-safe alphabet without padding (opaque tokens).
 std::string EncodeUrl(std::string_view data);

@@ -30,6 +30,20 @@ TEST(Base64Test, RejectsBadInput) {
   EXPECT_FALSE(Decode("Zm9v\n"));
 }
 
+// AWS refuses a last group whose unused bits are not zero (kinesalite's suite, recorded
+// against AWS): "+/+=" and "+/8=" differ only there.
+TEST(Base64Test, OnlyCanonicalEncodingsDecode) {
+  EXPECT_FALSE(Decode("+/+="));
+  EXPECT_EQ(*Decode("+/8="), std::string("\xfb\xff"));
+  EXPECT_FALSE(Decode("QR=="));  // 'R' leaves bits set below the byte
+  EXPECT_EQ(*Decode("QQ=="), "A");
+  EXPECT_EQ(DecodeError("+/+="), "Invalid last non-pad Base64 character dectected");
+  EXPECT_EQ(DecodeError("=+/="), "Invalid Base64 character: '='");
+  EXPECT_EQ(DecodeError("23456"),
+            "Base64 encoded length is expected a multiple of 4 bytes but found: 5");
+  EXPECT_EQ(DecodeError("Zm9v"), "");
+}
+
 TEST(Base64Test, RandomRoundTrip) {
   std::mt19937 rng(7);
   for (int i = 0; i < 500; ++i) {

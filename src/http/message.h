@@ -28,12 +28,30 @@ struct Request {
   bool HasHeader(std::string_view lower_name) const;
 };
 
+// The writing end of a response body sent in pieces (HTTP/1.1 chunked transfer; event
+// streams). Thread-safe; owned by the producer and the connection together.
+class BodyWriter {
+ public:
+  virtual ~BodyWriter() = default;
+  // Queues one piece; false once the connection is gone (the producer should stop).
+  virtual bool Write(std::string piece) = 0;
+  // Ends the body; the connection then serves its next request. Idempotent.
+  virtual void Finish() = 0;
+  // Bytes queued but not yet written to the socket (for back-pressure).
+  virtual size_t pending_bytes() const = 0;
+  // True once the connection is closed or the server is stopping: finish soon.
+  virtual bool closed() const = 0;
+};
+
 struct Response {
   int status = 200;
   std::vector<Header> headers;
   std::string body;
   // When true the connection is closed after this response.
   bool close = false;
+  // When set, `body` is ignored: the headers go out with chunked transfer encoding, then
+  // `stream` is called (on an I/O thread; it must not block) with the body's writer.
+  std::function<void(std::shared_ptr<BodyWriter>)> stream;
 
   // Replaces a header of the same name (compared case-insensitively); keeps the case given.
   void SetHeader(std::string name, std::string value);

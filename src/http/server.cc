@@ -10,6 +10,7 @@
 #include <boost/beast/http.hpp>
 #include <cerrno>
 #include <chrono>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -27,6 +28,7 @@ namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 
 class Session;
+class ChunkWriter;
 
 struct Server::Impl {
   ServerOptions options;
@@ -269,7 +271,15 @@ class Session : public std::enable_shared_from_this<Session> {
                             });
   }
 
+  friend class ChunkWriter;
+
+  // A streamed body: the header with chunked transfer encoding, then the producer's
+  // pieces as chunks (one write at a time, on the strand), then the last chunk.
+  void WriteStream(Response r);
+  void PumpChunks();
+
   void Write(Response r) {
+    if (r.stream) return WriteStream(std::move(r));
     res_.emplace();
     res_->version(version_);
     res_->result(static_cast<unsigned>(r.status));
@@ -297,6 +307,12 @@ class Session : public std::enable_shared_from_this<Session> {
     timer_.cancel();
   }
 
+  std::optional<bhttp::response<bhttp::empty_body>> stream_res_;
+  std::optional<bhttp::response_serializer<bhttp::empty_body>> stream_sr_;
+  std::shared_ptr<ChunkWriter> stream_;
+  bool stream_keep_ = false;
+  bool chunk_writing_ = false;
+
   tcp::socket socket_;
   net::steady_timer timer_;
   beast::flat_buffer buffer_;
@@ -310,6 +326,156 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t drained_ = 0;
   unsigned version_ = 11;
 };
+
+class ChunkWriter : public BodyWriter {
+ public:
+  ChunkWriter(std::shared_ptr<Session> session, Server::Impl* server)
+      : session_(std::move(session)), server_(server) {}
+
+  bool Write(std::string piece) override {
+    {
+      std::lock_guard lock(mu_);
+      if (closed_ || finished_) return false;
+      pending_ += piece.size();
+      queue_.push_back(std::move(piece));
+    }
+    Kick();
+    return true;
+  }
+  void Finish() override {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Kick();
+  }
+  size_t pending_bytes() const override {
+    std::lock_guard lock(mu_);
+    return pending_;
+  }
+  bool closed() const override {
+    std::lock_guard lock(mu_);
+    return closed_ || server_->stopping.load();
+  }
+
+  // Strand side.
+  std::optional<std::string> Next() {
+    std::lock_guard lock(mu_);
+    if (queue_.empty()) return std::nullopt;
+    std::string s = std::move(queue_.front());
+    queue_.pop_front();
+    return s;
+  }
+  void Written(size_t n) {
+    std::lock_guard lock(mu_);
+    pending_ -= std::min(pending_, n);
+  }
+  bool finished() const {
+    std::lock_guard lock(mu_);
+    return finished_;
+  }
+  void MarkClosed() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    queue_.clear();
+    pending_ = 0;
+  }
+
+ private:
+  void Kick() {
+    std::shared_ptr<Session> s;
+    {
+      std::lock_guard lock(mu_);
+      s = session_;
+    }
+    if (s) net::post(s->socket_.get_executor(), [s] { s->PumpChunks(); });
+  }
+
+  mutable std::mutex mu_;
+  std::shared_ptr<Session> session_;  // kept until the body ends (the session then resets it)
+  Server::Impl* server_;
+  std::deque<std::string> queue_;
+  size_t pending_ = 0;
+  bool finished_ = false;
+  bool closed_ = false;
+
+  friend class Session;
+};
+
+void Session::WriteStream(Response r) {
+  stream_res_.emplace();
+  stream_res_->version(version_);
+  stream_res_->result(static_cast<unsigned>(r.status));
+  for (auto& h : r.headers) stream_res_->set(h.name, h.value);
+  stream_res_->set(bhttp::field::date, FormatHttpDate(SystemClock::Default()->NowMillis()));
+  stream_keep_ = keep_alive_ && !r.close && !server_->stopping;
+  stream_res_->keep_alive(stream_keep_);
+  stream_res_->chunked(true);
+  stream_sr_.emplace(*stream_res_);
+  stream_ = std::make_shared<ChunkWriter>(shared_from_this(), server_);
+  ArmDeadline(120);
+  bhttp::async_write_header(
+      socket_, *stream_sr_,
+      [self = shared_from_this(), producer = std::move(r.stream)](beast::error_code ec, size_t) {
+        self->timer_.cancel();
+        if (ec) {
+          self->stream_->MarkClosed();
+          self->stream_->Finish();
+          producer(self->stream_);
+          return self->PumpChunks();
+        }
+        producer(self->stream_);
+        self->PumpChunks();
+      });
+}
+
+void Session::PumpChunks() {
+  if (!stream_ || chunk_writing_) return;
+  auto end_stream = [this](bool ok) {
+    server_->inflight.fetch_sub(1);
+    auto writer = std::move(stream_);
+    {
+      std::lock_guard lock(writer->mu_);
+      writer->session_.reset();
+    }
+    writer->MarkClosed();
+    stream_sr_.reset();
+    stream_res_.reset();
+    if (ok && stream_keep_) return ReadHeader();
+    Close();
+  };
+  if (stream_->closed_) return end_stream(false);
+  if (auto piece = stream_->Next()) {
+    chunk_writing_ = true;
+    auto data = std::make_shared<std::string>(std::move(*piece));
+    ArmDeadline(120);
+    net::async_write(socket_, bhttp::make_chunk(net::buffer(*data)),
+                     [self = shared_from_this(), data](beast::error_code ec, size_t) {
+                       self->timer_.cancel();
+                       self->chunk_writing_ = false;
+                       if (!self->stream_) return;
+                       if (ec) {
+                         self->stream_->MarkClosed();
+                         return self->PumpChunks();
+                       }
+                       self->stream_->Written(data->size());
+                       self->PumpChunks();
+                     });
+    return;
+  }
+  if (stream_->finished()) {
+    chunk_writing_ = true;
+    ArmDeadline(120);
+    net::async_write(socket_, bhttp::make_chunk_last(),
+                     [self = shared_from_this(), end_stream](beast::error_code ec, size_t) mutable {
+                       self->timer_.cancel();
+                       self->chunk_writing_ = false;
+                       if (!self->stream_) return;
+                       end_stream(!ec);
+                     });
+  }
+}
 
 void Server::Impl::Accept() {
   acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {

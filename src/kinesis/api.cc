@@ -2,6 +2,7 @@
 #include "kinesis/api.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <regex>
 #include <unordered_map>
@@ -17,9 +18,15 @@ using nlohmann::json;
 
 void Call::Reply(const json& body) const { ReplyRaw(body.dump()); }
 void Call::ReplyRaw(std::string body) const {
+  if (auth_error) {
+    // Every handler calls Params::Error() before touching state; reaching here means one
+    // did not. Refuse rather than answer an unauthenticated caller.
+    spdlog::error("request {}: a handler answered an unauthenticated call; refused", request_id);
+    return Fail(*auth_error);
+  }
   respond(aws::JsonResponse(std::move(body), request_id));
 }
-void Call::ReplyEmpty() const { respond(aws::JsonResponse("", request_id)); }
+void Call::ReplyEmpty() const { ReplyRaw(""); }
 void Call::Fail(const aws::ApiError& e) const { respond(aws::ErrorResponse(e, request_id)); }
 void Call::Fail(const Status& st) const { Fail(aws::KinesisError(st)); }
 
@@ -44,8 +51,7 @@ std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
   return parts->name;
 }
 
-std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
-                                         std::optional<aws::ApiError>* err) {
+std::optional<std::string> StreamSelector(const Context& ctx, aws::Params& p) {
   auto name = p.Str("StreamName");
   auto arn = p.Str("StreamARN");
   if (name) {
@@ -54,32 +60,18 @@ std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
   }
   std::optional<std::string> from_arn;
   if (arn) from_arn = StreamNameFromArn(ctx, p, "streamARN", *arn);
-  if (p.failed()) return std::nullopt;
+  // AWS checks the selector's presence and consistency last, after the whole model
+  // (aws-api.md §A.7): deferred until Params::Error().
   if (!name && !arn) {
-    *err = aws::InvalidArgumentError("Neither StreamARN nor StreamName was provided.");
-    return std::nullopt;
+    p.Defer(aws::InvalidArgumentError("Neither StreamARN nor StreamName was provided."));
+    return std::string();
   }
   if (name && from_arn && *name != *from_arn) {
-    *err = aws::InvalidArgumentError(fmt::format(
-        "StreamARN {} and StreamName {} do not name the same stream.", *arn, *name));
-    return std::nullopt;
+    p.Defer(aws::InvalidArgumentError(
+        fmt::format("StreamARN {} and StreamName {} do not name the same stream.", *arn, *name)));
   }
   if (name) return name;
-  return from_arn;
-}
-
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p) {
-  std::optional<aws::ApiError> err;
-  auto name = ResolveStream(ctx, p, &err);
-  if (auto e = p.Error()) {
-    call.Fail(*e);
-    return std::nullopt;
-  }
-  if (err) {
-    call.Fail(*err);
-    return std::nullopt;
-  }
-  return name;
+  return from_arn ? from_arn : std::string();
 }
 
 void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string& value) {
@@ -99,7 +91,18 @@ void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t 
     size_t klen = aws::Utf8Length(it.key());
     bad_key |= klen < 1 || klen > 128;
     if (!it.value().is_string()) {
-      bad_value = true;
+      // A tag value is a string member: another JSON type is a type error.
+      if (it.value().is_null()) {
+        bad_value = true;
+      } else {
+        p.AddSerializationError(
+            it.value().is_number()
+                ? "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not be "
+                  "converted to an String"
+                : (it.value().is_boolean()
+                       ? "class java.lang.Boolean can not be converted to an String"
+                       : "Start of structure or map found where not expected."));
+      }
       continue;
     }
     bad_value |= aws::Utf8Length(it.value().get<std::string>()) > 256;
@@ -143,9 +146,7 @@ constexpr size_t kMaxRequestNesting = 64;
 
 // Operations of the Kinesis model that this server does not offer (yet). They get a
 // clear error instead of UnknownOperationException, which would suggest a typo.
-constexpr std::string_view kUnsupported[] = {
-    "RegisterStreamConsumer", "DeregisterStreamConsumer", "DescribeStreamConsumer",
-    "ListStreamConsumers",    "SubscribeToShard",         "UpdateStreamRecordDistributionStrategy"};
+constexpr std::string_view kUnsupported[] = {"UpdateStreamRecordDistributionStrategy"};
 
 const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
   static const std::unordered_map<std::string_view, HandlerFn> kHandlers = {
@@ -173,6 +174,11 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
       {"PutRecord", PutRecord},
       {"GetShardIterator", GetShardIterator},
       {"GetRecords", GetRecords},
+      {"RegisterStreamConsumer", RegisterStreamConsumer},
+      {"DeregisterStreamConsumer", DeregisterStreamConsumer},
+      {"DescribeStreamConsumer", DescribeStreamConsumer},
+      {"ListStreamConsumers", ListStreamConsumers},
+      {"SubscribeToShard", SubscribeToShard},
       {"AddTagsToStream", AddTagsToStream},
       {"RemoveTagsFromStream", RemoveTagsFromStream},
       {"ListTagsForStream", ListTagsForStream},
@@ -196,16 +202,27 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
 // operation has a token bucket that holds one second's calls.
 double StrictRatePerSecond(std::string_view op) {
   static const std::unordered_map<std::string_view, double> kRates = {
-      {"CreateStream", 5},          {"DeleteStream", 5},
-      {"SplitShard", 5},            {"MergeShards", 5},
-      {"AddTagsToStream", 5},       {"RemoveTagsFromStream", 5},
-      {"ListTagsForStream", 5},     {"ListStreams", 5},
-      {"DescribeStream", 10},       {"DescribeStreamSummary", 20},
-      {"DescribeLimits", 1},        {"UpdateShardCount", 10},
-      {"DescribeAccountSettings", 5}, {"UpdateAccountSettings", 5},
-      {"UpdateStreamWarmThroughput", 5}, {"CreateChannel", 5},
-      {"DescribeChannel", 5},       {"ListChannels", 5},
-      {"UpdateChannel", 5},         {"DeleteChannel", 5},
+      {"CreateStream", 5},
+      {"DeleteStream", 5},
+      {"SplitShard", 5},
+      {"MergeShards", 5},
+      {"AddTagsToStream", 5},
+      {"RemoveTagsFromStream", 5},
+      {"ListTagsForStream", 5},
+      {"ListStreams", 5},
+      {"DescribeStream", 10},
+      {"DescribeStreamSummary", 20},
+      {"DescribeLimits", 1},
+      {"UpdateShardCount", 10},
+      {"DescribeAccountSettings", 5},
+      {"UpdateAccountSettings", 5},
+      {"UpdateStreamWarmThroughput", 5},
+      {"CreateChannel", 5},
+      {"RegisterStreamConsumer", 5},
+      {"DescribeChannel", 5},
+      {"ListChannels", 5},
+      {"UpdateChannel", 5},
+      {"DeleteChannel", 5},
   };
   auto it = kRates.find(op);
   return it == kRates.end() ? 0 : it->second;
@@ -230,7 +247,9 @@ KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, c
     : ctx_(new Context{std::move(options), streams, clock, TokenCodec(std::move(token_secret)),
                        std::move(post), {}, nullptr, {}, "DISABLED"}) {}
 
-KinesisApi::~KinesisApi() = default;
+KinesisApi::~KinesisApi() { StopSubscriptions(); }
+
+void KinesisApi::StopSubscriptions() { kinesis::StopSubscriptions(*ctx_->subscriptions); }
 
 void KinesisApi::SetChannels(delivery::ChannelManager* channels) { ctx_->channels = channels; }
 
@@ -246,24 +265,37 @@ bool KinesisApi::Knows(std::string_view op) const {
   return false;
 }
 
+const aws::CborModel& KinesisApi::CborModel() {
+  // Kinesis_20131202 model: `Data` is the only blob member; these are its timestamp
+  // members (requests and answers; ChannelCreationTimestamp from the channel shapes).
+  static const aws::CborModel kModel{
+      {"Data"},
+      {"Timestamp", "StreamCreationTimestamp", "ApproximateArrivalTimestamp",
+       "ConsumerCreationTimestamp", "ChannelCreationTimestamp", "StartedAt", "EndedAt",
+       "EarliestAllowedEndAt"}};
+  return kModel;
+}
+
 void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
-                        http::Responder respond) {
-  Call call{std::move(req), std::move(respond), crypto::RandomUuid()};
+                        http::Responder respond, std::optional<aws::ApiError> auth_error) {
+  Call call{std::move(req), std::move(respond), crypto::RandomUuid(), std::move(auth_error)};
   if (auto ext = ctx_->external.find(op); ext != ctx_->external.end()) {
+    if (call.auth_error) return call.Fail(*call.auth_error);
     ext->second(call.req, call.respond, call.request_id);
     return;
   }
   for (auto u : kUnsupported) {
     if (u == op) {
-      call.Fail(aws::InvalidArgumentError(fmt::format(
-          "{} (enhanced fan-out) is not supported by this server; use GetRecords.", op)));
+      if (call.auth_error) return call.Fail(*call.auth_error);
+      call.Fail(
+          aws::InvalidArgumentError(fmt::format("{} is not supported by this server yet.", op)));
       return;
     }
   }
   if (op == "PutRecords") return PutRecordsRaw(*ctx_, call);
   auto it = Handlers().find(op);
   if (it == Handlers().end()) return call.Fail(aws::UnknownOperationError());
-  if (ctx_->options.aws_strict && !AllowStrictRate(*ctx_, op)) {
+  if (!call.auth_error && ctx_->options.aws_strict && !AllowStrictRate(*ctx_, op)) {
     return call.Fail(aws::ApiError{
         "LimitExceededException",
         fmt::format("Rate exceeded for {} under account {}.", op, ctx_->options.account), 400});
@@ -280,6 +312,7 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
         body.is_discarded() ? "Request body is not valid JSON." : "Expected a JSON object."));
   }
   aws::Params p(body);
+  p.SetAuthError(call.auth_error);
   try {
     it->second(*ctx_, call, p);
   } catch (const std::exception& e) {

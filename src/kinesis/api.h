@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "aws/cbor.h"
+#include "aws/error.h"
 #include "common/clock.h"
 #include "http/message.h"
 #include "stream/stream_manager.h"
@@ -42,9 +44,15 @@ class KinesisApi {
   ~KinesisApi();
 
   // `op` is the operation name after "Kinesis_20131202.". The envelope (method, content
-  // type, authentication) has been checked by the caller.
-  void Handle(std::string_view op, std::shared_ptr<http::Request> req, http::Responder respond);
+  // type) has been checked by the caller and the body is JSON 1.1 text (CBOR bodies are
+  // transcoded before). `auth_error` is the authentication verdict (null: authenticated);
+  // it is reported in AWS's order: after the body's type checks (SerializationException)
+  // and model validation (ValidationException), before any service check.
+  void Handle(std::string_view op, std::shared_ptr<http::Request> req, http::Responder respond,
+              std::optional<aws::ApiError> auth_error = std::nullopt);
   bool Knows(std::string_view op) const;
+  // The Kinesis model's blob and timestamp members, for the CBOR codec (aws/cbor.h).
+  static const aws::CborModel& CborModel();
 
   // Registers an extra operation handled elsewhere (channels live in delivery/).
   using ExternalHandler =
@@ -53,6 +61,9 @@ class KinesisApi {
   // Enables the channel operations (CreateChannel, ...) and the channel fields of
   // DescribeStreamSummary/DescribeLimits; DeleteStream then refuses streams with channels.
   void SetChannels(delivery::ChannelManager* channels);
+  // Ends every SubscribeToShard subscription and joins their threads. Call after the
+  // HTTP server stopped and before the stream manager stops.
+  void StopSubscriptions();
 
  private:
   std::unique_ptr<Context> ctx_;

@@ -26,10 +26,15 @@ class ChannelManager;
 namespace icestream::kinesis {
 
 // One API call: the request and the way to answer it (exactly once).
+//
+// `auth_error` is the request's authentication verdict; handlers never see it directly:
+// Params::Error() reports it in AWS's order. As a safety net, a success reply of a call
+// whose authentication failed is turned into that error (and logged as a bug).
 struct Call {
   std::shared_ptr<http::Request> req;
   http::Responder respond;
   std::string request_id;
+  std::optional<aws::ApiError> auth_error;
 
   void Reply(const nlohmann::json& body) const;
   void ReplyRaw(std::string body) const;
@@ -37,6 +42,9 @@ struct Call {
   void Fail(const aws::ApiError& e) const;
   void Fail(const Status& st) const;
 };
+
+class SubscriptionHub;
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub();
 
 struct Context {
   KinesisOptions options;
@@ -53,14 +61,13 @@ struct Context {
   // --aws-strict: per-operation token buckets for AWS's control-plane rates.
   std::mutex rate_mu;
   std::map<std::string, TokenBucket, std::less<>> rate_buckets;
+  std::shared_ptr<SubscriptionHub> subscriptions = MakeSubscriptionHub();
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and
-// checks it. Returns the stream name; on failure records the error in `p` or `err`.
-std::optional<std::string> ResolveStream(const Context& ctx, aws::Params& p,
-                                         std::optional<aws::ApiError>* err);
-// ResolveStream, answering the call with the error when there is one.
-std::optional<std::string> StreamOrFail(Context& ctx, Call& call, aws::Params& p);
+// records its violations and (deferred) service errors in `p`. Always returns a value:
+// the stream name, or "" when there is none; use it only after `p.Error()` is empty.
+std::optional<std::string> StreamSelector(const Context& ctx, aws::Params& p);
 // Checks a StreamARN value; returns the stream name or nullopt (violation recorded).
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn);
@@ -101,7 +108,8 @@ void UpdateShardCount(Context&, Call&, aws::Params&);
 void PutRecord(Context&, Call&, aws::Params&);
 void GetShardIterator(Context&, Call&, aws::Params&);
 void GetRecords(Context&, Call&, aws::Params&);
-// PutRecords parses its own body (simdjson; the hot path).
+// PutRecords parses its own body (simdjson; the hot path); it checks call.auth_error
+// itself, after its model validation.
 void PutRecordsRaw(Context&, Call&);
 
 void CreateChannel(Context&, Call&, aws::Params&);
@@ -109,6 +117,30 @@ void DescribeChannel(Context&, Call&, aws::Params&);
 void ListChannels(Context&, Call&, aws::Params&);
 void UpdateChannel(Context&, Call&, aws::Params&);
 void DeleteChannel(Context&, Call&, aws::Params&);
+
+void RegisterStreamConsumer(Context&, Call&, aws::Params&);
+void DeregisterStreamConsumer(Context&, Call&, aws::Params&);
+void DescribeStreamConsumer(Context&, Call&, aws::Params&);
+void ListStreamConsumers(Context&, Call&, aws::Params&);
+// Consumers of `info` that are not yet purged (DescribeStreamSummary's ConsumerCount).
+size_t LiveConsumerCount(const stream::StreamInfo& info, int64_t now_ms);
+// The consumer a request's ConsumerARN member names (violations recorded in `p`).
+struct ConsumerArnParts {
+  std::string stream;  // stream name
+  std::string name;    // consumer name
+  int64_t created_s = -1;
+};
+ConsumerArnParts ReadConsumerArn(Context& ctx, aws::Params& p);
+// "CREATING" / "ACTIVE" / "DELETING", or nullopt when that consumer does not exist.
+std::optional<std::string> ConsumerStatusOf(const stream::StreamInfo& info,
+                                            const ConsumerArnParts& consumer, int64_t now_ms);
+
+// SubscribeToShard (handlers/subscribe.cc): the running subscriptions, each pushing
+// events from its own thread. StopSubscriptions ends them all and joins the threads.
+class SubscriptionHub;
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub();
+void StopSubscriptions(SubscriptionHub& hub);
+void SubscribeToShard(Context&, Call&, aws::Params&);
 
 void AddTagsToStream(Context&, Call&, aws::Params&);
 void RemoveTagsFromStream(Context&, Call&, aws::Params&);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "aws/cbor.h"
 #include "aws/error.h"
 #include "aws/sigv4.h"
 #include "http/message.h"
@@ -18,12 +19,26 @@ namespace icestream::server {
 
 // A JSON 1.1 service: `prefix` is the X-Amz-Target prefix ("Kinesis_20131202."),
 // `signing_name` the service its SigV4 credential scope must name ("kinesis").
+//
+// `cbor`: the service also speaks application/x-amz-cbor-1.1; the router decodes CBOR
+// bodies into JSON 1.1 text and encodes every answer back (aws/cbor.h), so `handle` sees
+// JSON only. Null: CBOR requests get UnknownOperationException like any other type.
+//
+// `handle_auth`: when set, the service takes the authentication result itself and
+// reports it at its place in AWS's order (after the body's type and model checks,
+// aws-api.md §A.7); `handle` is then unused. When unset the router refuses
+// unauthenticated requests before `handle`.
 struct JsonService {
+  using AuthResult = std::optional<aws::ApiError>;
   std::string prefix;
   std::string signing_name;
   aws::ErrorFlavor flavor = aws::ErrorFlavor::kKinesis;
   std::function<bool(std::string_view op)> knows;
   std::function<void(std::string_view op, std::shared_ptr<http::Request>, http::Responder)> handle;
+  const aws::CborModel* cbor = nullptr;
+  std::function<void(std::string_view op, std::shared_ptr<http::Request>, http::Responder,
+                     AuthResult auth_error)>
+      handle_auth = nullptr;
 };
 
 // A path route authenticates its own requests (see SurfaceAuth): the Iceberg catalog

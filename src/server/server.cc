@@ -149,12 +149,16 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
   p->router = std::make_unique<Router>(p->auth.get());
   kinesis::KinesisApi* k = p->kinesis.get();
-  p->router->AddService({"Kinesis_20131202.", "kinesis", aws::ErrorFlavor::kKinesis,
-                         [k](std::string_view op) { return k->Knows(op); },
-                         [k](std::string_view op, std::shared_ptr<http::Request> req,
-                             http::Responder respond) {
-                           k->Handle(op, std::move(req), std::move(respond));
-                         }});
+  // Kinesis speaks JSON 1.1 and CBOR, and reports authentication failures in AWS's
+  // order (after the body's type and model checks).
+  JsonService kinesis_service{"Kinesis_20131202.", "kinesis", aws::ErrorFlavor::kKinesis,
+                              [k](std::string_view op) { return k->Knows(op); }, nullptr};
+  kinesis_service.cbor = &kinesis::KinesisApi::CborModel();
+  kinesis_service.handle_auth = [k](std::string_view op, std::shared_ptr<http::Request> req,
+                                    http::Responder respond, JsonService::AuthResult auth_error) {
+    k->Handle(op, std::move(req), std::move(respond), std::move(auth_error));
+  };
+  p->router->AddService(std::move(kinesis_service));
   SurfaceAuth* surface = p->surface_auth.get();
   p->router->AddPath({"/metrics", [raw, surface](std::shared_ptr<http::Request> req, http::Responder respond) {
                         if (auto denied = surface->CheckMetrics(*req)) return respond(MetricsDenied(*denied));
@@ -248,6 +252,8 @@ void IcestreamServer::Stop() {
   // log threads), then flush and close the logs.
   if (parts_->http) parts_->http->Stop();
   parts_->http_raw.store(nullptr);
+  // SubscribeToShard threads read the logs: end them before the logs close.
+  if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
   if (parts_->channels) parts_->channels->Stop();
   if (parts_->streams) parts_->streams->Stop();
 }

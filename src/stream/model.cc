@@ -134,6 +134,15 @@ std::string StreamInfoToJson(const StreamInfo& info) {
             {"resource_policy", info.resource_policy},
             {"scaling_events_ms", info.scaling_events_ms}};
   if (info.warm_throughput_mibps) j["warm_throughput_mibps"] = *info.warm_throughput_mibps;
+  if (!info.consumers.empty()) {
+    json consumers = json::array();
+    for (const auto& c : info.consumers) {
+      json cj = {{"name", c.name}, {"created_ms", c.created_ms}, {"tags", c.tags}};
+      if (c.deleting_since_ms) cj["deleting_since_ms"] = *c.deleting_since_ms;
+      consumers.push_back(std::move(cj));
+    }
+    j["consumers"] = std::move(consumers);
+  }
   return j.dump();
 }
 
@@ -167,6 +176,15 @@ Result<StreamInfo> StreamInfoFromJson(std::string_view text) {
     info.scaling_events_ms = j.value("scaling_events_ms", std::vector<int64_t>{});
     if (j.contains("warm_throughput_mibps")) {
       info.warm_throughput_mibps = j["warm_throughput_mibps"].get<int>();
+    }
+    for (const auto& cj : j.value("consumers", json::array())) {
+      ConsumerInfo c;
+      c.name = cj.at("name").get<std::string>();
+      c.created_ms = cj.at("created_ms").get<int64_t>();
+      if (cj.contains("deleting_since_ms"))
+        c.deleting_since_ms = cj["deleting_since_ms"].get<int64_t>();
+      c.tags = cj.value("tags", std::map<std::string, std::string>{});
+      info.consumers.push_back(std::move(c));
     }
     return info;
   } catch (const std::exception& e) {

@@ -38,6 +38,16 @@ struct ShardInfo {
   bool open() const { return !closed_ms.has_value(); }
 };
 
+// An enhanced fan-out consumer (RegisterStreamConsumer). Its ARN is the stream's ARN +
+// "/consumer/<name>:<creation epoch seconds>".
+struct ConsumerInfo {
+  std::string name;
+  int64_t created_ms = 0;
+  // Set by DeregisterStreamConsumer; the consumer is DELETING until it is purged.
+  std::optional<int64_t> deleting_since_ms;
+  std::map<std::string, std::string> tags;
+};
+
 struct StreamInfo {
   std::string name;
   uint64_t uid = 0;  // 15-digit id; names the stream's folder and sequence numbers
@@ -57,6 +67,7 @@ struct StreamInfo {
   std::string resource_policy;
   // UpdateShardCount history (epoch ms) for the 10-per-24h limit.
   std::vector<int64_t> scaling_events_ms;
+  std::vector<ConsumerInfo> consumers;  // by registration time
 
   const ShardInfo* FindShard(uint32_t index) const;
   size_t OpenShardCount() const;

@@ -456,8 +456,9 @@ Status StreamManager::MergeInto(StreamInfo& info, uint32_t a, uint32_t b, int64_
           ShardIdString(idx), info.name, options_.account));
     }
   }
-  bool adjacent = (sa->range.end != kUint128Max && sa->range.end + 1 == sb->range.start) ||
-                  (sb->range.end != kUint128Max && sb->range.end + 1 == sa->range.start);
+  // ShardToMerge must be the lower-range shard of the pair: AWS refuses the inverted
+  // order with the same message (recorded by kinesalite's suite against AWS).
+  bool adjacent = sa->range.end != kUint128Max && sa->range.end + 1 == sb->range.start;
   if (a == b || !adjacent) {
     return InvalidArgument(fmt::format(
         "Shards {} and {} in stream {} under account {} are not an adjacent pair of shards "

@@ -290,12 +290,21 @@ class Resharding(unittest.TestCase):
             K.merge_shards(StreamName="merge", ShardToMerge="shardId-000000000000",
                            AdjacentShardToMerge="shardId-000000000002")
         self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
-        K.merge_shards(StreamName="merge", ShardToMerge="shardId-000000000002",
-                       AdjacentShardToMerge="shardId-000000000001")
+        # An adjacent pair given upper shard first is refused, as AWS does: ShardToMerge
+        # must be the lower-range shard.
+        with self.assertRaises(ClientError) as cm:
+            K.merge_shards(StreamName="merge", ShardToMerge="shardId-000000000002",
+                           AdjacentShardToMerge="shardId-000000000001")
+        self.assertEqual(error_code(cm.exception), "InvalidArgumentException")
+        self.assertIn("are not an adjacent pair of shards eligible for merging",
+                      cm.exception.response["Error"]["Message"])
+        self.assertEqual(len(K.list_shards(StreamName="merge")["Shards"]), 3)
+        K.merge_shards(StreamName="merge", ShardToMerge="shardId-000000000001",
+                       AdjacentShardToMerge="shardId-000000000002")
         shards = {s["ShardId"]: s for s in K.list_shards(StreamName="merge")["Shards"]}
         child = shards["shardId-000000000003"]
-        self.assertEqual(child["ParentShardId"], "shardId-000000000002")
-        self.assertEqual(child["AdjacentParentShardId"], "shardId-000000000001")
+        self.assertEqual(child["ParentShardId"], "shardId-000000000001")
+        self.assertEqual(child["AdjacentParentShardId"], "shardId-000000000002")
         self.assertEqual(child["HashKeyRange"]["EndingHashKey"], str(2**128 - 1))
         self.assertEqual(K.describe_stream_summary(StreamName="merge")["StreamDescriptionSummary"]
                          ["OpenShardCount"], 2)

@@ -70,7 +70,7 @@ void ListShards(Context& ctx, Call& call, aws::Params& p) {
     auto t = f.Str("Type");
     fshard = f.Str("ShardId");
     fts = f.TimestampMs("Timestamp");
-    if (auto e = f.Error()) return call.Fail(*e);
+    p.Absorb(f);
     p.Required("shardFilter.type", t.has_value());
     if (t) {
       p.Enum("shardFilter.type", *t,
@@ -174,8 +174,7 @@ void ListShards(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void SplitShard(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto shard = p.Str("ShardToSplit");
   auto key = p.Str("NewStartingHashKey");
   p.Required("shardToSplit", shard.has_value());
@@ -202,8 +201,7 @@ void SplitShard(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void MergeShards(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto a = p.Str("ShardToMerge");
   auto b = p.Str("AdjacentShardToMerge");
   p.Required("shardToMerge", a.has_value());
@@ -226,8 +224,7 @@ void MergeShards(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void UpdateShardCount(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto target = p.Int("TargetShardCount");
   auto scaling = p.Str("ScalingType");
   p.Required("targetShardCount", target.has_value());

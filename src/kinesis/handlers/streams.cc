@@ -40,10 +40,8 @@ std::optional<StreamMode> ReadModeDetails(aws::Params& p, const char* member) {
   std::string path = aws::Params::PathOf(member) + ".streamMode";
   inner.Required(path, mode.has_value());
   if (mode) inner.Enum(path, *mode, {"PROVISIONED", "ON_DEMAND"});
-  if (auto e = inner.Error()) {
-    p.AddViolation(e->message.substr(e->message.find(": ") + 2));
-    return std::nullopt;
-  }
+  p.Absorb(inner);
+  if (inner.failed()) return std::nullopt;
   return *mode == "ON_DEMAND" ? StreamMode::kOnDemand : StreamMode::kProvisioned;
 }
 
@@ -56,8 +54,7 @@ std::map<std::string, std::string> TagsFrom(const json& map) {
 }
 
 void ChangeRetention(Context& ctx, Call& call, aws::Params& p, bool increase) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto hours = p.Int("RetentionPeriodHours");
   p.Required("retentionPeriodHours", hours.has_value());
   if (auto e = p.Error()) return call.Fail(*e);
@@ -105,8 +102,7 @@ const std::vector<std::string> kAllMetrics = {
     "IteratorAgeMilliseconds"};
 
 void ChangeMonitoring(Context& ctx, Call& call, aws::Params& p, bool enable) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   const json* metrics = p.List("ShardLevelMetrics");
   p.Required("shardLevelMetrics", metrics != nullptr);
   std::vector<std::string> wanted;
@@ -200,10 +196,19 @@ void CreateStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void DeleteStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
-  p.Bool("EnforceConsumerDeletion");
+  auto name = StreamSelector(ctx, p);
+  auto enforce = p.Bool("EnforceConsumerDeletion");
   if (auto e = p.Error()) return call.Fail(*e);
+  if (!enforce.value_or(false)) {
+    // AWS: a stream with registered consumers is deleted only with EnforceConsumerDeletion.
+    auto info = ctx.streams->Describe(*name);
+    if (info.ok() && LiveConsumerCount(*info, ctx.clock->NowMillis()) > 0) {
+      return call.Fail(FailedPrecondition(
+          fmt::format("Stream {} under account {} has registered consumers; deregister them or set "
+                      "EnforceConsumerDeletion.",
+                      *name, ctx.options.account)));
+    }
+  }
   if (ctx.channels && ctx.channels->CountForStream(*name) > 0) {
     return call.Fail(FailedPrecondition(fmt::format(
         "Stream {} under account {} has channels; delete them first (ListChannels with a "
@@ -216,8 +221,7 @@ void DeleteStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void DescribeStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto limit = p.Int("Limit");
   auto start = p.Str("ExclusiveStartShardId");
   if (limit) p.Range("limit", *limit, 1, 10000);
@@ -252,8 +256,8 @@ void DescribeStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void DescribeStreamSummary(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
+  if (auto e = p.Error()) return call.Fail(*e);
   auto info = ctx.streams->Describe(*name);
   if (!info.ok()) return call.Fail(info.status());
   json d = {{"StreamName", info->name},
@@ -264,7 +268,7 @@ void DescribeStreamSummary(Context& ctx, Call& call, aws::Params& p) {
             {"StreamCreationTimestamp", EpochSeconds(info->created_ms)},
             {"EnhancedMonitoring", EnhancedMonitoring(*info)},
             {"OpenShardCount", info->OpenShardCount()},
-            {"ConsumerCount", 0},
+            {"ConsumerCount", LiveConsumerCount(*info, ctx.clock->NowMillis())},
             {"ChannelCount", ctx.channels ? ctx.channels->CountForStream(info->name) : 0},
             {"MaxRecordSizeInKiB", info->max_record_kib}};
   if (info->warm_throughput_mibps) {
@@ -321,7 +325,8 @@ void ListStreams(Context& ctx, Call& call, aws::Params& p) {
   call.Reply(out);
 }
 
-void DescribeLimits(Context& ctx, Call& call, aws::Params&) {
+void DescribeLimits(Context& ctx, Call& call, aws::Params& p) {
+  if (auto e = p.Error()) return call.Fail(*e);
   auto totals = ctx.streams->Totals();
   const auto& o = ctx.streams->options();
   call.Reply({{"ShardLimit", o.shard_limit},
@@ -375,8 +380,7 @@ void DisableEnhancedMonitoring(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void StartStreamEncryption(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto type = p.Str("EncryptionType");
   auto key = p.Str("KeyId");
   p.Required("encryptionType", type.has_value());
@@ -397,8 +401,7 @@ void StartStreamEncryption(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void StopStreamEncryption(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto type = p.Str("EncryptionType");
   auto key = p.Str("KeyId");
   p.Required("encryptionType", type.has_value());
@@ -415,8 +418,7 @@ void StopStreamEncryption(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void UpdateMaxRecordSize(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto kib = p.Int("MaxRecordSizeInKiB");
   p.Required("maxRecordSizeInKiB", kib.has_value());
   if (kib) p.Range("maxRecordSizeInKiB", *kib, 1024, 10240);
@@ -430,8 +432,7 @@ void UpdateMaxRecordSize(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void UpdateStreamWarmThroughput(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto mib = p.Int("WarmThroughputMiBps");
   p.Required("warmThroughputMiBps", mib.has_value());
   if (mib) p.Range("warmThroughputMiBps", *mib, 0, INT32_MAX);
@@ -449,7 +450,8 @@ void UpdateStreamWarmThroughput(Context& ctx, Call& call, aws::Params& p) {
               {"WarmThroughput", {{"TargetMiBps", *mib}, {"CurrentMiBps", *mib}}}});
 }
 
-void DescribeAccountSettings(Context& ctx, Call& call, aws::Params&) {
+void DescribeAccountSettings(Context& ctx, Call& call, aws::Params& p) {
+  if (auto e = p.Error()) return call.Fail(*e);
   std::lock_guard lock(ctx.account_mu);
   call.Reply({{"MinimumThroughputBillingCommitment", {{"Status", ctx.commitment_status}}}});
 }
@@ -466,6 +468,7 @@ void UpdateAccountSettings(Context& ctx, Call& call, aws::Params& p) {
       p.Enum("minimumThroughputBillingCommitment.status", *s, {"ENABLED", "DISABLED"});
       status = *s;
     }
+    p.Absorb(inner);
   }
   if (auto e = p.Error()) return call.Fail(*e);
   {

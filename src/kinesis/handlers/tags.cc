@@ -15,31 +15,52 @@ namespace {
 
 constexpr size_t kMaxTagsPerStream = 50;
 
-// Tag keys and values: Unicode letters, digits, white space and _ . / = + - @ : .
+// Tag keys and values (AWS's tag pattern): Unicode letters, separators and digits, and
+// _ . : / = + - @ %. Control characters (tab, newline, C1) and other ASCII punctuation
+// are refused; non-ASCII code points other than C1 controls are taken as letters.
 bool ValidTagText(std::string_view s) {
-  for (unsigned char c : s) {
-    if (c >= 0x80) continue;  // non-ASCII letters
-    if (std::isalnum(c) || std::isspace(c)) continue;
-    if (std::string_view("_./=+-@:").find(static_cast<char>(c)) != std::string_view::npos) continue;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      // U+0080..U+009F (C1 controls) are encoded C2 80..C2 9F.
+      if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9f)
+        return false;
+      continue;
+    }
+    if (std::isalnum(c) || c == ' ') continue;
+    if (std::string_view("_.:/=+-@%").find(static_cast<char>(c)) != std::string_view::npos)
+      continue;
     return false;
   }
   return true;
 }
 
+// AWS's texts (recorded by kinesalite's suite against AWS).
+constexpr const char* kInvalidTagChars =
+    "Some tags contain invalid characters. Valid characters: Unicode letters, digits, white "
+    "space, _ . / = + - % @.";
+
 Status AddTags(Context& ctx, const std::string& name, const json& tags) {
   return ctx.streams->Mutate(name, [&](StreamInfo& info) -> Status {
     for (auto it = tags.begin(); it != tags.end(); ++it) {
       std::string value = it.value().is_string() ? it.value().get<std::string>() : "";
+      if (!ValidTagText(it.key()) || !ValidTagText(value)) return InvalidArgument(kInvalidTagChars);
+    }
+    for (auto it = tags.begin(); it != tags.end(); ++it) {
+      std::string value = it.value().is_string() ? it.value().get<std::string>() : "";
+      if (it.key().find('%') != std::string::npos || value.find('%') != std::string::npos) {
+        return InvalidArgument(fmt::format(
+            "Failed to add tags to stream {} under account {} because some tags contained "
+            "illegal characters. The allowed characters are Unicode letters, white-spaces, "
+            "'_',',','/','=','+','-','@'.",
+            info.name, ctx.options.account));
+      }
       if (it.key().rfind("aws:", 0) == 0) {
         return InvalidArgument("Tag keys starting with 'aws:' are reserved for AWS use.");
       }
-      if (!ValidTagText(it.key()) || !ValidTagText(value)) {
-        return InvalidArgument(fmt::format(
-            "Tag '{}' contains characters that are not allowed: use Unicode letters, digits, white "
-            "space, and _ . / = + - @ :",
-            it.key()));
-      }
-      info.tags[it.key()] = value;
+    }
+    for (auto it = tags.begin(); it != tags.end(); ++it) {
+      info.tags[it.key()] = it.value().is_string() ? it.value().get<std::string>() : "";
     }
     if (info.tags.size() > kMaxTagsPerStream) {
       return InvalidArgument(fmt::format(
@@ -52,45 +73,48 @@ Status AddTags(Context& ctx, const std::string& name, const json& tags) {
 }
 
 Status RemoveTags(Context& ctx, const std::string& name, const json& keys) {
-  return ctx.streams->Mutate(name, [&](StreamInfo& info) {
+  return ctx.streams->Mutate(name, [&](StreamInfo& info) -> Status {
     for (const auto& k : keys) {
-      if (k.is_string()) info.tags.erase(k.get<std::string>());
+      if (!ValidTagText(k.get<std::string>())) return InvalidArgument(kInvalidTagChars);
     }
+    for (const auto& k : keys) info.tags.erase(k.get<std::string>());
     return Status::OK();
   });
 }
 
+// A TagKeys list: every element a string (else SerializationException, as for any
+// string member), 1–50 of them, each 1–128 characters.
 void CheckTagKeyList(aws::Params& p, std::string_view path, const json& keys) {
+  for (const auto& k : keys) {
+    if (!k.is_string()) {
+      p.AddSerializationError(
+          k.is_number()
+              ? "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not "
+                "be converted to an String"
+              : (k.is_boolean() ? "class java.lang.Boolean can not be converted to an String"
+                                : "Unexpected value type in TagKeys: expected a string."));
+      return;
+    }
+  }
   p.ListLength(path, keys.size(), keys.dump(), 1, 50);
   for (size_t i = 0; i < keys.size(); ++i) {
-    std::string k = keys[i].is_string() ? keys[i].get<std::string>() : keys[i].dump();
-    p.Length(fmt::format("{}.{}.member", path, i + 1), k, 1, 128);
+    p.Length(fmt::format("{}.{}.member", path, i + 1), keys[i].get<std::string>(), 1, 128);
   }
 }
 
-// ResourceARN: a stream ARN (consumers are not supported).
-std::optional<std::string> StreamFromResourceArn(Context& ctx, Call& call, aws::Params& p) {
+// ResourceARN: a stream ARN (consumers are not supported). Records violations and the
+// deferred not-found of a consumer ARN in `p`; returns the stream name or "".
+std::string StreamFromResourceArn(Context& ctx, aws::Params& p) {
   auto arn = p.Str("ResourceARN");
   p.Required("resourceARN", arn.has_value());
-  std::optional<std::string> name;
-  if (arn) {
-    p.Length("resourceARN", *arn, 1, 2048);
-    if (arn->find("/consumer/") != std::string::npos) {
-      if (auto e = p.Error()) {
-        call.Fail(*e);
-        return std::nullopt;
-      }
-      call.Fail(NotFound(fmt::format("Consumer {} under account {} not found.", *arn,
-                                     ctx.options.account)));
-      return std::nullopt;
-    }
-    name = StreamNameFromArn(ctx, p, "resourceARN", *arn);
+  if (!arn) return "";
+  p.Length("resourceARN", *arn, 1, 2048);
+  if (arn->find("/consumer/") != std::string::npos) {
+    p.Defer(aws::KinesisError(NotFound(
+        fmt::format("Consumer {} under account {} not found.", *arn, ctx.options.account))));
+    return "";
   }
-  if (auto e = p.Error()) {
-    call.Fail(*e);
-    return std::nullopt;
-  }
-  return name;
+  return StreamNameFromArn(ctx, p, "resourceARN", *arn).value_or("");
 }
 
 // A channel ARN (arn:aws:kinesis:<region>:<account>:channel/<id>), handled by the
@@ -119,8 +143,7 @@ json TagList(const StreamInfo& info) {
 }  // namespace
 
 void AddTagsToStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   const json* tags = p.Map("Tags");
   p.Required("tags", tags != nullptr);
   if (tags) CheckTagMap(p, "tags", *tags, 200);
@@ -131,8 +154,7 @@ void AddTagsToStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void RemoveTagsFromStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   const json* keys = p.List("TagKeys");
   p.Required("tagKeys", keys != nullptr);
   if (keys) CheckTagKeyList(p, "tagKeys", *keys);
@@ -143,8 +165,7 @@ void RemoveTagsFromStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void ListTagsForStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamOrFail(ctx, call, p);
-  if (!name) return;
+  auto name = StreamSelector(ctx, p);
   auto start = p.Str("ExclusiveStartTagKey");
   auto limit = p.Int("Limit");
   if (start) p.Length("exclusiveStartTagKey", *start, 1, 128);
@@ -185,13 +206,12 @@ void TagResource(Context& ctx, Call& call, aws::Params& p) {
       })) {
     return;
   }
-  auto name = StreamFromResourceArn(ctx, call, p);
-  if (!name) return;
+  auto name = StreamFromResourceArn(ctx, p);
   const json* tags = p.Map("Tags");
   p.Required("tags", tags != nullptr);
   if (tags) CheckTagMap(p, "tags", *tags, 200);
   if (auto e = p.Error()) return call.Fail(*e);
-  Status st = AddTags(ctx, *name, *tags);
+  Status st = AddTags(ctx, name, *tags);
   if (!st.ok()) return call.Fail(st);
   call.ReplyEmpty();
 }
@@ -212,19 +232,19 @@ void UntagResource(Context& ctx, Call& call, aws::Params& p) {
       })) {
     return;
   }
-  auto name = StreamFromResourceArn(ctx, call, p);
-  if (!name) return;
+  auto name = StreamFromResourceArn(ctx, p);
   const json* keys = p.List("TagKeys");
   p.Required("tagKeys", keys != nullptr);
   if (keys) CheckTagKeyList(p, "tagKeys", *keys);
   if (auto e = p.Error()) return call.Fail(*e);
-  Status st = RemoveTags(ctx, *name, *keys);
+  Status st = RemoveTags(ctx, name, *keys);
   if (!st.ok()) return call.Fail(st);
   call.ReplyEmpty();
 }
 
 void ListTagsForResource(Context& ctx, Call& call, aws::Params& p) {
   if (ChannelTagCall(ctx, call, p, [&](const std::string& arn) {
+        if (auto e = p.Error()) return call.Fail(*e);
         auto tags = ctx.channels->Tags(arn);
         if (!tags.ok()) return call.Fail(tags.status());
         json out = json::array();
@@ -233,23 +253,22 @@ void ListTagsForResource(Context& ctx, Call& call, aws::Params& p) {
       })) {
     return;
   }
-  auto name = StreamFromResourceArn(ctx, call, p);
-  if (!name) return;
-  auto info = ctx.streams->Describe(*name);
+  auto name = StreamFromResourceArn(ctx, p);
+  if (auto e = p.Error()) return call.Fail(*e);
+  auto info = ctx.streams->Describe(name);
   if (!info.ok()) return call.Fail(info.status());
   call.Reply({{"Tags", TagList(*info)}});
 }
 
 void PutResourcePolicy(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamFromResourceArn(ctx, call, p);
-  if (!name) return;
+  auto name = StreamFromResourceArn(ctx, p);
   auto policy = p.Str("Policy");
   p.Required("policy", policy.has_value());
   if (auto e = p.Error()) return call.Fail(*e);
   if (json::parse(*policy, nullptr, false).is_discarded()) {
     return call.Fail(aws::InvalidArgumentError("Policy is not a valid JSON document."));
   }
-  Status st = ctx.streams->Mutate(*name, [&](StreamInfo& info) {
+  Status st = ctx.streams->Mutate(name, [&](StreamInfo& info) {
     info.resource_policy = *policy;
     return Status::OK();
   });
@@ -258,17 +277,17 @@ void PutResourcePolicy(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void GetResourcePolicy(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamFromResourceArn(ctx, call, p);
-  if (!name) return;
-  auto info = ctx.streams->Describe(*name);
+  auto name = StreamFromResourceArn(ctx, p);
+  if (auto e = p.Error()) return call.Fail(*e);
+  auto info = ctx.streams->Describe(name);
   if (!info.ok()) return call.Fail(info.status());
   call.Reply({{"Policy", info->resource_policy.empty() ? "{}" : info->resource_policy}});
 }
 
 void DeleteResourcePolicy(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamFromResourceArn(ctx, call, p);
-  if (!name) return;
-  Status st = ctx.streams->Mutate(*name, [&](StreamInfo& info) {
+  auto name = StreamFromResourceArn(ctx, p);
+  if (auto e = p.Error()) return call.Fail(*e);
+  Status st = ctx.streams->Mutate(name, [&](StreamInfo& info) {
     info.resource_policy.clear();
     return Status::OK();
   });

@@ -1,0 +1,324 @@
+// SubscribeToShard over HTTP/1.1 (chunked transfer; aws-api.md §A.10, §B.1): an
+// `application/vnd.amazon.eventstream` body with an `initial-response` event, then
+// `SubscribeToShardEvent` events (Records, ContinuationSequenceNumber,
+// MillisBehindLatest, ChildShards at the shard's end). A subscription lasts 5 minutes;
+// a second one for the same consumer and shard within 5 s is refused
+// (ResourceInUseException), a later one takes over and the first ends with a
+// ResourceInUseException event.
+//
+// Each subscription runs on its own thread: it reads the shard's log from its position,
+// sends what it finds (at most 1 MiB of data per event) and waits 5 ms when nothing is
+// new, so records reach the consumer within milliseconds of their acknowledgement. It
+// reads nothing while more than kMaxPendingBytes wait for the socket: a slow consumer
+// holds a bounded amount of memory and slows nobody else.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "aws/event_stream.h"
+#include "common/base64.h"
+#include "kinesis/context.h"
+#include "stream/sequence_number.h"
+
+namespace icestream::kinesis {
+
+using nlohmann::json;
+using stream::SequenceNumber;
+using stream::ShardIdString;
+
+namespace {
+
+constexpr int64_t kSubscriptionMs = 5 * 60 * 1000;
+constexpr int64_t kTakeOverAfterMs = 5000;
+constexpr int64_t kHeartbeatMs = 2000;  // an event at least this often, records or not
+constexpr size_t kMaxEventBytes = 1u << 20;
+constexpr size_t kMaxPendingBytes = 4u << 20;
+constexpr auto kIdleWait = std::chrono::milliseconds(5);
+
+std::string Event(std::string_view type, std::string_view payload) {
+  return aws::EncodeEventMessage({{":event-type", std::string(type)},
+                                  {":content-type", "application/json"},
+                                  {":message-type", "event"}},
+                                 payload);
+}
+
+std::string ExceptionEvent(std::string_view type, std::string_view message) {
+  return aws::EncodeEventMessage({{":exception-type", std::string(type)},
+                                  {":content-type", "application/json"},
+                                  {":message-type", "exception"}},
+                                 json{{"message", message}}.dump());
+}
+
+struct Subscription {
+  std::atomic<bool> cancelled{false};
+  std::atomic<bool> taken_over{false};
+  std::atomic<bool> done{false};
+  int64_t started_ms = 0;
+  std::thread thread;
+};
+
+}  // namespace
+
+class SubscriptionHub {
+ public:
+  ~SubscriptionHub() { Stop(); }
+
+  // Registers a subscription of `key` (consumer ARN + shard); nullptr while another one
+  // started less than 5 s ago is running. An older one is told it was taken over.
+  std::shared_ptr<Subscription> Claim(const std::string& key, int64_t now) {
+    std::lock_guard lock(mu_);
+    Reap();
+    auto it = active_.find(key);
+    if (it != active_.end() && !it->second->done &&
+        now - it->second->started_ms < kTakeOverAfterMs) {
+      return nullptr;
+    }
+    if (it != active_.end() && !it->second->done) {
+      it->second->taken_over = true;
+      it->second->cancelled = true;
+    }
+    auto sub = std::make_shared<Subscription>();
+    sub->started_ms = now;
+    active_[key] = sub;
+    all_.push_back(sub);
+    return sub;
+  }
+
+  // Runs `fn` on the subscription's own thread; during Stop, at once on this thread (it
+  // sees the cancellation and only ends the body).
+  void Run(const std::shared_ptr<Subscription>& sub, std::function<void()> fn) {
+    std::unique_lock lock(mu_);
+    if (stopping_) {
+      sub->cancelled = true;
+      lock.unlock();
+      fn();
+      return;
+    }
+    sub->thread = std::thread(std::move(fn));
+  }
+
+  // Joins under the lock (subscription threads never take it), so that Reap and Stop
+  // never join one thread twice.
+  void Stop() {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (auto& s : all_) s->cancelled = true;
+    for (auto& s : all_) {
+      if (s->thread.joinable()) s->thread.join();
+    }
+  }
+
+ private:
+  // Joins the threads of ended subscriptions and forgets them (under mu_).
+  void Reap() {
+    for (auto& s : all_) {
+      if (s->done && s->thread.joinable()) s->thread.join();
+    }
+    std::erase_if(all_, [](const auto& s) { return s->done && !s->thread.joinable(); });
+    std::erase_if(active_, [](const auto& kv) { return kv.second->done.load(); });
+  }
+
+  std::mutex mu_;
+  bool stopping_ = false;
+  std::map<std::string, std::shared_ptr<Subscription>> active_;
+  std::vector<std::shared_ptr<Subscription>> all_;
+};
+
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub() {
+  return std::make_shared<SubscriptionHub>();
+}
+void StopSubscriptions(SubscriptionHub& hub) { hub.Stop(); }
+
+namespace {
+
+// The event body of one read.
+std::string EventJson(const stream::ShardReadResult& r, uint64_t uid, uint32_t shard,
+                      uint64_t next_offset) {
+  json records = json::array();
+  for (const auto& rec : r.records) {
+    records.push_back(
+        {{"SequenceNumber", SequenceNumber::ForRecord(uid, shard, rec.offset).ToString()},
+         {"ApproximateArrivalTimestamp", EpochSeconds(rec.arrival_ms)},
+         {"Data", base64::Encode(rec.data)},
+         {"PartitionKey", rec.partition_key}});
+  }
+  // Where AFTER_SEQUENCE_NUMBER resumes: after the last record sent (or the shard start).
+  SequenceNumber cont = next_offset == 0 ? SequenceNumber::ShardStart(uid, shard)
+                                         : SequenceNumber::ForRecord(uid, shard, next_offset - 1);
+  json ev = {{"Records", records},
+             {"ContinuationSequenceNumber", cont.ToString()},
+             {"MillisBehindLatest", r.millis_behind_latest}};
+  if (r.shard_end) {
+    json children = json::array();
+    for (const auto& c : r.children) {
+      json parents = json::array();
+      if (c.parent) parents.push_back(ShardIdString(*c.parent));
+      if (c.adjacent_parent) parents.push_back(ShardIdString(*c.adjacent_parent));
+      children.push_back({{"ShardId", ShardIdString(c.index)},
+                          {"ParentShards", parents},
+                          {"HashKeyRange",
+                           {{"StartingHashKey", ToDecimal(c.range.start)},
+                            {"EndingHashKey", ToDecimal(c.range.end)}}}});
+    }
+    ev["ChildShards"] = children;
+  }
+  return ev.dump();
+}
+
+}  // namespace
+
+void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
+  auto consumer_arn = p.Str("ConsumerARN");
+  auto shard_id = p.Str("ShardId");
+  const json* start = p.Struct("StartingPosition");
+  p.Required("consumerARN", consumer_arn.has_value());
+  p.Required("shardId", shard_id.has_value());
+  p.Required("startingPosition", start != nullptr);
+  ConsumerArnParts consumer;
+  if (consumer_arn) consumer = ReadConsumerArn(ctx, p);
+  if (shard_id) CheckShardIdMember(p, "shardId", *shard_id);
+  std::optional<std::string> type, seq;
+  std::optional<int64_t> ts;
+  if (start) {
+    aws::Params sp(*start);
+    type = sp.Str("Type");
+    seq = sp.Str("SequenceNumber");
+    ts = sp.TimestampMs("Timestamp");
+    p.Absorb(sp);
+    p.Required("startingPosition.type", type.has_value());
+    if (type) {
+      p.Enum("startingPosition.type", *type,
+             {"AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "TRIM_HORIZON", "LATEST",
+              "AT_TIMESTAMP"});
+    }
+    if (seq) {
+      p.Pattern("startingPosition.sequenceNumber", *seq, aws::MatchesDecimal(*seq, 129),
+                "0|([1-9]\\d{0,128})");
+    }
+  }
+  if (auto e = p.Error()) return call.Fail(*e);
+  if (call.auth_error) return call.Fail(*call.auth_error);
+
+  auto info = ctx.streams->Describe(consumer.stream);
+  if (!info.ok()) return call.Fail(info.status());
+  int64_t now = ctx.clock->NowMillis();
+  auto status = ConsumerStatusOf(*info, consumer, now);
+  if (!status) {
+    return call.Fail(NotFound(fmt::format("Consumer {} under account {} not found.", *consumer_arn,
+                                          ctx.options.account)));
+  }
+  if (*status != "ACTIVE") {
+    return call.Fail(
+        FailedPrecondition(fmt::format("Consumer {} under account {} is {}, not ACTIVE.",
+                                       *consumer_arn, ctx.options.account, *status)));
+  }
+  auto idx = stream::ParseShardId(*shard_id);
+  if (!idx || !info->FindShard(*idx)) {
+    return call.Fail(NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
+                                          *shard_id, info->name, ctx.options.account)));
+  }
+  bool by_seq = *type == "AT_SEQUENCE_NUMBER" || *type == "AFTER_SEQUENCE_NUMBER";
+  if (by_seq != seq.has_value()) {
+    return call.Fail(
+        aws::InvalidArgumentError(fmt::format("StartingPosition type {} {} a SequenceNumber.",
+                                              *type, by_seq ? "needs" : "does not take")));
+  }
+  if (*type == "AT_TIMESTAMP" && !ts) {
+    return call.Fail(
+        aws::InvalidArgumentError("StartingPosition type AT_TIMESTAMP needs a Timestamp."));
+  }
+  auto bounds = ctx.streams->Bounds(info->name, info->uid, *idx);
+  if (!bounds.ok()) return call.Fail(bounds.status());
+  uint64_t offset = 0;
+  if (*type == "TRIM_HORIZON") {
+    offset = bounds->trim_horizon;
+  } else if (*type == "LATEST") {
+    offset = bounds->end;
+  } else if (*type == "AT_TIMESTAMP") {
+    auto o = ctx.streams->OffsetAtTime(info->name, info->uid, *idx, std::min(*ts, now));
+    if (!o.ok()) return call.Fail(o.status());
+    offset = *o;
+  } else {
+    auto sn = SequenceNumber::Parse(*seq);
+    if (!sn || sn->stream_uid != info->uid || sn->shard_index != *idx) {
+      return call.Fail(aws::InvalidArgumentError(fmt::format(
+          "StartingSequenceNumber {} used in SubscribeToShard on shard {} in stream {} under "
+          "account {} is invalid.",
+          *seq, ShardIdString(*idx), info->name, ctx.options.account)));
+    }
+    uint64_t pos = sn->position;
+    offset = *type == "AT_SEQUENCE_NUMBER" ? (pos == 0 ? 0 : pos - 1) : pos;
+  }
+
+  auto sub = ctx.subscriptions->Claim(*consumer_arn + "|" + ShardIdString(*idx), now);
+  if (!sub) {
+    return call.Fail(FailedPrecondition(fmt::format(
+        "Another active subscription exists for consumer {} on shard {}; a new one may take over "
+        "5 seconds after it started.",
+        *consumer_arn, ShardIdString(*idx))));
+  }
+  http::Response res;
+  res.SetHeader("Content-Type", "application/vnd.amazon.eventstream");
+  res.SetHeader("x-amzn-RequestId", call.request_id);
+  std::string stream_name = info->name;
+  uint64_t uid = info->uid;
+  uint32_t shard = *idx;
+  std::shared_ptr<SubscriptionHub> hub = ctx.subscriptions;
+  Context* c = &ctx;
+  res.stream = [hub, sub, c, stream_name, uid, shard, offset,
+                consumer](std::shared_ptr<http::BodyWriter> w) {
+    hub->Run(sub, [sub, c, stream_name, uid, shard, offset, consumer, w] {
+      w->Write(Event("initial-response", "{}"));
+      uint64_t at = offset;
+      int64_t begin = c->clock->NowMillis();
+      int64_t last_event = 0;
+      int64_t last_check = begin;
+      while (!sub->cancelled && !w->closed()) {
+        int64_t now_ms = c->clock->NowMillis();
+        if (now_ms - begin >= kSubscriptionMs) break;
+        if (now_ms - last_check >= kHeartbeatMs) {
+          // A deregistered consumer's subscriptions end.
+          last_check = now_ms;
+          auto current = c->streams->Describe(stream_name);
+          auto state = current.ok() ? ConsumerStatusOf(*current, consumer, now_ms) : std::nullopt;
+          if (!state || *state != "ACTIVE") {
+            w->Write(ExceptionEvent("ResourceNotFoundException",
+                                    fmt::format("Consumer {} under account {} not found.",
+                                                consumer.name, c->options.account)));
+            break;
+          }
+        }
+        if (w->pending_bytes() > kMaxPendingBytes) {
+          std::this_thread::sleep_for(kIdleWait);
+          continue;
+        }
+        auto r = c->streams->Read(stream_name, uid, shard, at, 10000, kMaxEventBytes);
+        if (!r.ok()) {
+          auto e = aws::KinesisError(r.status());
+          w->Write(ExceptionEvent(e.http_status >= 500 ? "InternalFailureException" : e.type,
+                                  e.message));
+          break;
+        }
+        bool send = !r->records.empty() || r->shard_end || now_ms - last_event >= kHeartbeatMs;
+        if (send) {
+          at = r->next_offset;
+          w->Write(Event("SubscribeToShardEvent", EventJson(*r, uid, shard, at)));
+          last_event = now_ms;
+          if (r->shard_end) break;
+        }
+        if (r->records.empty()) std::this_thread::sleep_for(kIdleWait);
+      }
+      if (sub->taken_over) {
+        w->Write(ExceptionEvent("ResourceInUseException",
+                                "Another subscription for this consumer and shard took over."));
+      }
+      w->Finish();
+      sub->done = true;
+    });
+  };
+  call.respond(std::move(res));
+}
+
+}  // namespace icestream::kinesis
