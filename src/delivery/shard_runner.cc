@@ -276,6 +276,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(const stream::StreamInfo& in
     uint64_t first;
     uint64_t end;
     bool ripe;
+    uint64_t bytes;  // approximate, of [first, end)
   };
   std::vector<Pending> pending;
   bool any_in_flight = in_flight_ > 0;
@@ -311,11 +312,11 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(const stream::StreamInfo& in
       if (p && info.FindShard(*p) && !done_.count(*p)) parents_done = false;
     }
     if (!parents_done || st.in_flight) continue;
+    const uint64_t bytes = log->ApproximateBytes(st.checkpoint, end);
     bool ripe = (st.first_pending_ms >= 0 && now >= st.first_pending_ms + freshness_ms - lead) ||
                 end - st.checkpoint >= (spanning ? options_.max_spanning_batch_records : options_.max_batch_records) ||
-                log->ApproximateBytes(st.checkpoint, end) >=
-                    (spanning ? options_.max_spanning_batch_bytes : options_.max_batch_bytes);
-    pending.push_back({s.index, st.checkpoint, end, ripe});
+                bytes >= (spanning ? options_.max_spanning_batch_bytes : options_.max_batch_bytes);
+    pending.push_back({s.index, st.checkpoint, end, ripe, bytes});
   }
   metrics_.data_freshness_ms.store(oldest_pending < 0 ? 0 : std::max<int64_t>(0, now - oldest_pending));
 
@@ -359,7 +360,17 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(const stream::StreamInfo& in
       launch(std::move(ranges), attempt_ms, true);
       return jobs;
     }
-    bool ripe = std::any_of(pending.begin(), pending.end(), [](const Pending& p) { return p.ripe; });
+    // Ripe when one shard is, or when the shards together fill a batch: a backlog spread
+    // over many shards is delivered in full batches back to back, not at the freshness
+    // deadline of each.
+    uint64_t total_bytes = 0, total_records = 0;
+    for (const auto& p : pending) {
+      total_bytes += p.bytes;
+      total_records += p.end - p.first;
+    }
+    bool ripe = std::any_of(pending.begin(), pending.end(), [](const Pending& p) { return p.ripe; }) ||
+                total_bytes >= options_.max_spanning_batch_bytes ||
+                total_records >= options_.max_spanning_batch_records;
     if (!ripe || pending.empty()) return jobs;
     const uint64_t share_bytes = std::max<uint64_t>(1 << 20, options_.max_spanning_batch_bytes / pending.size());
     const size_t share_records = std::max<size_t>(1000, options_.max_spanning_batch_records / pending.size());

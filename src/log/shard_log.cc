@@ -397,9 +397,13 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
                     offset, detail));
   };
   // The read buffer is not zero-filled (pread overwrites it): a batch read of tens of MiB
-  // would otherwise clear them first.
-  std::unique_ptr<char[]> raw;
-  size_t raw_capacity = 0;
+  // would otherwise clear them first. It is kept per thread for the next read (fresh
+  // multi-MiB allocations cost a page fault per page); one larger than 16 MiB is not.
+  thread_local std::unique_ptr<char[]> raw;
+  thread_local size_t raw_capacity = 0;
+  constexpr size_t kKeepBytes = 16u << 20;
+  std::unique_ptr<char[]> big;
+  char* data = nullptr;
   std::string_view buf;
   std::shared_ptr<Segment> gone;  // a segment whose file vanished (retention) on the last try
   while (offset < end && out.records.size() < max_records) {
@@ -441,12 +445,18 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
       uint64_t default_read = std::max<uint64_t>(256 << 10, left + 4096);
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
-      if (want > raw_capacity) {
+      if (want <= raw_capacity) {
+        data = raw.get();
+      } else if (want <= kKeepBytes) {
         raw = std::make_unique_for_overwrite<char[]>(want);
         raw_capacity = want;
+        data = raw.get();
+      } else {
+        big = std::make_unique_for_overwrite<char[]>(want);
+        data = big.get();
       }
-      ASSIGN_OR_RETURN(size_t got, fs::PReadFull((*handle)->fd(), raw.get(), want, pos, seg->path()));
-      buf = std::string_view(raw.get(), got);
+      ASSIGN_OR_RETURN(size_t got, fs::PReadFull((*handle)->fd(), data, want, pos, seg->path()));
+      buf = std::string_view(data, got);
       min_read = 0;
       size_t at = 0;
       while (at < buf.size() && offset < end && out.records.size() < max_records) {
