@@ -398,10 +398,10 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
   };
   // The read buffer is not zero-filled (pread overwrites it): a batch read of tens of MiB
   // would otherwise clear them first. It is kept per thread for the next read (fresh
-  // multi-MiB allocations cost a page fault per page); one larger than 16 MiB is not.
+  // multi-MiB allocations cost a page fault per page); one larger than 8 MiB is not.
   thread_local std::unique_ptr<char[]> raw;
   thread_local size_t raw_capacity = 0;
-  constexpr size_t kKeepBytes = 16u << 20;
+  constexpr size_t kKeepBytes = 8u << 20;
   std::unique_ptr<char[]> big;
   char* data = nullptr;
   std::string_view buf;

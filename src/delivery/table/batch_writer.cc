@@ -126,7 +126,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
     std::unique_ptr<pq::FileWriter> writer;
   };
   std::map<int64_t, OpenFile> open;  // by partition hour; map nodes do not move
-  Uploader uploader(place_file, &out->files, 2, 64u << 20);
+  Uploader uploader(place_file, &out->files, 2, 32u << 20);
 
   auto cut = [&](int64_t hour) -> Status {
     auto it = open.find(hour);
