@@ -118,6 +118,7 @@ table_expire_interval_ms = {interval_ms}
         samples = []
         try:
             next_full = start + 60
+            last_fresh = target  # the fresh files' median size, from the last sample that had some
             while time.time() - start < SECONDS:
                 time.sleep(15)
                 st = describe(server, arn)["IcestreamStatus"]
@@ -130,11 +131,17 @@ table_expire_interval_ms = {interval_ms}
 
                     def median(xs):
                         xs = sorted(xs)
-                        return xs[len(xs) // 2] if xs else target
-                    fresh_all = median(s for files in parts.values() for s, merged in files if not merged)
+                        return xs[len(xs) // 2] if xs else None
                     # s of the bound: the fresh files' median, of all and of the partition
-                    # (whichever allows more files).
-                    bounds = {key: small_file_bound(min(fresh_all, median(s for s, m in files if not m)), target)
+                    # (whichever allows more files). A sample without fresh files (all just
+                    # merged) keeps the size seen last: the merged files below T/2 it still
+                    # holds were made from fresh files of that size.
+                    fresh_all = median(s for files in parts.values() for s, merged in files if not merged)
+                    if fresh_all is None:
+                        fresh_all = last_fresh
+                    last_fresh = fresh_all
+                    bounds = {key: small_file_bound(min(fresh_all, median(s for s, m in files if not m) or target),
+                                                    target)
                               for key, files in parts.items()}
                     live_bytes = sum(f["file_size_in_bytes"] for f in t["files"])
                     small = {key: sum(1 for s, _ in files if s < target // 2) for key, files in parts.items()}
