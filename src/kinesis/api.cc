@@ -140,6 +140,20 @@ json ShardJson(const stream::StreamInfo& info, const stream::ShardInfo& s) {
   return j;
 }
 
+json ChildShardsJson(const std::vector<stream::ShardInfo>& children) {
+  json out = json::array();
+  for (const auto& c : children) {
+    json parents = json::array();
+    if (c.parent) parents.push_back(stream::ShardIdString(*c.parent));
+    if (c.adjacent_parent) parents.push_back(stream::ShardIdString(*c.adjacent_parent));
+    out.push_back({{"ShardId", stream::ShardIdString(c.index)},
+                   {"ParentShards", parents},
+                   {"HashKeyRange",
+                    {{"StartingHashKey", ToDecimal(c.range.start)}, {"EndingHashKey", ToDecimal(c.range.end)}}}});
+  }
+  return out;
+}
+
 namespace {
 
 constexpr size_t kMaxRequestNesting = 64;

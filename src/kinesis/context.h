@@ -78,6 +78,8 @@ void CheckTagMap(aws::Params& p, std::string_view path, const nlohmann::json& ma
 
 // JSON shapes.
 nlohmann::json ShardJson(const stream::StreamInfo& info, const stream::ShardInfo& shard);
+// The ChildShards member of GetRecords and of SubscribeToShard events at a shard's end.
+nlohmann::json ChildShardsJson(const std::vector<stream::ShardInfo>& children);
 double EpochSeconds(int64_t ms);
 
 // Handlers, named after the operation. `p` wraps the parsed body object.

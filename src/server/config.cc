@@ -258,10 +258,6 @@ Status Validate(const Config& c) {
     if (ch < '0' || ch > '9') return InvalidArgument("account must have 12 digits");
   }
   if (c.segment_bytes < 4096) return InvalidArgument("storage.segment_bytes must be >= 4096");
-  if (c.table_convert_threads < 1 || c.table_convert_threads > 64) {
-    return InvalidArgument("delivery.table_convert_threads must be 1..64");
-  }
-  if (c.table_target_file_bytes < 1024) return InvalidArgument("delivery.table_target_file_bytes must be >= 1024");
   if (c.commit_threads == 0 || c.commit_threads > 64) {
     return InvalidArgument("storage.commit_threads must be 1..64");
   }

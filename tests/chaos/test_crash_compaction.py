@@ -22,7 +22,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from compaction_check import COMPACTION_SCHEMA, SteadyProducer  # noqa: E402
-from harness import Server, kinesis_call, wait_channel  # noqa: E402
+from harness import Server, kinesis_call, read_stream, wait_channel  # noqa: E402
 from table_check import (ReadError, assert_rows, describe, expected_row, npm_dir, read_table,  # noqa: E402
                          register_schema, table_bucket_arn, table_channel_request, wait_records)
 
@@ -38,19 +38,6 @@ table_expire_interval_ms = 500
 table_snapshot_max_age_ms = 5000
 table_orphan_age_ms = {ORPHAN_AGE_MS}
 """
-
-
-def read_stream(k):
-    out = []
-    for s in k.list_shards(StreamName=STREAM)["Shards"]:
-        it = k.get_shard_iterator(StreamName=STREAM, ShardId=s["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        while True:
-            r = k.get_records(ShardIterator=it, Limit=10000)
-            out += [(x["Data"], s["ShardId"], x["SequenceNumber"]) for x in r["Records"]]
-            if not r["Records"]:
-                break
-            it = r["NextShardIterator"]
-    return out
 
 
 class CrashCompaction(unittest.TestCase):
@@ -139,7 +126,7 @@ class CrashCompaction(unittest.TestCase):
         p.join(30)
         self.assertIsNone(p.error)
         acked += p.acked
-        everything = read_stream(k)
+        everything = read_stream(k, STREAM)
         wait_records(server, table_bucket_arn(WH), NS, TABLE, len(everything), timeout=180)
         time.sleep(2)
         checked_at = time.time()

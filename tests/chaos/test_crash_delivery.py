@@ -12,23 +12,10 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from delivery_check import LocalBucket, S3Bucket, verify_exactly_once, wait_delivered  # noqa: E402
-from harness import Rgw, Server, channel_request, kinesis_call, wait_channel  # noqa: E402
+from harness import Rgw, Server, channel_request, kinesis_call, read_stream, wait_channel  # noqa: E402
 
 ROUNDS = int(os.environ.get("CRASH_ROUNDS", "22"))
 STREAM = "crash-src"
-
-
-def read_stream(k):
-    out = []
-    for s in k.list_shards(StreamName=STREAM)["Shards"]:
-        it = k.get_shard_iterator(StreamName=STREAM, ShardId=s["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        while True:
-            r = k.get_records(ShardIterator=it, Limit=10000)
-            out += [(x["Data"], s["ShardId"], x["SequenceNumber"]) for x in r["Records"]]
-            if not r["Records"]:
-                break
-            it = r["NextShardIterator"]
-    return out
 
 
 class Producer(threading.Thread):
@@ -73,7 +60,7 @@ class CrashDelivery(unittest.TestCase):
                 p.join(30)
             server.start()
         k = server.client()
-        everything = read_stream(k)
+        everything = read_stream(k, STREAM)
         self.assertGreater(len(everything), 5000)
         objs = wait_delivered(bucket, "c/", len(everything), "JSON", timeout=180)
         verify_exactly_once(self, objs, everything, "JSON")

@@ -27,7 +27,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from delivery_check import LocalBucket, S3Bucket  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
-from harness import Rgw, Server, kinesis_call, wait_channel  # noqa: E402
+from harness import Rgw, Server, kinesis_call, read_stream, wait_channel  # noqa: E402
 from table_check import (assert_rows, dlq_lines, expected_row, metric, metrics, npm_dir, read_table,  # noqa: E402
                          register_schema, rows_by_file, table_bucket_arn, table_channel_request, ts_micros,
                          wait_records)
@@ -95,19 +95,6 @@ class Producer(threading.Thread):
                 time.sleep(self.pause)
 
 
-def read_stream(k):
-    out = []
-    for s in k.list_shards(StreamName=STREAM)["Shards"]:
-        it = k.get_shard_iterator(StreamName=STREAM, ShardId=s["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        while True:
-            r = k.get_records(ShardIterator=it, Limit=10000)
-            out += [(x["Data"], s["ShardId"], x["SequenceNumber"]) for x in r["Records"]]
-            if not r["Records"]:
-                break
-            it = r["NextShardIterator"]
-    return out
-
-
 def is_valid(data):
     return b'"not a number"' not in data
 
@@ -129,7 +116,7 @@ class Chaos:
     def verify(self, server, tag, external=None, timeout=240):
         """Every valid record of the stream exactly once; every invalid one in the DLQ."""
         k = server.client()
-        everything = read_stream(k)
+        everything = read_stream(k, STREAM)
         valid = [d for d, _, _ in everything if is_valid(d)]
         invalid = {(s, q) for d, s, q in everything if not is_valid(d)}
         ext_rows = sum(a["record_count"] for a in (external or {}).get("appends", []))

@@ -41,7 +41,7 @@ import harness  # noqa: E402
 from harness import ACCOUNT, REGION, Rgw, Server, kinesis_call, wait_channel  # noqa: E402
 from table_check import (assert_rows, create_channel, describe, dlq_lines, expected_row, iso_micros,  # noqa: E402
                          metric, metrics, npm_dir, read_table, register_schema, rest_metadata,
-                         schema_arn, table_channel_request, ts_micros, wait_records)
+                         schema_arn, table_channel_request, ts_micros, wait_dlq, wait_records)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASE_TS = ts_micros("2025-06-01T08:00:00Z")
@@ -178,17 +178,6 @@ def invalid_records(base_id, vid_other=None):
     if vid_other:
         cases.append((gsr.encode(vid_other, {"id": base_id + 7, "name": "x", "event_time": ts}), "DESERIALIZATION_ERROR"))
     return cases
-
-
-def wait_dlq(bucket, prefix, count, timeout=60):
-    deadline = time.time() + timeout
-    lines = []
-    while time.time() < deadline:
-        lines = dlq_lines(bucket, prefix)
-        if len(lines) >= count:
-            return lines
-        time.sleep(0.3)
-    raise AssertionError(f"{len(lines)} of {count} DLQ lines under {prefix}")
 
 
 def last_sequence_by_shard(acked):

@@ -47,7 +47,7 @@ from delivery_check import LocalBucket, decompress, produce, split_records, veri
 from harness import Server, channel_request, kinesis_call, wait_channel  # noqa: E402
 from table_check import (assert_rows, create_channel, describe, dlq_lines, expected_row, iso_micros,  # noqa: E402
                          metrics, npm_dir, read_table, register_schema, table_bucket_arn,
-                         table_channel_request, ts_micros, wait_records)
+                         table_channel_request, ts_micros, wait_dlq, wait_records)
 
 WAREHOUSE = "evolve-tables"
 DLQ = "evolve-dlq"
@@ -134,17 +134,6 @@ def field_ids(schema):
                 walk(f["type"], path + f["name"] + ".")
     walk(schema, "")
     return out
-
-
-def wait_dlq(bucket, prefix, count, timeout=60):
-    deadline = time.time() + timeout
-    lines = []
-    while time.time() < deadline:
-        lines = dlq_lines(bucket, prefix)
-        if len(lines) >= count:
-            return lines
-        time.sleep(0.3)
-    raise AssertionError(f"{len(lines)} of {count} DLQ lines under {prefix}")
 
 
 def wait_until(fn, timeout, what):

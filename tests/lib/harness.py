@@ -18,6 +18,21 @@ REGION = "us-east-1"
 ACCOUNT = "000000000000"
 
 
+def read_stream(k, stream):
+    """Every record of every shard of `stream` from TRIM_HORIZON through GetRecords, as
+    (Data, ShardId, SequenceNumber) tuples."""
+    out = []
+    for s in k.list_shards(StreamName=stream)["Shards"]:
+        it = k.get_shard_iterator(StreamName=stream, ShardId=s["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        while True:
+            r = k.get_records(ShardIterator=it, Limit=10000)
+            out += [(x["Data"], s["ShardId"], x["SequenceNumber"]) for x in r["Records"]]
+            if not r["Records"]:
+                break
+            it = r["NextShardIterator"]
+    return out
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -247,6 +247,17 @@ def dlq_lines(bucket, prefix=""):
     return out
 
 
+
+def wait_dlq(bucket, prefix, count, timeout=60):
+    deadline = time.time() + timeout
+    lines = []
+    while time.time() < deadline:
+        lines = dlq_lines(bucket, prefix)
+        if len(lines) >= count:
+            return lines
+        time.sleep(0.3)
+    raise AssertionError(f"{len(lines)} of {count} DLQ lines under {prefix}")
+
 def metrics(server):
     with urllib.request.urlopen(server.endpoint + "/metrics", timeout=5) as r:
         return r.read().decode()

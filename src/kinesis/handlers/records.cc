@@ -556,18 +556,7 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
     next.issued_ms = now;
     out += R"(,"NextShardIterator":")" + ctx.tokens.EncodeIterator(next) + "\"";
   } else {
-    json children = json::array();
-    for (const auto& c : r->children) {
-      json parents = json::array();
-      if (c.parent) parents.push_back(ShardIdString(*c.parent));
-      if (c.adjacent_parent) parents.push_back(ShardIdString(*c.adjacent_parent));
-      children.push_back({{"ShardId", ShardIdString(c.index)},
-                          {"ParentShards", parents},
-                          {"HashKeyRange",
-                           {{"StartingHashKey", ToDecimal(c.range.start)},
-                            {"EndingHashKey", ToDecimal(c.range.end)}}}});
-    }
-    out += R"(,"ChildShards":)" + children.dump();
+    out += R"(,"ChildShards":)" + ChildShardsJson(r->children).dump();
   }
   out += R"(,"MillisBehindLatest":)" + std::to_string(r->millis_behind_latest) + "}";
   call.ReplyRaw(std::move(out));

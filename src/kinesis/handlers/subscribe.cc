@@ -150,20 +150,7 @@ std::string EventJson(const stream::ShardReadResult& r, uint64_t uid, uint32_t s
   json ev = {{"Records", records},
              {"ContinuationSequenceNumber", cont.ToString()},
              {"MillisBehindLatest", r.millis_behind_latest}};
-  if (r.shard_end) {
-    json children = json::array();
-    for (const auto& c : r.children) {
-      json parents = json::array();
-      if (c.parent) parents.push_back(ShardIdString(*c.parent));
-      if (c.adjacent_parent) parents.push_back(ShardIdString(*c.adjacent_parent));
-      children.push_back({{"ShardId", ShardIdString(c.index)},
-                          {"ParentShards", parents},
-                          {"HashKeyRange",
-                           {{"StartingHashKey", ToDecimal(c.range.start)},
-                            {"EndingHashKey", ToDecimal(c.range.end)}}}});
-    }
-    ev["ChildShards"] = children;
-  }
+  if (r.shard_end) ev["ChildShards"] = ChildShardsJson(r.children);
   return ev.dump();
 }
 
