@@ -922,6 +922,10 @@ Server::~Server() { Stop(); }
 
 Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler handler) {
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handler));
+  if (!impl->options.tls_cert_file.empty() || !impl->options.tls_key_file.empty()) {
+    ASSIGN_OR_RETURN(auto ctx, MakeTlsContext(impl->options));
+    impl->tls.emplace(std::move(ctx));
+  }
   beast::error_code ec;
   auto addr = net::ip::make_address(impl->options.host, ec);
   if (ec)
@@ -937,10 +941,6 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, Handler han
                    ": " + ec.message());
   }
   impl->port = impl->acceptor->local_endpoint().port();
-  if (!impl->options.tls_cert_file.empty() || !impl->options.tls_key_file.empty()) {
-    ASSIGN_OR_RETURN(auto ctx, MakeTlsContext(impl->options));
-    impl->tls.emplace(std::move(ctx));
-  }
   impl->accept_backoff.emplace(impl->ioc);
   impl->work.emplace(impl->ioc.get_executor());
   impl->Accept();
