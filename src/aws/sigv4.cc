@@ -2,6 +2,7 @@
 #include "aws/sigv4.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -40,7 +41,8 @@ std::string CanonicalValue(std::string_view v) {
 
 Result<ParsedAuthorization> ParseAuthorization(std::string_view h) {
   constexpr std::string_view kAlgo = "AWS4-HMAC-SHA256";
-  if (!h.starts_with(kAlgo)) return InvalidArgument("Authorization header requires AWS4-HMAC-SHA256");
+  if (!h.starts_with(kAlgo))
+    return InvalidArgument("Authorization header requires AWS4-HMAC-SHA256");
   h.remove_prefix(kAlgo.size());
   ParsedAuthorization out;
   bool have_cred = false, have_sh = false, have_sig = false;
@@ -216,8 +218,8 @@ void SignRequest(std::string_view method, std::string_view path, std::string_vie
   if (!creds.session_token.empty()) set("x-amz-security-token", creds.session_token);
   std::vector<std::string> signed_names;
   for (const auto& h : *headers) {
-    if (h.name == "host" || h.name.starts_with("x-amz-") || h.name == "content-type" ||
-        h.name == "content-md5") {
+    if (h.name == "host" || h.name == ":authority" || h.name.starts_with("x-amz-") ||
+        h.name == "content-type" || h.name == "content-md5") {
       if (std::find(signed_names.begin(), signed_names.end(), h.name) == signed_names.end()) {
         signed_names.push_back(h.name);
       }
@@ -227,8 +229,8 @@ void SignRequest(std::string_view method, std::string_view path, std::string_vie
   CanonicalInput in{method, path, query, headers, payload_sha256_hex};
   std::string canonical = CanonicalRequest(in, signed_names);
   std::string date8 = amz_date.substr(0, 8);
-  std::string sig = ComputeSignature(creds.secret_access_key, date8, region, service, amz_date,
-                                     canonical);
+  std::string sig =
+      ComputeSignature(creds.secret_access_key, date8, region, service, amz_date, canonical);
   std::string joined;
   for (size_t i = 0; i < signed_names.size(); ++i) {
     if (i) joined += ';';
@@ -356,7 +358,8 @@ std::optional<ApiError> Authenticator::Verify(const http::Request& req,
   }
   // What binds the signature to this request must be signed.
   std::string_view amz_date = req.GetHeader("x-amz-date");
-  if (!Signed(auth, "host")) {
+  // HTTP/2 clients (the JS SDK's default handler) sign the :authority pseudo-header.
+  if (!Signed(auth, "host") && !Signed(auth, ":authority")) {
     return InvalidSignature(
         "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
   }
@@ -412,6 +415,9 @@ std::optional<ApiError> Authenticator::Verify(const http::Request& req,
   std::string expected =
       ComputeSignature(secret->second, auth.date, auth.region, auth.service, iso_date, canonical);
   if (!ConstantTimeEquals(expected, Lower(auth.signature))) {
+    // What the client should have signed, for whoever debugs a client (never the secret).
+    spdlog::debug("signature mismatch for key {}; canonical request:\n{}", auth.access_key_id,
+                  canonical);
     return InvalidSignature(
         "The request signature we calculated does not match the signature you provided. Check "
         "your AWS Secret Access Key and signing method. Consult the service documentation for "

@@ -45,7 +45,8 @@ http::Request SignedKinesisRequest(std::string body, int64_t when_ms = kNow,
   req.method = "POST";
   req.path = "/";
   req.body = std::move(body);
-  req.headers = {{"host", "127.0.0.1:4567"}, {"content-type", "application/x-amz-json-1.1"},
+  req.headers = {{"host", "127.0.0.1:4567"},
+                 {"content-type", "application/x-amz-json-1.1"},
                  {"x-amz-target", "Kinesis_20131202.DescribeStream"}};
   SignRequest("POST", "/", "", &req.headers, crypto::Hex(crypto::Sha256(req.body)),
               Credentials{"AKTEST", "secret", ""}, region, service, when_ms);
@@ -82,6 +83,27 @@ TEST(SigV4Test, VerifiesKeyAndSecret) {
   Authenticator unknown(
       AuthenticatorOptions{{{"AKOTHER", "secret"}}, "us-east-1", 900000, &f.clock});
   EXPECT_EQ(unknown.Check(req, "kinesis")->type, "UnrecognizedClientException");
+}
+
+// The JS SDK's HTTP/2 handler signs the :authority pseudo-header, not host (the HTTP/2
+// server passes :authority on as a header of that name).
+TEST(SigV4Test, AuthorityPseudoHeaderSignedInsteadOfHost) {
+  Fixture f;
+  http::Request req;
+  req.method = "POST";
+  req.path = "/";
+  req.body = "{}";
+  req.headers = {{":authority", "127.0.0.1:4567"},
+                 {"content-type", "application/x-amz-json-1.1"},
+                 {"x-amz-target", "Kinesis_20131202.ListStreams"}};
+  SignRequest("POST", "/", "", &req.headers, crypto::Hex(crypto::Sha256(req.body)),
+              Credentials{"AKTEST", "secret", ""}, "us-east-1", "kinesis", kNow);
+  EXPECT_NE(Header(req, "authorization").find("SignedHeaders=:authority;"), std::string::npos)
+      << Header(req, "authorization");
+  EXPECT_FALSE(f.strict.Check(req, "kinesis").has_value());
+  http::Request elsewhere = req;
+  SetHeader(&elsewhere, ":authority", "other.example:4567");
+  EXPECT_EQ(f.strict.Check(elsewhere, "kinesis")->type, "InvalidSignatureException");
 }
 
 // A captured request replayed with another body fails, even when the attacker also sends

@@ -19,10 +19,10 @@ namespace icestream::http {
 
 struct ClientRequest {
   std::string method = "GET";
-  std::string url;                 // absolute: http://host:port/path?query
-  std::vector<Header> headers;     // sent as given
-  std::string_view body;           // must stay alive during Send
-  int timeout_ms = 0;              // 0 = the client's default
+  std::string url;              // absolute: http://host:port/path?query
+  std::vector<Header> headers;  // sent as given
+  std::string_view body;        // must stay alive during Send
+  int timeout_ms = 0;           // 0 = the client's default
 };
 
 struct ClientResponse {

@@ -220,9 +220,12 @@ struct H2Callbacks {
     bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       Request& r = *s->request;
-      // SigV4 signs `host`; HTTP/2 clients may carry it as :authority only.
-      if (!s->authority.empty() && !r.HasHeader("host"))
-        r.headers.push_back({"host", s->authority});
+      // SigV4 signs `host` or, from HTTP/2 clients such as the JS SDK, `:authority`: both
+      // are there to be found by name.
+      if (!s->authority.empty()) {
+        r.headers.push_back({":authority", s->authority});
+        if (!r.HasHeader("host")) r.headers.push_back({"host", s->authority});
+      }
       if (s->headers_too_large) return c->Dispatch(s->id), 0;
       if (!end && r.GetHeader("expect") == "100-continue") {
         std::string status = ":status", code = "100";

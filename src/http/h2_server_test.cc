@@ -117,14 +117,14 @@ TEST_F(H2ServerTest, PriorKnowledgeAndUpgradeOnThePlainPort) {
   EXPECT_EQ(pk.version, CURL_HTTP_VERSION_2_0);
   EXPECT_EQ(pk.status, 200);
   // :authority becomes `host` (what SigV4 signs).
-  EXPECT_EQ(pk.body, "POST /a host=127.0.0.1:" + std::to_string(server_->port()) +
-                         " x=one body=payload");
+  EXPECT_EQ(pk.body,
+            "POST /a host=127.0.0.1:" + std::to_string(server_->port()) + " x=one body=payload");
   // curl --http2 on http:// sends HTTP/1.1 with Upgrade: h2c and gets its answer on stream 1.
   auto up = Call(url_ + "/b", CURL_HTTP_VERSION_2_0, &body, {"X-Test: two"});
   ASSERT_EQ(up.code, CURLE_OK) << curl_easy_strerror(up.code);
   EXPECT_EQ(up.version, CURL_HTTP_VERSION_2_0);
-  EXPECT_EQ(up.body, "POST /b host=127.0.0.1:" + std::to_string(server_->port()) +
-                         " x=two body=payload");
+  EXPECT_EQ(up.body,
+            "POST /b host=127.0.0.1:" + std::to_string(server_->port()) + " x=two body=payload");
   auto h1 = Call(url_ + "/c", CURL_HTTP_VERSION_1_1);
   EXPECT_EQ(h1.version, CURL_HTTP_VERSION_1_1);
   EXPECT_EQ(h1.body, "GET /c host=127.0.0.1:" + std::to_string(server_->port()) + " x= body=");

@@ -75,7 +75,9 @@ TEST_F(ServerTest, EchoesAndKeepsConnectionsAlive) {
   EXPECT_EQ(a.body, "/p|q=1|hi|");
   std::string body = "payload";
   auto b = Call(c, url_ + "/post", &body);
-  EXPECT_EQ(b.body, "/post||" "|payload");
+  EXPECT_EQ(b.body,
+            "/post||"
+            "|payload");
   long conns = -1;
   curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &conns);
   EXPECT_EQ(conns, 0);  // second request reused the connection
