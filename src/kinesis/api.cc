@@ -7,6 +7,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "common/base64.h"
 #include "common/crypto.h"
 #include "common/json_depth.h"
 #include "kinesis/context.h"
@@ -32,6 +33,46 @@ void Call::Fail(const Status& st) const { Fail(aws::KinesisError(st)); }
 
 double EpochSeconds(int64_t ms) { return static_cast<double>(ms) / 1000.0; }
 
+void AppendJsonString(std::string* out, std::string_view s) {
+  out->push_back('"');
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(c);
+    } else if (u < 0x20) {
+      *out += fmt::format("\\u{:04x}", u);
+    } else {
+      out->push_back(c);
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendRecordsJson(std::string* out, const stream::ShardReadResult& r, uint64_t uid,
+                       uint32_t shard) {
+  size_t est = 16;
+  for (const auto& rec : r.records) {
+    est += base64::EncodedSize(rec.data.size()) + rec.partition_key.size() + 160;
+  }
+  out->reserve(out->size() + est);
+  *out += R"("Records":[)";
+  for (size_t i = 0; i < r.records.size(); ++i) {
+    const auto& rec = r.records[i];
+    if (i) out->push_back(',');
+    *out += R"({"SequenceNumber":")";
+    *out += stream::SequenceNumber::ForRecord(uid, shard, rec.offset).ToString();
+    // Epoch seconds with milliseconds, as AWS writes them.
+    *out += fmt::format(R"(","ApproximateArrivalTimestamp":{}.{:03d},"Data":")",
+                        rec.arrival_ms / 1000, static_cast<int>(rec.arrival_ms % 1000));
+    base64::EncodeAppend(rec.data.data(), rec.data.size(), out);
+    *out += R"(","PartitionKey":)";
+    AppendJsonString(out, rec.partition_key);
+    out->push_back('}');
+  }
+  out->push_back(']');
+}
+
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn) {
   static const std::regex kArn(R"(arn:aws.*:kinesis:.*:\d{12}:stream/\S+)");
@@ -45,8 +86,8 @@ std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
     // Another region's or account's stream: it does not exist here. The ARN itself is
     // returned as the name: it can never name a stream (':' and '/' are not allowed), and
     // StreamManager's not-found message names the ARN's stream and account from it.
-    return "arn:" + parts->partition + ":kinesis:" + parts->region + ":" + parts->account + ":stream/" +
-           parts->name;
+    return "arn:" + parts->partition + ":kinesis:" + parts->region + ":" + parts->account +
+           ":stream/" + parts->name;
   }
   return parts->name;
 }
@@ -124,14 +165,14 @@ void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t 
 }
 
 json ShardJson(const stream::StreamInfo& info, const stream::ShardInfo& s) {
-  json j = {{"ShardId", stream::ShardIdString(s.index)},
-            {"HashKeyRange",
-             {{"StartingHashKey", ToDecimal(s.range.start)},
-              {"EndingHashKey", ToDecimal(s.range.end)}}}};
+  json j = {
+      {"ShardId", stream::ShardIdString(s.index)},
+      {"HashKeyRange",
+       {{"StartingHashKey", ToDecimal(s.range.start)}, {"EndingHashKey", ToDecimal(s.range.end)}}}};
   if (s.parent) j["ParentShardId"] = stream::ShardIdString(*s.parent);
   if (s.adjacent_parent) j["AdjacentParentShardId"] = stream::ShardIdString(*s.adjacent_parent);
-  json range = {{"StartingSequenceNumber",
-                 stream::SequenceNumber::ShardStart(info.uid, s.index).ToString()}};
+  json range = {
+      {"StartingSequenceNumber", stream::SequenceNumber::ShardStart(info.uid, s.index).ToString()}};
   if (s.end_offset) {
     range["EndingSequenceNumber"] =
         stream::SequenceNumber{info.uid, s.index, *s.end_offset}.ToString();
@@ -149,7 +190,8 @@ json ChildShardsJson(const std::vector<stream::ShardInfo>& children) {
     out.push_back({{"ShardId", stream::ShardIdString(c.index)},
                    {"ParentShards", parents},
                    {"HashKeyRange",
-                    {{"StartingHashKey", ToDecimal(c.range.start)}, {"EndingHashKey", ToDecimal(c.range.end)}}}});
+                    {{"StartingHashKey", ToDecimal(c.range.start)},
+                     {"EndingHashKey", ToDecimal(c.range.end)}}}});
   }
   return out;
 }
@@ -258,8 +300,15 @@ bool AllowStrictRate(Context& ctx, std::string_view op) {
 
 KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, const Clock* clock,
                        std::string token_secret, std::function<void(std::function<void()>)> post)
-    : ctx_(new Context{std::move(options), streams, clock, TokenCodec(std::move(token_secret)),
-                       std::move(post), {}, nullptr, {}, "DISABLED"}) {}
+    : ctx_(new Context{std::move(options),
+                       streams,
+                       clock,
+                       TokenCodec(std::move(token_secret)),
+                       std::move(post),
+                       {},
+                       nullptr,
+                       {},
+                       "DISABLED"}) {}
 
 KinesisApi::~KinesisApi() { StopSubscriptions(); }
 
@@ -322,8 +371,8 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
   }
   json body = json::parse(call.req->body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    return call.Fail(aws::SerializationError(
-        body.is_discarded() ? "Request body is not valid JSON." : "Expected a JSON object."));
+    return call.Fail(aws::SerializationError(body.is_discarded() ? "Request body is not valid JSON."
+                                                                 : "Expected a JSON object."));
   }
   aws::Params p(body);
   p.SetAuthError(call.auth_error);

@@ -3,12 +3,11 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "aws/error.h"
 #include "aws/params.h"
@@ -74,13 +73,20 @@ std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
 // Validates a ShardId member (1–128, [a-zA-Z0-9_.-]+).
 void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string& value);
 // Validates a Tags-style map (keys 1–128, values 0–256).
-void CheckTagMap(aws::Params& p, std::string_view path, const nlohmann::json& map, size_t max_entries);
+void CheckTagMap(aws::Params& p, std::string_view path, const nlohmann::json& map,
+                 size_t max_entries);
 
 // JSON shapes.
 nlohmann::json ShardJson(const stream::StreamInfo& info, const stream::ShardInfo& shard);
 // The ChildShards member of GetRecords and of SubscribeToShard events at a shard's end.
 nlohmann::json ChildShardsJson(const std::vector<stream::ShardInfo>& children);
 double EpochSeconds(int64_t ms);
+// A JSON string literal of `s` (quotes, backslashes and control characters escaped).
+void AppendJsonString(std::string* out, std::string_view s);
+// `"Records":[…]` of GetRecords and of SubscribeToShard events, written straight into
+// `out` (no JSON tree: this is the read path's hot loop).
+void AppendRecordsJson(std::string* out, const stream::ShardReadResult& r, uint64_t uid,
+                       uint32_t shard);
 
 // Handlers, named after the operation. `p` wraps the parsed body object.
 using HandlerFn = void (*)(Context&, Call&, aws::Params&);

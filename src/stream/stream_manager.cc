@@ -220,8 +220,9 @@ Status StreamManager::ShardNotFound(const std::string& name, uint32_t shard) con
 }
 
 Status StreamManager::NotActiveError(const StreamInfo& info) const {
-  return FailedPrecondition(fmt::format("Stream {} under account {} not ACTIVE, instead in state {}",
-                                        info.name, options_.account, StreamStatusName(info.status)));
+  return FailedPrecondition(
+      fmt::format("Stream {} under account {} not ACTIVE, instead in state {}", info.name,
+                  options_.account, StreamStatusName(info.status)));
 }
 
 Result<std::shared_ptr<StreamManager::Stream>> StreamManager::Find(const std::string& name) const {
@@ -232,7 +233,7 @@ Result<std::shared_ptr<StreamManager::Stream>> StreamManager::Find(const std::st
 }
 
 Result<std::shared_ptr<StreamManager::Stream>> StreamManager::FindUid(const std::string& name,
-                                                                       uint64_t uid) const {
+                                                                      uint64_t uid) const {
   ASSIGN_OR_RETURN(auto s, Find(name));
   std::shared_lock lock(s->mu);
   if (s->info.uid != uid) return NotFoundError(name);
@@ -266,12 +267,12 @@ Status StreamManager::CheckShardQuota(uint32_t additional) const {
 }
 
 Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
-  uint32_t count = req.mode == StreamMode::kOnDemand ? options_.on_demand_shard_count
-                                                     : req.shard_count;
+  uint32_t count =
+      req.mode == StreamMode::kOnDemand ? options_.on_demand_shard_count : req.shard_count;
   if (count == 0) return InvalidArgument("ShardCount must be at least 1.");
   if (count > options_.max_shards_per_stream) {
-    return ResourceExhausted(fmt::format("A stream can have at most {} shards.",
-                                         options_.max_shards_per_stream));
+    return ResourceExhausted(
+        fmt::format("A stream can have at most {} shards.", options_.max_shards_per_stream));
   }
   std::lock_guard lock(mu_);
   if (streams_.count(req.name)) {
@@ -314,8 +315,8 @@ Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
     shard.range = ranges[i];
     shard.created_ms = info.created_ms;
     info.shards.push_back(shard);
-    ASSIGN_OR_RETURN(auto log, log::ShardLog::Open(ShardDir(info.uid, i), options_.log, clock_,
-                                                   &committer_));
+    ASSIGN_OR_RETURN(auto log,
+                     log::ShardLog::Open(ShardDir(info.uid, i), options_.log, clock_, &committer_));
     s->logs[i] = std::move(log);
   }
   info.next_shard_index = count;
@@ -471,7 +472,8 @@ Status StreamManager::MergeInto(StreamInfo& info, uint32_t a, uint32_t b, int64_
   child.index = info.next_shard_index++;
   child.parent = a;
   child.adjacent_parent = b;
-  child.range = {std::min(sa->range.start, sb->range.start), std::max(sa->range.end, sb->range.end)};
+  child.range = {std::min(sa->range.start, sb->range.start),
+                 std::max(sa->range.end, sb->range.end)};
   child.created_ms = now;
   info.shards.push_back(child);
   created->push_back(child.index);
@@ -487,8 +489,8 @@ Status StreamManager::CommitTopology(Stream& s, StreamInfo next,
   // Open the new shards' logs first: if that fails nothing changed.
   std::map<uint32_t, std::shared_ptr<log::ShardLog>> new_logs;
   for (uint32_t idx : created) {
-    ASSIGN_OR_RETURN(auto log, log::ShardLog::Open(ShardDir(next.uid, idx), options_.log, clock_,
-                                                   &committer_));
+    ASSIGN_OR_RETURN(
+        auto log, log::ShardLog::Open(ShardDir(next.uid, idx), options_.log, clock_, &committer_));
     new_logs[idx] = std::move(log);
   }
   // A shard closed now ends after everything routed to it so far that reached the disk:
@@ -582,8 +584,8 @@ Result<uint32_t> StreamManager::UpdateShardCount(const std::string& name, uint32
         name, options_.account, current, target));
   }
   if (target > options_.max_shards_per_stream) {
-    return ResourceExhausted(fmt::format("A stream can have at most {} shards.",
-                                         options_.max_shards_per_stream));
+    return ResourceExhausted(
+        fmt::format("A stream can have at most {} shards.", options_.max_shards_per_stream));
   }
   next.scaling_events_ms.push_back(now);
   if (target == current) {
@@ -651,6 +653,17 @@ Status StreamManager::UpdateStreamMode(const std::string& name, StreamMode mode)
   });
 }
 
+uint64_t StreamManager::append_epoch() const {
+  std::lock_guard lock(append_mu_);
+  return append_epoch_;
+}
+
+uint64_t StreamManager::WaitForAppend(uint64_t seen, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(append_mu_);
+  append_cv_.wait_for(lock, timeout, [&] { return append_epoch_ != seen; });
+  return append_epoch_;
+}
+
 Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& items,
                           PutDone done) {
   ASSIGN_OR_RETURN(auto s, Find(name));
@@ -669,7 +682,15 @@ Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& i
     }
   };
   auto state = std::make_shared<State>();
-  state->done = std::move(done);
+  // Tip readers are woken as soon as the records are readable, before the answer goes out.
+  state->done = [this, done = std::move(done)](PutResult r) {
+    {
+      std::lock_guard lock(append_mu_);
+      ++append_epoch_;
+    }
+    append_cv_.notify_all();
+    done(std::move(r));
+  };
   state->result.items.resize(items.size());
 
   std::shared_lock lock(s->mu);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -40,9 +41,9 @@ struct StreamManagerOptions {
   log::LogOptions log;
   size_t commit_threads = 4;
   int64_t retention_check_interval_ms = 60 * 1000;
-  uint32_t shard_limit = 20000;           // open shards per account (DescribeLimits)
-  uint32_t on_demand_stream_limit = 50;   // ON_DEMAND streams per account
-  uint32_t on_demand_shard_count = 4;     // initial shards of an ON_DEMAND stream
+  uint32_t shard_limit = 20000;          // open shards per account (DescribeLimits)
+  uint32_t on_demand_stream_limit = 50;  // ON_DEMAND streams per account
+  uint32_t on_demand_shard_count = 4;    // initial shards of an ON_DEMAND stream
   uint32_t max_shards_per_stream = 10000;
   // --aws-strict: AWS's per-shard write and read rates (see ShardLimiter).
   bool enforce_shard_limits = false;
@@ -89,8 +90,8 @@ using PutDone = std::function<void(PutResult)>;
 struct ShardReadResult {
   std::vector<log::ReadRecord> records;
   uint64_t next_offset = 0;
-  bool shard_end = false;             // closed shard read to its end
-  std::vector<ShardInfo> children;    // set with shard_end
+  bool shard_end = false;           // closed shard read to its end
+  std::vector<ShardInfo> children;  // set with shard_end
   int64_t millis_behind_latest = 0;
 };
 
@@ -146,8 +147,14 @@ class StreamManager {
   Result<ShardBounds> Bounds(const std::string& name, uint64_t uid, uint32_t shard) const;
   Result<uint64_t> OffsetAtTime(const std::string& name, uint64_t uid, uint32_t shard,
                                 int64_t t_ms) const;
-  Result<ShardReadResult> Read(const std::string& name, uint64_t uid, uint32_t shard,
-                               uint64_t from, size_t max_records, size_t max_bytes) const;
+  Result<ShardReadResult> Read(const std::string& name, uint64_t uid, uint32_t shard, uint64_t from,
+                               size_t max_records, size_t max_bytes) const;
+
+  // Counts completed Put calls (any stream). Readers that follow the tip (SubscribeToShard)
+  // wait for it to move instead of polling on a timer.
+  uint64_t append_epoch() const;
+  // Waits until append_epoch() differs from `seen` or `timeout` passes; returns the epoch.
+  uint64_t WaitForAppend(uint64_t seen, std::chrono::milliseconds timeout) const;
 
   // Delivery reads shard logs directly (no GetRecords quota).
   Result<std::shared_ptr<log::ShardLog>> ShardLogFor(uint64_t uid, uint32_t shard) const;
@@ -207,6 +214,10 @@ class StreamManager {
 
   std::mutex floor_mu_;
   RetentionFloor floor_;
+
+  mutable std::mutex append_mu_;
+  mutable std::condition_variable append_cv_;
+  uint64_t append_epoch_ = 0;  // guarded by append_mu_
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

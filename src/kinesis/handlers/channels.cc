@@ -1,9 +1,9 @@
 // Channels: CreateChannel, DescribeChannel, ListChannels, UpdateChannel, DeleteChannel
 // (kds-delivery-spec.md §1). Model constraints → ValidationException; semantic rules →
 // InvalidArgumentException; the rest comes from the delivery engine's statuses.
-#include <regex>
-
 #include <fmt/format.h>
+
+#include <regex>
 
 #include "delivery/channel_manager.h"
 #include "kinesis/context.h"
@@ -21,7 +21,8 @@ const std::regex kChannelArn(R"(arn:aws.*:kinesis:.*:\d{12}:channel/\S+)");
 const std::regex kGsrArn(
     R"(arn:aws[-a-z0-9]*:glue:[-a-z0-9]+:\d{12}:schema/[-a-zA-Z0-9_$#.]+/[-a-zA-Z0-9_$#.]+)");
 const std::regex kBucketArn(R"(arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63})");
-const std::regex kTableBucketArn(R"(arn:aws[-a-z0-9]*:s3tables:[-a-z0-9]+:\d{12}:bucket/[a-z0-9_-]{3,63})");
+const std::regex kTableBucketArn(
+    R"(arn:aws[-a-z0-9]*:s3tables:[-a-z0-9]+:\d{12}:bucket/[a-z0-9_-]{3,63})");
 const std::regex kOwner(R"(\d{12})");
 const std::regex kSourceName(R"([a-zA-Z0-9._]+)");
 const std::regex kTemplateChars(R"([0-9A-Za-z!\-_'.*()/=:{}]+)");
@@ -49,9 +50,10 @@ bool Ok(Call& call, aws::Params& p) {
 }
 
 json DescriptionJson(const ChannelConfig& c) {
-  json stream = {{"StreamARN", c.stream_arn},
-                 {"StreamCreationTimestamp", EpochSeconds(c.stream_created_ms)},
-                 {"RecordConfiguration", {{"RecordFormatType", delivery::RecordFormatName(c.record_format)}}}};
+  json stream = {
+      {"StreamARN", c.stream_arn},
+      {"StreamCreationTimestamp", EpochSeconds(c.stream_created_ms)},
+      {"RecordConfiguration", {{"RecordFormatType", delivery::RecordFormatName(c.record_format)}}}};
   if (!c.gsr_schema_arn.empty()) stream["RecordConfiguration"]["GSRSchemaARN"] = c.gsr_schema_arn;
   json start = {{"Type", c.starting_position.type}};
   if (c.starting_position.type == "AT_TIMESTAMP") {
@@ -76,8 +78,8 @@ json DescriptionJson(const ChannelConfig& c) {
                                     {"KeyId", c.encryption->key_id}};
   }
   json dlq = {{"BucketARN", c.dlq.bucket_arn},
-               {"ExpectedBucketOwner", c.dlq.expected_bucket_owner},
-               {"ErrorOutputPrefix", c.dlq.error_output_prefix}};
+              {"ExpectedBucketOwner", c.dlq.expected_bucket_owner},
+              {"ErrorOutputPrefix", c.dlq.error_output_prefix}};
   if (c.destination_type() == delivery::DestinationType::kS3) {
     const auto& s3 = c.s3();
     d["S3DestinationConfiguration"] = {
@@ -97,7 +99,8 @@ json DescriptionJson(const ChannelConfig& c) {
                   {"CompressionType", delivery::TableCompressionName(t.compression)}};
     if (!t.partition_fields.empty()) {
       json fields = json::array();
-      for (const auto& f : t.partition_fields) fields.push_back({{"SourceName", f.source_name}, {"Transform", f.transform}});
+      for (const auto& f : t.partition_fields)
+        fields.push_back({{"SourceName", f.source_name}, {"Transform", f.transform}});
       table["PartitionSpec"] = {{"PartitionFields", fields}};
     }
     d["S3TablesDestinationConfiguration"] = {{"DataFreshnessInSeconds", c.data_freshness_seconds},
@@ -129,15 +132,18 @@ bool HasDotSegment(std::string_view s) {
 }
 
 // DeadLetterQueueS3Configuration.
-void ReadDlq(aws::Params& p, const std::string& path, const json& j, delivery::DeadLetterQueueConfig* out) {
+void ReadDlq(aws::Params& p, const std::string& path, const json& j,
+             delivery::DeadLetterQueueConfig* out) {
   aws::Params d(j);
   auto bucket = d.Str("BucketARN");
   auto owner = d.Str("ExpectedBucketOwner");
   auto prefix = d.Str("ErrorOutputPrefix");
   if (auto e = d.Error()) return p.AddViolation(e->message);
-  StrMember(p, path + ".bucketARN", bucket, true, 1, 2048, &kBucketArn, "arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63}");
+  StrMember(p, path + ".bucketARN", bucket, true, 1, 2048, &kBucketArn,
+            "arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63}");
   StrMember(p, path + ".expectedBucketOwner", owner, true, 12, 12, &kOwner, "\\d{12}");
-  StrMember(p, path + ".errorOutputPrefix", prefix, false, 1, 512, &kPrefixChars, "[0-9A-Za-z!\\-_'.*()\\/]+");
+  StrMember(p, path + ".errorOutputPrefix", prefix, false, 1, 512, &kPrefixChars,
+            "[0-9A-Za-z!\\-_'.*()\\/]+");
   if (prefix && HasDotSegment(*prefix)) {  // it becomes part of object keys and file paths
     p.AddViolation(
         "Value '" + *prefix + "' at '" + path +
@@ -184,7 +190,8 @@ std::optional<delivery::LoggingConfig> ReadLogging(aws::Params& p, const json* j
 
 std::optional<std::string> ChannelArnMember(aws::Params& p) {
   auto arn = p.Str("ChannelARN");
-  StrMember(p, "channelARN", arn, true, 1, 2048, &kChannelArn, "arn:aws.*:kinesis:.*:\\d{12}:channel/\\S+");
+  StrMember(p, "channelARN", arn, true, 1, 2048, &kChannelArn,
+            "arn:aws.*:kinesis:.*:\\d{12}:channel/\\S+");
   return arn;
 }
 
@@ -223,13 +230,15 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
     p.ListLength("streamConfigurationList", streams->size(), streams->dump(), 1, 10000);
     for (size_t i = 0; i < streams->size(); ++i) {
       std::string base = fmt::format("streamConfigurationList.{}.member", i + 1);
-      if (!(*streams)[i].is_object()) return call.Fail(aws::SerializationError("Start of list found where not expected"));
+      if (!(*streams)[i].is_object())
+        return call.Fail(aws::SerializationError("Start of list found where not expected"));
       aws::Params sp((*streams)[i]);
       auto arn = sp.Str("StreamARN");
       const json* rc = sp.Struct("RecordConfiguration");
       const json* start = sp.Struct("StartingPosition");
       if (auto e = sp.Error()) return call.Fail(*e);
-      StrMember(p, base + ".streamARN", arn, true, 1, 2048, &kStreamArn, "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
+      StrMember(p, base + ".streamARN", arn, true, 1, 2048, &kStreamArn,
+                "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
       p.Required(base + ".recordConfiguration", rc != nullptr);
       if (rc) {
         aws::Params rp(*rc);
@@ -240,10 +249,13 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         if (fmt_type) {
           p.Enum(base + ".recordConfiguration.recordFormatType", *fmt_type,
                  {"GSR_JSON", "JSON", "STRING", "BYTE_ARRAY"});
-          if (i == 0) c.record_format = delivery::ParseRecordFormat(*fmt_type).value_or(delivery::RecordFormat::kJson);
+          if (i == 0)
+            c.record_format =
+                delivery::ParseRecordFormat(*fmt_type).value_or(delivery::RecordFormat::kJson);
         }
-        StrMember(p, base + ".recordConfiguration.gSRSchemaARN", gsr, false, 1, 512, &kGsrArn,
-                  "arn:aws[-a-z0-9]*:glue:[-a-z0-9]+:\\d{12}:schema/[-a-zA-Z0-9_$#.]+/[-a-zA-Z0-9_$#.]+");
+        StrMember(
+            p, base + ".recordConfiguration.gSRSchemaARN", gsr, false, 1, 512, &kGsrArn,
+            "arn:aws[-a-z0-9]*:glue:[-a-z0-9]+:\\d{12}:schema/[-a-zA-Z0-9_$#.]+/[-a-zA-Z0-9_$#.]+");
         if (i == 0 && gsr) c.gsr_schema_arn = *gsr;
       }
       if (start) {
@@ -252,7 +264,9 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         auto ts = stp.TimestampMs("Timestamp");
         if (auto e = stp.Error()) return call.Fail(*e);
         p.Required(base + ".startingPosition.type", type.has_value());
-        if (type) p.Enum(base + ".startingPosition.type", *type, {"LATEST", "TRIM_HORIZON", "AT_TIMESTAMP"});
+        if (type)
+          p.Enum(base + ".startingPosition.type", *type,
+                 {"LATEST", "TRIM_HORIZON", "AT_TIMESTAMP"});
         if (i == 0 && type) c.starting_position = {*type, ts.value_or(0)};
       }
       if (i == 0) stream_arn = arn;
@@ -277,16 +291,19 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
       auto klass = st.Str("StorageClass");
       if (auto e = st.Error()) return call.Fail(*e);
       std::string b = "s3DestinationConfiguration.storageConfiguration.";
-      StrMember(p, b + "bucketARN", bucket, true, 1, 2048, &kBucketArn, "arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63}");
+      StrMember(p, b + "bucketARN", bucket, true, 1, 2048, &kBucketArn,
+                "arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63}");
       p.Required(b + "compressionType", comp.has_value());
       if (comp) p.Enum(b + "compressionType", *comp, {"NONE", "GZIP", "ZSTD"});
       StrMember(p, b + "expectedBucketOwner", owner, true, 12, 12, &kOwner, "\\d{12}");
       StrMember(p, b + "outputKeyTemplate", tmpl, false, 1, 1024, &kTemplateChars,
                 "[0-9A-Za-z!\\-_'.*()\\/=:{}]+");
-      if (klass) p.Enum(b + "storageClass", *klass, {"STANDARD", "INTELLIGENT_TIERING", "GLACIER_IR"});
+      if (klass)
+        p.Enum(b + "storageClass", *klass, {"STANDARD", "INTELLIGENT_TIERING", "GLACIER_IR"});
       auto& d = c.s3();
       d.bucket_arn = bucket.value_or("");
-      d.compression = delivery::ParseCompression(comp.value_or("NONE")).value_or(delivery::Compression::kNone);
+      d.compression =
+          delivery::ParseCompression(comp.value_or("NONE")).value_or(delivery::Compression::kNone);
       d.expected_bucket_owner = owner.value_or("");
       d.output_key_template = tmpl.value_or("");
       d.storage_class = klass.value_or("STANDARD");
@@ -303,12 +320,15 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
     p.Required("s3TablesDestinationConfiguration.s3TablesConfigurationList", list != nullptr);
     CheckFreshness(ctx, p, "s3TablesDestinationConfiguration.dataFreshnessInSeconds", freshness);
     if (freshness) c.data_freshness_seconds = static_cast<int>(*freshness);
-    if (dlq) ReadDlq(p, "s3TablesDestinationConfiguration.deadLetterQueueS3Configuration", *dlq, &c.dlq);
+    if (dlq)
+      ReadDlq(p, "s3TablesDestinationConfiguration.deadLetterQueueS3Configuration", *dlq, &c.dlq);
     if (!s3) c.destination = delivery::TableDestinationConfig{};
     if (list) {
-      p.ListLength("s3TablesDestinationConfiguration.s3TablesConfigurationList", list->size(), list->dump(), 1, 10000);
+      p.ListLength("s3TablesDestinationConfiguration.s3TablesConfigurationList", list->size(),
+                   list->dump(), 1, 10000);
       for (size_t i = 0; i < list->size(); ++i) {
-        if (!(*list)[i].is_object()) return call.Fail(aws::SerializationError("Start of list found where not expected"));
+        if (!(*list)[i].is_object())
+          return call.Fail(aws::SerializationError("Start of list found where not expected"));
         aws::Params t((*list)[i]);
         auto tb = t.Str("TableBucketARN");
         auto ns = t.Str("Namespace");
@@ -316,14 +336,16 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         auto comp = t.Str("CompressionType");
         const json* spec = t.Struct("PartitionSpec");
         if (auto e = t.Error()) return call.Fail(*e);
-        std::string b = fmt::format("s3TablesDestinationConfiguration.s3TablesConfigurationList.{}.member.", i + 1);
+        std::string b = fmt::format(
+            "s3TablesDestinationConfiguration.s3TablesConfigurationList.{}.member.", i + 1);
         delivery::TableDestinationConfig table;
         if (spec) {
           aws::Params sp(*spec);
           const json* fields = sp.List("PartitionFields");
           if (auto e = sp.Error()) return call.Fail(*e);
           if (fields) {
-            p.ListLength(b + "partitionSpec.partitionFields", fields->size(), fields->dump(), 1, 10);
+            p.ListLength(b + "partitionSpec.partitionFields", fields->size(), fields->dump(), 1,
+                         10);
             for (size_t f = 0; f < fields->size(); ++f) {
               if (!(*fields)[f].is_object()) {
                 return call.Fail(aws::SerializationError("Start of list found where not expected"));
@@ -333,7 +355,8 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
               auto transform = fp.Str("Transform");
               if (auto e = fp.Error()) return call.Fail(*e);
               std::string fb = fmt::format("{}partitionSpec.partitionFields.{}.member.", b, f + 1);
-              StrMember(p, fb + "sourceName", source, true, 1, 255, &kSourceName, "[a-zA-Z0-9\\.\\_]+");
+              StrMember(p, fb + "sourceName", source, true, 1, 255, &kSourceName,
+                        "[a-zA-Z0-9\\.\\_]+");
               p.Required(fb + "transform", transform.has_value());
               if (transform) p.Enum(fb + "transform", *transform, {"TIME_HOUR"});
               table.partition_fields.push_back({source.value_or(""), transform.value_or("")});
@@ -349,8 +372,8 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         table.table_bucket_arn = tb.value_or("");
         table.ns = ns.value_or("");
         table.table_name = tn.value_or("");
-        table.compression =
-            delivery::ParseTableCompression(comp.value_or("ZSTD")).value_or(delivery::TableCompression::kZstd);
+        table.compression = delivery::ParseTableCompression(comp.value_or("ZSTD"))
+                                .value_or(delivery::TableCompression::kZstd);
         if (i == 0 && !s3) c.destination = std::move(table);
       }
     }
@@ -376,8 +399,9 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         "specified."));
   }
   if (streams->size() != 1) {
-    return call.Fail(aws::InvalidArgumentError("A channel reads exactly one stream: "
-                                               "StreamConfigurationList must have one item."));
+    return call.Fail(
+        aws::InvalidArgumentError("A channel reads exactly one stream: "
+                                  "StreamConfigurationList must have one item."));
   }
   if (tables) {
     // The table destination's own rules (kds-delivery-spec.md §1.11, 3, 5 and 6) come first,
@@ -398,12 +422,14 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
     }
     // kds-delivery-spec.md §2.6 [DECISION]: exactly one hourly partition field.
     if (c.table().partition_fields.size() != 1) {
-      return call.Fail(aws::InvalidArgumentError(
-          "A streaming-table destination needs a PartitionSpec with exactly one PartitionField: TIME_HOUR on a "
-          "string column of format date-time."));
+      return call.Fail(
+          aws::InvalidArgumentError("A streaming-table destination needs a PartitionSpec with "
+                                    "exactly one PartitionField: TIME_HOUR on a "
+                                    "string column of format date-time."));
     }
     if (!ctx.channels->Supports(delivery::DestinationType::kS3Tables)) {
-      return call.Fail(aws::InvalidArgumentError("Streaming-table destinations are not enabled on this server."));
+      return call.Fail(aws::InvalidArgumentError(
+          "Streaming-table destinations are not enabled on this server."));
     }
   }
   if (!tables && c.record_format == delivery::RecordFormat::kGsrJson) {
@@ -425,8 +451,8 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
   aws::Params arn_params(p.object());  // the ARN was checked above; this only extracts the name
   auto stream_name = StreamNameFromArn(ctx, arn_params, "streamARN", *stream_arn);
   if (!stream_name || stream_name->front() == '\x01') {
-    return call.Fail(NotFound(fmt::format("Stream {} under account {} not found.", *stream_arn,
-                                          ctx.options.account)));
+    return call.Fail(NotFound(
+        fmt::format("Stream {} under account {} not found.", *stream_arn, ctx.options.account)));
   }
   auto info = ctx.streams->Describe(*stream_name);
   if (!info.ok()) return call.Fail(info.status());
@@ -474,13 +500,14 @@ void ListChannels(Context& ctx, Call& call, aws::Params& p) {
   if (filters) {
     p.ListLength("streamFilter", filters->size(), filters->dump(), 1, 10000);
     for (size_t i = 0; i < filters->size(); ++i) {
-      if (!(*filters)[i].is_object()) return call.Fail(aws::SerializationError("Start of list found where not expected"));
+      if (!(*filters)[i].is_object())
+        return call.Fail(aws::SerializationError("Start of list found where not expected"));
       aws::Params fp((*filters)[i]);
       auto arn = fp.Str("StreamARN");
       auto ts = fp.TimestampMs("StreamCreationTimestamp");
       if (auto e = fp.Error()) return call.Fail(*e);
-      StrMember(p, fmt::format("streamFilter.{}.member.streamARN", i + 1), arn, true, 1, 2048, &kStreamArn,
-                "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
+      StrMember(p, fmt::format("streamFilter.{}.member.streamARN", i + 1), arn, true, 1, 2048,
+                &kStreamArn, "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
       if (arn) wanted.emplace_back(*arn, ts);
     }
   }
@@ -492,7 +519,8 @@ void ListChannels(Context& ctx, Call& call, aws::Params& p) {
       return call.Fail(aws::InvalidArgumentError("Invalid NextToken."));
     }
     if (ctx.clock->NowMillis() - t->issued_ms > ctx.options.next_token_ttl_ms) {
-      return call.Fail(aws::ApiError{"ExpiredNextTokenException", "The NextToken has expired.", 400});
+      return call.Fail(
+          aws::ApiError{"ExpiredNextTokenException", "The NextToken has expired.", 400});
     }
     after = t->payload["after_channel"].get<std::string>();
   }
@@ -518,15 +546,17 @@ void ListChannels(Context& ctx, Call& call, aws::Params& p) {
               {"ChannelId", c.id},
               {"ChannelName", c.name},
               {"ChannelStatus", delivery::ChannelStatusName(c.status)},
-              {"Streams", json::array({{{"StreamARN", c.stream_arn},
-                                        {"StreamCreationTimestamp", EpochSeconds(c.stream_created_ms)}}})}};
+              {"Streams",
+               json::array({{{"StreamARN", c.stream_arn},
+                             {"StreamCreationTimestamp", EpochSeconds(c.stream_created_ms)}}})}};
     if (!c.status_reason.empty()) s["ChannelStatusReason"] = c.status_reason;
     summaries.push_back(std::move(s));
   }
   json out = {{"ChannelSummaries", summaries}};
   if (more) {
     out["NextToken"] = ctx.tokens.EncodeNextToken(
-        {{"after_channel", summaries.back()["ChannelName"].get<std::string>()}}, ctx.clock->NowMillis());
+        {{"after_channel", summaries.back()["ChannelName"].get<std::string>()}},
+        ctx.clock->NowMillis());
   }
   call.Reply(out);
 }

@@ -1,11 +1,10 @@
 // The data plane: PutRecord, PutRecords, GetShardIterator, GetRecords (aws-api.md §B.4,
 // §B.5). PutRecords is the hot path: parsed with simdjson on-demand, base64 decoded once
 // into one arena, appended with one group commit per shard, answered from an I/O thread.
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/base64.h"
 #include "common/time_format.h"
@@ -63,22 +62,6 @@ aws::ApiError ShardRateExceeded(std::string_view account, uint32_t shard, std::s
                        400};
 }
 
-void AppendJsonString(std::string* out, std::string_view s) {
-  out->push_back('"');
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (u < 0x20) {
-      *out += fmt::format("\\u{:04x}", u);
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
-}
-
 // AWS's SerializationException texts for a Blob member (kinesalite's suite, recorded
 // against AWS).
 std::string BlobDecodeError(std::string_view text) {
@@ -94,10 +77,6 @@ std::string BlobTypeError(const json& v) {
   }
   if (v.is_array()) return "Start of list found where not expected";
   return "Start of structure or map found where not expected.";
-}
-
-std::string FormatEpochSeconds(int64_t ms) {
-  return fmt::format("{}.{:03d}", ms / 1000, static_cast<int>(ms % 1000));
 }
 
 }  // namespace
@@ -173,11 +152,10 @@ void PutRecord(Context& ctx, Call& call, aws::Params& p) {
         // failed and never where.
         return call.Fail(item.error);
       }
-      std::string body = R"({"ShardId":")" + ShardIdString(item.shard_index) +
-                         R"(","SequenceNumber":")" +
-                         SequenceNumber::ForRecord(r.stream_uid, item.shard_index, item.offset)
-                             .ToString() +
-                         R"(","EncryptionType":"NONE"})";
+      std::string body =
+          R"({"ShardId":")" + ShardIdString(item.shard_index) + R"(","SequenceNumber":")" +
+          SequenceNumber::ForRecord(r.stream_uid, item.shard_index, item.offset).ToString() +
+          R"(","EncryptionType":"NONE"})";
       call.ReplyRaw(std::move(body));
     });
   });
@@ -330,7 +308,8 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   if (auto err = p.Error()) return call.Fail(*err);
   std::string stream_name = name ? *name : *arn_name;
   if (name && arn_name && *arn_name != stream_name) {
-    return call.Fail(aws::InvalidArgumentError("StreamARN and StreamName do not name the same stream."));
+    return call.Fail(
+        aws::InvalidArgumentError("StreamARN and StreamName do not name the same stream."));
   }
   auto limits = LimitsFor(ctx, stream_name);
   if (!limits.ok()) return call.Fail(limits.status());
@@ -353,53 +332,55 @@ void PutRecordsRaw(Context& ctx, Call& call) {
     items[i] = {pks[i], data[i], hash};
   }
   if (total > limits->max_request_bytes) {
-    return call.Fail(aws::InvalidArgumentError(fmt::format(
-        "Records size exceeds {} MB limit", limits->max_request_bytes >> 20)));
+    return call.Fail(aws::InvalidArgumentError(
+        fmt::format("Records size exceeds {} MB limit", limits->max_request_bytes >> 20)));
   }
 
   auto post = ctx.post;
   std::string account = ctx.options.account;
-  Status st = ctx.streams->Put(stream_name, items, [call, post, stream_name, account](
-                                                        stream::PutResult r) {
-    post([call, r = std::move(r), stream_name, account] {
-      // Every record refused because the disk is full (or the log cannot be written for
-      // a reason that passes): the whole call is retryable, so answer it as such.
-      bool all_unavailable = !r.items.empty();
-      for (const auto& it : r.items) {
-        all_unavailable &= it.error.code() == StatusCode::kUnavailable;
-      }
-      if (all_unavailable) return call.Fail(r.items[0].error);
-      std::string out;
-      out.reserve(40 + r.items.size() * 110);
-      int failed = 0;
-      out += R"({"Records":[)";
-      for (size_t i = 0; i < r.items.size(); ++i) {
-        const auto& it = r.items[i];
-        if (i) out.push_back(',');
-        if (it.error.ok()) {
-          out += R"({"SequenceNumber":")";
-          SequenceNumber::ForRecord(r.stream_uid, it.shard_index, it.offset).AppendTo(&out);
-          out += R"(","ShardId":")";
-          stream::AppendShardId(&out, it.shard_index);
-          out += "\"}";
-        } else {
-          ++failed;
-          if (it.error.code() == StatusCode::kThrottled) {
-            out += R"({"ErrorCode":"ProvisionedThroughputExceededException","ErrorMessage":)";
-            AppendJsonString(&out, ShardRateExceeded(account, it.shard_index, stream_name).message);
-            out += "}";
-          } else {
-            out += R"({"ErrorCode":"InternalFailure","ErrorMessage":)";
-            AppendJsonString(&out, it.error.message().empty() ? "Internal service failure."
-                                                              : it.error.message());
-            out += "}";
+  Status st =
+      ctx.streams->Put(stream_name, items, [call, post, stream_name, account](stream::PutResult r) {
+        post([call, r = std::move(r), stream_name, account] {
+          // Every record refused because the disk is full (or the log cannot be written for
+          // a reason that passes): the whole call is retryable, so answer it as such.
+          bool all_unavailable = !r.items.empty();
+          for (const auto& it : r.items) {
+            all_unavailable &= it.error.code() == StatusCode::kUnavailable;
           }
-        }
-      }
-      out += R"(],"FailedRecordCount":)" + std::to_string(failed) + R"(,"EncryptionType":"NONE"})";
-      call.ReplyRaw(std::move(out));
-    });
-  });
+          if (all_unavailable) return call.Fail(r.items[0].error);
+          std::string out;
+          out.reserve(40 + r.items.size() * 110);
+          int failed = 0;
+          out += R"({"Records":[)";
+          for (size_t i = 0; i < r.items.size(); ++i) {
+            const auto& it = r.items[i];
+            if (i) out.push_back(',');
+            if (it.error.ok()) {
+              out += R"({"SequenceNumber":")";
+              SequenceNumber::ForRecord(r.stream_uid, it.shard_index, it.offset).AppendTo(&out);
+              out += R"(","ShardId":")";
+              stream::AppendShardId(&out, it.shard_index);
+              out += "\"}";
+            } else {
+              ++failed;
+              if (it.error.code() == StatusCode::kThrottled) {
+                out += R"({"ErrorCode":"ProvisionedThroughputExceededException","ErrorMessage":)";
+                AppendJsonString(&out,
+                                 ShardRateExceeded(account, it.shard_index, stream_name).message);
+                out += "}";
+              } else {
+                out += R"({"ErrorCode":"InternalFailure","ErrorMessage":)";
+                AppendJsonString(&out, it.error.message().empty() ? "Internal service failure."
+                                                                  : it.error.message());
+                out += "}";
+              }
+            }
+          }
+          out +=
+              R"(],"FailedRecordCount":)" + std::to_string(failed) + R"(,"EncryptionType":"NONE"})";
+          call.ReplyRaw(std::move(out));
+        });
+      });
   if (!st.ok()) call.Fail(st);
 }
 
@@ -413,12 +394,13 @@ void GetShardIterator(Context& ctx, Call& call, aws::Params& p) {
   p.Required("shardIteratorType", type.has_value());
   if (shard_id) CheckShardIdMember(p, "shardId", *shard_id);
   if (type) {
-    p.Enum("shardIteratorType", *type,
-           {"AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "TRIM_HORIZON", "LATEST",
-            "AT_TIMESTAMP"});
+    p.Enum(
+        "shardIteratorType", *type,
+        {"AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"});
   }
   if (seq) {
-    p.Pattern("startingSequenceNumber", *seq, aws::MatchesDecimal(*seq, 129), "0|([1-9]\\d{0,128})");
+    p.Pattern("startingSequenceNumber", *seq, aws::MatchesDecimal(*seq, 129),
+              "0|([1-9]\\d{0,128})");
   }
   if (auto e = p.Error()) return call.Fail(*e);
   bool by_seq = *type == "AT_SEQUENCE_NUMBER" || *type == "AFTER_SEQUENCE_NUMBER";
@@ -531,25 +513,8 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
     for (const auto& rec : r->records) bytes += rec.data.size() + rec.partition_key.size();
     limiter->ChargeRead(t->stream_uid, t->shard_index, bytes);
   }
-  std::string out;
-  size_t est = 64;
-  for (const auto& rec : r->records) est += base64::EncodedSize(rec.data.size()) + rec.partition_key.size() + 160;
-  out.reserve(est);
-  out += R"({"Records":[)";
-  for (size_t i = 0; i < r->records.size(); ++i) {
-    const auto& rec = r->records[i];
-    if (i) out.push_back(',');
-    out += R"({"SequenceNumber":")";
-    out += SequenceNumber::ForRecord(t->stream_uid, t->shard_index, rec.offset).ToString();
-    out += R"(","ApproximateArrivalTimestamp":)";
-    out += FormatEpochSeconds(rec.arrival_ms);
-    out += R"(,"Data":")";
-    base64::EncodeAppend(rec.data.data(), rec.data.size(), &out);
-    out += R"(","PartitionKey":)";
-    AppendJsonString(&out, rec.partition_key);
-    out += "}";
-  }
-  out += "]";
+  std::string out = "{";
+  AppendRecordsJson(&out, *r, t->stream_uid, t->shard_index);
   if (!r->shard_end) {
     IteratorToken next = *t;
     next.offset = r->next_offset;

@@ -74,8 +74,8 @@ void ListShards(Context& ctx, Call& call, aws::Params& p) {
     p.Required("shardFilter.type", t.has_value());
     if (t) {
       p.Enum("shardFilter.type", *t,
-             {"AFTER_SHARD_ID", "AT_TRIM_HORIZON", "FROM_TRIM_HORIZON", "AT_LATEST",
-              "AT_TIMESTAMP", "FROM_TIMESTAMP"});
+             {"AFTER_SHARD_ID", "AT_TRIM_HORIZON", "FROM_TRIM_HORIZON", "AT_LATEST", "AT_TIMESTAMP",
+              "FROM_TIMESTAMP"});
       ftype = *t;
     }
     if (fshard) CheckShardIdMember(p, "shardFilter.shardId", *fshard);
@@ -84,10 +84,12 @@ void ListShards(Context& ctx, Call& call, aws::Params& p) {
 
   bool has_stream = name || arn;
   if (token && has_stream) {
-    return call.Fail(aws::InvalidArgumentError("NextToken and StreamName cannot be provided together."));
+    return call.Fail(
+        aws::InvalidArgumentError("NextToken and StreamName cannot be provided together."));
   }
   if (!token && !has_stream) {
-    return call.Fail(aws::InvalidArgumentError("Either NextToken or StreamName should be provided."));
+    return call.Fail(
+        aws::InvalidArgumentError("Either NextToken or StreamName should be provided."));
   }
   if (token && (start || created)) {
     return call.Fail(aws::InvalidArgumentError(
@@ -95,15 +97,16 @@ void ListShards(Context& ctx, Call& call, aws::Params& p) {
         "StreamCreationTimestamp."));
   }
   if (name && arn_name && *name != *arn_name) {
-    return call.Fail(aws::InvalidArgumentError("StreamARN and StreamName do not name the same stream."));
+    return call.Fail(
+        aws::InvalidArgumentError("StreamARN and StreamName do not name the same stream."));
   }
   if (filter && ftype == "AFTER_SHARD_ID" && !fshard) {
-    return call.Fail(aws::InvalidArgumentError(
-        "ShardFilter type AFTER_SHARD_ID requires a ShardId."));
+    return call.Fail(
+        aws::InvalidArgumentError("ShardFilter type AFTER_SHARD_ID requires a ShardId."));
   }
   if (filter && (ftype == "AT_TIMESTAMP" || ftype == "FROM_TIMESTAMP") && !fts) {
-    return call.Fail(aws::InvalidArgumentError(
-        fmt::format("ShardFilter type {} requires a Timestamp.", ftype)));
+    return call.Fail(
+        aws::InvalidArgumentError(fmt::format("ShardFilter type {} requires a Timestamp.", ftype)));
   }
   if (filter && ftype != "AFTER_SHARD_ID" && fshard) {
     return call.Fail(aws::InvalidArgumentError(
@@ -139,14 +142,15 @@ void ListShards(Context& ctx, Call& call, aws::Params& p) {
   if (!info.ok()) return call.Fail(info.status());
   if (created && *created / 1000 != info->created_ms / 1000) {
     // Another incarnation of the stream of that name.
-    return call.Fail(NotFound(fmt::format("Stream {} under account {} not found.", stream_name,
-                                          ctx.options.account)));
+    return call.Fail(NotFound(
+        fmt::format("Stream {} under account {} not found.", stream_name, ctx.options.account)));
   }
   std::optional<uint32_t> filter_after;
   if (fshard) filter_after = stream::ParseShardId(*fshard);
   int64_t now = ctx.clock->NowMillis();
   // The trim horizon as a time: nothing is older than the stream itself.
-  int64_t trim_ms = std::max<int64_t>(now - info->retention_hours * 3600 * 1000LL, info->created_ms);
+  int64_t trim_ms =
+      std::max<int64_t>(now - info->retention_hours * 3600 * 1000LL, info->created_ms);
   int64_t ts = fts.value_or(0);
   if (ftype == "FROM_TIMESTAMP" || ftype == "AT_TIMESTAMP") ts = std::max(ts, trim_ms);
 
@@ -180,7 +184,8 @@ void SplitShard(Context& ctx, Call& call, aws::Params& p) {
   p.Required("shardToSplit", shard.has_value());
   p.Required("newStartingHashKey", key.has_value());
   if (shard) CheckShardIdMember(p, "shardToSplit", *shard);
-  if (key) p.Pattern("newStartingHashKey", *key, aws::MatchesDecimal(*key, 39), "0|([1-9]\\d{0,38})");
+  if (key)
+    p.Pattern("newStartingHashKey", *key, aws::MatchesDecimal(*key, 39), "0|([1-9]\\d{0,38})");
   if (auto e = p.Error()) return call.Fail(*e);
   if (RejectOnDemand(ctx, call, *name, "SplitShard")) return;
   auto k = ParseDecimal128(*key);

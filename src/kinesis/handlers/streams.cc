@@ -1,9 +1,9 @@
 // Stream lifecycle and description: CreateStream, DeleteStream, DescribeStream,
 // DescribeStreamSummary, ListStreams, DescribeLimits, retention, mode, monitoring,
 // encryption, record size, warm throughput, account settings (aws-api.md §B.1–§B.3, §B.8).
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "delivery/channel_manager.h"
 #include "kinesis/context.h"
@@ -73,9 +73,9 @@ void ChangeRetention(Context& ctx, Call& call, aws::Params& p, bool increase) {
   }
   Status st = ctx.streams->Mutate(*name, [&](StreamInfo& info) -> Status {
     if (info.status != stream::StreamStatus::kActive) {
-      return FailedPrecondition(fmt::format("Stream {} under account {} not ACTIVE, instead in state {}",
-                                            info.name, ctx.options.account,
-                                            stream::StreamStatusName(info.status)));
+      return FailedPrecondition(
+          fmt::format("Stream {} under account {} not ACTIVE, instead in state {}", info.name,
+                      ctx.options.account, stream::StreamStatusName(info.status)));
     }
     if (increase && h < info.retention_hours) {
       return InvalidArgument(fmt::format(
@@ -96,10 +96,13 @@ void ChangeRetention(Context& ctx, Call& call, aws::Params& p, bool increase) {
   call.ReplyEmpty();
 }
 
-const std::vector<std::string> kAllMetrics = {
-    "IncomingBytes", "IncomingRecords", "OutgoingBytes", "OutgoingRecords",
-    "WriteProvisionedThroughputExceeded", "ReadProvisionedThroughputExceeded",
-    "IteratorAgeMilliseconds"};
+const std::vector<std::string> kAllMetrics = {"IncomingBytes",
+                                              "IncomingRecords",
+                                              "OutgoingBytes",
+                                              "OutgoingRecords",
+                                              "WriteProvisionedThroughputExceeded",
+                                              "ReadProvisionedThroughputExceeded",
+                                              "IteratorAgeMilliseconds"};
 
 void ChangeMonitoring(Context& ctx, Call& call, aws::Params& p, bool enable) {
   auto name = StreamSelector(ctx, p);
@@ -169,22 +172,22 @@ void CreateStream(Context& ctx, Call& call, aws::Params& p) {
   // always did); with neither, the stream is ON_DEMAND.
   req.mode = mode.value_or(shard_count ? StreamMode::kProvisioned : StreamMode::kOnDemand);
   if (req.mode == StreamMode::kProvisioned && !shard_count) {
-    return call.Fail(aws::InvalidArgumentError(
-        "ShardCount is required when StreamMode is PROVISIONED."));
+    return call.Fail(
+        aws::InvalidArgumentError("ShardCount is required when StreamMode is PROVISIONED."));
   }
   if (req.mode == StreamMode::kOnDemand && shard_count) {
-    return call.Fail(aws::InvalidArgumentError(
-        "ShardCount is not expected when StreamMode=ON_DEMAND"));
+    return call.Fail(
+        aws::InvalidArgumentError("ShardCount is not expected when StreamMode=ON_DEMAND"));
   }
   if (warm && req.mode != StreamMode::kOnDemand) {
-    return call.Fail(aws::InvalidArgumentError(
-        "WarmThroughputMiBps can only be set for ON_DEMAND streams."));
+    return call.Fail(
+        aws::InvalidArgumentError("WarmThroughputMiBps can only be set for ON_DEMAND streams."));
   }
   req.shard_count = shard_count ? static_cast<uint32_t>(*shard_count) : 0;
   if (tags) {
     if (tags->size() > 50) {
-      return call.Fail(aws::InvalidArgumentError(
-          "Failed to create stream: a stream can have at most 50 tags."));
+      return call.Fail(
+          aws::InvalidArgumentError("Failed to create stream: a stream can have at most 50 tags."));
     }
     req.tags = TagsFrom(*tags);
   }
@@ -297,7 +300,8 @@ void ListStreams(Context& ctx, Call& call, aws::Params& p) {
       return call.Fail(aws::InvalidArgumentError("Invalid NextToken."));
     }
     if (ctx.clock->NowMillis() - t->issued_ms > ctx.options.next_token_ttl_ms) {
-      return call.Fail(aws::ApiError{"ExpiredNextTokenException", "The NextToken has expired.", 400});
+      return call.Fail(
+          aws::ApiError{"ExpiredNextTokenException", "The NextToken has expired.", 400});
     }
     after = t->payload["after"].get<std::string>();
   }

@@ -7,8 +7,9 @@
 // ResourceInUseException event.
 //
 // Each subscription runs on its own thread: it reads the shard's log from its position,
-// sends what it finds (at most 1 MiB of data per event) and waits 5 ms when nothing is
-// new, so records reach the consumer within milliseconds of their acknowledgement. It
+// sends what it finds (at most 1 MiB of data per event) and, when nothing is new, sleeps
+// until the next Put completes (StreamManager::WaitForAppend), so records reach the
+// consumer within milliseconds of their acknowledgement without a polling interval. It
 // reads nothing while more than kMaxPendingBytes wait for the socket: a slow consumer
 // holds a bounded amount of memory and slows nobody else.
 #include <fmt/format.h>
@@ -35,7 +36,8 @@ constexpr int64_t kTakeOverAfterMs = 5000;
 constexpr int64_t kHeartbeatMs = 2000;  // an event at least this often, records or not
 constexpr size_t kMaxEventBytes = 1u << 20;
 constexpr size_t kMaxPendingBytes = 4u << 20;
-constexpr auto kIdleWait = std::chrono::milliseconds(5);
+constexpr auto kIdleWait = std::chrono::milliseconds(5);   // while the socket is backed up
+constexpr auto kTipWait = std::chrono::milliseconds(100);  // at the tip, between appends
 
 std::string Event(std::string_view type, std::string_view payload) {
   return aws::EncodeEventMessage({{":event-type", std::string(type)},
@@ -133,25 +135,19 @@ void StopSubscriptions(SubscriptionHub& hub) { hub.Stop(); }
 
 namespace {
 
-// The event body of one read.
+// The event body of one read (records written directly, as GetRecords does).
 std::string EventJson(const stream::ShardReadResult& r, uint64_t uid, uint32_t shard,
                       uint64_t next_offset) {
-  json records = json::array();
-  for (const auto& rec : r.records) {
-    records.push_back(
-        {{"SequenceNumber", SequenceNumber::ForRecord(uid, shard, rec.offset).ToString()},
-         {"ApproximateArrivalTimestamp", EpochSeconds(rec.arrival_ms)},
-         {"Data", base64::Encode(rec.data)},
-         {"PartitionKey", rec.partition_key}});
-  }
+  std::string out = "{";
+  AppendRecordsJson(&out, r, uid, shard);
   // Where AFTER_SEQUENCE_NUMBER resumes: after the last record sent (or the shard start).
   SequenceNumber cont = next_offset == 0 ? SequenceNumber::ShardStart(uid, shard)
                                          : SequenceNumber::ForRecord(uid, shard, next_offset - 1);
-  json ev = {{"Records", records},
-             {"ContinuationSequenceNumber", cont.ToString()},
-             {"MillisBehindLatest", r.millis_behind_latest}};
-  if (r.shard_end) ev["ChildShards"] = ChildShardsJson(r.children);
-  return ev.dump();
+  out += R"(,"ContinuationSequenceNumber":")" + cont.ToString() + "\"";
+  out += R"(,"MillisBehindLatest":)" + std::to_string(r.millis_behind_latest);
+  if (r.shard_end) out += R"(,"ChildShards":)" + ChildShardsJson(r.children).dump();
+  out += "}";
+  return out;
 }
 
 }  // namespace
@@ -281,6 +277,7 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
           std::this_thread::sleep_for(kIdleWait);
           continue;
         }
+        uint64_t epoch = c->streams->append_epoch();
         auto r = c->streams->Read(stream_name, uid, shard, at, 10000, kMaxEventBytes);
         if (!r.ok()) {
           auto e = aws::KinesisError(r.status());
@@ -295,7 +292,8 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
           last_event = now_ms;
           if (r->shard_end) break;
         }
-        if (r->records.empty()) std::this_thread::sleep_for(kIdleWait);
+        // Nothing new: sleep until some Put completes (or a heartbeat is due), not on a timer.
+        if (r->records.empty()) c->streams->WaitForAppend(epoch, kTipWait);
       }
       if (sub->taken_over) {
         w->Write(ExceptionEvent("ResourceInUseException",

@@ -127,7 +127,8 @@ bool ChannelTagCall(Context& ctx, Call& call, aws::Params& p,
   std::string arn = it->get<std::string>();
   if (arn.find(":channel/") == std::string::npos) return false;
   if (!ctx.channels) {
-    call.Fail(NotFound(fmt::format("Channel {} under account {} not found.", arn, ctx.options.account)));
+    call.Fail(
+        NotFound(fmt::format("Channel {} under account {} not found.", arn, ctx.options.account)));
     return true;
   }
   fn(arn);
@@ -196,7 +197,8 @@ void TagResource(Context& ctx, Call& call, aws::Params& p) {
         std::map<std::string, std::string> m;
         for (auto it = tags->begin(); it != tags->end(); ++it) {
           if (it.key().rfind("aws:", 0) == 0) {
-            return call.Fail(aws::InvalidArgumentError("Tag keys starting with 'aws:' are reserved for AWS use."));
+            return call.Fail(aws::InvalidArgumentError(
+                "Tag keys starting with 'aws:' are reserved for AWS use."));
           }
           m[it.key()] = it.value().is_string() ? it.value().get<std::string>() : "";
         }
