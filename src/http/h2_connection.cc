@@ -125,7 +125,8 @@ struct H2Connection::StreamState {
   bool body_too_large = false;     // answered 413
   bool dispatched = false;
   bool responded = false;
-  bool settled = false;  // its share of `inflight` released
+  bool counted = false;  // holds a share of `inflight` (from its first HEADERS frame)
+  bool settled = false;  // that share released
   std::string body;      // a whole response body, sent from `offset`
   size_t offset = 0;
   std::shared_ptr<H2BodyWriter> writer;  // a streamed response body
@@ -147,6 +148,7 @@ struct H2Callbacks {
     s->id = frame->hd.stream_id;
     s->request->headers.reserve(16);
     nghttp2_session_set_stream_user_data(session, s->id, s.get());
+    c->Count(s.get());
     c->streams_[s->id] = std::move(s);
     return 0;
   }
@@ -244,8 +246,8 @@ struct H2Callbacks {
     if (it == c->streams_.end()) return 0;
     auto& s = *it->second;
     if (s.writer) s.writer->MarkClosed();
-    // A stream closed before its handler answered is settled by the responder.
-    if (s.responded) c->Settle(&s);
+    // A stream closed while its handler works is settled by the responder.
+    if (!s.dispatched || s.responded) c->Settle(&s);
     c->streams_.erase(it);
     return 0;
   }
@@ -329,6 +331,7 @@ Status H2Connection::Upgrade(std::string_view settings_b64url, std::shared_ptr<R
   s->id = 1;
   s->request = std::move(request);
   nghttp2_session_set_stream_user_data(session_, 1, s.get());
+  Count(s.get());
   streams_[1] = std::move(s);
   Dispatch(1);
   return Status::OK();
@@ -380,13 +383,18 @@ void H2Connection::Abort() {
   aborted_ = true;
   for (auto& [id, s] : streams_) {
     if (s->writer) s->writer->MarkClosed();
-    if (s->responded) Settle(s.get());
+    if (!s->dispatched || s->responded) Settle(s.get());
   }
   streams_.clear();
 }
 
+void H2Connection::Count(StreamState* s) {
+  s->counted = true;
+  env_.inflight->fetch_add(1);
+}
+
 void H2Connection::Settle(StreamState* s) {
-  if (s->settled || !s->dispatched) return;
+  if (s->settled || !s->counted) return;
   s->settled = true;
   env_.inflight->fetch_sub(1);
 }
@@ -396,7 +404,6 @@ void H2Connection::Dispatch(int32_t stream_id) {
   if (it == streams_.end() || it->second->dispatched) return;
   StreamState& s = *it->second;
   s.dispatched = true;
-  env_.inflight->fetch_add(1);
   if (s.headers_too_large) return SubmitSimple(stream_id, 431);
   if (s.body_too_large) return SubmitSimple(stream_id, 413);
   auto req = s.request;

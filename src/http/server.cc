@@ -181,6 +181,8 @@ class Session : public Connection {
     }
     auto len = parser_->content_length();
     if (len && *len > server_->options.max_body_bytes) return RespondTooLarge();
+    // From here the request counts as in flight, so Stop() waits for a body still arriving.
+    CountRequest();
     ArmDeadline(120);
     if (beast::iequals(msg[bhttp::field::expect], "100-continue")) {
       auto cont = std::make_shared<bhttp::response<bhttp::empty_body>>(bhttp::status::continue_,
@@ -245,10 +247,15 @@ class Session : public Connection {
     version_ = msg.version();
     parser_.reset();
     if constexpr (std::is_same_v<Stream, tcp::socket>) {
-      // h2c upgrade only in the clear (RFC 7540 §3.2; over TLS, ALPN decides).
-      if (WantsH2c(*req)) return UpgradeToH2(std::move(req));
+      // h2c upgrade only in the clear (RFC 7540 §3.2; over TLS, ALPN decides). HTTP/2
+      // counts the request as its stream 1.
+      if (WantsH2c(*req)) {
+        UncountRequest();
+        return UpgradeToH2(std::move(req));
+      }
     }
-    server_->inflight.fetch_add(1);
+    CountRequest();
+    counted_ = false;  // the response's write releases it
     auto self = Self();
     Responder respond = [self](Response r) {
       net::post(self->stream_.get_executor(),
@@ -320,7 +327,8 @@ class Session : public Connection {
   void RespondMalformed(int status, std::string message) {
     keep_alive_ = false;
     drain_after_write_ = true;
-    server_->inflight.fetch_add(1);
+    CountRequest();
+    counted_ = false;
     Response r;
     r.status = status;
     r.close = true;
@@ -337,7 +345,8 @@ class Session : public Connection {
   void RespondTooLarge() {
     keep_alive_ = false;
     drain_after_write_ = true;
-    server_->inflight.fetch_add(1);
+    CountRequest();
+    counted_ = false;
     Response r;
     r.status = 413;
     r.close = true;
@@ -393,7 +402,21 @@ class Session : public Connection {
     });
   }
 
+  // The request read so far holds one share of the server's in-flight count (idempotent);
+  // the response's write, or Close() when there will be none, releases it.
+  void CountRequest() {
+    if (counted_) return;
+    counted_ = true;
+    server_->inflight.fetch_add(1);
+  }
+  void UncountRequest() {
+    if (!counted_) return;
+    counted_ = false;
+    server_->inflight.fetch_sub(1);
+  }
+
   void Close() {
+    UncountRequest();
     beast::error_code ec;
     socket().shutdown(tcp::socket::shutdown_send, ec);
     socket().close(ec);
@@ -416,6 +439,7 @@ class Session : public Connection {
   std::string body_;
   std::optional<bhttp::response<bhttp::string_body>> res_;
   bool keep_alive_ = true;
+  bool counted_ = false;  // a request being read holds a share of server_->inflight
   bool drain_after_write_ = false;
   std::string drain_buf_;
   size_t drained_ = 0;
