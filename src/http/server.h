@@ -1,12 +1,19 @@
-// HTTP/1.1 server (Boost.Beast behind a pimpl): keep-alive, Expect: 100-continue,
-// body limit (413), header limit (431), malformed requests answered 400 (a bad or
-// negative Content-Length, Content-Length together with Transfer-Encoding), a cap on
-// open connections, idle connections closed, accept backing off when the process runs
-// out of descriptors, handlers that complete asynchronously from any thread.
+// HTTP server (Boost.Beast for HTTP/1.1, libnghttp2 for HTTP/2, OpenSSL for TLS, all
+// behind a pimpl). One port serves every protocol: a connection is sniffed by its first
+// bytes — a TLS ClientHello (when a certificate is configured; ALPN picks `h2` or
+// `http/1.1`), the HTTP/2 client preface (h2c with prior knowledge), or HTTP/1.1, which
+// may upgrade to h2c (`Upgrade: h2c`, RFC 7540 §3.2). HTTP/1.1: keep-alive, Expect:
+// 100-continue, body limit (413), header limit (431), malformed requests answered 400 (a
+// bad or negative Content-Length, Content-Length together with Transfer-Encoding).
+// HTTP/2: many concurrent streams, flow control, the same limits per stream, GOAWAY on
+// Stop(). Both: a cap on open connections, idle connections closed, accept backing off
+// when the process runs out of descriptors, handlers that complete asynchronously from
+// any thread, streamed response bodies (chunked on HTTP/1.1, DATA frames on HTTP/2).
 //
-// Lifetime: Start() listens and runs the I/O threads; Stop() stops accepting, waits
-// (bounded) for in-flight requests to be answered, then closes every connection and
-// joins the threads. Thread-safety: Stop may be called from any thread, once.
+// Lifetime: Start() listens and runs the I/O threads; Stop() stops accepting, sends
+// GOAWAY on HTTP/2 connections, waits (bounded) for in-flight requests to be answered,
+// then closes every connection and joins the threads. Thread-safety: Stop may be called
+// from any thread, once.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +38,11 @@ struct ServerOptions {
   size_t max_connections = 4096;
   int idle_timeout_seconds = 300;  // a keep-alive connection idle this long is closed
   int stop_grace_seconds = 30;
+  // TLS: PEM certificate chain and private key. Both empty: plaintext only. With them,
+  // the port takes TLS (ALPN h2, http/1.1) and still plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  uint32_t h2_max_concurrent_streams = 128;
 };
 
 class Server {

@@ -136,6 +136,8 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"idle_timeout_seconds",
        r.Int(&c.idle_timeout_seconds, "server.idle_timeout_seconds", 1, 86400)},
       {"access_log", r.Bool(&c.access_log, "server.access_log")},
+      {"tls_cert", r.Str(&c.tls_cert, "server.tls_cert")},
+      {"tls_key", r.Str(&c.tls_key, "server.tls_key")},
   };
   const Keys auth = {
       {"bearer_tokens", r.StrList(&c.bearer_tokens, "auth.bearer_tokens")},
@@ -156,18 +158,18 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"max_batch_bytes",
        r.Int(&c.delivery_max_batch_bytes, "delivery.max_batch_bytes", 1, kMaxInt)},
       {"tick_ms", r.Int(&c.delivery_tick_ms, "delivery.tick_ms", 1, 60000)},
-      {"activation_timeout_ms", r.Int(&c.delivery_activation_timeout_ms,
-                                      "delivery.activation_timeout_ms", 1, kMaxInt)},
-      {"table_target_file_bytes", r.Int(&c.table_target_file_bytes,
-                                        "delivery.table_target_file_bytes", 4096, kMaxInt)},
-      {"table_max_commit_bytes", r.Int(&c.table_max_commit_bytes,
-                                       "delivery.table_max_commit_bytes", 4096, kMaxInt)},
+      {"activation_timeout_ms",
+       r.Int(&c.delivery_activation_timeout_ms, "delivery.activation_timeout_ms", 1, kMaxInt)},
+      {"table_target_file_bytes",
+       r.Int(&c.table_target_file_bytes, "delivery.table_target_file_bytes", 4096, kMaxInt)},
+      {"table_max_commit_bytes",
+       r.Int(&c.table_max_commit_bytes, "delivery.table_max_commit_bytes", 4096, kMaxInt)},
       {"table_convert_threads",
        r.Int(&c.table_convert_threads, "delivery.table_convert_threads", 1, 64)},
-      {"table_snapshot_max_age_ms", r.Int(&c.table_snapshot_max_age_ms,
-                                          "delivery.table_snapshot_max_age_ms", 0, kMaxInt)},
-      {"table_expire_interval_ms", r.Int(&c.table_expire_interval_ms,
-                                         "delivery.table_expire_interval_ms", 1, kMaxInt)},
+      {"table_snapshot_max_age_ms",
+       r.Int(&c.table_snapshot_max_age_ms, "delivery.table_snapshot_max_age_ms", 0, kMaxInt)},
+      {"table_expire_interval_ms",
+       r.Int(&c.table_expire_interval_ms, "delivery.table_expire_interval_ms", 1, kMaxInt)},
       {"table_orphan_age_ms",
        r.Int(&c.table_orphan_age_ms, "delivery.table_orphan_age_ms", 0, kMaxInt)},
       {"table_compaction", r.Bool(&c.table_compaction, "delivery.table_compaction")},
@@ -253,6 +255,10 @@ Status Validate(const Config& c) {
     if (ch < '0' || ch > '9') return InvalidArgument("bad port in --listen '" + c.listen + "'");
   }
   if (std::stoul(c.listen.substr(colon + 1)) > 65535) return InvalidArgument("port out of range");
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return InvalidArgument(
+        "TLS needs both server.tls_cert (--tls-cert) and server.tls_key (--tls-key)");
+  }
   if (c.account.size() != 12) return InvalidArgument("account must have 12 digits");
   for (char ch : c.account) {
     if (ch < '0' || ch > '9') return InvalidArgument("account must have 12 digits");

@@ -40,6 +40,10 @@ struct Config {
   size_t max_connections = 4096;   // further connections wait in the listen backlog
   int idle_timeout_seconds = 300;  // a keep-alive connection idle this long is closed
   bool access_log = false;         // one info line per request
+  // TLS on the listening port (PEM files; both or neither). With them the port takes
+  // HTTPS (ALPN h2, http/1.1) beside plaintext HTTP/1.1 and h2c.
+  std::string tls_cert;
+  std::string tls_key;
   // Lifetime of shard iterators and NextTokens (AWS: 300 s). Tests shorten it.
   int64_t iterator_ttl_ms = 300 * 1000;
 

@@ -43,6 +43,8 @@ struct ServeFlags {
   std::string listen;
   std::string log_level;
   std::string s3_endpoint;
+  std::string tls_cert;
+  std::string tls_key;
   bool aws_strict = false;
   bool no_fsync = false;
   bool access_log = false;
@@ -63,6 +65,8 @@ int RunServe(const ServeFlags& f) {
   if (!f.log_level.empty()) c.log_level = f.log_level;
   if (f.aws_strict) c.aws_strict = true;
   if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
+  if (!f.tls_cert.empty()) c.tls_cert = f.tls_cert;
+  if (!f.tls_key.empty()) c.tls_key = f.tls_key;
   if (f.no_fsync) c.fsync = false;
   if (f.access_log) c.access_log = true;
   if (!ValidLogLevel(c.log_level)) {
@@ -96,11 +100,12 @@ int RunServe(const ServeFlags& f) {
                         : c.bearer_tokens.empty()                        ? "SigV4 (s3tables)"
                                                   : "SigV4 (s3tables) or bearer token";
   spdlog::info(
-      "icestream {} listening on http://{}:{} | data dir {} | region {} account {} | auth: {} | "
+      "icestream {} listening on http://{}:{}{} | data dir {} | region {} account {} | auth: {} | "
       "iceberg catalog: {} | /metrics: {} | aws-strict {} | S3: {} | fsync {} | open files limit "
       "{}",
-      ICESTREAM_VERSION, c.host(), (*server)->port(), AbsolutePath(c.data_dir), c.region, c.account,
-      auth, catalog,
+      ICESTREAM_VERSION, c.host(), (*server)->port(),
+      c.tls_cert.empty() ? std::string() : " and https (" + c.tls_cert + ")",
+      AbsolutePath(c.data_dir), c.region, c.account, auth, catalog,
       (!c.credentials.empty() || !c.bearer_tokens.empty()) && !c.public_metrics ? "bearer token"
                                                                                 : "open",
       c.aws_strict ? "on" : "off", c.s3_endpoint.empty() ? "local folders" : c.s3_endpoint,
@@ -125,6 +130,9 @@ void AddServeCommand(CLI::App* app) {
                   "trace|debug|info|warn|error|off (default info)");
   cmd->add_option("--s3-endpoint", flags->s3_endpoint,
                   "S3-compatible endpoint for delivery buckets (default: folders in the data dir)");
+  cmd->add_option("--tls-cert", flags->tls_cert,
+                  "PEM certificate chain: the port also serves HTTPS (ALPN h2, http/1.1)");
+  cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
   cmd->add_flag("--aws-strict", flags->aws_strict,
                 "Enforce every AWS limit exactly (e.g. DataFreshnessInSeconds >= 300)");
   cmd->add_flag("--access-log", flags->access_log,

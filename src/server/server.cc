@@ -233,6 +233,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
   ho.max_connections = config.max_connections;
   ho.idle_timeout_seconds = config.idle_timeout_seconds;
+  ho.tls_cert_file = config.tls_cert;
+  ho.tls_key_file = config.tls_key;
   Router* router = p->router.get();
   http::Handler handler = [router](std::shared_ptr<http::Request> req, http::Responder respond) {
     router->Handle(std::move(req), std::move(respond));
