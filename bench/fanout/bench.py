@@ -1,19 +1,39 @@
 """Driver of bench/fanout (see run). Prints figures; asserts nothing.
 
+Two parts, both with the AWS SDK for JavaScript v3 (clients.cjs) as producer:
+
+1. PutRecords MB/s over HTTP/2 vs HTTP/1.1 with the same client, icestream only: one
+   KinesisClient, `--batch` records of `--record-size` bytes per call, `--inflight` calls
+   in flight, for `--seconds`; NodeHttpHandler (HTTP/1.1 keep-alive) against the Kinesis
+   client's default NodeHttp2Handler (no requestHandler given; it is configured with
+   disableConcurrentStreams, so one HTTP/2 session, one TCP connection, per request) and
+   against `new NodeHttp2Handler()` (pooled sessions, concurrent streams). Goal: >= 0.9x
+   the HTTP/1.1 figure. Rounds alternate so that drift hits every handler alike.
+
+2. Fan-out, 1 producer, 1 shard, N = 1, 5, 20 consumers. Enhanced fan-out (SubscribeToShard,
+   over HTTP/2 when the server speaks it) against polling GetRecords every 200 ms (AWS's
+   recommended minimum) on the same server and against kinesalite's polling: per-consumer
+   and aggregate read MB/s, delivery latency p50/p99 (PutRecords acknowledgement -> record
+   received). Two phases per configuration: a steady 1,000 records/s of 1 KiB (a shard's
+   write quota) for latency, then the producer as fast as `--inflight` calls in flight go
+   for MB/s. The readers (`--readers`): `raw` (default) frames the event stream / reads the
+   GetRecords body and only picks each record's index and size out of it, so that the
+   aggregate measures the servers; `sdk` is the KinesisClient itself (CRC checks, JSON,
+   base64 of every record). Polling readers are the same code against both servers. The
+   CPU seconds each party used (server, kinesalite, the Node clients) are printed beside
+   each row: on a small machine all share the same cores.
+
 Each record carries its index in its first 8 bytes; the producer notes when PutRecords
-acknowledged it, each consumer when it received it; latency is the difference (same
-machine, monotonic clock). Two phases per configuration: a steady 1,000 records/s of
-1 KiB (a shard's write quota) for latency, then the producer as fast as it goes for MB/s.
+acknowledged it, each consumer when it received it (one clock: same Node process).
 """
 
 import argparse
+import json
 import os
 import signal
 import socket
-import statistics
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "lib"))
@@ -29,129 +49,95 @@ ap.add_argument("--npm", required=True)
 ap.add_argument("--seconds", type=float, default=5)
 ap.add_argument("--rate", type=int, default=1000)
 ap.add_argument("--record-size", type=int, default=1024)
+ap.add_argument("--batch", type=int, default=500, help="records per PutRecords call (max phases)")
+ap.add_argument("--inflight", type=int, default=4, help="PutRecords calls in flight (max phases)")
+ap.add_argument("--rounds", type=int, default=3, help="rounds of the HTTP/2 vs HTTP/1.1 figure")
+ap.add_argument("--readers", choices=("raw", "sdk"), default="raw")
+ap.add_argument("--counts", default="1,5,20")
+ap.add_argument("--only", choices=("put", "fanout"), default=None)
 args = ap.parse_args()
 harness.BINARY = os.path.abspath(args.bin)
-COUNTS = (1, 5, 20)
+COUNTS = tuple(int(x) for x in args.counts.split(","))
+CLIENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients.cjs")
 
 
 def client(endpoint):
     return boto3.client("kinesis", endpoint_url=endpoint, region_name="us-east-1",
                         aws_access_key_id="test", aws_secret_access_key="test",
-                        config=Config(retries={"max_attempts": 0}, read_timeout=60,
-                                      max_pool_connections=50))
+                        config=Config(retries={"max_attempts": 0}, read_timeout=60))
 
 
-class Run:
-    def __init__(self, n):
-        self.acked = {}
-        self.received = [dict() for _ in range(n)]
-        self.bytes = [0] * n
-        self.stop = threading.Event()
-        self.lock = threading.Lock()
-
-    def got(self, i, records, now):
-        for r in records:
-            idx = int.from_bytes(r["Data"][:8], "big")
-            self.received[i].setdefault(idx, now)
-            self.bytes[i] += len(r["Data"])
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def produce(k, stream, run, seconds, rate):
-    """PutRecords in batches; rate 0 = as fast as one client goes. Returns records sent."""
-    size = args.record_size
-    idx = 0
-    batch = 100 if rate == 0 else max(1, rate // 20)
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < seconds:
-        recs = [{"Data": (idx + j).to_bytes(8, "big") + b"x" * (size - 8), "PartitionKey": "k"}
-                for j in range(batch)]
-        r = k.put_records(StreamName=stream, Records=recs)
-        now = time.monotonic()
-        for j, e in enumerate(r["Records"]):
-            if "SequenceNumber" in e:
-                run.acked[idx + j] = now
-        idx += batch
-        if rate:
-            target = t0 + idx / rate
-            if target > time.monotonic():
-                time.sleep(target - time.monotonic())
-    return idx
+def node_clients(cmd, cfg, timeout=300):
+    env = dict(os.environ, NODE_PATH=args.npm)
+    p = subprocess.run(["node", "--no-warnings", CLIENTS, cmd, json.dumps(cfg)], capture_output=True, text=True,
+                       env=env, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"clients.cjs {cmd} failed: {p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def efo_reader(k, consumer_arn, run, i, ready):
-    es = k.subscribe_to_shard(ConsumerARN=consumer_arn, ShardId="shardId-000000000000",
-                              StartingPosition={"Type": "LATEST"})["EventStream"]
-    ready.release()
-    try:
-        for ev in es:
-            e = ev.get("SubscribeToShardEvent")
-            if e:
-                run.got(i, e["Records"], time.monotonic())
-            if run.stop.is_set():
-                break
-    finally:
-        es.close()
+def speaks_h2c(port):
+    """Whether the server answers the HTTP/2 connection preface with a SETTINGS frame."""
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+        try:
+            head = s.recv(9)
+        except OSError:
+            return False
+        return len(head) >= 4 and head[3] == 4
 
 
-def poll_reader(k, stream, run, i, ready, interval=0.2):
-    it = k.get_shard_iterator(StreamName=stream, ShardId="shardId-000000000000",
-                              ShardIteratorType="LATEST")["ShardIterator"]
-    ready.release()
-    while not run.stop.is_set():
-        r = k.get_records(ShardIterator=it, Limit=10000)
-        run.got(i, r["Records"], time.monotonic())
-        it = r["NextShardIterator"]
-        time.sleep(interval)
+def measure(endpoint, stream, n, mode, consumer_arns, rate, efo_protocol, pids):
+    cfg = {"endpoint": endpoint, "stream": stream, "mode": mode,
+           "consumers": consumer_arns if mode == "efo" else n, "seconds": args.seconds, "rate": rate,
+           "size": args.record_size, "batch": args.batch if rate == 0 else max(1, rate // 20),
+           "inflight": args.inflight, "interval": 200, "readers": args.readers,
+           "efo_protocol": efo_protocol, "efo_handler": "default" if efo_protocol == "h2" else "http1",
+           "handler": "http1", "workers": 2}
+    before = {k: cpu_seconds(p) for k, p in pids.items()}
+    r = node_clients("fanout", cfg)
+    r["cpu"] = {k: cpu_seconds(p) - before[k] for k, p in pids.items()}
+    return r
 
 
-def measure(endpoint, stream, n, mode, consumer_arns, rate):
-    run = Run(n)
-    ready = threading.Semaphore(0)
-    threads = []
-    for i in range(n):
-        k = client(endpoint)
-        if mode == "efo":
-            t = threading.Thread(target=efo_reader, args=(k, consumer_arns[i], run, i, ready), daemon=True)
-        else:
-            t = threading.Thread(target=poll_reader, args=(k, stream, run, i, ready), daemon=True)
-        t.start()
-        threads.append(t)
-    for _ in range(n):
-        ready.acquire()
-    time.sleep(0.3)
-    t0 = time.monotonic()
-    sent = produce(client(endpoint), stream, run, args.seconds, rate)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(len(r) < len(run.acked) for r in run.received):
-        time.sleep(0.05)
-    elapsed = time.monotonic() - t0
-    run.stop.set()
-    # EFO readers end at their next event (heartbeats come every 2 s).
-    for t in threads:
-        t.join(timeout=5)
-    lat = []
-    for rec in run.received:
-        for idx, when in rec.items():
-            if idx in run.acked:
-                lat.append(max(0.0, when - run.acked[idx]) * 1000)
-    lat.sort()
-    got = [len(r) for r in run.received]
-    per = [b / elapsed / 1e6 for b in run.bytes]
-    return {
-        "sent": sent, "min_got": min(got), "per_mbs": statistics.mean(per), "agg_mbs": sum(per),
-        "p50": lat[len(lat) // 2] if lat else float("nan"),
-        "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else float("nan"),
-    }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def put_figure(srv):
+    """Part 1: PutRecords MB/s by request handler, same client and load."""
+    k = client(srv.endpoint)
+    k.create_stream(StreamName="put-h2", ShardCount=4)
+    handlers = (("http1", "NodeHttpHandler (HTTP/1.1)"),
+                ("default", "default handler (HTTP/2, a session per request)"),
+                ("shared", "new NodeHttp2Handler() (HTTP/2, pooled sessions)"))
+    got = {h: [] for h, _ in handlers}
+    print(f"PutRecords, JS SDK v3 KinesisClient: {args.batch} x {args.record_size} B per call, "
+          f"{args.inflight} calls in flight, {args.seconds:g} s per run, 4 shards", flush=True)
+    for rnd in range(args.rounds):
+        for h, label in handlers:
+            cpu0 = cpu_seconds(srv.proc.pid)
+            r = node_clients("put", {"endpoint": srv.endpoint, "handler": h, "stream": "put-h2",
+                                     "seconds": args.seconds, "inflight": args.inflight, "batch": args.batch,
+                                     "size": args.record_size})
+            server_cpu = cpu_seconds(srv.proc.pid) - cpu0
+            got[h].append(r["mbs"])
+            print(f"  round {rnd + 1} {label:48} {r['mbs']:7.2f} MB/s  ({r['calls']} calls, {r['failed']} "
+                  f"records failed; CPU s: server {server_cpu:.1f}, client {r['cpu_s']:.1f})", flush=True)
+    mean = {h: sum(v) / len(v) for h, v in got.items()}
+    lines = []
+    for h, label in handlers[1:]:
+        ratio = mean[h] / max(mean["http1"], 1e-9)
+        lines.append(f"PutRecords over HTTP/2 ({label}) {mean[h]:.2f} MB/s vs HTTP/1.1 {mean['http1']:.2f} MB/s "
+                     f"= {ratio:.2f}x (goal >= 0.9x) -> {'met' if ratio >= 0.9 else 'NOT met'}")
+    return lines
 
 
 def start_kinesalite():
-    port = free_port()
+    port = harness.free_port()
     env = dict(os.environ, NODE_PATH=args.npm)
     proc = subprocess.Popen(["node", "-e", 'require("kinesalite")({createStreamMs: 0, deleteStreamMs: 0, '
                              'updateStreamMs: 0}).listen(Number(process.argv[1]), "127.0.0.1")', str(port)],
@@ -164,17 +150,21 @@ def start_kinesalite():
         except OSError:
             time.sleep(0.1)
     proc.kill()
+    proc.wait()
     raise RuntimeError("kinesalite did not start")
 
 
-def main():
+def fanout_figure(srv, h2):
     rows = []
-    srv = Server().start()
     kin_proc = None
+    efo_protocol = "h2" if h2 else "h1"
     try:
         k = client(srv.endpoint)
         kin_proc, kin = start_kinesalite()
         kk = client(kin)
+        print(f"\nFan-out: readers {args.readers}, EFO over {'HTTP/2' if h2 else 'HTTP/1.1'}, polling over "
+              f"HTTP/1.1; producer JS SDK over HTTP/1.1, max phase {args.batch} x {args.record_size} B per call, "
+              f"{args.inflight} in flight", flush=True)
         for n in COUNTS:
             name = f"fan{n}"
             k.create_stream(StreamName=name, ShardCount=1)
@@ -183,37 +173,65 @@ def main():
             arn = k.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamARN"]
             arns = [k.register_stream_consumer(StreamARN=arn, ConsumerName=f"c{i}")["Consumer"]["ConsumerARN"]
                     for i in range(n)]
-            time.sleep(0.6)  # CREATING → ACTIVE
+            time.sleep(0.6)  # CREATING -> ACTIVE
             for phase, rate in (("steady", args.rate), ("max", 0)):
-                for label, endpoint, mode in (("icestream EFO", srv.endpoint, "efo"),
-                                              ("icestream poll 200 ms", srv.endpoint, "poll"),
-                                              ("kinesalite poll 200 ms", kin, "poll")):
+                for label, endpoint, mode, server_pid in (
+                        ("icestream EFO", srv.endpoint, "efo", srv.proc.pid),
+                        ("icestream poll 200 ms", srv.endpoint, "poll", srv.proc.pid),
+                        ("kinesalite poll 200 ms", kin, "poll", kin_proc.pid)):
                     if mode == "efo":
                         time.sleep(5.2)  # a consumer may re-subscribe to a shard after 5 s
-                    r = measure(endpoint, name, n, mode, arns, rate)
+                    r = measure(endpoint, name, n, mode, arns, rate, efo_protocol, {"server": server_pid})
                     rows.append((n, phase, label, r))
+                    wall = r["elapsed"]
+                    p50 = float("nan") if r["p50"] is None else r["p50"]
+                    p99 = float("nan") if r["p99"] is None else r["p99"]
                     print(f"N={n:2} {phase:6} {label:24} per-consumer {r['per_mbs']:6.2f} MB/s  "
-                          f"aggregate {r['agg_mbs']:7.2f} MB/s  p50 {r['p50']:7.1f} ms  p99 {r['p99']:7.1f} ms  "
-                          f"(sent {r['sent']}, slowest consumer got {r['min_got']})", flush=True)
+                          f"aggregate {r['agg_mbs']:7.2f} MB/s  p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  "
+                          f"(sent {r['sent']}, slowest consumer got {r['min_got']}; cores used: server "
+                          f"{r['cpu']['server'] / wall:.2f}, clients {r['cpu_s'] / wall:.2f})", flush=True)
     finally:
         if kin_proc:
             kin_proc.send_signal(signal.SIGTERM)
-            kin_proc.wait(10)
-        srv.stop()
-        srv.cleanup()
+            try:
+                kin_proc.wait(10)
+            except subprocess.TimeoutExpired:
+                kin_proc.kill()
+                kin_proc.wait()
 
-    print("\nGoals: EFO p99 <= 50 ms (steady phase); aggregate read MB/s >= 20x kinesalite's polling (max phase).")
+    lines = ["Goals: EFO p99 <= 50 ms (steady phase); aggregate read MB/s >= 20x kinesalite's polling (max phase)."]
     for n in COUNTS:
         efo = next(r for m, p, label, r in rows if m == n and p == "steady" and label == "icestream EFO")
-        print(f"N={n:2}: EFO p99 {efo['p99']:.1f} ms (goal <= 50) -> {'met' if efo['p99'] <= 50 else 'NOT met'}")
+        p99 = float("nan") if efo["p99"] is None else efo["p99"]
+        lines.append(f"N={n:2}: EFO p99 {p99:.1f} ms (goal <= 50) -> {'met' if p99 <= 50 else 'NOT met'}")
         e = next(r for m, p, label, r in rows if m == n and p == "max" and label == "icestream EFO")
         kp = next(r for m, p, label, r in rows if m == n and p == "max" and label.startswith("kinesalite"))
         ratio = e["agg_mbs"] / max(kp["agg_mbs"], 1e-9)
-        print(f"N={n:2}: aggregate read {e['agg_mbs']:.2f} MB/s vs kinesalite {kp['agg_mbs']:.2f} MB/s = "
-              f"{ratio:.1f}x (goal >= 20x) -> {'met' if ratio >= 20 else 'NOT met'}")
-    print("The readers and the producer are Python boto3 clients on the same cores as the servers: the max "
-          "phase measures the clients as much as the servers.")
-    print("HTTP/2 vs HTTP/1.1 PutRecords: not measured (no HTTP/2 yet).")
+        lines.append(f"N={n:2}: aggregate read {e['agg_mbs']:.2f} MB/s vs kinesalite {kp['agg_mbs']:.2f} MB/s = "
+                     f"{ratio:.1f}x (goal >= 20x) -> {'met' if ratio >= 20 else 'NOT met'}")
+    lines.append(f"The server, kinesalite and every client share {os.cpu_count()} cores: read the 'cores used' "
+                 "columns before the ratio (a saturated machine caps both sides).")
+    return lines
+
+
+def main():
+    srv = Server().start()
+    summary = []
+    try:
+        h2 = speaks_h2c(srv.port)
+        if args.only in (None, "put"):
+            if h2:
+                summary += put_figure(srv)
+            else:
+                summary.append("HTTP/2 vs HTTP/1.1 PutRecords: not measured (this server does not speak HTTP/2).")
+        if args.only in (None, "fanout"):
+            summary += fanout_figure(srv, h2)
+    finally:
+        srv.stop()
+        srv.cleanup()
+    print()
+    for line in summary:
+        print(line)
 
 
 main()

@@ -1,22 +1,42 @@
 // The AWS SDK for JavaScript v3 (@aws-sdk/client-kinesis) against a real server, with the
-// Node HTTP/1.1 handler (toolbox.md: the default HTTP/2 handler speaks h2c). Usage:
-//   NODE_PATH=.cache/npm/node_modules node js_sdk_test.cjs http://127.0.0.1:PORT
+// Node HTTP/1.1 handler (`http1`, the default here), with no handler given (`default`: the
+// SDK's NodeHttp2Handler, h2c with prior knowledge to http://, ALPN h2 to https://; the
+// Kinesis client configures it with disableConcurrentStreams, one session per request) or
+// with `new NodeHttp2Handler()` (`shared`: concurrent streams on one pooled session).
+// Usage:
+//   NODE_PATH=.cache/npm/node_modules node js_sdk_test.cjs http://127.0.0.1:PORT [http1|default|shared]
+// Credentials: TEST_AK / TEST_SK (default test/test).
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
+const http2 = require('node:http2');
 const {
   KinesisClient, CreateStreamCommand, DescribeStreamCommand, PutRecordCommand,
   PutRecordsCommand, GetShardIteratorCommand, GetRecordsCommand, ListShardsCommand,
   DeleteStreamCommand, DescribeStreamSummaryCommand, ListStreamsCommand,
   AddTagsToStreamCommand, ListTagsForStreamCommand,
 } = require('@aws-sdk/client-kinesis');
-const { NodeHttpHandler } = require('@smithy/node-http-handler');
+const { NodeHttpHandler, NodeHttp2Handler } = require('@smithy/node-http-handler');
 
 const endpoint = process.argv[2];
+const handler = process.argv[3] || 'http1';
+const handlers = { http1: () => new NodeHttpHandler(), shared: () => new NodeHttp2Handler(), default: null };
+assert.ok(handler in handlers, `unknown handler ${handler}`);
+
+// The HTTP/2 sessions the SDK opens, to show which protocol it spoke: its handler calls
+// http2.connect through the module object.
+const sessions = [];
+const realConnect = http2.connect;
+http2.connect = (...a) => {
+  const s = realConnect.apply(http2, a);
+  sessions.push(s);
+  return s;
+};
+
 const client = new KinesisClient({
   endpoint,
   region: 'us-east-1',
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  requestHandler: new NodeHttpHandler(),
+  credentials: { accessKeyId: process.env.TEST_AK || 'test', secretAccessKey: process.env.TEST_SK || 'test' },
+  ...(handlers[handler] ? { requestHandler: handlers[handler]() } : {}), // `default`: no key at all
   maxAttempts: 1,
 });
 
@@ -100,7 +120,16 @@ async function main() {
 
   await client.send(new DeleteStreamCommand({ StreamName: name }));
   await expectError('ResourceNotFoundException', client.send(new DescribeStreamCommand({ StreamName: name })));
-  console.log('js sdk: all checks passed');
+  if (handler !== 'http1') {
+    assert.equal(client.config.requestHandler.constructor.name, 'NodeHttp2Handler');
+    assert.ok(sessions.length >= 1, 'the SDK opened an HTTP/2 session');
+  } else {
+    assert.equal(sessions.length, 0);
+  }
+  const protocols = [...new Set(sessions.map((s) => s.alpnProtocol))];
+  client.destroy();
+  console.log(`js sdk (${handler} handler): all checks passed; ${sessions.length} HTTP/2 sessions ` +
+              `${JSON.stringify(protocols)}`);
 }
 
 main().catch((e) => {

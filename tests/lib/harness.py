@@ -77,6 +77,11 @@ class Server:
     def endpoint(self):
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def tls_endpoint(self):
+        """The same port over TLS (a server started with --tls-cert/--tls-key)."""
+        return f"https://127.0.0.1:{self.port}"
+
     def start(self, timeout=20):
         args = [BINARY, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}",
                 "--log-level", self.log_level] + self.extra_args
@@ -131,16 +136,18 @@ class Server:
             if p and os.path.exists(p):
                 os.remove(p)
 
-    def client(self, service="kinesis", validate=False, retries=0, **kw):
+    def client(self, service="kinesis", validate=False, retries=0, endpoint=None, verify=None, **kw):
         """A boto3 client. Client-side parameter validation is off by default so that the
-        server's own validation is what the tests see."""
+        server's own validation is what the tests see. `endpoint` and `verify` (TLS) go to
+        boto3 as endpoint_url and verify."""
         opts = {"connect_timeout": 5, "read_timeout": 60}
         opts.update(kw)
         cfg = Config(parameter_validation=validate, retries={"max_attempts": retries, "mode": "standard"},
                      **opts)
-        return boto3.client(service, endpoint_url=self.endpoint, region_name=REGION,
+        return boto3.client(service, endpoint_url=endpoint or self.endpoint, region_name=REGION,
                             aws_access_key_id=os.environ.get("TEST_AK", "test"),
-                            aws_secret_access_key=os.environ.get("TEST_SK", "test"), config=cfg)
+                            aws_secret_access_key=os.environ.get("TEST_SK", "test"), config=cfg,
+                            verify=verify)
 
     def cli_env(self):
         env = dict(os.environ)
