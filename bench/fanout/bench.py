@@ -53,6 +53,8 @@ ap.add_argument("--batch", type=int, default=500, help="records per PutRecords c
 ap.add_argument("--inflight", type=int, default=4, help="PutRecords calls in flight (max phases)")
 ap.add_argument("--rounds", type=int, default=3, help="rounds of the HTTP/2 vs HTTP/1.1 figure")
 ap.add_argument("--readers", choices=("raw", "sdk"), default="raw")
+ap.add_argument("--efo-protocol", choices=("auto", "h1", "h2"), default="auto",
+                help="SubscribeToShard over HTTP/2 (auto: when the server speaks it) or HTTP/1.1")
 ap.add_argument("--counts", default="1,5,20")
 ap.add_argument("--only", choices=("put", "fanout"), default=None)
 args = ap.parse_args()
@@ -125,8 +127,10 @@ def put_figure(srv):
                                      "size": args.record_size})
             server_cpu = cpu_seconds(srv.proc.pid) - cpu0
             got[h].append(r["mbs"])
+            mb = max(r["bytes"] / 1e6, 1e-9)
             print(f"  round {rnd + 1} {label:48} {r['mbs']:7.2f} MB/s  ({r['calls']} calls, {r['failed']} "
-                  f"records failed; CPU s: server {server_cpu:.1f}, client {r['cpu_s']:.1f})", flush=True)
+                  f"records failed; CPU ms per MB: server {server_cpu * 1000 / mb:.1f}, client "
+                  f"{r['cpu_s'] * 1000 / mb:.1f})", flush=True)
     mean = {h: sum(v) / len(v) for h, v in got.items()}
     lines = []
     for h, label in handlers[1:]:
@@ -157,12 +161,12 @@ def start_kinesalite():
 def fanout_figure(srv, h2):
     rows = []
     kin_proc = None
-    efo_protocol = "h2" if h2 else "h1"
+    efo_protocol = args.efo_protocol if args.efo_protocol != "auto" else ("h2" if h2 else "h1")
     try:
         k = client(srv.endpoint)
         kin_proc, kin = start_kinesalite()
         kk = client(kin)
-        print(f"\nFan-out: readers {args.readers}, EFO over {'HTTP/2' if h2 else 'HTTP/1.1'}, polling over "
+        print(f"\nFan-out: readers {args.readers}, EFO over {'HTTP/2' if efo_protocol == 'h2' else 'HTTP/1.1'}, polling over "
               f"HTTP/1.1; producer JS SDK over HTTP/1.1, max phase {args.batch} x {args.record_size} B per call, "
               f"{args.inflight} in flight", flush=True)
         for n in COUNTS:
@@ -189,7 +193,8 @@ def fanout_figure(srv, h2):
                     print(f"N={n:2} {phase:6} {label:24} per-consumer {r['per_mbs']:6.2f} MB/s  "
                           f"aggregate {r['agg_mbs']:7.2f} MB/s  p50 {p50:7.1f} ms  p99 {p99:7.1f} ms  "
                           f"(sent {r['sent']}, slowest consumer got {r['min_got']}; cores used: server "
-                          f"{r['cpu']['server'] / wall:.2f}, clients {r['cpu_s'] / wall:.2f})", flush=True)
+                          f"{r['cpu']['server'] / wall:.2f}, clients {r['cpu_s'] / wall:.2f})"
+                          f"{'  INCOMPLETE: some readers reported nothing' if r['incomplete'] else ''}", flush=True)
     finally:
         if kin_proc:
             kin_proc.send_signal(signal.SIGTERM)

@@ -151,12 +151,12 @@ async function signed(endpoint, op, body) {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
 
 // A signed JSON call over HTTP/1.1 keep-alive; resolves with the whole body as a Buffer.
-async function rawCall(endpoint, op, payload) {
+async function rawCall(endpoint, op, payload, signal) {
   const body = JSON.stringify(payload);
   const url = new URL(endpoint);
   const headers = await signed(endpoint, op, body);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/', headers, agent }, (res) => {
+    const req = http.request({ host: url.hostname, port: url.port, method: 'POST', path: '/', headers, agent, signal }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
       res.on('end', () => {
@@ -208,7 +208,11 @@ async function rawSubscribe(cfg, consumerARN, got, ready, stopped) {
   };
   const url = new URL(cfg.endpoint);
   if (cfg.efo_protocol === 'h2') {
-    const session = http2.connect(cfg.endpoint);
+    // Windows as large as the server's own receive windows: a reader that keeps up should
+    // not be paced by WINDOW_UPDATE round trips (Node's default is 64 KiB).
+    const window = cfg.h2_window ?? 32 << 20;
+    const session = http2.connect(cfg.endpoint, { settings: { initialWindowSize: Math.min(window, 2 ** 31 - 1) } });
+    session.on('connect', () => session.setLocalWindowSize(window));
     session.on('error', () => {});
     const h = { ':method': 'POST', ':path': '/' };
     for (const [k, v] of Object.entries(headers)) if (k !== 'host') h[k] = v;
@@ -246,11 +250,18 @@ async function rawPoll(cfg, got, ready, stopped) {
   }));
   let it = first.ShardIterator;
   ready();
-  let stop = false;
-  stopped.then(() => { stop = true; });
+  // A stop aborts the call in flight: a slow server's 10 MB answer does not delay it.
+  const abort = new AbortController();
+  stopped.then(() => abort.abort());
   const NEXT = Buffer.from('"NextShardIterator":"');
-  while (!stop) {
-    const buf = await rawCall(cfg.endpoint, 'GetRecords', { ShardIterator: it, Limit: 10000 });
+  while (!abort.signal.aborted) {
+    let buf;
+    try {
+      buf = await rawCall(cfg.endpoint, 'GetRecords', { ShardIterator: it, Limit: 10000 }, abort.signal);
+    } catch (e) {
+      if (abort.signal.aborted) break;
+      throw e;
+    }
     const indices = [];
     const bytes = scanData(buf, indices);
     got(indices, bytes);
@@ -288,10 +299,16 @@ async function reader(cfg, which, got, ready, stopped) {
     StreamName: cfg.stream, ShardId: 'shardId-000000000000', ShardIteratorType: 'LATEST',
   }))).ShardIterator;
   ready();
-  let stop = false;
-  stopped.then(() => { stop = true; });
-  while (!stop) {
-    const r = await c.send(new GetRecordsCommand({ ShardIterator: it, Limit: 10000 }));
+  const abort = new AbortController();
+  stopped.then(() => abort.abort());
+  while (!abort.signal.aborted) {
+    let r;
+    try {
+      r = await c.send(new GetRecordsCommand({ ShardIterator: it, Limit: 10000 }), { abortSignal: abort.signal });
+    } catch (e) {
+      if (abort.signal.aborted) break;
+      throw e;
+    }
     sdkGot(got, r.Records);
     it = r.NextShardIterator;
     await sleep(cfg.interval);
@@ -401,6 +418,9 @@ async function fanout(cfg) {
   workers.forEach((w) => w.terminate());
   lat.sort((a, b) => a - b);
   return {
+    // A worker that did not hand its results back (a reader failed or did not stop): its
+    // readers count as having got nothing, and the row says so.
+    incomplete: got.length !== readers.length,
     sent, acked: ackedCount, min_got: got.length === readers.length ? Math.min(...got) : 0,
     per_mbs: per.reduce((a, b) => a + b, 0) / Math.max(1, per.length), agg_mbs: per.reduce((a, b) => a + b, 0),
     p50: lat.length ? lat[Math.floor(lat.length / 2)] : null,
