@@ -636,7 +636,7 @@ class H2Io : public Connection {
       }
     }
     if (server_->stopping) conn_->GoAway();
-    rbuf_.resize(256 * 1024);
+    rbuf_.resize(64 * 1024);  // per connection: 4096 connections hold 256 MiB at most
     if (!initial.empty()) {
       conn_->Receive(reinterpret_cast<const uint8_t*>(initial.data()), initial.size());
     }
