@@ -140,6 +140,67 @@ def put_figure(srv):
     return lines
 
 
+def h2load_figure(srv):
+    """Part 1b: the same PutRecords body sent by h2load (nghttp2's load generator, C++) over
+    HTTP/1.1 (4 connections) and HTTP/2 (1 connection, 4 streams): one efficient client on
+    both protocols, so the ratio is the server's, not a JavaScript client's."""
+    import base64
+    import re
+    import shutil
+    import tempfile
+    h2load = shutil.which("h2load")
+    if not h2load:
+        return ["PutRecords via h2load: not measured (h2load missing: scripts/install-deps installs nghttp2-client)."]
+    k = client(srv.endpoint)
+    k.create_stream(StreamName="put-h2load", ShardCount=4)
+    k.get_waiter("stream_exists").wait(StreamName="put-h2load")
+    records = [{"PartitionKey": f"k{i}", "Data": base64.b64encode(os.urandom(args.record_size)).decode()}
+               for i in range(args.batch)]
+    body = json.dumps({"StreamName": "put-h2load", "Records": records}).encode()
+    payload = args.batch * args.record_size
+    tmp = tempfile.mkdtemp(prefix="icestream-h2load-")
+    try:
+        path = os.path.join(tmp, "body.json")
+        with open(path, "wb") as f:
+            f.write(body)
+        hdrs = harness.sign_request(srv.endpoint + "/", body=body, headers={
+            "Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": "Kinesis_20131202.PutRecords"})
+        hargs = []
+        for name, value in hdrs.items():
+            if name.lower() not in ("host", "content-length"):
+                hargs += ["-H", f"{name}: {value}"]
+        # Enough calls for a few seconds at ~200 MB/s.
+        calls = max(40, int(args.seconds * 200e6 / payload))
+        runs = (("h1", "HTTP/1.1, 4 connections", ["--h1", "-c", "4", "-m", "1"]),
+                ("h2", "HTTP/2 (h2c), 1 connection x 4 streams", ["-c", "1", "-m", "4"]))
+        got = {key: [] for key, _, _ in runs}
+        print(f"\nPutRecords, h2load: the same {len(body)} B body ({args.batch} x {args.record_size} B records), "
+              f"{calls} calls per run", flush=True)
+        for rnd in range(args.rounds):
+            for key, label, extra in runs:
+                cpu0 = cpu_seconds(srv.proc.pid)
+                p = subprocess.run([h2load, "-n", str(calls), *extra, "-d", path, *hargs, srv.endpoint + "/"],
+                                   capture_output=True, text=True, timeout=600)
+                server_cpu = cpu_seconds(srv.proc.pid) - cpu0
+                fin = re.search(r"finished in ([0-9.]+)(ms|s)", p.stdout)
+                ok = re.search(r"requests: .* (\d+) succeeded", p.stdout)
+                codes = re.search(r"status codes: (\d+) 2xx", p.stdout)
+                if not fin or not ok or not codes or int(codes.group(1)) != calls:
+                    raise RuntimeError(f"h2load {label}: {p.stdout[-2000:]}{p.stderr[-2000:]}")
+                secs = float(fin.group(1)) / (1000 if fin.group(2) == "ms" else 1)
+                mbs = int(codes.group(1)) * payload / 1e6 / secs
+                got[key].append(mbs)
+                print(f"  round {rnd + 1} {label:40} {mbs:7.2f} MB/s of records  (server CPU ms per MB "
+                      f"{server_cpu * 1000 / (calls * payload / 1e6):.1f})", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    h1 = sum(got["h1"]) / len(got["h1"])
+    h2 = sum(got["h2"]) / len(got["h2"])
+    ratio = h2 / max(h1, 1e-9)
+    return [f"PutRecords over HTTP/2 (h2load) {h2:.2f} MB/s vs HTTP/1.1 (h2load) {h1:.2f} MB/s = {ratio:.2f}x "
+            f"(goal >= 0.9x) -> {'met' if ratio >= 0.9 else 'NOT met'}"]
+
+
 def start_kinesalite():
     port = harness.free_port()
     env = dict(os.environ, NODE_PATH=args.npm)
@@ -227,6 +288,7 @@ def main():
         if args.only in (None, "put"):
             if h2:
                 summary += put_figure(srv)
+                summary += h2load_figure(srv)
             else:
                 summary.append("HTTP/2 vs HTTP/1.1 PutRecords: not measured (this server does not speak HTTP/2).")
         if args.only in (None, "fanout"):

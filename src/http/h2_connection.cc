@@ -413,11 +413,25 @@ void H2Connection::Dispatch(int32_t stream_id) {
     auto shared = std::make_shared<Response>(std::move(r));
     self->env_.post([self, stream_id, shared] { self->Respond(stream_id, std::move(*shared)); });
   };
-  try {
-    env_.handler(std::move(req), std::move(respond));
-  } catch (const std::exception& e) {
-    spdlog::error("http handler threw: {}", e.what());
-    SubmitSimple(stream_id, 500);
+  // The handler runs off the connection's strand (env_.run), so one connection's streams
+  // are parsed and decoded on every I/O thread at once while the strand goes on reading.
+  auto call = [handler = env_.handler, req = std::move(req),
+               respond = std::move(respond)]() mutable {
+    try {
+      handler(std::move(req), respond);
+    } catch (const std::exception& e) {
+      // Handlers report errors as responses; an exception here is a bug, but the stream
+      // must still get an answer.
+      spdlog::error("http handler threw: {}", e.what());
+      Response r;
+      r.status = 500;
+      respond(std::move(r));
+    }
+  };
+  if (env_.run) {
+    env_.run(std::move(call));
+  } else {
+    call();
   }
 }
 

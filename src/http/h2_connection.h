@@ -42,6 +42,8 @@ struct H2Env {
   // Runs `fn` on the connection's strand, then lets the glue write what it produced.
   // Must run `fn` even after the glue is gone (so responders always settle).
   std::function<void(std::function<void()>)> post;
+  // Runs a handler call on any I/O thread (not the strand). Empty: inline.
+  std::function<void(std::function<void()>)> run;
   std::string remote_address;
 };
 

@@ -620,6 +620,9 @@ class H2Io : public Connection {
         if (auto self = weak.lock()) self->Flush();
       });
     };
+    env.run = [ex = server_->ioc.get_executor()](std::function<void()> fn) {
+      net::post(ex, std::move(fn));
+    };
     beast::error_code rec;
     auto ep = Lowest(stream_).remote_endpoint(rec);
     if (!rec) env.remote_address = ep.address().to_string();
