@@ -1,24 +1,13 @@
 // Event-stream framing (see event_stream.h).
 #include "aws/event_stream.h"
 
+#include <zlib.h>
+
 #include <array>
 
 namespace icestream::aws {
 
 namespace {
-
-const std::array<uint32_t, 256>& CrcTable() {
-  static const auto table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
 
 void PutU32(std::string* out, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) out->push_back(static_cast<char>((v >> s) & 0xff));
@@ -32,11 +21,11 @@ uint32_t GetU32(std::string_view in, size_t at) {
 
 }  // namespace
 
+// The prelude and message CRCs are CRC-32 (IEEE 802.3), zlib's: its word-at-a-time
+// implementation runs several times faster than a byte table over multi-MiB events.
 uint32_t Crc32(std::string_view data, uint32_t crc) {
-  const auto& t = CrcTable();
-  crc = ~crc;
-  for (unsigned char c : data) crc = t[(crc ^ c) & 0xff] ^ (crc >> 8);
-  return ~crc;
+  return static_cast<uint32_t>(
+      crc32_z(crc, reinterpret_cast<const Bytef*>(data.data()), data.size()));
 }
 
 std::string EncodeEventMessage(const EventHeaders& headers, std::string_view payload) {
