@@ -17,46 +17,21 @@
 #include <vector>
 
 #include "http/server.h"
+#include "http/server_test_util.h"
 
 namespace icestream::http {
 namespace {
 
-size_t Collect(char* p, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(p, size * n);
-  return size * n;
-}
-
-struct Reply {
-  long status = 0;
-  long version = 0;  // CURL_HTTP_VERSION_*
-  std::string body;
-  CURLcode code = CURLE_OK;
-};
-
-// One request with `version` (CURL_HTTP_VERSION_*); TLS peers are not verified (the test
-// certificate is self-signed).
-Reply Call(const std::string& url, long version, const std::string* body = nullptr,
-           std::vector<std::string> headers = {}) {
-  Reply r;
+// One request with `version` (CURL_HTTP_VERSION_*) on a fresh connection; TLS peers are
+// not verified (the test certificate is self-signed).
+CurlReply Call(const std::string& url, long version, const std::string* body = nullptr,
+               std::vector<std::string> headers = {}) {
   CURL* c = curl_easy_init();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTP_VERSION, version);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
-  curl_slist* hs = nullptr;
-  for (auto& h : headers) hs = curl_slist_append(hs, h.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
-  if (body) {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
-  }
-  r.code = curl_easy_perform(c);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-  curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &r.version);
-  curl_slist_free_all(hs);
+  CurlReply r = CurlCall(c, url, body, headers);
   curl_easy_cleanup(c);
   return r;
 }
@@ -96,18 +71,7 @@ void WriteSelfSigned(const std::filesystem::path& dir, std::string* cert, std::s
   EVP_PKEY_free(pkey);
 }
 
-class H2ServerTest : public ::testing::Test {
- protected:
-  void StartServer(Handler h, ServerOptions o = {}) {
-    o.port = 0;
-    auto s = Server::Start(o, std::move(h));
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
-  }
-  std::unique_ptr<Server> server_;
-  std::string url_;
-};
+class H2ServerTest : public ServerFixture {};
 
 TEST_F(H2ServerTest, PriorKnowledgeAndUpgradeOnThePlainPort) {
   StartServer(Echo);

@@ -9,54 +9,25 @@
 #include <future>
 #include <thread>
 
+#include "http/server_test_util.h"
+
 namespace icestream::http {
 namespace {
 
-size_t Collect(char* p, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(p, size * n);
-  return size * n;
-}
-
-struct CurlResult {
-  long status = 0;
-  std::string body;
-  CURLcode code = CURLE_OK;
-};
+using CurlResult = CurlReply;
 
 CurlResult Call(CURL* c, const std::string& url, const std::string* body,
                 std::vector<std::string> headers = {}) {
-  CurlResult r;
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-  curl_slist* hs = nullptr;
-  for (auto& h : headers) hs = curl_slist_append(hs, h.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, hs);
-  if (body) {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body->data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body->size()));
-  } else {
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-  }
-  r.code = curl_easy_perform(c);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-  curl_slist_free_all(hs);
-  return r;
+  return CurlCall(c, url, body, headers);
 }
 
-class ServerTest : public ::testing::Test {
+class ServerTest : public ServerFixture {
  protected:
   void StartServer(Handler h, size_t max_body = 1 << 20) {
     ServerOptions o;
-    o.port = 0;
     o.max_body_bytes = max_body;
-    auto s = Server::Start(o, std::move(h));
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
-    url_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    ServerFixture::StartServer(std::move(h), o);
   }
-  std::unique_ptr<Server> server_;
-  std::string url_;
 };
 
 TEST_F(ServerTest, EchoesAndKeepsConnectionsAlive) {

@@ -31,15 +31,8 @@ const [command, endpoint, arg] = process.argv.slice(2);
 const url = new URL(endpoint);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Every HTTP/2 session any client of this process opens, with its ALPN protocol ('h2c'
-// in cleartext). The SDK's handler calls http2.connect through the module object.
-const sessions = [];
-const realConnect = http2.connect;
-http2.connect = (...a) => {
-  const s = realConnect.apply(http2, a);
-  sessions.push(s);
-  return s;
-};
+// Every HTTP/2 session this process opens (tests/lib/http2_sessions.cjs).
+const { sessions } = require('../lib/http2_sessions.cjs');
 
 function sdkClient(handler) {
   return new KinesisClient({

@@ -8,7 +8,6 @@
 // Credentials: TEST_AK / TEST_SK (default test/test).
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
-const http2 = require('node:http2');
 const {
   KinesisClient, CreateStreamCommand, DescribeStreamCommand, PutRecordCommand,
   PutRecordsCommand, GetShardIteratorCommand, GetRecordsCommand, ListShardsCommand,
@@ -22,15 +21,8 @@ const handler = process.argv[3] || 'http1';
 const handlers = { http1: () => new NodeHttpHandler(), shared: () => new NodeHttp2Handler(), default: null };
 assert.ok(handler in handlers, `unknown handler ${handler}`);
 
-// The HTTP/2 sessions the SDK opens, to show which protocol it spoke: its handler calls
-// http2.connect through the module object.
-const sessions = [];
-const realConnect = http2.connect;
-http2.connect = (...a) => {
-  const s = realConnect.apply(http2, a);
-  sessions.push(s);
-  return s;
-};
+// Every HTTP/2 session this process opens (tests/lib/http2_sessions.cjs).
+const { sessions } = require('../lib/http2_sessions.cjs');
 
 const client = new KinesisClient({
   endpoint,
