@@ -173,17 +173,22 @@ async function rawCall(endpoint, op, payload, signal) {
 
 // Frames an application/vnd.amazon.eventstream byte stream (total length, headers length,
 // prelude CRC, headers, payload, message CRC; CRCs not checked) and hands each payload on.
+// Splits a byte stream into event-stream messages and hands each payload on. The length
+// of the message at the head is read once; chunks are joined only when it is complete
+// (joining on every chunk made a multi-MiB event cost quadratic copying).
 function eventFramer(onPayload) {
   let chunks = [];
   let have = 0;
+  let need = 0; // total length of the message at the head, 0 until known
   return (chunk) => {
     chunks.push(chunk);
     have += chunk.length;
-    if (have < 12) return;
-    let buf = chunks.length === 1 ? chunks[0] : null;
-    const need = (buf || Buffer.concat(chunks, have)).readUInt32BE(0);
+    if (!need) {
+      if (have < 12) return;
+      need = (chunks[0].length >= 4 ? chunks[0] : Buffer.concat(chunks, have)).readUInt32BE(0);
+    }
     if (have < need) return;
-    buf = buf || Buffer.concat(chunks, have);
+    const buf = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, have);
     let pos = 0;
     while (buf.length - pos >= 12) {
       const total = buf.readUInt32BE(pos);
@@ -194,6 +199,7 @@ function eventFramer(onPayload) {
     }
     chunks = pos < buf.length ? [buf.subarray(pos)] : [];
     have = buf.length - pos;
+    need = have >= 4 ? buf.readUInt32BE(pos) : 0;
   };
 }
 
