@@ -92,6 +92,38 @@ class Subscribe(unittest.TestCase):
         es2.close()
         self.assertEqual([r["Data"] for r in got2], [b"after"])
 
+    def test_many_consumers_of_one_shard_each_get_every_record(self):
+        # Consumers at the same tip share encoded events (the server encodes once); each
+        # must still see every record once, in order, from its own starting point.
+        arn = self.stream("fan")
+        for i in range(30):
+            self.k.put_record(StreamName="fan", Data=f"early{i}".encode(), PartitionKey="k")
+        consumers = [active_consumer(self.k, arn, f"f{j}") for j in range(4)]
+        streams = [self.events(c, Type="TRIM_HORIZON") for c in consumers[:2]]
+        streams += [self.events(c, Type="AT_SEQUENCE_NUMBER", SequenceNumber=self.k.get_records(
+            ShardIterator=self.k.get_shard_iterator(StreamName="fan", ShardId="shardId-000000000000",
+                                                    ShardIteratorType="TRIM_HORIZON")["ShardIterator"],
+            Limit=11)["Records"][10]["SequenceNumber"]) for c in consumers[2:]]
+        results = [None] * len(streams)
+
+        def read(i):
+            want = 30 + 600 - (20 if i >= 2 else 0)
+            results[i] = self.collect(streams[i], want, timeout=30)[0]
+
+        readers = [threading.Thread(target=read, args=(i,)) for i in range(len(streams))]
+        for t in readers:
+            t.start()
+        for b in range(20):
+            self.k.put_records(StreamName="fan", Records=[
+                {"Data": f"late{b * 30 + i}".encode(), "PartitionKey": f"k{i}"} for i in range(30)])
+        for t in readers:
+            t.join(60)
+        for es in streams:
+            es.close()
+        everything = [f"early{i}".encode() for i in range(30)] + [f"late{i}".encode() for i in range(600)]
+        for i, got in enumerate(results):
+            self.assertEqual([r["Data"] for r in got], everything[10:] if i >= 2 else everything, f"consumer {i}")
+
     def test_starting_positions(self):
         arn = self.stream("sub2")
         seqs = [self.k.put_record(StreamName="sub2", Data=f"{i}".encode(), PartitionKey="k")["SequenceNumber"]

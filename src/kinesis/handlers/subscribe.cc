@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <thread>
 
 #include "aws/event_stream.h"
@@ -61,10 +62,59 @@ struct Subscription {
   std::thread thread;
 };
 
+// Events recently sent, by the position they start at. Consumers that follow the same
+// shard's tip wake on the same Put and would each read and encode the same records (the
+// records as JSON, base64, CRCs: most of the push cost); the first one encodes, the others
+// send its bytes. Records are immutable, so an event from position P to Q is the same for
+// everyone; only MillisBehindLatest is as of its making (at most kMaxAgeMs ago).
+class EventCache {
+ public:
+  struct Event {
+    uint64_t uid = 0;
+    uint32_t shard = 0;
+    uint64_t from = 0;
+    uint64_t next = 0;
+    bool shard_end = false;
+    int64_t made_ms = 0;
+    std::string bytes;  // the framed event
+  };
+
+  std::shared_ptr<const Event> Find(uint64_t uid, uint32_t shard, uint64_t from, int64_t now) {
+    std::lock_guard lock(mu_);
+    for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) {
+      const Event& e = **it;
+      if (e.uid == uid && e.shard == shard && e.from == from && now - e.made_ms <= kMaxAgeMs) {
+        return *it;
+      }
+    }
+    return nullptr;
+  }
+
+  void Add(std::shared_ptr<const Event> e) {
+    std::lock_guard lock(mu_);
+    bytes_ += e->bytes.size();
+    recent_.push_back(std::move(e));
+    while (!recent_.empty() && (bytes_ > kMaxBytes || recent_.size() > kMaxEvents)) {
+      bytes_ -= recent_.front()->bytes.size();
+      recent_.pop_front();
+    }
+  }
+
+ private:
+  static constexpr int64_t kMaxAgeMs = 1000;
+  static constexpr size_t kMaxBytes = 32u << 20;
+  static constexpr size_t kMaxEvents = 256;
+  std::mutex mu_;
+  std::deque<std::shared_ptr<const Event>> recent_;
+  size_t bytes_ = 0;
+};
+
 }  // namespace
 
 class SubscriptionHub {
  public:
+  EventCache& events() { return events_; }
+
   ~SubscriptionHub() { Stop(); }
 
   // Registers a subscription of `key` (consumer ARN + shard); nullptr while another one
@@ -122,6 +172,7 @@ class SubscriptionHub {
     std::erase_if(active_, [](const auto& kv) { return kv.second->done.load(); });
   }
 
+  EventCache events_;
   std::mutex mu_;
   bool stopping_ = false;
   std::map<std::string, std::shared_ptr<Subscription>> active_;
@@ -252,7 +303,7 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
   Context* c = &ctx;
   res.stream = [hub, sub, c, stream_name, uid, shard, offset,
                 consumer](std::shared_ptr<http::BodyWriter> w) {
-    hub->Run(sub, [sub, c, stream_name, uid, shard, offset, consumer, w] {
+    hub->Run(sub, [hub, sub, c, stream_name, uid, shard, offset, consumer, w] {
       w->Write(Event("initial-response", "{}"));
       uint64_t at = offset;
       int64_t begin = c->clock->NowMillis();
@@ -277,6 +328,13 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
           std::this_thread::sleep_for(kIdleWait);
           continue;
         }
+        if (auto e = hub->events().Find(uid, shard, at, now_ms)) {
+          w->Write(e->bytes);
+          at = e->next;
+          last_event = now_ms;
+          if (e->shard_end) break;
+          continue;
+        }
         uint64_t epoch = c->streams->append_epoch();
         auto r = c->streams->Read(stream_name, uid, shard, at, 10000, kMaxEventBytes);
         if (!r.ok()) {
@@ -287,8 +345,18 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
         }
         bool send = !r->records.empty() || r->shard_end || now_ms - last_event >= kHeartbeatMs;
         if (send) {
+          auto e = std::make_shared<EventCache::Event>();
+          e->uid = uid;
+          e->shard = shard;
+          e->from = at;
+          e->next = r->next_offset;
+          e->shard_end = r->shard_end;
+          e->made_ms = now_ms;
+          e->bytes = Event("SubscribeToShardEvent", EventJson(*r, uid, shard, r->next_offset));
           at = r->next_offset;
-          w->Write(Event("SubscribeToShardEvent", EventJson(*r, uid, shard, at)));
+          w->Write(e->bytes);
+          // Heartbeats (no records) are cheap and say how far behind *now*: not shared.
+          if (!r->records.empty() || r->shard_end) hub->events().Add(std::move(e));
           last_event = now_ms;
           if (r->shard_end) break;
         }
