@@ -8,93 +8,16 @@
 
 #include <algorithm>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <vector>
 
 #include "common/base64.h"
 #include "common/clock.h"
 #include "common/time_format.h"
+#include "http/body_queue.h"
 
 namespace icestream::http {
 
 namespace {
-
-// The writing end of a streamed response body on one HTTP/2 stream. Producers write from
-// any thread; the connection's strand pulls pieces as the peer's flow-control window
-// allows, so a slow reader shows as growing pending_bytes(), never as unbounded frames.
-class H2BodyWriter : public BodyWriter {
- public:
-  H2BodyWriter(std::function<void()> kick, const std::atomic<bool>* stopping)
-      : kick_(std::move(kick)), stopping_(stopping) {}
-
-  bool Write(std::string piece) override {
-    {
-      std::lock_guard lock(mu_);
-      if (closed_ || finished_) return false;
-      pending_ += piece.size();
-      queue_.push_back(std::move(piece));
-    }
-    kick_();
-    return true;
-  }
-  void Finish() override {
-    {
-      std::lock_guard lock(mu_);
-      if (finished_) return;
-      finished_ = true;
-    }
-    kick_();
-  }
-  size_t pending_bytes() const override {
-    std::lock_guard lock(mu_);
-    return pending_;
-  }
-  bool closed() const override {
-    std::lock_guard lock(mu_);
-    return closed_ || stopping_->load();
-  }
-
-  // Strand side. Copies up to `n` queued bytes into `dst`; returns how many.
-  size_t Pull(uint8_t* dst, size_t n) {
-    std::lock_guard lock(mu_);
-    size_t done = 0;
-    while (done < n && !queue_.empty()) {
-      std::string& front = queue_.front();
-      size_t take = std::min(n - done, front.size() - offset_);
-      std::memcpy(dst + done, front.data() + offset_, take);
-      done += take;
-      offset_ += take;
-      if (offset_ == front.size()) {
-        queue_.pop_front();
-        offset_ = 0;
-      }
-    }
-    pending_ -= std::min(pending_, done);
-    return done;
-  }
-  bool drained_and_finished() const {
-    std::lock_guard lock(mu_);
-    return finished_ && queue_.empty();
-  }
-  void MarkClosed() {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-    queue_.clear();
-    offset_ = 0;
-    pending_ = 0;
-  }
-
- private:
-  std::function<void()> kick_;
-  const std::atomic<bool>* stopping_;
-  mutable std::mutex mu_;
-  std::deque<std::string> queue_;
-  size_t offset_ = 0;  // into queue_.front()
-  size_t pending_ = 0;
-  bool finished_ = false;
-  bool closed_ = false;
-};
 
 // Connection-specific header fields may not appear in HTTP/2 (RFC 9113 §8.2.2).
 bool ConnectionSpecific(std::string_view lower) {
@@ -129,7 +52,7 @@ struct H2Connection::StreamState {
   bool settled = false;  // that share released
   std::string body;      // a whole response body, sent from `offset`
   size_t offset = 0;
-  std::shared_ptr<H2BodyWriter> writer;  // a streamed response body
+  std::shared_ptr<BodyQueue> writer;  // a streamed response body, pulled as the window allows
 };
 
 // nghttp2's C callbacks; `user_data` is the H2Connection.
@@ -447,7 +370,7 @@ void H2Connection::Respond(int32_t stream_id, Response r) {
     // The stream is gone (reset by the client, connection lost): nothing to send.
     env_.inflight->fetch_sub(1);
     if (r.stream) {
-      auto dead = std::make_shared<H2BodyWriter>([] {}, env_.stopping);
+      auto dead = std::make_shared<BodyQueue>([] {}, env_.stopping);
       dead->MarkClosed();
       r.stream(dead);
     }
@@ -487,7 +410,7 @@ void H2Connection::Respond(int32_t stream_id, Response r) {
   if (r.stream) {
     std::weak_ptr<H2Connection> weak = weak_from_this();
     auto post = env_.post;
-    s.writer = std::make_shared<H2BodyWriter>(
+    s.writer = std::make_shared<BodyQueue>(
         [weak, post, stream_id] {
           post([weak, stream_id] {
             if (auto c = weak.lock()) c->ResumeBody(stream_id);

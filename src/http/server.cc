@@ -26,6 +26,7 @@
 
 #include "common/clock.h"
 #include "common/time_format.h"
+#include "http/body_queue.h"
 #include "http/h2_connection.h"
 
 namespace icestream::http {
@@ -43,8 +44,6 @@ constexpr std::string_view kH2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 class Connection;
 template <class Stream>
 class Session;
-template <class Stream>
-class ChunkWriter;
 
 struct Server::Impl {
   ServerOptions options;
@@ -374,8 +373,6 @@ class Session : public Connection {
                             });
   }
 
-  friend class ChunkWriter<Stream>;
-
   // A streamed body: the header with chunked transfer encoding, then the producer's
   // pieces as chunks (one write at a time, on the strand), then the last chunk.
   void WriteStream(Response r);
@@ -425,7 +422,7 @@ class Session : public Connection {
 
   std::optional<bhttp::response<bhttp::empty_body>> stream_res_;
   std::optional<bhttp::response_serializer<bhttp::empty_body>> stream_sr_;
-  std::shared_ptr<ChunkWriter<Stream>> stream_writer_;
+  std::shared_ptr<BodyQueue> stream_writer_;  // the body being streamed, if any
   bool stream_keep_ = false;
   bool chunk_writing_ = false;
 
@@ -447,84 +444,6 @@ class Session : public Connection {
 };
 
 template <class Stream>
-class ChunkWriter : public BodyWriter {
- public:
-  ChunkWriter(std::shared_ptr<Session<Stream>> session, Server::Impl* server)
-      : session_(std::move(session)), server_(server) {}
-
-  bool Write(std::string piece) override {
-    {
-      std::lock_guard lock(mu_);
-      if (closed_ || finished_) return false;
-      pending_ += piece.size();
-      queue_.push_back(std::move(piece));
-    }
-    Kick();
-    return true;
-  }
-  void Finish() override {
-    {
-      std::lock_guard lock(mu_);
-      if (finished_) return;
-      finished_ = true;
-    }
-    Kick();
-  }
-  size_t pending_bytes() const override {
-    std::lock_guard lock(mu_);
-    return pending_;
-  }
-  bool closed() const override {
-    std::lock_guard lock(mu_);
-    return closed_ || server_->stopping.load();
-  }
-
-  // Strand side.
-  std::optional<std::string> Next() {
-    std::lock_guard lock(mu_);
-    if (queue_.empty()) return std::nullopt;
-    std::string s = std::move(queue_.front());
-    queue_.pop_front();
-    return s;
-  }
-  void Written(size_t n) {
-    std::lock_guard lock(mu_);
-    pending_ -= std::min(pending_, n);
-  }
-  bool finished() const {
-    std::lock_guard lock(mu_);
-    return finished_;
-  }
-  void MarkClosed() {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-    queue_.clear();
-    pending_ = 0;
-  }
-
- private:
-  void Kick() {
-    std::shared_ptr<Session<Stream>> s;
-    {
-      std::lock_guard lock(mu_);
-      s = session_;
-    }
-    if (s) net::post(s->stream_.get_executor(), [s] { s->PumpChunks(); });
-  }
-
-  mutable std::mutex mu_;
-  std::shared_ptr<Session<Stream>>
-      session_;  // kept until the body ends (the session then resets it)
-  Server::Impl* server_;
-  std::deque<std::string> queue_;
-  size_t pending_ = 0;
-  bool finished_ = false;
-  bool closed_ = false;
-
-  friend class Session<Stream>;
-};
-
-template <class Stream>
 void Session<Stream>::WriteStream(Response r) {
   stream_res_.emplace();
   stream_res_->version(version_);
@@ -535,7 +454,10 @@ void Session<Stream>::WriteStream(Response r) {
   stream_res_->keep_alive(stream_keep_);
   stream_res_->chunked(true);
   stream_sr_.emplace(*stream_res_);
-  stream_writer_ = std::make_shared<ChunkWriter<Stream>>(Self(), server_);
+  // The kick keeps the session alive until the body ends (MarkClosed drops it).
+  stream_writer_ = std::make_shared<BodyQueue>(
+      [self = Self()] { net::post(self->stream_.get_executor(), [self] { self->PumpChunks(); }); },
+      &server_->stopping);
   ArmDeadline(120);
   bhttp::async_write_header(
       stream_, *stream_sr_,
@@ -558,18 +480,14 @@ void Session<Stream>::PumpChunks() {
   auto end_stream = [this](bool ok) {
     server_->inflight.fetch_sub(1);
     auto writer = std::move(stream_writer_);
-    {
-      std::lock_guard lock(writer->mu_);
-      writer->session_.reset();
-    }
     writer->MarkClosed();
     stream_sr_.reset();
     stream_res_.reset();
     if (ok && stream_keep_) return ReadHeader();
     Close();
   };
-  if (stream_writer_->closed_) return end_stream(false);
-  if (auto piece = stream_writer_->Next()) {
+  if (stream_writer_->connection_closed()) return end_stream(false);
+  if (auto piece = stream_writer_->TakePiece()) {
     chunk_writing_ = true;
     auto data = std::make_shared<std::string>(std::move(*piece));
     ArmDeadline(120);
