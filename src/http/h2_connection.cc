@@ -25,12 +25,6 @@ bool ConnectionSpecific(std::string_view lower) {
          lower == "transfer-encoding" || lower == "upgrade";
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 nghttp2_nv Nv(const std::string& name, const std::string& value) {
   return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
                     reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
@@ -40,7 +34,6 @@ nghttp2_nv Nv(const std::string& name, const std::string& value) {
 }  // namespace
 
 struct H2Connection::StreamState {
-  int32_t id = 0;
   std::shared_ptr<Request> request = std::make_shared<Request>();
   std::string authority;
   size_t header_bytes = 0;
@@ -48,9 +41,10 @@ struct H2Connection::StreamState {
   bool body_too_large = false;     // answered 413
   bool dispatched = false;
   bool responded = false;
-  bool counted = false;  // holds a share of `inflight` (from its first HEADERS frame)
-  bool settled = false;  // that share released
-  std::string body;      // a whole response body, sent from `offset`
+  // Every stream holds a share of `inflight` from its creation (its first HEADERS frame,
+  // or the upgrade) until it is settled: answered, reset, or the connection lost.
+  bool settled = false;
+  std::string body;  // a whole response body, sent from `offset`
   size_t offset = 0;
   std::shared_ptr<BodyQueue> writer;  // a streamed response body, pulled as the window allows
 };
@@ -64,15 +58,10 @@ struct H2Callbacks {
         nghttp2_session_get_stream_user_data(session, id));
   }
 
-  static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* ud) {
+  static int OnBeginHeaders(nghttp2_session* /*session*/, const nghttp2_frame* frame, void* ud) {
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     auto* c = Conn(ud);
-    auto s = std::make_unique<H2Connection::StreamState>();
-    s->id = frame->hd.stream_id;
-    s->request->headers.reserve(16);
-    nghttp2_session_set_stream_user_data(session, s->id, s.get());
-    c->Count(s.get());
-    c->streams_[s->id] = std::move(s);
+    c->AddStream(frame->hd.stream_id, std::make_unique<H2Connection::StreamState>());
     return 0;
   }
 
@@ -151,14 +140,18 @@ struct H2Callbacks {
         r.headers.push_back({":authority", s->authority});
         if (!r.HasHeader("host")) r.headers.push_back({"host", s->authority});
       }
-      if (s->headers_too_large) return c->Dispatch(s->id), 0;
+      if (s->headers_too_large) {
+        c->Dispatch(frame->hd.stream_id);
+        return 0;
+      }
       if (!end && r.GetHeader("expect") == "100-continue") {
         std::string status = ":status", code = "100";
         nghttp2_nv nv = Nv(status, code);
-        nghttp2_submit_headers(session, NGHTTP2_FLAG_NONE, s->id, nullptr, &nv, 1, nullptr);
+        nghttp2_submit_headers(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, nullptr, &nv, 1,
+                               nullptr);
       }
     }
-    if (end) c->Dispatch(s->id);
+    if (end) c->Dispatch(frame->hd.stream_id);
     return 0;
   }
 
@@ -251,11 +244,8 @@ Status H2Connection::Upgrade(std::string_view settings_b64url, std::shared_ptr<R
                                     settings->size(), request->method == "HEAD" ? 1 : 0, nullptr);
   if (rv != 0) return InvalidArgument(std::string("HTTP2-Settings: ") + nghttp2_strerror(rv));
   auto s = std::make_unique<StreamState>();
-  s->id = 1;
   s->request = std::move(request);
-  nghttp2_session_set_stream_user_data(session_, 1, s.get());
-  Count(s.get());
-  streams_[1] = std::move(s);
+  AddStream(1, std::move(s));
   Dispatch(1);
   return Status::OK();
 }
@@ -311,13 +301,15 @@ void H2Connection::Abort() {
   streams_.clear();
 }
 
-void H2Connection::Count(StreamState* s) {
-  s->counted = true;
+void H2Connection::AddStream(int32_t stream_id, std::unique_ptr<StreamState> s) {
+  s->request->headers.reserve(16);
+  nghttp2_session_set_stream_user_data(session_, stream_id, s.get());
   env_.inflight->fetch_add(1);
+  streams_[stream_id] = std::move(s);
 }
 
 void H2Connection::Settle(StreamState* s) {
-  if (s->settled || !s->counted) return;
+  if (s->settled) return;
   s->settled = true;
   env_.inflight->fetch_sub(1);
 }
@@ -384,7 +376,7 @@ void H2Connection::Respond(int32_t stream_id, Response r) {
   strings.push_back(std::to_string(r.status));
   bool has_date = false;
   for (auto& h : r.headers) {
-    std::string name = Lower(h.name);
+    std::string name = AsciiLower(std::move(h.name));
     if (ConnectionSpecific(name) || name == "content-length") continue;
     has_date = has_date || name == "date";
     strings.push_back(std::move(name));

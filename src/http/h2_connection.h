@@ -85,8 +85,8 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   void SubmitSimple(int32_t stream_id, int status);
   void ResumeBody(int32_t stream_id);
   // A stream holds a share of the server's in-flight count from its first frame until it
-  // is answered or gone, so Stop() also waits for requests still uploading their body.
-  void Count(StreamState* s);
+  // is answered or gone (Settle), so Stop() also waits for requests still uploading.
+  void AddStream(int32_t stream_id, std::unique_ptr<StreamState> s);
   void Settle(StreamState* s);
 
   friend struct H2Callbacks;

@@ -18,6 +18,11 @@ bool Request::HasHeader(std::string_view lower_name) const {
                      [&](const Header& h) { return h.name == lower_name; });
 }
 
+std::string AsciiLower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 void Response::SetHeader(std::string name, std::string value) {
   auto same = [](std::string_view a, std::string_view b) {
     return a.size() == b.size() &&

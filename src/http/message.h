@@ -57,6 +57,9 @@ struct Response {
   void SetHeader(std::string name, std::string value);
 };
 
+// ASCII lower case, as header names are compared (in place; returns `s`).
+std::string AsciiLower(std::string s);
+
 // Completes a request. Call exactly once, from any thread.
 using Responder = std::function<void(Response)>;
 using Handler = std::function<void(std::shared_ptr<Request>, Responder)>;

@@ -234,9 +234,7 @@ class Session : public Connection {
     if (q != std::string::npos) req->query = req->target.substr(q + 1);
     req->headers.reserve(16);
     for (const auto& f : msg) {
-      std::string name(f.name_string());
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      req->headers.push_back({std::move(name), std::string(f.value())});
+      req->headers.push_back({AsciiLower(std::string(f.name_string())), std::string(f.value())});
     }
     req->body = std::move(body_);
     beast::error_code rec;
@@ -253,8 +251,7 @@ class Session : public Connection {
         return UpgradeToH2(std::move(req));
       }
     }
-    CountRequest();
-    counted_ = false;  // the response's write releases it
+    HandCountToResponse();
     auto self = Self();
     Responder respond = [self](Response r) {
       net::post(self->stream_.get_executor(),
@@ -326,8 +323,7 @@ class Session : public Connection {
   void RespondMalformed(int status, std::string message) {
     keep_alive_ = false;
     drain_after_write_ = true;
-    CountRequest();
-    counted_ = false;
+    HandCountToResponse();
     Response r;
     r.status = status;
     r.close = true;
@@ -344,8 +340,7 @@ class Session : public Connection {
   void RespondTooLarge() {
     keep_alive_ = false;
     drain_after_write_ = true;
-    CountRequest();
-    counted_ = false;
+    HandCountToResponse();
     Response r;
     r.status = 413;
     r.close = true;
@@ -405,6 +400,12 @@ class Session : public Connection {
     if (counted_) return;
     counted_ = true;
     server_->inflight.fetch_add(1);
+  }
+  // The response about to be written carries the request's share (taken now if the
+  // request was not counted yet); its write completion releases it.
+  void HandCountToResponse() {
+    if (!counted_) server_->inflight.fetch_add(1);
+    counted_ = false;
   }
   void UncountRequest() {
     if (!counted_) return;
@@ -562,6 +563,7 @@ class H2Io : public Connection {
       conn_->Receive(reinterpret_cast<const uint8_t*>(initial.data()), initial.size());
     }
     Flush();
+    ArmIdle(std::chrono::seconds(server_->options.idle_timeout_seconds));
     Read();
   }
 
@@ -582,10 +584,10 @@ class H2Io : public Connection {
 
   void Read() {
     if (closed_) return;
-    ArmIdle();
     stream_.async_read_some(net::buffer(rbuf_), [self = Self()](beast::error_code ec, size_t n) {
       if (self->closed_) return;
       if (ec) return self->Close();
+      self->last_read_ = std::chrono::steady_clock::now();
       bool ok = self->conn_->Receive(self->rbuf_.data(), n);
       self->Flush();
       if (ok) self->Read();
@@ -607,15 +609,19 @@ class H2Io : public Connection {
     });
   }
 
-  // An idle connection (no stream open for idle_timeout_seconds) is closed; one with
-  // streams open (a long event stream, a slow handler) is not.
-  void ArmIdle() {
-    timer_.expires_after(std::chrono::seconds(server_->options.idle_timeout_seconds));
+  // A connection that read nothing for idle_timeout_seconds and has no stream open is
+  // closed; one with streams open (a long event stream, a slow handler) is not. Reads only
+  // note their time: the timer is not re-armed on the read path.
+  void ArmIdle(std::chrono::steady_clock::duration after) {
+    timer_.expires_after(after);
     timer_.async_wait([weak = std::weak_ptr<H2Io>(Self())](beast::error_code ec) {
       if (ec) return;
       auto self = weak.lock();
       if (!self || self->closed_) return;
-      if (self->conn_ && self->conn_->active_streams() > 0) return self->ArmIdle();
+      auto idle = std::chrono::seconds(self->server_->options.idle_timeout_seconds);
+      auto quiet = std::chrono::steady_clock::now() - self->last_read_;
+      if (quiet < idle) return self->ArmIdle(idle - quiet);
+      if (self->conn_ && self->conn_->active_streams() > 0) return self->ArmIdle(idle);
       self->Close();
     });
   }
@@ -635,6 +641,7 @@ class H2Io : public Connection {
   std::shared_ptr<H2Connection> conn_;
   std::vector<uint8_t> rbuf_;
   std::string wbuf_;
+  std::chrono::steady_clock::time_point last_read_ = std::chrono::steady_clock::now();
   bool writing_ = false;
   bool closed_ = false;
 };

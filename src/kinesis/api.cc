@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <iterator>
 #include <regex>
 #include <unordered_map>
 
@@ -61,10 +62,11 @@ void AppendRecordsJson(std::string* out, const stream::ShardReadResult& r, uint6
     const auto& rec = r.records[i];
     if (i) out->push_back(',');
     *out += R"({"SequenceNumber":")";
-    *out += stream::SequenceNumber::ForRecord(uid, shard, rec.offset).ToString();
+    stream::SequenceNumber::ForRecord(uid, shard, rec.offset).AppendTo(out);
     // Epoch seconds with milliseconds, as AWS writes them.
-    *out += fmt::format(R"(","ApproximateArrivalTimestamp":{}.{:03d},"Data":")",
-                        rec.arrival_ms / 1000, static_cast<int>(rec.arrival_ms % 1000));
+    fmt::format_to(std::back_inserter(*out),
+                   R"(","ApproximateArrivalTimestamp":{}.{:03d},"Data":")", rec.arrival_ms / 1000,
+                   static_cast<int>(rec.arrival_ms % 1000));
     base64::EncodeAppend(rec.data.data(), rec.data.size(), out);
     *out += R"(","PartitionKey":)";
     AppendJsonString(out, rec.partition_key);

@@ -653,15 +653,26 @@ Status StreamManager::UpdateStreamMode(const std::string& name, StreamMode mode)
   });
 }
 
-uint64_t StreamManager::append_epoch() const {
-  std::lock_guard lock(append_mu_);
-  return append_epoch_;
-}
+uint64_t StreamManager::append_epoch() const { return append_epoch_.load(); }
 
 uint64_t StreamManager::WaitForAppend(uint64_t seen, std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(append_mu_);
-  append_cv_.wait_for(lock, timeout, [&] { return append_epoch_ != seen; });
-  return append_epoch_;
+  append_waiters_.fetch_add(1);
+  {
+    std::unique_lock lock(append_mu_);
+    append_cv_.wait_for(lock, timeout, [&] { return append_epoch_.load() != seen; });
+  }
+  append_waiters_.fetch_sub(1);
+  return append_epoch_.load();
+}
+
+// The Put path takes no lock unless someone waits. Both sides are sequentially
+// consistent: a waiter counted before this load is notified (under the lock, so not
+// between its check and its wait); one counted after it sees the new epoch in its check.
+void StreamManager::NotifyAppend() {
+  append_epoch_.fetch_add(1);
+  if (append_waiters_.load() == 0) return;
+  { std::lock_guard lock(append_mu_); }
+  append_cv_.notify_all();
 }
 
 Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& items,
@@ -673,24 +684,20 @@ Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& i
     std::vector<std::vector<size_t>> groups;
     std::atomic<int> remaining{1};
     PutDone done;
+    StreamManager* manager = nullptr;
     void Finish() {
       for (size_t g = 0; g < groups.size(); ++g) {
         if (group_status[g].ok()) continue;
         for (size_t i : groups[g]) result.items[i].error = group_status[g];
       }
+      // Tip readers wake as soon as the records are readable, before the answer goes out.
+      manager->NotifyAppend();
       done(std::move(result));
     }
   };
   auto state = std::make_shared<State>();
-  // Tip readers are woken as soon as the records are readable, before the answer goes out.
-  state->done = [this, done = std::move(done)](PutResult r) {
-    {
-      std::lock_guard lock(append_mu_);
-      ++append_epoch_;
-    }
-    append_cv_.notify_all();
-    done(std::move(r));
-  };
+  state->done = std::move(done);
+  state->manager = this;
   state->result.items.resize(items.size());
 
   std::shared_lock lock(s->mu);

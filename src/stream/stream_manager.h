@@ -215,9 +215,11 @@ class StreamManager {
   std::mutex floor_mu_;
   RetentionFloor floor_;
 
-  mutable std::mutex append_mu_;
+  void NotifyAppend();
+  std::atomic<uint64_t> append_epoch_{0};
+  mutable std::atomic<int> append_waiters_{0};
+  mutable std::mutex append_mu_;  // only for append_cv_
   mutable std::condition_variable append_cv_;
-  uint64_t append_epoch_ = 0;  // guarded by append_mu_
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
