@@ -345,18 +345,15 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
         }
         bool send = !r->records.empty() || r->shard_end || now_ms - last_event >= kHeartbeatMs;
         if (send) {
-          auto e = std::make_shared<EventCache::Event>();
-          e->uid = uid;
-          e->shard = shard;
-          e->from = at;
-          e->next = r->next_offset;
-          e->shard_end = r->shard_end;
-          e->made_ms = now_ms;
-          e->bytes = Event("SubscribeToShardEvent", EventJson(*r, uid, shard, r->next_offset));
-          at = r->next_offset;
-          w->Write(e->bytes);
+          std::string bytes =
+              Event("SubscribeToShardEvent", EventJson(*r, uid, shard, r->next_offset));
           // Heartbeats (no records) are cheap and say how far behind *now*: not shared.
-          if (!r->records.empty() || r->shard_end) hub->events().Add(std::move(e));
+          if (!r->records.empty() || r->shard_end) {
+            hub->events().Add(std::make_shared<const EventCache::Event>(
+                EventCache::Event{uid, shard, at, r->next_offset, r->shard_end, now_ms, bytes}));
+          }
+          w->Write(std::move(bytes));
+          at = r->next_offset;
           last_event = now_ms;
           if (r->shard_end) break;
         }
