@@ -118,6 +118,8 @@ class PgTx {
   Result<PgResult> Exec(std::string_view sql, const std::vector<Param>& params = {}) {
     return conn_->Exec(sql, params, deadline_);
   }
+  // Several statements without parameters, separated by ';'.
+  Status ExecScript(std::string_view sql) { return conn_->ExecScript(sql, deadline_); }
   Deadline deadline() const { return deadline_; }
 
  private:

@@ -35,7 +35,7 @@ Status Migrate(PgPool* pool, const std::string& component, const std::vector<std
             component, at, steps.size()));
       }
       if (at >= version) return Status::OK();
-      RETURN_IF_ERROR(tx.Exec(steps[i]).status());
+      RETURN_IF_ERROR(tx.ExecScript(steps[i]));
       RETURN_IF_ERROR(tx.Exec("INSERT INTO icestream_schema_version (component, version) VALUES "
                               "($1, $2) ON CONFLICT (component) DO UPDATE SET version = $2",
                               {component, std::to_string(version)})
