@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iterator>
 #include <regex>
+#include <thread>
 #include <unordered_map>
 
 #include "common/base64.h"
@@ -123,10 +125,12 @@ void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string
 }
 
 void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t max_entries) {
+  // Maps are rendered as Java prints them ({key=value, ...}), as AWS's messages show them.
+  std::string rendered = aws::Params::RenderMap(map);
   if (map.size() > max_entries || map.empty()) {
     p.AddViolation(fmt::format(
-        "Value '{}' at '{}' failed to satisfy constraint: Member must have length {} {}",
-        map.dump(), path, map.empty() ? "greater than or equal to" : "less than or equal to",
+        "Value '{}' at '{}' failed to satisfy constraint: Member must have length {} {}", rendered,
+        path, map.empty() ? "greater than or equal to" : "less than or equal to",
         map.empty() ? 1 : max_entries));
   }
   bool bad_key = false, bad_value = false;
@@ -138,13 +142,7 @@ void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t 
       if (it.value().is_null()) {
         bad_value = true;
       } else {
-        p.AddSerializationError(
-            it.value().is_number()
-                ? "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not be "
-                  "converted to an String"
-                : (it.value().is_boolean()
-                       ? "class java.lang.Boolean can not be converted to an String"
-                       : "Start of structure or map found where not expected."));
+        p.AddSerializationError(aws::Params::TypeMessage(it.value(), aws::MemberType::kString));
       }
       continue;
     }
@@ -155,14 +153,14 @@ void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t 
         "Value '{}' at '{}' failed to satisfy constraint: Map keys must satisfy constraint: "
         "[Member must have length less than or equal to 128, Member must have length greater "
         "than or equal to 1]",
-        map.dump(), path));
+        rendered, path));
   }
   if (bad_value) {
     p.AddViolation(fmt::format(
         "Value '{}' at '{}' failed to satisfy constraint: Map value must satisfy constraint: "
         "[Member must have length less than or equal to 256, Member must have length greater "
         "than or equal to 0]",
-        map.dump(), path));
+        rendered, path));
   }
 }
 
@@ -310,7 +308,11 @@ KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, c
                        {},
                        nullptr,
                        {},
-                       "DISABLED"}) {}
+                       "DISABLED"}) {
+  size_t threads = ctx_->options.subscription_threads;
+  if (threads == 0) threads = std::max<size_t>(2, std::thread::hardware_concurrency());
+  ctx_->subscriptions = MakeSubscriptionHub(threads);
+}
 
 KinesisApi::~KinesisApi() { StopSubscriptions(); }
 
@@ -373,8 +375,8 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
   }
   json body = json::parse(call.req->body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    return call.Fail(aws::SerializationError(body.is_discarded() ? "Request body is not valid JSON."
-                                                                 : "Expected a JSON object."));
+    // AWS answers a body that is not a JSON object with no message (kinesalite's suite).
+    return call.Fail(aws::SerializationError(""));
   }
   aws::Params p(body);
   p.SetAuthError(call.auth_error);
