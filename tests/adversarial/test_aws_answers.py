@@ -272,5 +272,19 @@ class AgainstKinesalite(unittest.TestCase):
             self.same(K + op, body)
 
 
+    def test_get_records_of_a_deleted_stream(self):
+        answers = []
+        for peer in (self.ice, self.kin):
+            self.assertEqual(send(peer, K + "CreateStream", {"StreamName": "gone", "ShardCount": 1})[0], 200)
+            st, _, raw = send(peer, K + "GetShardIterator", {"StreamName": "gone", "ShardId": "shardId-000000000000",
+                                                             "ShardIteratorType": "TRIM_HORIZON"})
+            self.assertEqual(st, 200, raw)
+            it = json.loads(raw)["ShardIterator"]
+            self.assertEqual(send(peer, K + "DeleteStream", {"StreamName": "gone"})[0], 200)
+            st, _, raw = send(peer, K + "GetRecords", {"ShardIterator": it})
+            answers.append(answer(st, raw))
+        self.assertEqual(answers[0], answers[1])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -536,7 +536,15 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
   }
   auto r = ctx.streams->Read(t->stream_name, t->stream_uid, t->shard_index, t->offset, max_records,
                              max_bytes);
-  if (!r.ok()) return call.Fail(r.status());
+  if (!r.ok()) {
+    // A stream deleted (or re-created) since: AWS names the shard (kinesalite's suite).
+    if (r.status().code() == StatusCode::kNotFound) {
+      return call.Fail(NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
+                                            ShardIdString(t->shard_index), t->stream_name,
+                                            ctx.options.account)));
+    }
+    return call.Fail(r.status());
+  }
   if (granted != SIZE_MAX) {
     // The log hands out at least one record; within a grant, even that one must fit.
     size_t answer = 256, kept = 0;

@@ -257,8 +257,15 @@ class Pusher : public PushPool::Task, public std::enable_shared_from_this<Pusher
         hub->pool().WakeAt(shared_from_this(),
                            PushPool::Clock::now() + std::chrono::milliseconds(std::max<int64_t>(
                                                         1, last_event_ + kHeartbeatMs - now)));
-        c.streams->WhenAppended(p_.uid, p_.shard, *p_.log, p_.at,
-                                [weak, weak_hub] { WakeUp(weak, weak_hub); });
+        // One callback pending at a time: an idle subscription's heartbeats must not pile up
+        // callbacks (a pending one fires on the next append whatever position it knew).
+        if (!watching_->exchange(true)) {
+          c.streams->WhenAppended(p_.uid, p_.shard, *p_.log, p_.at,
+                                  [weak, weak_hub, watching = watching_] {
+                                    watching->store(false);
+                                    WakeUp(weak, weak_hub);
+                                  });
+        }
         return;
       }
     }
@@ -286,6 +293,7 @@ class Pusher : public PushPool::Task, public std::enable_shared_from_this<Pusher
 
  private:
   Params p_;
+  std::shared_ptr<std::atomic<bool>> watching_ = std::make_shared<std::atomic<bool>>(false);
   bool started_ = false;
   bool done_ = false;
   int64_t begin_ = 0;
