@@ -95,68 +95,84 @@ def announced_bodies(binary):
         srv.cleanup()
 
 
-def h2_attacks(binary):
-    out = {}
+def fresh(binary, fill):
+    """A fresh server per attack (freed memory of one would hide the next one's growth)."""
     srv = start(binary)
     try:
-        k = srv.client()
-        k.create_stream(StreamName="big", ShardCount=1)
-        blob = os.urandom(1000 * 1000)
-        for _ in range(10):
-            k.put_record(StreamName="big", PartitionKey="p", Data=blob)
-        it = k.get_shard_iterator(StreamName="big", ShardId="shardId-000000000000",
-                                  ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
-        # Unread GetRecords answers.
-        base = rss(srv.proc.pid)
-        c = H2Client(srv.port, window=0, keep_data=False)
-        for _ in range(48):
-            h, d = signed(srv, "GetRecords", {"ShardIterator": it})
-            c.request("/", h, d)
-        out["unread GetRecords (48)"] = peak_rss_while(srv.proc.pid, 12, base)
-        c.close()
-        time.sleep(2)
-        # Unfinished uploads.
-        base = rss(srv.proc.pid)
-        c = H2Client(srv.port)
-        sids = []
-        for _ in range(128):
-            h, _ = signed(srv, "PutRecord", {})
-            sid = c.new_stream()
-            c.send_raw(c.headers_frame(sid, c.request_headers("/", h, 16 * MIB), False))
-            sids.append(sid)
-        result = {}
-        t = threading.Thread(target=lambda: result.update(sent=c.push_bodies(sids, 16 * MIB, quiet=3)))
-        t.start()
-        peak = 0
-        while t.is_alive():
-            peak = max(peak, rss(srv.proc.pid) - base)
-            time.sleep(0.2)
-        out["unfinished uploads (128 x 16 MiB)"] = max(peak, rss(srv.proc.pid) - base)
-        out["unfinished uploads: bytes accepted"] = result.get("sent", 0)
-        c.close()
-        time.sleep(2)
-        # Unread subscriptions.
-        k.create_stream(StreamName="fan", ShardCount=8)
-        arn = k.describe_stream_summary(StreamName="fan")["StreamDescriptionSummary"]["StreamARN"]
-        for shard in range(8):
-            for _ in range(5):
-                k.put_record(StreamName="fan", PartitionKey="p", ExplicitHashKey=str(shard * ((1 << 128) // 8)),
-                             Data=blob)
-        consumers = [k.register_stream_consumer(StreamARN=arn, ConsumerName=f"c{i}")["Consumer"]["ConsumerARN"]
-                     for i in range(16)]
-        time.sleep(1)
-        base = rss(srv.proc.pid)
-        c = H2Client(srv.port, window=0, keep_data=False)
-        for consumer in consumers:
-            for shard in range(8):
-                h, d = signed(srv, "SubscribeToShard", {"ConsumerARN": consumer, "ShardId": f"shardId-{shard:012d}",
-                                                        "StartingPosition": {"Type": "TRIM_HORIZON"}})
-                c.request("/", h, d)
-        out["unread subscriptions (128)"] = peak_rss_while(srv.proc.pid, 12, base)
-        c.close()
+        return fill(srv)
     finally:
         srv.stop()
         srv.cleanup()
+
+
+def unread_get_records(srv):
+    k = srv.client()
+    k.create_stream(StreamName="big", ShardCount=1)
+    blob = os.urandom(1000 * 1000)
+    for _ in range(10):
+        k.put_record(StreamName="big", PartitionKey="p", Data=blob)
+    it = k.get_shard_iterator(StreamName="big", ShardId="shardId-000000000000",
+                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    base = rss(srv.proc.pid)
+    c = H2Client(srv.port, window=0, keep_data=False)
+    for _ in range(48):
+        h, d = signed(srv, "GetRecords", {"ShardIterator": it})
+        c.request("/", h, d)
+    peak = peak_rss_while(srv.proc.pid, 12, base)
+    c.close()
+    return peak
+
+
+def unfinished_uploads(srv):
+    base = rss(srv.proc.pid)
+    c = H2Client(srv.port)
+    sids = []
+    for _ in range(128):
+        h, _ = signed(srv, "PutRecord", {})
+        sid = c.new_stream()
+        c.send_raw(c.headers_frame(sid, c.request_headers("/", h, 16 * MIB), False))
+        sids.append(sid)
+    result = {}
+    t = threading.Thread(target=lambda: result.update(sent=c.push_bodies(sids, 16 * MIB, quiet=3)))
+    t.start()
+    peak = 0
+    while t.is_alive():
+        peak = max(peak, rss(srv.proc.pid) - base)
+        time.sleep(0.2)
+    c.close()
+    return max(peak, 0), result.get("sent", 0)
+
+
+def unread_subscriptions(srv):
+    k = srv.client()
+    blob = os.urandom(1000 * 1000)
+    k.create_stream(StreamName="fan", ShardCount=8)
+    arn = k.describe_stream_summary(StreamName="fan")["StreamDescriptionSummary"]["StreamARN"]
+    for shard in range(8):
+        for _ in range(5):
+            k.put_record(StreamName="fan", PartitionKey="p", ExplicitHashKey=str(shard * ((1 << 128) // 8)),
+                         Data=blob)
+    consumers = [k.register_stream_consumer(StreamARN=arn, ConsumerName=f"c{i}")["Consumer"]["ConsumerARN"]
+                 for i in range(16)]
+    time.sleep(1)
+    base = rss(srv.proc.pid)
+    c = H2Client(srv.port, window=0, keep_data=False)
+    for consumer in consumers:
+        for shard in range(8):
+            h, d = signed(srv, "SubscribeToShard", {"ConsumerARN": consumer, "ShardId": f"shardId-{shard:012d}",
+                                                    "StartingPosition": {"Type": "TRIM_HORIZON"}})
+            c.request("/", h, d)
+    peak = peak_rss_while(srv.proc.pid, 12, base)
+    c.close()
+    return peak
+
+
+def h2_attacks(binary):
+    out = {"unread GetRecords (48)": fresh(binary, unread_get_records)}
+    peak, sent = fresh(binary, unfinished_uploads)
+    out["unfinished uploads (128 x 16 MiB)"] = peak
+    out["unfinished uploads: bytes accepted"] = sent
+    out["unread subscriptions (128)"] = fresh(binary, unread_subscriptions)
     return out
 
 

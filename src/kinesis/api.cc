@@ -202,6 +202,36 @@ json ChildShardsJson(const std::vector<stream::ShardInfo>& children) {
 namespace {
 
 constexpr size_t kMaxRequestNesting = 64;
+// A JSON tree costs tens of bytes per value: a 16 MiB body of small values would cost
+// hundreds of MiB before authentication is even looked at. No Kinesis request but
+// PutRecords (parsed in place, records.cc) holds more than a few thousand values; the
+// largest (CreateChannel with its stream list) stays well below this.
+constexpr size_t kMaxRequestValues = 200000;
+
+// Separators and openings outside strings, a bound on the values of a JSON text, counted
+// up to `limit` + 1 (one linear pass, no allocation).
+size_t JsonValueBound(std::string_view text, size_t limit) {
+  size_t n = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == ',' || c == ':' || c == '[' || c == '{') {
+      if (++n > limit) return n;
+    }
+  }
+  return n;
+}
 
 // Operations of the Kinesis model that this server does not offer (yet). They get a
 // clear error instead of UnknownOperationException, which would suggest a typo.
@@ -351,6 +381,11 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
   Call call{std::move(req), std::move(respond), crypto::RandomUuid(), std::move(auth_error)};
   if (auto ext = ctx_->external.find(op); ext != ctx_->external.end()) {
     if (call.auth_error) return call.Fail(*call.auth_error);
+    if (JsonValueBound(call.req->body, kMaxRequestValues) > kMaxRequestValues) {
+      return call.Fail(aws::SerializationError(
+          fmt::format("Request body holds more than {} JSON values; no {} request does.",
+                      kMaxRequestValues, op)));
+    }
     ext->second(call.req, call.respond, call.request_id);
     return;
   }
@@ -375,6 +410,11 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
   if (JsonNestingDepth(call.req->body, kMaxRequestNesting) > kMaxRequestNesting) {
     return call.Fail(aws::SerializationError(
         fmt::format("Request body nests JSON more than {} levels deep.", kMaxRequestNesting)));
+  }
+  if (JsonValueBound(call.req->body, kMaxRequestValues) > kMaxRequestValues) {
+    return call.Fail(aws::SerializationError(
+        fmt::format("Request body holds more than {} JSON values; no {} request does.",
+                    kMaxRequestValues, op)));
   }
   json body = json::parse(call.req->body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {

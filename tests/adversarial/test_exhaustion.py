@@ -147,6 +147,45 @@ class AnnouncedBodies(unittest.TestCase):
             srv.cleanup()
 
 
+class AmplifiedBodies(unittest.TestCase):
+    def test_small_values_do_not_multiply_before_authentication(self):
+        # 14 MB of tiny JSON values, unsigned: a JSON tree of them costs ~7x the body.
+        srv = Server().start()
+        try:
+            body = '{"StreamName":"x","Tags":{"a":[' + ",".join(["0"] * 7_000_000) + "]}}"
+            base = rss(srv.proc.pid)
+            peak = [0]
+            done = threading.Event()
+
+            def watch():
+                while not done.is_set():
+                    peak[0] = max(peak[0], rss(srv.proc.pid) - base)
+                    time.sleep(0.05)
+
+            w = threading.Thread(target=watch)
+            w.start()
+            answers = []
+
+            def call():
+                from harness import raw_call
+                answers.append(raw_call(srv, "Kinesis_20131202.AddTagsToStream", body, sign=False))
+
+            calls = [threading.Thread(target=call) for _ in range(6)]
+            for t in calls:
+                t.start()
+            for t in calls:
+                t.join()
+            done.set()
+            w.join()
+            self.assertLess(peak[0], 150 * MIB, f"6 bodies of 14 MB took {peak[0] / MIB:.0f} MiB before authentication")
+            for st, _, out in answers:
+                self.assertEqual((st, out["__type"]), (400, "SerializationException"), out)
+            self.assertTrue(alive(srv))
+        finally:
+            srv.stop()
+            srv.cleanup()
+
+
 class Http2Budget(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
