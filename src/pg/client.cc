@@ -123,11 +123,26 @@ Status PgConnection::Wait(bool write, Deadline deadline) {
 }
 
 void PgConnection::Cancel() {
+  // libpq's PQcancel connects, sends and waits for the server to close with no timeout:
+  // towards a server that cannot be reached (a partition) it blocks for as long as TCP
+  // keeps trying. So it runs on a thread of its own, never on the caller's, and at most a
+  // few at a time; the statement ends by the server's statement_timeout anyway.
+  static std::atomic<int> in_flight{0};
+  if (in_flight.fetch_add(1) >= 4) {
+    in_flight.fetch_sub(1);
+    return;
+  }
   PGcancel* cancel = PQgetCancel(conn_);
-  if (cancel == nullptr) return;
-  char err[256];
-  (void)PQcancel(cancel, err, sizeof err);
-  PQfreeCancel(cancel);
+  if (cancel == nullptr) {
+    in_flight.fetch_sub(1);
+    return;
+  }
+  std::thread([cancel] {
+    char err[256];
+    (void)PQcancel(cancel, err, sizeof err);
+    PQfreeCancel(cancel);
+    in_flight.fetch_sub(1);
+  }).detach();
 }
 
 Result<PgResult> PgConnection::Collect(Deadline deadline, bool* sent_ok) {
@@ -139,6 +154,7 @@ Result<PgResult> PgConnection::Collect(Deadline deadline, bool* sent_ok) {
     Status w = Wait(true, deadline);
     if (!w.ok()) {
       Cancel();
+      broken_ = true;  // part of a message may have left: the connection cannot go on
       return w;
     }
     if (!PQconsumeInput(conn_)) return Unavailable("PostgreSQL: " + ConnMessage(conn_));
@@ -151,9 +167,9 @@ Result<PgResult> PgConnection::Collect(Deadline deadline, bool* sent_ok) {
     while (PQisBusy(conn_)) {
       Status w = Wait(false, deadline);
       if (!w.ok()) {
-        // The deadline passed: cancel, and read the cancelled statement's results so
-        // that the connection can be used again; if they do not come within a second,
-        // the connection is given up.
+        // The deadline passed: cancel (in the background), and read the cancelled
+        // statement's results so that the connection can be used again; if they do not
+        // come within a second, the connection is given up.
         Cancel();
         Deadline grace = Clock::now() + std::chrono::milliseconds(1000);
         for (;;) {

@@ -5,7 +5,10 @@ pool) and two `icestream worker --pg --source <server>` processes deliver a 4-sh
 into an S3 bucket (radosgw) and into an Iceberg table (catalog in PostgreSQL's JDBC-catalog
 tables, files in radosgw) while producers write. Meanwhile workers are killed with SIGKILL
 (at least 20 times) and restarted, one is paused longer than its lease (SIGSTOP/SIGCONT),
-and PostgreSQL itself is restarted with `-m immediate`. Afterwards:
+and PostgreSQL itself is restarted with `-m immediate`. A second scenario puts one worker
+behind a fault proxy to PostgreSQL (tests/lib/pg_fault_proxy.py): COMMITs dropped before
+and after they reach the database, a partition longer than the lease, connections reset.
+Afterwards, in both:
 
 - every record of the stream (every acknowledged one among them) is in the bucket exactly
   once and a row of the table exactly once (the independent reader: icebird + DuckDB
@@ -35,6 +38,7 @@ import harness  # noqa: E402
 from delivery_check import S3Bucket, decompress  # noqa: E402
 from harness import Rgw, Server, channel_request, kinesis_call, read_stream, wait_channel  # noqa: E402
 from pg import PgCluster  # noqa: E402
+from pg_fault_proxy import PgFaultProxy  # noqa: E402
 from table_check import (assert_rows, expected_row, read_table, register_schema, table_bucket_arn,  # noqa: E402
                          table_channel_request, wait_records)
 
@@ -148,7 +152,7 @@ class Worker:
     def tail(self):
         try:
             with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-3000:]
+                return f.read().decode(errors="replace")[-6000:]
         except OSError:
             return ""
 
@@ -182,34 +186,96 @@ class PoolChaos(unittest.TestCase):
     def s3(self):
         return (self.rgw.endpoint, Rgw.access_key, Rgw.secret_key)
 
-    def sql(self, query):
-        out = self.pg.psql(query, "pool").strip()
+    def sql(self, query, db):
+        out = self.pg.psql(query, db).strip()
         return [line.split("|") for line in out.splitlines() if line]
 
-    def test_three_processes_exactly_once_through_kills_pauses_and_a_database_restart(self):
-        conninfo = self.pg.create_database("pool")
+    def setup_pool(self, tag):
+        """serve --pg on radosgw with an S3 channel and a table channel; returns them."""
+        conninfo = self.pg.create_database(tag)
         s3 = self.rgw.s3()
-        for b in ("pool-out", "pool-tables", "pool-dlq"):
+        for b in (f"{tag}-out", f"{tag}-tables", f"{tag}-dlq"):
             s3.create_bucket(Bucket=b)
         server = Server(config_text=CONFIG, extra_args=["--pg", conninfo, "--s3-endpoint", self.rgw.endpoint],
                         log_level="info").start()
+        k = server.client()
+        k.create_stream(StreamName=STREAM, StreamModeDetails={"StreamMode": "ON_DEMAND"})
+        schema_arn, _ = register_schema(server.client("glue"), "pool", "events", SCHEMA)
+        st, body = kinesis_call(server, "CreateChannel", channel_request(
+            f"{tag}-s3", STREAM, bucket=f"{tag}-out", compression="GZIP", freshness=1))
+        self.assertEqual(st, 200, body)
+        s3_arn = body["ChannelDescription"]["ChannelARN"]
+        st, body = kinesis_call(server, "CreateChannel", table_channel_request(
+            f"{tag}-table", STREAM, schema_arn, f"{tag}-tables", NS, TABLE, f"{tag}-dlq", freshness=1))
+        self.assertEqual(st, 200, body)
+        table_arn = body["ChannelDescription"]["ChannelARN"]
+        wait_channel(server, s3_arn, timeout=60)
+        wait_channel(server, table_arn, timeout=60)
+        return conninfo, server, k, s3_arn, table_arn
+
+    def verify(self, tag, server, k, producers, table_arn):
+        """Exactly once in the bucket and the table; fenced commits; checkpoints forward."""
+        for p in producers:
+            p.stop.set()
+            p.join(30)
+        acked = [a for p in producers for a in p.acked]
+        self.assertGreater(len(acked), 2000, "the producers wrote too little to prove anything")
+        everything = read_stream(k, STREAM)
+        stream = {(s, q): d for d, s, q in everything}
+        for d, s, q in acked:
+            self.assertEqual(stream.get((s, q)), d, "an acknowledged record is not in the stream")
+        want_ids = sorted(json.loads(d)["id"] for d, _, _ in everything)
+
+        bucket = S3Bucket(self.rgw.s3(), f"{tag}-out")
+        deadline = time.time() + 180
+        while True:
+            got = []
+            for key, raw in bucket.objects("").items():
+                for line in decompress(key, raw).splitlines():
+                    if line.strip():
+                        got.append(json.loads(line)["id"])
+            if len(got) >= len(want_ids) or time.time() > deadline:
+                break
+            time.sleep(1)
+        self.assertEqual(len(got), len(set(got)), "a record is in the bucket twice")
+        self.assertEqual(sorted(got), want_ids, "the bucket does not hold every record")
+
+        wh = table_bucket_arn(f"{tag}-tables")
+        wait_records(server, wh, NS, TABLE, len(everything), timeout=180)
+        t = read_table(catalog=server.endpoint + "/iceberg", warehouse=wh, namespace=NS, table=TABLE, s3=self.s3())
+        assert_rows(self, t["rows"], [expected_row(d, t["schema"]) for d, _, _ in everything], "id")
+
+        last = {}
+        for snap in sorted(t["snapshots"], key=lambda s: s["sequence_number"]):
+            for key, value in snap["summary"].items():
+                if key.startswith("icestream.checkpoint."):
+                    shard = key[len("icestream.checkpoint."):]
+                    seq = seq_key(value)
+                    self.assertGreaterEqual(seq, last.get(shard, 0), f"checkpoint of {shard} went back")
+                    last[shard] = seq
+
+        table_id = table_arn.rsplit("/", 1)[-1]
+        db = tag
+        history = {(o, int(e)) for o, e in self.sql(
+            f"SELECT owner, epoch FROM icestream_lease_history WHERE channel_id = '{table_id}' AND unit = 'channel'",
+            db)}
+        commits = self.sql(f"SELECT owner, epoch FROM icestream_commit_log WHERE channel_id = '{table_id}' "
+                           "ORDER BY at", db)
+        self.assertGreater(len(commits), 5)
+        top = 0
+        for owner, epoch in commits:
+            self.assertIn((owner, int(epoch)), history, "a commit under a lease that was never granted")
+            self.assertGreaterEqual(int(epoch), top, "a commit under a superseded epoch")
+            top = int(epoch)
+        changes = int(self.sql("SELECT count(*) FROM icestream_lease_history", db)[0][0])
+        return everything, t, commits, changes, top
+
+    def test_three_processes_exactly_once_through_kills_pauses_and_a_database_restart(self):
+        tag = "pool"
+        conninfo, server, k, s3_arn, table_arn = self.setup_pool(tag)
         workers = []
         producers = []
         try:
-            k = server.client()
-            k.create_stream(StreamName=STREAM, StreamModeDetails={"StreamMode": "ON_DEMAND"})
-            schema_arn, _ = register_schema(server.client("glue"), "pool", "events", SCHEMA)
-            st, body = kinesis_call(server, "CreateChannel", channel_request(
-                "pool-s3", STREAM, bucket="pool-out", compression="GZIP", freshness=1))
-            self.assertEqual(st, 200, body)
-            s3_arn = body["ChannelDescription"]["ChannelARN"]
-            st, body = kinesis_call(server, "CreateChannel", table_channel_request(
-                "pool-table", STREAM, schema_arn, "pool-tables", NS, TABLE, "pool-dlq", freshness=1))
-            self.assertEqual(st, 200, body)
-            table_arn = body["ChannelDescription"]["ChannelARN"]
-            wait_channel(server, s3_arn, timeout=60)
-            wait_channel(server, table_arn, timeout=60)
-
             workers = [Worker(f"w{i}", conninfo, server.endpoint, self.rgw.endpoint, server.config_path)
                        for i in range(2)]
             for w in workers:
@@ -236,64 +302,7 @@ class PoolChaos(unittest.TestCase):
                 kills += 1
                 w.start()
             time.sleep(2)
-            for p in producers:
-                p.stop.set()
-                p.join(30)
-            acked = [a for p in producers for a in p.acked]
-            self.assertGreater(len(acked), 2000, "the producers wrote too little to prove anything")
-
-            everything = read_stream(k, STREAM)
-            stream = {(s, q): d for d, s, q in everything}
-            for d, s, q in acked:
-                self.assertEqual(stream.get((s, q)), d, "an acknowledged record is not in the stream")
-            want_ids = sorted(json.loads(d)["id"] for d, _, _ in everything)
-
-            # The bucket: every record exactly once.
-            bucket = S3Bucket(s3, "pool-out")
-            deadline = time.time() + 180
-            while True:
-                got = []
-                for key, raw in bucket.objects("").items():
-                    for line in decompress(key, raw).splitlines():
-                        if line.strip():
-                            got.append(json.loads(line)["id"])
-                if len(got) >= len(want_ids) or time.time() > deadline:
-                    break
-                time.sleep(1)
-            self.assertEqual(len(got), len(set(got)), "a record is in the bucket twice")
-            self.assertEqual(sorted(got), want_ids, "the bucket does not hold every record")
-
-            # The table: every record a row exactly once, read independently.
-            wh = table_bucket_arn("pool-tables")
-            wait_records(server, wh, NS, TABLE, len(everything), timeout=180)
-            t = read_table(catalog=server.endpoint + "/iceberg", warehouse=wh, namespace=NS, table=TABLE,
-                           s3=self.s3())
-            assert_rows(self, t["rows"], [expected_row(d, t["schema"]) for d, _, _ in everything], "id")
-
-            # Checkpoints only move forward along the snapshot chain.
-            last = {}
-            for snap in sorted(t["snapshots"], key=lambda s: s["sequence_number"]):
-                for key, value in snap["summary"].items():
-                    if key.startswith("icestream.checkpoint."):
-                        shard = key[len("icestream.checkpoint."):]
-                        seq = seq_key(value.split(":")[0])
-                        self.assertGreaterEqual(seq, last.get(shard, 0), f"checkpoint of {shard} went back")
-                        last[shard] = seq
-
-            # Every commit was made under the lease its maker held then; epochs never go back.
-            table_id = describe_id(server, table_arn)
-            history = {(o, int(e)) for o, e in self.sql(
-                f"SELECT owner, epoch FROM icestream_lease_history WHERE channel_id = '{table_id}' "
-                "AND unit = 'channel'")}
-            commits = self.sql(f"SELECT owner, epoch FROM icestream_commit_log WHERE channel_id = '{table_id}' "
-                               "ORDER BY at")
-            self.assertGreater(len(commits), 10)
-            top = 0
-            for owner, epoch in commits:
-                self.assertIn((owner, int(epoch)), history, "a commit under a lease that was never granted")
-                self.assertGreaterEqual(int(epoch), top, "a commit under a superseded epoch")
-                top = int(epoch)
-            changes = int(self.sql("SELECT count(*) FROM icestream_lease_history")[0][0])
+            everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn)
             self.assertGreater(changes, kills, "the leases did not change hands as workers died")
 
             # DescribeChannel names an owner and an epoch for every shard.
@@ -304,22 +313,73 @@ class PoolChaos(unittest.TestCase):
                   f"exactly once in the bucket and the table ({len(t['snapshots'])} snapshots, {len(commits)} "
                   f"fenced commits, {changes} lease changes, final table epoch {top})")
         finally:
+            self.teardown_pool(server, workers, producers)
+
+    def test_a_worker_partitioned_from_postgresql_and_losing_commits(self):
+        """One worker reaches PostgreSQL through a fault proxy: COMMITs dropped before they
+        reach the database and after (the answer lost: resolved by pg_xact_status), then a
+        partition longer than the lease, then every connection reset."""
+        tag = "part"
+        conninfo, server, k, s3_arn, table_arn = self.setup_pool(tag)
+        proxy = PgFaultProxy(self.pg.port).start()
+        workers = []
+        producers = []
+        try:
+            proxied = conninfo.replace(f"port={self.pg.port}", f"port={proxy.port}")
+            self.assertNotEqual(proxied, conninfo)
+            workers = [Worker("wp", proxied, server.endpoint, self.rgw.endpoint, server.config_path)]
+            workers[0].start()
+            producers = [Producer(server, f"q{i}") for i in range(2)]
             for p in producers:
-                p.stop.set()
-            for w in workers:
-                try:
-                    w.stop()
-                except Exception as e:  # noqa: BLE001
-                    print(e)
-                w.cleanup()
-            server.stop()
-            server.cleanup()
+                p.start()
+            time.sleep(3)
+            proxy.set_mode("commit_drop", commit_drop_rate=0.3)
+            time.sleep(10)
+            proxy.set_mode("pass")
+            time.sleep(3)
+            proxy.set_mode("blackhole")
+            time.sleep((LEASE_MS + 2 * TAKE_MS) / 1000 + 2)
+            proxy.set_mode("pass")
+            time.sleep(4)
+            proxy.set_mode("reset")
+            proxy.set_mode("pass")
+            time.sleep(4)
+            try:
+                everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn)
+            except AssertionError:
+                self.diagnose(server, workers, s3_arn)
+                raise
+            self.assertGreater(proxy.counts["commit_before"] + proxy.counts["commit_after"], 0, proxy.counts)
+            owners = {o for o, _ in commits}
+            print(f"partition and lost COMMITs ({proxy.counts}): {len(everything)} records exactly once; "
+                  f"{len(commits)} fenced commits by {len(owners)} owners, {changes} lease changes")
+        finally:
+            proxy.stop()
+            self.teardown_pool(server, workers, producers)
 
+    def diagnose(self, server, workers, arn):
+        st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+        print("DescribeChannel:", json.dumps(body.get("ChannelDescription", body).get("IcestreamStatus", body))[:3000])
+        print("leases:", self.pg.psql("SELECT channel_id, unit, owner, epoch, expires_at > clock_timestamp() "
+                                      "FROM icestream_lease ORDER BY 1, 2", "part"))
+        print("server log:", server.read_log()[-4000:])
+        for w in workers:
+            print(f"worker {w.name} log:", w.tail())
+            if os.environ.get("POOL_GDB") and w.proc and w.proc.poll() is None:
+                print(subprocess.run(["gdb", "-p", str(w.proc.pid), "-batch", "-ex", "thread apply all bt 12"],
+                                     capture_output=True, text=True).stdout[-20000:])
 
-def describe_id(server, arn):
-    st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
-    return body["ChannelDescription"]["ChannelId"] if "ChannelId" in body["ChannelDescription"] else \
-        arn.rsplit("/", 1)[-1]
+    def teardown_pool(self, server, workers, producers):
+        for p in producers:
+            p.stop.set()
+        for w in workers:
+            try:
+                w.stop()
+            except Exception as e:  # noqa: BLE001
+                print(e)
+            w.cleanup()
+        server.stop()
+        server.cleanup()
 
 
 if __name__ == "__main__":
