@@ -1,6 +1,9 @@
 // Request routing and the JSON 1.1 envelope checks, in AWS's order (aws-api.md §A.7).
 #include "server/router.h"
 
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
 #include "common/crypto.h"
 
 namespace icestream::server {
@@ -26,6 +29,30 @@ http::Response Preflight(const http::Request& req) {
   r.SetHeader("Access-Control-Max-Age", "172800");
   r.SetHeader("x-amzn-RequestId", crypto::RandomUuid());
   return r;
+}
+
+// Wraps `respond` so that the observer sees the call's outcome and duration.
+http::Responder Observed(const CallObserver* observer, std::string service, std::string operation,
+                         http::Responder respond) {
+  return [observer, service = std::move(service), operation = std::move(operation),
+          start = MonotonicNanos(), inner = std::move(respond)](http::Response r) {
+    std::string code;
+    for (const auto& h : r.headers) {
+      if (http::AsciiLower(h.name) == "x-amzn-errortype")
+        code = h.value.substr(0, h.value.find(':'));
+    }
+    std::string message;
+    if (!code.empty()) {
+      auto j = nlohmann::json::parse(r.body, nullptr, false);
+      if (j.is_object()) {
+        for (const char* key : {"message", "Message"}) {
+          if (j.contains(key) && j[key].is_string()) message = j[key].get<std::string>();
+        }
+      }
+    }
+    (*observer)({service, operation, code, r.status, message, MonotonicNanos() - start});
+    inner(std::move(r));
+  };
 }
 
 }  // namespace
@@ -66,6 +93,11 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
       op = target.substr(s.prefix.size());
       break;
     }
+  }
+  if (observer_) {
+    bool known = svc && svc->knows(op);
+    respond = Observed(&observer_, svc ? svc->signing_name : "unknown",
+                       known ? std::string(op) : "unknown", std::move(respond));
   }
   std::string request_id = crypto::RandomUuid();
   auto flavor = svc ? svc->flavor : aws::ErrorFlavor::kKinesis;

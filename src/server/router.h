@@ -48,18 +48,35 @@ struct PathRoute {
   http::Handler handler;
 };
 
+// One answered JSON 1.1 call, as the router saw it (for metrics). `service` is the
+// service's signing name ("kinesis", "glue") or "unknown"; `operation` an operation the
+// service knows, or "unknown"; `error_code` the answer's x-amzn-ErrorType, empty on
+// success; `message` the error's message when the answer is JSON.
+struct CallRecord {
+  std::string_view service;
+  std::string_view operation;
+  std::string_view error_code;
+  int http_status = 0;
+  std::string_view message;
+  int64_t latency_ns = 0;
+};
+using CallObserver = std::function<void(const CallRecord&)>;
+
 class Router {
  public:
   // `auth` must outlive the router.
   explicit Router(const aws::Authenticator* auth) : auth_(auth) {}
   void AddService(JsonService service) { services_.push_back(std::move(service)); }
   void AddPath(PathRoute route) { paths_.push_back(std::move(route)); }
+  // Called once for every JSON 1.1 call answered, on the thread that answers it.
+  void SetObserver(CallObserver observer) { observer_ = std::move(observer); }
   void Handle(std::shared_ptr<http::Request> req, http::Responder respond) const;
 
  private:
   const aws::Authenticator* auth_;
   std::vector<JsonService> services_;
   std::vector<PathRoute> paths_;
+  CallObserver observer_;
 };
 
 }  // namespace icestream::server

@@ -1,12 +1,11 @@
 // Server wiring.
 #include "server/server.h"
 
-#include <thread>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/crypto.h"
 #include "common/fs.h"
@@ -14,9 +13,11 @@
 #include "delivery/channel_manager.h"
 #include "delivery/s3/s3_sink.h"
 #include "delivery/table/table_sink.h"
-#include "iceberg/warehouses.h"
 #include "http/server.h"
+#include "iceberg/warehouses.h"
 #include "kinesis/api.h"
+#include "metrics/request_metrics.h"
+#include "metrics/stream_metrics.h"
 #include "objectstore/local_store.h"
 #include "objectstore/s3_store.h"
 #include "server/catalog_wiring.h"
@@ -32,6 +33,8 @@ struct IcestreamServer::Parts {
   std::unique_ptr<DataDirLock> lock;  // first in, last out
   std::unique_ptr<Database> db;
   std::unique_ptr<stream::StreamManager> streams;
+  std::unique_ptr<metrics::StreamMetrics> stream_metrics;
+  std::unique_ptr<metrics::RequestMetrics> request_metrics;
   std::shared_ptr<objectstore::ObjectStore> buckets;
   std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
   // Channels use the catalog's warehouses and registry: declared after it, destroyed first.
@@ -61,6 +64,20 @@ Result<std::string> TokenSecret(Database* db) {
                             {secret})
                       .status());
   return secret;
+}
+
+// The streams as the metrics exposition needs them.
+std::vector<metrics::StreamView> LiveStreams(const stream::StreamManager& streams) {
+  std::vector<metrics::StreamView> out;
+  for (const auto& info : streams.ListStreams()) {
+    metrics::StreamView v;
+    v.uid = info.uid;
+    v.name = info.name;
+    for (const auto& s : info.shards) v.shards.push_back({s.index, stream::ShardIdString(s.index)});
+    v.shard_level_metrics = info.shard_level_metrics;
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 // One info line per request: "access <client> <method> <path> <operation or -> <status>
@@ -141,13 +158,22 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   };
   p->kinesis = std::make_unique<kinesis::KinesisApi>(ko, p->streams.get(), SystemClock::Default(),
                                                       secret, post);
+  p->stream_metrics = std::make_unique<metrics::StreamMetrics>(SystemClock::Default());
+  p->request_metrics = std::make_unique<metrics::RequestMetrics>();
+  p->kinesis->SetMetrics(p->stream_metrics.get());
 
   aws::AuthenticatorOptions auth_options;
   auth_options.secrets = config.credentials;
   auth_options.region = config.region;
   p->auth = std::make_unique<aws::Authenticator>(auth_options);
-  p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
+  p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens,
+                                                  config.public_metrics);
   p->router = std::make_unique<Router>(p->auth.get());
+  metrics::RequestMetrics* requests = p->request_metrics.get();
+  p->router->SetObserver([requests](const CallRecord& c) {
+    requests->Observe(c.service, c.operation, c.error_code, c.http_status, c.message, c.latency_ns,
+                      SystemClock::Default()->NowMillis());
+  });
   kinesis::KinesisApi* k = p->kinesis.get();
   // Kinesis speaks JSON 1.1 and CBOR, and reports authentication failures in AWS's
   // order (after the body's type and model checks).
@@ -165,6 +191,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                         http::Response r;
                         r.SetHeader("Content-Type", "text/plain; version=0.0.4");
                         r.body = raw->channels ? raw->channels->PrometheusText() : std::string();
+                        r.body += raw->stream_metrics->PrometheusText(LiveStreams(*raw->streams));
+                        r.body += raw->request_metrics->PrometheusText();
                         respond(std::move(r));
                       }});
   stream::StreamManager* sm = p->streams.get();

@@ -22,6 +22,7 @@
 #include "aws/event_stream.h"
 #include "common/base64.h"
 #include "kinesis/context.h"
+#include "metrics/stream_metrics.h"
 #include "stream/sequence_number.h"
 
 namespace icestream::kinesis {
@@ -77,6 +78,10 @@ class EventCache {
     bool shard_end = false;
     int64_t made_ms = 0;
     std::string bytes;  // the framed event
+    // For the SubscribeToShardEvent metrics of every consumer that sends it.
+    uint64_t records = 0;
+    uint64_t data_bytes = 0;
+    int64_t millis_behind = 0;
   };
 
   std::shared_ptr<const Event> Find(uint64_t uid, uint32_t shard, uint64_t from, int64_t now) {
@@ -287,6 +292,7 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
   }
 
   auto sub = ctx.subscriptions->Claim(*consumer_arn + "|" + ShardIdString(*idx), now);
+  if (ctx.metrics) ctx.metrics->OnSubscribe(info->uid, info->name, consumer.name, sub != nullptr);
   if (!sub) {
     return call.Fail(FailedPrecondition(fmt::format(
         "Another active subscription exists for consumer {} on shard {}; a new one may take over "
@@ -329,6 +335,10 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
           continue;
         }
         if (auto e = hub->events().Find(uid, shard, at, now_ms)) {
+          if (c->metrics) {
+            c->metrics->OnSubscribeEvent(uid, stream_name, consumer.name, shard, e->records,
+                                         e->data_bytes, e->millis_behind);
+          }
           w->Write(e->bytes);
           at = e->next;
           last_event = now_ms;
@@ -347,10 +357,17 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
         if (send) {
           std::string bytes =
               Event("SubscribeToShardEvent", EventJson(*r, uid, shard, r->next_offset));
+          uint64_t data_bytes = 0;
+          for (const auto& rec : r->records) data_bytes += rec.data.size();
           // Heartbeats (no records) are cheap and say how far behind *now*: not shared.
           if (!r->records.empty() || r->shard_end) {
             hub->events().Add(std::make_shared<const EventCache::Event>(
-                EventCache::Event{uid, shard, at, r->next_offset, r->shard_end, now_ms, bytes}));
+                EventCache::Event{uid, shard, at, r->next_offset, r->shard_end, now_ms, bytes,
+                                  r->records.size(), data_bytes, r->millis_behind_latest}));
+          }
+          if (c->metrics) {
+            c->metrics->OnSubscribeEvent(uid, stream_name, consumer.name, shard, r->records.size(),
+                                         data_bytes, r->millis_behind_latest);
           }
           w->Write(std::move(bytes));
           at = r->next_offset;
