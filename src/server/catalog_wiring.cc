@@ -1,6 +1,8 @@
 // Wiring of the Iceberg REST catalog and the Glue schema registry.
 #include "server/catalog_wiring.h"
 
+#include <set>
+
 #include "common/clock.h"
 #include "common/fs.h"
 #include "iceberg/rest/rest_json.h"
@@ -13,6 +15,8 @@
 namespace icestream::server {
 
 struct CatalogServices::Impl {
+  Database* db = nullptr;
+  std::string default_warehouse;
   std::shared_ptr<objectstore::ObjectStore> table_buckets;
   std::unique_ptr<iceberg::Warehouses> warehouses;
   std::unique_ptr<iceberg::rest::RestCatalogServer> rest;
@@ -26,10 +30,23 @@ CatalogServices::~CatalogServices() = default;
 iceberg::Warehouses* CatalogServices::warehouses() const { return impl_->warehouses.get(); }
 registry::SchemaRegistry* CatalogServices::registry() const { return impl_->registry.get(); }
 
+std::vector<std::string> CatalogServices::KnownWarehouses() const {
+  std::set<std::string> names = {impl_->default_warehouse};
+  // The SQLite catalog's own tables (iceberg/sqlite_catalog.cc) name every warehouse in use.
+  auto rows = impl_->db->Query(
+      "SELECT warehouse FROM iceberg_namespaces UNION SELECT warehouse FROM iceberg_tables");
+  if (rows.ok()) {
+    for (const auto& r : *rows) names.insert(AsText(r[0]));
+  }
+  return {names.begin(), names.end()};
+}
+
 Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& config, Database* db, Router* router,
                                                                 const SurfaceAuth* auth,
                                                                 std::shared_ptr<objectstore::ObjectStore> s3_buckets) {
   auto impl = std::make_unique<Impl>();
+  impl->db = db;
+  impl->default_warehouse = config.iceberg_default_warehouse;
   if (s3_buckets) {
     impl->table_buckets = std::move(s3_buckets);
   } else {

@@ -83,6 +83,11 @@ struct Config {
   // prefix (GET /iceberg/v1/namespaces without ?warehouse in /v1/config).
   std::string iceberg_default_warehouse = "default";
 
+  // The web console at /console ("/" redirects there) and how long a sign-in lasts
+  // (docs/console.md).
+  bool console = true;
+  int64_t console_session_seconds = 12 * 3600;
+
   // Account limits (DescribeLimits).
   uint32_t shard_limit = 20000;
   uint32_t on_demand_stream_limit = 50;

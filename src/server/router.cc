@@ -31,6 +31,19 @@ http::Response Preflight(const http::Request& req) {
   return r;
 }
 
+bool IsInternal(const http::Request& req, const std::string& token) {
+  if (token.empty()) return false;
+  std::string_view auth = req.GetHeader("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() != kBearer.size() + token.size() || auth.substr(0, kBearer.size()) != kBearer) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (size_t i = 0; i < token.size(); ++i)
+    diff |= static_cast<unsigned char>(auth[kBearer.size() + i] ^ token[i]);
+  return diff == 0;
+}
+
 // Wraps `respond` so that the observer sees the call's outcome and duration.
 http::Responder Observed(const CallObserver* observer, std::string service, std::string operation,
                          http::Responder respond) {
@@ -59,6 +72,13 @@ http::Responder Observed(const CallObserver* observer, std::string service, std:
 
 void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond) const {
   std::string_view target = req->GetHeader("x-amz-target");
+  if (!target.empty()) {
+    for (const auto& r : paths_) {
+      if (r.with_target && req->path.rfind(r.prefix, 0) == 0) {
+        return r.handler(std::move(req), std::move(respond));
+      }
+    }
+  }
   bool has_origin = req->HasHeader("origin");
   if (has_origin && req->method == "OPTIONS" && (!target.empty() || req->path == "/")) {
     return respond(Preflight(*req));
@@ -68,6 +88,12 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
       if (req->path.rfind(r.prefix, 0) == 0) return r.handler(std::move(req), std::move(respond));
     }
     http::Response res;
+    if (!root_redirect_.empty() && req->path == "/" &&
+        (req->method == "GET" || req->method == "HEAD")) {
+      res.status = 302;
+      res.SetHeader("Location", root_redirect_);
+      return respond(std::move(res));
+    }
     if (req->method == "POST") {
       // A JSON 1.1 call without a target: AWS cannot tell the operation either.
       res = aws::ErrorResponse(aws::UnknownOperationError(), crypto::RandomUuid());
@@ -129,7 +155,8 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
   // SigV4 covers the bytes as sent, so it is checked before the body is transcoded; its
   // verdict is reported in AWS's order (after the body's type and model checks) by
   // services that take it.
-  std::optional<aws::ApiError> auth_error = auth_->Check(*req, svc->signing_name);
+  std::optional<aws::ApiError> auth_error;
+  if (!IsInternal(*req, internal_token_)) auth_error = auth_->Check(*req, svc->signing_name);
   if (cbor) {
     std::string json_text;
     if (auto e = aws::CborRequestToJson(req->body, *svc->cbor, &json_text)) return fail(*e);

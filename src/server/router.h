@@ -46,6 +46,10 @@ struct JsonService {
 struct PathRoute {
   std::string prefix;  // matched against the request path
   http::Handler handler;
+  // The route owns its paths even for requests with an X-Amz-Target (the console's
+  // gateway takes Kinesis calls under /console/api/aws); otherwise such requests are
+  // JSON service calls whatever their path.
+  bool with_target = false;
 };
 
 // One answered JSON 1.1 call, as the router saw it (for metrics). `service` is the
@@ -70,6 +74,12 @@ class Router {
   void AddPath(PathRoute route) { paths_.push_back(std::move(route)); }
   // Called once for every JSON 1.1 call answered, on the thread that answers it.
   void SetObserver(CallObserver observer) { observer_ = std::move(observer); }
+  // `GET /` (and HEAD) without X-Amz-Target answers 302 to `location` (the console).
+  void SetRootRedirect(std::string location) { root_redirect_ = std::move(location); }
+  // Requests with `Authorization: Bearer <token>` count as authenticated: how the
+  // console's in-process dispatches (console/console.h) pass. The token is random per
+  // process and never leaves it; empty (the default): no such requests.
+  void SetInternalToken(std::string token) { internal_token_ = std::move(token); }
   void Handle(std::shared_ptr<http::Request> req, http::Responder respond) const;
 
  private:
@@ -77,6 +87,8 @@ class Router {
   std::vector<JsonService> services_;
   std::vector<PathRoute> paths_;
   CallObserver observer_;
+  std::string root_redirect_;
+  std::string internal_token_;
 };
 
 }  // namespace icestream::server

@@ -10,6 +10,7 @@
 #include "common/crypto.h"
 #include "common/fs.h"
 #include "common/sqlite.h"
+#include "console/console.h"
 #include "delivery/channel_manager.h"
 #include "delivery/s3/s3_sink.h"
 #include "delivery/table/table_sink.h"
@@ -40,6 +41,7 @@ struct IcestreamServer::Parts {
   // Channels use the catalog's warehouses and registry: declared after it, destroyed first.
   std::unique_ptr<delivery::ChannelManager> channels;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
+  std::unique_ptr<console::Console> console;  // uses everything above
   std::unique_ptr<aws::Authenticator> auth;
   std::unique_ptr<SurfaceAuth> surface_auth;
   std::unique_ptr<Router> router;
@@ -78,6 +80,66 @@ std::vector<metrics::StreamView> LiveStreams(const stream::StreamManager& stream
     out.push_back(std::move(v));
   }
   return out;
+}
+
+// The web console and the figures it reads that no public API has (console/console.h).
+void AddConsole(IcestreamServer::Parts* p, const std::string& internal_token) {
+  console::ConsoleOptions o;
+  o.version = ICESTREAM_VERSION;
+  o.region = p->config.region;
+  o.account = p->config.account;
+  o.default_warehouse = p->config.iceberg_default_warehouse;
+  o.internal_token = internal_token;
+  o.sessions.credentials = p->config.credentials;
+  o.sessions.bearer_tokens = p->config.bearer_tokens;
+  o.sessions.ttl_ms = p->config.console_session_seconds * 1000;
+  console::ConsoleBackend b;
+  Router* router = p->router.get();
+  b.dispatch = [router](std::shared_ptr<http::Request> req, http::Responder respond) {
+    router->Handle(std::move(req), std::move(respond));
+  };
+  kinesis::KinesisApi* k = p->kinesis.get();
+  b.kinesis_knows = [k](std::string_view op) { return k->Knows(op); };
+  stream::StreamManager* sm = p->streams.get();
+  metrics::StreamMetrics* sms = p->stream_metrics.get();
+  b.stream_rates = [sm, sms](const std::string& name) -> Result<nlohmann::json> {
+    ASSIGN_OR_RETURN(stream::StreamInfo info, sm->Describe(name));
+    metrics::StreamRates r = sms->IncomingRates(info.uid);
+    nlohmann::json shards = nlohmann::json::array();
+    for (const auto& s : r.shards) {
+      shards.push_back({{"shard_id", stream::ShardIdString(s.shard)},
+                        {"bytes", s.bytes},
+                        {"records", s.records}});
+    }
+    return nlohmann::json{{"stream", info.name},
+                          {"first_minute_ms", r.first_minute_ms},
+                          {"minutes", r.minutes},
+                          {"shards", shards}};
+  };
+  metrics::RequestMetrics* requests = p->request_metrics.get();
+  b.recent_errors = [requests] { return requests->RecentErrors(); };
+  delivery::ChannelManager* channels = p->channels.get();
+  objectstore::ObjectStore* buckets = p->buckets.get();
+  b.dlq_location = [channels, buckets](const std::string& arn) -> Result<console::DlqLocation> {
+    ASSIGN_OR_RETURN(delivery::ChannelConfig c, channels->Describe(arn));
+    ASSIGN_OR_RETURN(std::string bucket, objectstore::BucketFromArn(c.dlq.bucket_arn));
+    return console::DlqLocation{buckets, bucket, c.dlq.error_output_prefix, c.id};
+  };
+  CatalogServices* catalog = p->catalog.get();
+  iceberg::Warehouses* wh = catalog->warehouses();
+  b.warehouses = [catalog] { return catalog->KnownWarehouses(); };
+  b.bucket_name = [wh](std::string_view w) { return wh->BucketName(w); };
+  b.catalog = [wh](const std::string& bucket) { return wh->CatalogFor(bucket); };
+  b.io = [wh](const std::string& bucket) { return wh->Io(bucket); };
+  p->console =
+      std::make_unique<console::Console>(std::move(o), std::move(b), SystemClock::Default());
+  console::Console* c = p->console.get();
+  p->router->AddPath({"/console",
+                      [c](std::shared_ptr<http::Request> req, http::Responder respond) {
+                        c->Handle(std::move(req), std::move(respond));
+                      },
+                      /*with_target=*/true});
+  p->router->SetRootRedirect("/console/");
 }
 
 // One info line per request: "access <client> <method> <path> <operation or -> <status>
@@ -166,9 +228,14 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   auth_options.secrets = config.credentials;
   auth_options.region = config.region;
   p->auth = std::make_unique<aws::Authenticator>(auth_options);
+  // The console's dispatches into the router carry this token (never sent anywhere).
+  uint8_t token_bytes[32];
+  crypto::RandomBytes(token_bytes, sizeof token_bytes);
+  std::string internal_token = crypto::Hex(token_bytes, sizeof token_bytes);
   p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens,
-                                                  config.public_metrics);
+                                                  config.public_metrics, internal_token);
   p->router = std::make_unique<Router>(p->auth.get());
+  p->router->SetInternalToken(internal_token);
   metrics::RequestMetrics* requests = p->request_metrics.get();
   p->router->SetObserver([requests](const CallRecord& c) {
     requests->Observe(c.service, c.operation, c.error_code, c.http_status, c.message, c.latency_ns,
@@ -253,6 +320,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(co, p->streams.get(), p->db.get(), p->buckets,
                                                                std::move(destinations), SystemClock::Default()));
   p->kinesis->SetChannels(p->channels.get());
+  if (config.console) AddConsole(p.get(), internal_token);
 
   http::ServerOptions ho;
   ho.host = config.host();
