@@ -1,6 +1,7 @@
 // Table scans: planning, delete files and projected JSON rows.
 #include "iceberg/parquet/table_scan.h"
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -20,6 +21,21 @@ constexpr int32_t kDeleteFilePathId = 2147483546;
 constexpr int32_t kDeletePosId = 2147483545;
 
 int64_t DataSequence(const ManifestEntry& e) { return e.sequence_number.value_or(0); }
+
+// The schema a file is read into: every field optional (map keys excepted). A reader
+// only needs the values; other writers (DuckDB, for one) mark columns optional that the
+// table declares required, and the projection refuses optional-into-required.
+Schema ReadingSchema(Schema schema) {
+  std::function<void(std::vector<NestedField>*, bool)> relax = [&](std::vector<NestedField>* fields,
+                                                                   bool map) {
+    for (size_t i = 0; i < fields->size(); ++i) {
+      if (!(map && i == 0)) (*fields)[i].required = false;
+      relax(&(*fields)[i].type.fields, (*fields)[i].type.id == TypeId::kMap);
+    }
+  };
+  relax(&schema.fields, false);
+  return schema;
+}
 
 // Every row of the Parquet file at `location`, projected onto `target`, one JSON line
 // each (newline-terminated) per call of `rows` (one call per row group).
@@ -69,7 +85,8 @@ Result<Deletes> LoadDeletes(const FileIO& io, const ScanPlan& plan) {
   Schema pos_schema;
   pos_schema.fields = {{kDeleteFilePathId, "file_path", true, Primitive(TypeId::kString), ""},
                        {kDeletePosId, "pos", true, Primitive(TypeId::kLong), ""}};
-  ASSIGN_OR_RETURN(pq::ParquetSchema pos_target, pq::ParquetSchema::Make(pos_schema));
+  ASSIGN_OR_RETURN(pq::ParquetSchema pos_target,
+                   pq::ParquetSchema::Make(ReadingSchema(pos_schema)));
   for (const auto& e : plan.delete_files) {
     const DataFile& f = e.data_file;
     int64_t seq = DataSequence(e);
@@ -118,7 +135,8 @@ Result<Deletes> LoadDeletes(const FileIO& io, const ScanPlan& plan) {
     }
     if (eq.names.empty())
       return Corruption("equality delete file " + f.file_path + " has no equality_ids");
-    ASSIGN_OR_RETURN(pq::ParquetSchema eq_target, pq::ParquetSchema::Make(eq_schema));
+    ASSIGN_OR_RETURN(pq::ParquetSchema eq_target,
+                     pq::ParquetSchema::Make(ReadingSchema(eq_schema)));
     RETURN_IF_ERROR(ReadFileRows(io, f.file_path, eq_target, [&](const std::string& lines) {
       ForEachLine(lines, [&](std::string_view line) {
         auto j = nlohmann::json::parse(line, nullptr, false);
@@ -185,7 +203,7 @@ Status ScanRows(const FileIO& io, const ScanPlan& plan, const ScanFilter& filter
                 const std::function<bool(std::string_view row)>& row) {
   RETURN_IF_ERROR(CheckFilter(plan, filter));
   ASSIGN_OR_RETURN(Deletes deletes, LoadDeletes(io, plan));
-  ASSIGN_OR_RETURN(pq::ParquetSchema target, pq::ParquetSchema::Make(plan.schema));
+  ASSIGN_OR_RETURN(pq::ParquetSchema target, pq::ParquetSchema::Make(ReadingSchema(plan.schema)));
   int64_t emitted = 0;
   bool stop = filter.limit == 0;
   for (const auto& e : plan.data_files) {
