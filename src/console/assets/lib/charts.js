@@ -30,7 +30,7 @@ function fraction(dec) {
 
 // Shards as a graph: one column per generation (a split or merge makes the next), each
 // box as tall as its share of the hash-key space, edges from parents to children.
-export function lineage(shards, { width = 760, rowHeight = 220, onPick } = {}) {
+export function lineage(shards, { width = 760, rowHeight = Math.min(240, Math.max(90, 36 * shards.length)), onPick } = {}) {
   const byId = new Map(shards.map((x) => [x.ShardId, x]));
   const depth = new Map();
   const depthOf = (id, seen = new Set()) => {

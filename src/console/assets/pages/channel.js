@@ -133,7 +133,8 @@ export default async function channelPage(root, [arn], ctx) {
           h('td', code), h('td', { class: 'num' }, fmtNum(n)))), { empty: 'Nothing was rejected.' }),
       h('p', { class: 'muted small' }, st.DLQErrorCounts
         ? 'Counted by the channel since the server started (IcestreamStatus.DLQErrorCounts).'
-        : `Counted from the ${fmtNum(dlq.lines_read)} lines of the ${fmtNum(dlq.objects_read)} newest DLQ objects in s3://${dlq.bucket}/${dlq.prefix}` +
+        : `Counted from ${fmtNum(dlq.lines_read)} line${dlq.lines_read === 1 ? '' : 's'} of the newest ` +
+          `${fmtNum(dlq.objects_read)} DLQ object${dlq.objects_read === 1 ? '' : 's'} in s3://${dlq.bucket}/${dlq.prefix}` +
           (dlq.truncated ? ' (there are more).' : '.')));
     const rows = dlq.lines.map((line) => {
       const payload = h('td', { class: 'payload-cell' }, h('span', { class: 'muted small' }, '…'));
