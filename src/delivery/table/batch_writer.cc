@@ -190,7 +190,8 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
         std::string code = rj.error.code == schema::RecordErrorCode::kMalformedJson
                                ? "DESERIALIZATION_ERROR"
                                : std::string(schema::RecordErrorCodeName(rj.error.code));
-        out->rejects.push_back({o.range, o.offset, o.sub_sequence, o.arrival_ms, std::move(code), rj.error.message});
+        out->rejects.push_back({o.range, std::string(o.sequence_number), o.ordinal, o.sub_sequence,
+                                o.arrival_ms, std::move(code), rj.error.message});
       }
       counts.bytes_processed += converted_bytes;
     }
@@ -245,7 +246,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
                 counts.records_in, ms(Clock::now() - run_start), source_ms, next_ms, place_ms,
                 ms(Clock::now() - finish0));
   std::sort(out->rejects.begin(), out->rejects.end(), [](const Reject& a, const Reject& b) {
-    return std::tie(a.range, a.offset, a.sub_sequence) < std::tie(b.range, b.offset, b.sub_sequence);
+    return std::tie(a.range, a.ordinal, a.sub_sequence) < std::tie(b.range, b.ordinal, b.sub_sequence);
   });
   counts.failed = out->rejects.size();
   return Status::OK();

@@ -32,7 +32,8 @@ namespace icestream::delivery::table {
 // A record that goes to the dead-letter queue.
 struct Reject {
   size_t range = 0;  // in the batch
-  uint64_t offset = 0;
+  std::string sequence_number;
+  uint64_t ordinal = 0;
   std::optional<uint32_t> sub_sequence;
   int64_t arrival_ms = 0;
   std::string code;
@@ -42,7 +43,8 @@ struct Reject {
 // Where a converted record came from.
 struct RecordOrigin {
   size_t range = 0;
-  uint64_t offset = 0;
+  std::string_view sequence_number;  // into the block's chunks
+  uint64_t ordinal = 0;
   int64_t arrival_ms = 0;
   std::optional<uint32_t> sub_sequence;
   size_t bytes = 0;
@@ -80,7 +82,7 @@ struct BatchWriterOptions {
 
 struct BatchOutput {
   std::vector<iceberg::DataFile> files;
-  std::vector<Reject> rejects;  // sorted by range, offset, sub-sequence number
+  std::vector<Reject> rejects;  // sorted by range, ordinal, sub-sequence number
   DeliveryCounts counts;        // records_in, bytes_in, bytes_processed, delivered, failed, bytes_out
 };
 

@@ -11,7 +11,6 @@
 
 #include "common/crypto.h"
 #include "delivery/dlq.h"
-#include "delivery/retry.h"
 #include "delivery/table/batch_writer.h"
 #include "delivery/table/compactor.h"
 #include "delivery/table/gsr_frame.h"
@@ -21,8 +20,6 @@
 #include "iceberg/parquet/data_file.h"
 #include "iceberg/table.h"
 #include "iceberg/table_update.h"
-#include "stream/model.h"
-#include "stream/sequence_number.h"
 
 namespace icestream::delivery::table {
 
@@ -50,18 +47,6 @@ const char* CodecProperty(TableCompression c) {
     case TableCompression::kSnappy: return "snappy";
   }
   return "zstd";
-}
-
-std::optional<uint32_t> ParseShardId(std::string_view s) {
-  constexpr std::string_view kPrefix = "shardId-";
-  if (s.size() != kPrefix.size() + 12 || s.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s.substr(kPrefix.size())) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  if (v > UINT32_MAX) return std::nullopt;
-  return static_cast<uint32_t>(v);
 }
 
 // The layout with canonical field ids: those a catalog assigns when it creates the table
@@ -131,10 +116,10 @@ class TableSink final : public Sink {
     return EnsureTable(false);
   }
 
-  Result<std::map<uint32_t, uint64_t>> Checkpoints() override {
+  Result<std::map<std::string, Position>> Checkpoints() override {
     std::lock_guard lock(mu_);
     RETURN_IF_ERROR(EnsureTable(false));
-    if (!table_) return std::map<uint32_t, uint64_t>{};
+    if (!table_) return std::map<std::string, Position>{};
     RETURN_IF_ERROR(table_->Refresh());
     RETURN_IF_ERROR(CheckUnchanged(table_->metadata()));
     return TableCheckpoints(table_->metadata());
@@ -352,19 +337,24 @@ class TableSink final : public Sink {
     return Status::OK();
   }
 
-  // shard → next offset, from the newest snapshot of this channel on the main branch.
-  std::map<uint32_t, uint64_t> TableCheckpoints(const iceberg::TableMetadata& m) const {
-    std::map<uint32_t, uint64_t> out;
+  // shard id → position, from the newest snapshot of this channel on the main branch.
+  std::map<std::string, Position> TableCheckpoints(const iceberg::TableMetadata& m) const {
+    std::map<std::string, Position> out;
     const iceberg::Snapshot* s = m.CurrentSnapshot();
     while (s != nullptr) {
       auto owner = s->summary.find(std::string(kOwnerProperty));
       if (owner != s->summary.end() && owner->second == config_.arn) {
         for (const auto& [k, v] : s->summary) {
-          if (!k.starts_with(kCheckpointPrefix)) continue;
-          auto shard = ParseShardId(std::string_view(k).substr(kCheckpointPrefix.size()));
-          auto seq = stream::SequenceNumber::Parse(v);
-          if (!shard || !seq || seq->stream_uid != config_.stream_uid || seq->shard_index != *shard) continue;
-          out[*shard] = seq->position;  // position = offset + 1 = the next offset
+          if (!k.starts_with(kCheckpointPrefix) || !IsSequenceNumber(v)) continue;
+          std::string shard = k.substr(kCheckpointPrefix.size());
+          Position p{v, std::nullopt};
+          auto sub = s->summary.find(std::string(kCheckpointSubPrefix) + shard);
+          if (sub != s->summary.end()) {
+            char* end = nullptr;
+            unsigned long n = std::strtoul(sub->second.c_str(), &end, 10);
+            if (end != sub->second.c_str() && *end == '\0') p.sub_sequence = static_cast<uint32_t>(n);
+          }
+          out[shard] = std::move(p);
         }
         return out;
       }
@@ -500,7 +490,8 @@ class TableSink final : public Sink {
     owner->records_in++;
     owner->bytes_in += rec.data.size();
     auto reject = [&](const char* code, std::string message) {
-      owner->rejects.push_back({range, rec.offset, rec.sub_sequence, rec.arrival_ms, code, std::move(message)});
+      owner->rejects.push_back({range, std::string(rec.sequence_number), rec.ordinal,
+                                rec.sub_sequence, rec.arrival_ms, code, std::move(message)});
     };
     if (!rec.error.empty()) {
       reject("DESERIALIZATION_ERROR", rec.error);
@@ -540,7 +531,8 @@ class TableSink final : public Sink {
       return Status::OK();
     }
     block->records.push_back(text);
-    owner->origins.push_back({range, rec.offset, rec.arrival_ms, rec.sub_sequence, rec.data.size()});
+    owner->origins.push_back({range, rec.sequence_number, rec.ordinal, rec.arrival_ms,
+                              rec.sub_sequence, rec.data.size()});
     return Status::OK();
   }
 
@@ -597,7 +589,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
     auto held = TableCheckpoints(table_->metadata());
     bool all_in = std::all_of(batch.ranges.begin(), batch.ranges.end(), [&](const ShardRange& r) {
       auto it = held.find(r.shard);
-      return it != held.end() && it->second >= r.end;
+      return it != held.end() && !(it->second < r.end());
     });
     if (all_in && !batch.ranges.empty()) return DeliveryCounts{};
   }
@@ -645,14 +637,15 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   if (!out.rejects.empty()) {
     DlqBatch dlq(&config_, batch.attempt_ms);
     for (const auto& r : out.rejects) {
-      dlq.Add(batch.ranges[r.range].shard, r.offset, r.arrival_ms, r.code, r.message, r.sub_sequence);
+      dlq.Add(batch.ranges[r.range].shard, r.sequence_number, r.ordinal, r.arrival_ms, r.code,
+              r.message, r.sub_sequence);
     }
     auto obj = dlq.Finish();
     ASSIGN_OR_RETURN(std::string dlq_bucket, objectstore::BucketFromArn(config_.dlq.bucket_arn));
     objectstore::PutOptions opts;
     opts.content_type = "application/x-ndjson";
     if (!env_.local_buckets) opts.expected_bucket_owner = config_.dlq.expected_bucket_owner;
-    if (Status st = PutWithRetry(env_, env_.buckets, dlq_bucket, obj->key, obj->body, opts); !st.ok()) {
+    if (Status st = env_.buckets->Put(dlq_bucket, obj->key, obj->body, opts); !st.ok()) {
       Log({{"eventType", "DLQWriteFailed"}, {"errorMessage", st.message()}});
       return st.WithContext("Writing to the dead-letter queue failed");
     }
@@ -662,13 +655,18 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   if (out.files.empty()) return counts;  // nothing valid: the checkpoint moves in meta.db only
 
   // One append for every shard of the batch; its summary is the checkpoint.
-  std::map<uint32_t, uint64_t> cps = TableCheckpoints(table_->metadata());
-  for (const auto& r : batch.ranges) cps[r.shard] = std::max(cps[r.shard], r.end);
+  std::map<std::string, Position> cps = TableCheckpoints(table_->metadata());
+  for (const auto& r : batch.ranges) {
+    auto& cp = cps[r.shard];
+    if (cp < r.end()) cp = r.end();
+  }
   std::map<std::string, std::string> summary = {{std::string(kOwnerProperty), config_.arn}};
-  for (const auto& [shard, next_offset] : cps) {
-    if (next_offset == 0) continue;
-    summary[std::string(kCheckpointPrefix) + stream::ShardIdString(shard)] =
-        stream::SequenceNumber{config_.stream_uid, shard, next_offset}.ToString();
+  for (const auto& [shard, pos] : cps) {
+    if (pos.at_start()) continue;
+    summary[std::string(kCheckpointPrefix) + shard] = pos.sequence;
+    if (pos.sub_sequence) {
+      summary[std::string(kCheckpointSubPrefix) + shard] = std::to_string(*pos.sub_sequence);
+    }
   }
   bool already = false;
   auto check = [&](const iceberg::TableMetadata& m) -> Status {
@@ -677,14 +675,14 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
     size_t in = 0;
     for (const auto& r : batch.ranges) {
       auto it = held.find(r.shard);
-      uint64_t h = it == held.end() ? 0 : it->second;
-      if (h >= r.end) {
+      Position h = it == held.end() ? Position{} : it->second;
+      if (!(h < r.end())) {
         ++in;
-      } else if (h > r.first) {
+      } else if (r.after < h) {
         return InvalidArgument(fmt::format(
-            "Table {} holds shard {} up to offset {}, inside the batch [{}, {}) being committed; another writer "
-            "commits as this channel.",
-            TableLabel(), stream::ShardIdString(r.shard), h, r.first, r.end));
+            "Table {} holds shard {} up to {}, inside the batch {} to {} being committed; another "
+            "writer commits as this channel.",
+            TableLabel(), r.shard, h.sequence, PositionText(r.after), r.last_sequence));
       }
     }
     if (in == batch.ranges.size()) {

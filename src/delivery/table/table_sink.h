@@ -100,5 +100,7 @@ class TableDestination final : public Destination {
 // Table property and snapshot summary keys icestream writes.
 inline constexpr std::string_view kOwnerProperty = "icestream.channel-arn";
 inline constexpr std::string_view kCheckpointPrefix = "icestream.checkpoint.";
+// Only for a checkpoint inside a KPL aggregate: the last delivered user record's index.
+inline constexpr std::string_view kCheckpointSubPrefix = "icestream.checkpoint-sub.";
 
 }  // namespace icestream::delivery::table
