@@ -55,6 +55,27 @@ TEST(StreamMetrics, CountsPutsAndExposesThemByStream) {
   EXPECT_EQ(text.find("Shard_IncomingBytes{"), std::string::npos);
 }
 
+TEST(PutTally, SumsByShardAcrossManyShards) {
+  PutTally t;
+  // 500 records over 200 shards, interleaved: past the linear search into the index.
+  for (int i = 0; i < 500; ++i) t.Add(static_cast<uint32_t>(i % 200), 10, PutOutcome::kOk);
+  t.Add(7, 1, PutOutcome::kThrottled);
+  t.Add(7, 1, PutOutcome::kFailed);
+  ASSERT_EQ(t.shards().size(), 200u);
+  uint64_t records = 0;
+  for (const auto& s : t.shards()) {
+    EXPECT_EQ(s.ok_records, s.shard < 100 ? 3u : 2u) << s.shard;
+    EXPECT_EQ(s.ok_bytes, s.ok_records * 10);
+    EXPECT_EQ(s.throttled, s.shard == 7 ? 1u : 0u);
+    records += s.ok_records;
+  }
+  EXPECT_EQ(records, 500u);
+  EXPECT_EQ(t.ok(), 500u);
+  EXPECT_EQ(t.ok_bytes(), 5000u);
+  EXPECT_EQ(t.throttled(), 1u);
+  EXPECT_EQ(t.failed(), 1u);
+}
+
 TEST(StreamMetrics, ShardLevelMetricsFollowTheEnhancedMonitoringFlags) {
   ManualClock clock(1'800'000'000'000);
   StreamMetrics m(&clock);

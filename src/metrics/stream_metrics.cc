@@ -94,14 +94,31 @@ void PutTally::Add(uint32_t shard, uint64_t bytes, PutOutcome outcome) {
     ++failed_;
     return;
   }
+  constexpr size_t kLinear = 16;
   PerShard* s = nullptr;
-  for (auto& p : shards_) {
-    if (p.shard == shard) {
-      s = &p;
-      break;
+  if (last_ < shards_.size() && shards_[last_].shard == shard) {
+    s = &shards_[last_];
+  } else if (shards_.size() <= kLinear) {
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      if (shards_[i].shard == shard) {
+        s = &shards_[i];
+        last_ = i;
+        break;
+      }
+    }
+  } else if (auto it = index_.find(shard); it != index_.end()) {
+    s = &shards_[it->second];
+    last_ = it->second;
+  }
+  if (s == nullptr) {
+    last_ = shards_.size();
+    s = &shards_.emplace_back(PerShard{shard, 0, 0, 0});
+    if (shards_.size() == kLinear + 1) {
+      for (size_t i = 0; i < shards_.size(); ++i) index_[shards_[i].shard] = i;
+    } else if (shards_.size() > kLinear + 1) {
+      index_[shard] = last_;
     }
   }
-  if (s == nullptr) s = &shards_.emplace_back(PerShard{shard, 0, 0, 0});
   if (outcome == PutOutcome::kOk) {
     ++s->ok_records;
     s->ok_bytes += bytes;

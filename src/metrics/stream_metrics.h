@@ -57,6 +57,10 @@ class PutTally {
 
  private:
   std::vector<PerShard> shards_;
+  // Shard -> position in shards_, once a call touches more shards than a linear search
+  // should walk (a 500-record call over a stream of thousands of shards).
+  std::unordered_map<uint32_t, size_t> index_;
+  size_t last_ = 0;  // consecutive records often go to the same shard
   uint64_t ok_ = 0, ok_bytes_ = 0, throttled_ = 0, failed_ = 0;
 };
 
