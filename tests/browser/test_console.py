@@ -435,5 +435,26 @@ class ConsoleSignIn(unittest.TestCase, PageChecks):
         self.assertEqual(json.loads(text)["principal"], "test")
 
 
+
+class ConsoleDisabled(unittest.TestCase):
+    def test_enabled_false_serves_no_console(self):
+        srv = Server(config_text="[console]\nenabled = false\n").start()
+        try:
+            for path in ("/", "/console/", "/console/api/session"):
+                with self.assertRaises(urllib.error.HTTPError) as e:
+                    urllib.request.urlopen(srv.endpoint + path, timeout=10)
+                self.assertEqual(e.exception.code, 404, path)
+        finally:
+            srv.stop()
+            srv.cleanup()
+        bad = Server(config_text="[console]\nsession_seconds = 5\n")
+        try:
+            with self.assertRaises(RuntimeError) as e:
+                bad.start()
+            self.assertIn("console.session_seconds must be between 60", str(e.exception))
+        finally:
+            bad.cleanup()
+
+
 if __name__ == "__main__":
     unittest.main()
