@@ -424,8 +424,25 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
   };
   auto room = [&] { return in_flight_ + static_cast<int>(jobs.size()) < std::max(1, max_jobs); };
 
+  // Upkeep of a quiet destination, between batches (never beside one).
+  auto upkeep_due = [&] {
+    return in_flight_ == 0 && jobs.empty() && room() && now >= sink_->NextUpkeepMs();
+  };
+  auto launch_upkeep = [&] {
+    ++in_flight_;
+    jobs.push_back([this] {
+      sink_->Upkeep();
+      std::lock_guard l(mu_);
+      --in_flight_;
+    });
+  };
+
   if (spanning) {
-    if (in_flight_ > 0 || now < spanning_retry_after_ms_ || !room()) return jobs;
+    if (in_flight_ > 0 || !room()) return jobs;
+    if (now < spanning_retry_after_ms_) {
+      if (upkeep_due()) launch_upkeep();
+      return jobs;
+    }
     if (!plans_.empty()) {
       // Replay the planned batch as it was.
       std::vector<ShardRange> ranges;
@@ -503,6 +520,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     plans_[p.shard] = plan;
     launch({{p.shard, plan.after, plan.last_sequence, plan.records}}, plan.attempt_ms, false);
   }
+  if (upkeep_due()) launch_upkeep();
   return jobs;
 }
 

@@ -132,6 +132,14 @@ class Sink {
   // engine's job, so one dead endpoint cannot stall other channels.
   virtual Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) = 0;
 
+  // Maintenance of the destination on its own schedule (a table's compaction, snapshot
+  // expiry, orphan removal): when it is next due (epoch ms; INT64_MAX: never), and one
+  // run of it. The engine runs it only while no batch of the channel is in flight, on a
+  // delivery worker, so it never races the channel's writes. Errors are the sink's to
+  // log; they do not fail the channel.
+  virtual int64_t NextUpkeepMs() const { return INT64_MAX; }
+  virtual void Upkeep() {}
+
   // icestream status fields for DescribeChannel (e.g. the table's live data files).
   virtual nlohmann::json StatusJson() const { return nlohmann::json::object(); }
   // Its own /metrics figures. Thread-safe.
