@@ -172,7 +172,12 @@ void Console::Handle(std::shared_ptr<http::Request> req, http::Responder respond
     return respond(Error(404, "NotFound", "No such page."));  // /consolefoo
   }
   if (path.rfind(kApi, 0) == 0) {
-    std::optional<Session> session = sessions_.FromCookieHeader(req->GetHeader("cookie"));
+    // HTTP/2 clients may split cookies into several header fields (RFC 9113 8.2.3).
+    std::string cookies;
+    for (const auto& h : req->headers) {
+      if (h.name == "cookie") cookies += (cookies.empty() ? "" : "; ") + h.value;
+    }
+    std::optional<Session> session = sessions_.FromCookieHeader(cookies);
     return Api(path.substr(kApi.size()), std::move(req), std::move(respond), session);
   }
   if (req->method != "GET" && req->method != "HEAD") {
