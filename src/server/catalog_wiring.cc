@@ -14,6 +14,74 @@
 
 namespace icestream::server {
 
+namespace {
+
+// The REST catalog operation (the OpenAPI operationId) a request names, for the API call
+// metrics: the path after /iceberg/v1/, with or without the warehouse prefix.
+std::string_view RestOperation(std::string_view method, std::string_view path) {
+  constexpr std::string_view kBase = "/iceberg/v1/";
+  if (path.rfind(kBase, 0) != 0) return "unknown";
+  std::vector<std::string_view> segs;
+  for (std::string_view rest = path.substr(kBase.size()); !rest.empty();) {
+    size_t slash = rest.find('/');
+    segs.push_back(rest.substr(0, slash));
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  }
+  if (segs.size() == 1 && segs[0] == "config") return method == "GET" ? "GetConfig" : "unknown";
+  if (!segs.empty() && segs[0] != "namespaces" && segs[0] != "tables" &&
+      segs[0] != "transactions") {
+    segs.erase(segs.begin());  // the prefix
+  }
+  auto is = [&](std::initializer_list<std::string_view> shape) {
+    if (segs.size() != shape.size()) return false;
+    size_t i = 0;
+    for (auto s : shape) {
+      if (!s.empty() && segs[i] != s) return false;
+      ++i;
+    }
+    return true;
+  };
+  struct Route {
+    std::initializer_list<std::string_view> shape;  // "" = any segment
+    std::string_view method, operation;
+  };
+  static const Route kRoutes[] = {
+      {{"namespaces"}, "GET", "ListNamespaces"},
+      {{"namespaces"}, "POST", "CreateNamespace"},
+      {{"namespaces", ""}, "GET", "LoadNamespaceMetadata"},
+      {{"namespaces", ""}, "HEAD", "NamespaceExists"},
+      {{"namespaces", ""}, "DELETE", "DropNamespace"},
+      {{"namespaces", "", "properties"}, "POST", "UpdateProperties"},
+      {{"namespaces", "", "tables"}, "GET", "ListTables"},
+      {{"namespaces", "", "tables"}, "POST", "CreateTable"},
+      {{"namespaces", "", "register"}, "POST", "RegisterTable"},
+      {{"namespaces", "", "tables", ""}, "GET", "LoadTable"},
+      {{"namespaces", "", "tables", ""}, "HEAD", "TableExists"},
+      {{"namespaces", "", "tables", ""}, "POST", "UpdateTable"},
+      {{"namespaces", "", "tables", ""}, "DELETE", "DropTable"},
+      {{"namespaces", "", "tables", "", "metrics"}, "POST", "ReportMetrics"},
+      {{"tables", "rename"}, "POST", "RenameTable"},
+      {{"transactions", "commit"}, "POST", "CommitTransaction"},
+  };
+  for (const auto& r : kRoutes) {
+    if (r.method == method && is(r.shape)) return r.operation;
+  }
+  return "unknown";
+}
+
+// The error type of a catalog answer ({"error": {"type": ...}}), "" for success.
+std::string RestErrorType(const http::Response& r, std::string* message) {
+  if (r.status < 400) return "";
+  auto parsed = iceberg::rest::ParseErrorBody(r.body);
+  if (parsed.ok() && !parsed->type.empty()) {
+    *message = parsed->message;
+    return parsed->type;
+  }
+  return "HTTP" + std::to_string(r.status);
+}
+
+}  // namespace
+
 struct CatalogServices::Impl {
   Database* db = nullptr;
   std::string default_warehouse;
@@ -72,18 +140,28 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(const Config& co
   ro.base_path = "/iceberg";
   impl->rest = std::make_unique<iceberg::rest::RestCatalogServer>(ro, std::move(resolver));
   iceberg::rest::RestCatalogServer* rest = impl->rest.get();
-  router->AddPath({"/iceberg/", [rest, auth](std::shared_ptr<http::Request> req, http::Responder respond) {
-                     if (auto denied = auth->CheckCatalog(*req)) {
-                       http::Response r;
-                       r.status = denied->status;
-                       r.SetHeader("Content-Type", "application/json");
-                       if (req->method != "HEAD") {
-                         r.body = iceberg::rest::ErrorBody({denied->status, denied->type, denied->message});
-                       }
-                       return respond(std::move(r));
-                     }
-                     respond(rest->Handle(*req));
-                   }});
+  router->AddPath(
+      {"/iceberg/",
+       [rest, auth, router](std::shared_ptr<http::Request> req, http::Responder respond) {
+         // Counted and timed like the JSON calls (service "iceberg").
+         respond = [router, start = MonotonicNanos(), op = RestOperation(req->method, req->path),
+                    inner = std::move(respond)](http::Response r) {
+           std::string message;
+           std::string code = RestErrorType(r, &message);
+           router->Observe({"iceberg", op, code, r.status, message, MonotonicNanos() - start});
+           inner(std::move(r));
+         };
+         if (auto denied = auth->CheckCatalog(*req)) {
+           http::Response r;
+           r.status = denied->status;
+           r.SetHeader("Content-Type", "application/json");
+           if (req->method != "HEAD") {
+             r.body = iceberg::rest::ErrorBody({denied->status, denied->type, denied->message});
+           }
+           return respond(std::move(r));
+         }
+         respond(rest->Handle(*req));
+       }});
 
   registry::RegistryOptions rego;
   rego.region = config.region;

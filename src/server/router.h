@@ -74,6 +74,10 @@ class Router {
   void AddPath(PathRoute route) { paths_.push_back(std::move(route)); }
   // Called once for every JSON 1.1 call answered, on the thread that answers it.
   void SetObserver(CallObserver observer) { observer_ = std::move(observer); }
+  // Reports a call a path route answered (the Iceberg catalog) to the same observer.
+  void Observe(const CallRecord& call) const {
+    if (observer_) observer_(call);
+  }
   // `GET /` (and HEAD) without X-Amz-Target answers 302 to `location` (the console).
   void SetRootRedirect(std::string location) { root_redirect_ = std::move(location); }
   // Requests with `Authorization: Bearer <token>` count as authenticated: how the

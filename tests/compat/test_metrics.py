@@ -182,6 +182,23 @@ class StreamMetrics(unittest.TestCase):
         values, _ = scrape(self.srv)
         self.assertEqual(value(values, "icestream_api_requests_total", service="glue", operation="GetRegistry",
                                error_code="EntityNotFoundException"), 1)
+        # The Iceberg REST catalog, by the spec's operation ids and error types.
+        import urllib.error
+        base = self.srv.endpoint + "/iceberg/v1/default"
+        urllib.request.urlopen(base + "/namespaces", timeout=10).read()
+        with self.assertRaises(urllib.error.HTTPError):
+            urllib.request.urlopen(base + "/namespaces/nope/tables/nothing", timeout=10)
+        with self.assertRaises(urllib.error.HTTPError):
+            urllib.request.urlopen(urllib.request.Request(base + "/namespaces/nope", method="HEAD"), timeout=10)
+        values, _ = scrape(self.srv)
+        self.assertGreaterEqual(value(values, "icestream_api_requests_total", service="iceberg",
+                                      operation="ListNamespaces", error_code="none"), 1)
+        self.assertEqual(value(values, "icestream_api_requests_total", service="iceberg", operation="LoadTable",
+                               error_code="NoSuchTableException"), 1)
+        self.assertEqual(value(values, "icestream_api_requests_total", service="iceberg",
+                               operation="NamespaceExists", error_code="HTTP404"), 1)
+        self.assertEqual(value(values, "icestream_api_request_duration_seconds_count", service="iceberg",
+                               operation="LoadTable", error_code="NoSuchTableException"), 1)
 
 
 class Throttling(unittest.TestCase):
