@@ -440,10 +440,15 @@ class ConsoleDisabled(unittest.TestCase):
     def test_enabled_false_serves_no_console(self):
         srv = Server(config_text="[console]\nenabled = false\n").start()
         try:
-            for path in ("/", "/console/", "/console/api/session"):
+            for path in ("/console/", "/console/api/session"):
                 with self.assertRaises(urllib.error.HTTPError) as e:
                     urllib.request.urlopen(srv.endpoint + path, timeout=10)
                 self.assertEqual(e.exception.code, 404, path)
+            # `/` is then only the AWS endpoint: a GET there gets AWS's own answer.
+            with self.assertRaises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(srv.endpoint + "/", timeout=10)
+            self.assertEqual(e.exception.code, 403)
+            self.assertIn(b"AccessDeniedException", e.exception.read())
         finally:
             srv.stop()
             srv.cleanup()
