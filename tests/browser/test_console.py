@@ -106,6 +106,16 @@ def normal(text):
         return text
 
 
+def from_hex_dump(text):
+    """The bytes of a console hex dump (offset, 16 hex pairs, ASCII per line)."""
+    out = bytearray()
+    for line in text.splitlines():
+        if line.startswith("…"):
+            continue
+        out += bytes.fromhex(line[10:57].strip())
+    return bytes(out)
+
+
 def iso(i, hour):
     return f"2025-06-01T{hour:02d}:{i % 60:02d}:{(i * 7) % 60:02d}.{i:03d}Z"
 
@@ -230,11 +240,28 @@ class ConsolePages(unittest.TestCase, PageChecks):
             by_shard.setdefault(r["shard"], []).append(r)
         shard = max(by_shard, key=lambda s: len(by_shard[s]))
         arn_q = urllib.parse.quote(self.channel_arn, safe="")
+        # The shard as GetRecords has it (arrival times), for the sequence and time positions.
+        it = self.k.get_shard_iterator(StreamName="orders", ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        on_shard = self.k.get_records(ShardIterator=it, Limit=10000)["Records"]
+        self.assertEqual(len(on_shard), len(by_shard[shard]))
+        after = on_shard[2]["SequenceNumber"]
+        # A time between two of the test's appends (they are more than a second apart).
+        gaps = [(b["ApproximateArrivalTimestamp"].timestamp() - a["ApproximateArrivalTimestamp"].timestamp(), i)
+                for i, (a, b) in enumerate(zip(on_shard, on_shard[1:]))]
+        gap, gi = max(gaps)
+        self.assertGreater(gap, 0.5)
+        at_time = (on_shard[gi]["ApproximateArrivalTimestamp"].timestamp() + gap / 2)
+        since = on_shard[gi + 1:]
         steps = [
             {"name": "overview", "hash": "/", "wait": "#tables [data-table]", "screenshot": True},
             {"name": "stream", "hash": f"/streams/orders?shard={shard}&from=TRIM_HORIZON",
              "wait": "#records tr[data-sequence]", "wait_count": len(by_shard[shard]),
              "screenshot": [{"name": "stream"}, {"name": "stream-records", "scroll_to": "#rates"}]},
+            {"name": "stream-after", "hash": f"/streams/orders?shard={shard}&from=AFTER_SEQUENCE_NUMBER&sequence={after}&limit=1000",
+             "wait": "#records tr[data-sequence]", "wait_count": len(on_shard) - 3,
+             "click": "#record-browser button[data-view=hex]", "then_wait": "#records pre.payload[data-view=hex]"},
+            {"name": "stream-at-time", "hash": f"/streams/orders?shard={shard}&from=AT_TIMESTAMP&timestamp={at_time:.3f}&limit=1000",
+             "wait": "#records tr[data-sequence]", "wait_count": len(since)},
             {"name": "stream-resharded", "hash": "/streams/clicks", "wait": "#rates [data-records]",
              "screenshot": [{"name": "lineage", "scroll_to": "#page svg[aria-label^='shard lineage']"}]},
             {"name": "channel", "hash": f"/channels/{arn_q}", "wait": "#dlq pre.payload", "wait_count": 3,
@@ -247,6 +274,9 @@ class ConsolePages(unittest.TestCase, PageChecks):
             {"name": "schema", "hash": "/registry/shop/orders", "wait": "#diff [data-op]",
              "screenshot": [{"name": "schema-diff"}]},
         ]
+        # An API error for the overview's recent errors.
+        with self.assertRaises(self.k.exceptions.ResourceNotFoundException):
+            self.k.describe_stream_summary(StreamName="no-such-stream")
         out = drive(self.srv.endpoint, steps, self.shots)
         got = {s["name"]: s for s in out["steps"]}
         for s in out["steps"]:
@@ -262,6 +292,9 @@ class ConsolePages(unittest.TestCase, PageChecks):
         self.assertTrue(elements(ov, "table", f"{NS}.{TABLE}"))
         self.assertIn("open", ov["auth_mode"])
         self.assertIn("no [[credentials]]", ov["notice"])
+        errs = elements(ov, "api-error", "ResourceNotFoundException")
+        self.assertTrue(any(e["data"]["operation"] == "kinesis DescribeStreamSummary" and "no-such-stream" in e["text"]
+                            for e in errs), errs)
 
         # Stream: the record browser shows every record put on that shard, payload and all.
         st = got["stream"]
@@ -272,6 +305,14 @@ class ConsolePages(unittest.TestCase, PageChecks):
         for seq, r in want.items():
             self.assertEqual(rows[seq]["data"]["partitionKey"], r["pk"])
             self.assertIn(normal(r["data"]), shown, f"payload of {seq}")
+        # AFTER_SEQUENCE_NUMBER: the records after the third, payloads as hex dumps of the bytes.
+        sa = got["stream-after"]
+        self.assertEqual([e["data"]["sequence"] for e in elements(sa, "sequence") if e["tag"] == "tr"],
+                         [r["SequenceNumber"] for r in on_shard[3:]])
+        self.assertEqual([from_hex_dump(p) for p in sa["payloads"]], [r["Data"] for r in on_shard[3:]])
+        # AT_TIMESTAMP: the records that arrived after a time between two appends.
+        self.assertEqual([e["data"]["sequence"] for e in elements(got["stream-at-time"], "sequence") if e["tag"] == "tr"],
+                         [r["SequenceNumber"] for r in since])
         # The rate chart adds up to what the test put, shard by shard.
         rates = {e["data"]["shard"]: int(e["data"]["records"]) for e in elements(st, "records")}
         self.assertEqual(rates, {s: len(v) for s, v in by_shard.items()})
@@ -301,7 +342,25 @@ class ConsolePages(unittest.TestCase, PageChecks):
         for seq, r in bad.items():
             self.assertIn(lines[seq]["data"]["errorCode"], ("MISSING_REQUIRED_FIELD", "DESERIALIZATION_ERROR"))
             self.assertIn(normal(r["data"]), dlq_payloads, f"payload of DLQ line {seq}")
-        self.assertIn("the newest DLQ line", cp["text"])  # LastRejected is not in this server's status yet
+        # The last rejected record and the counts per code: from IcestreamStatus where the
+        # server reports them (docs/channels.md), otherwise from the DLQ objects, labelled so.
+        st = d["IcestreamStatus"]
+        last = elements(cp, "last-rejected")
+        self.assertEqual(len(last), 1)
+        if "LastRejected" in st:
+            self.assertEqual(last[0]["data"]["lastRejected"], "status")
+            self.assertIn(st["LastRejected"]["ErrorCode"], last[0]["text"])
+            self.assertIn(st["LastRejected"]["SequenceNumber"], last[0]["text"])
+        else:
+            self.assertEqual(last[0]["data"]["lastRejected"], "dlq")
+            self.assertIn("the newest DLQ line", last[0]["text"])
+            self.assertTrue(any(x["errorCode"] in last[0]["text"] and x["shardId"] in last[0]["text"] for x in self.dlq),
+                            last[0]["text"])
+        source = elements(cp, "counts-source")[0]["data"]["countsSource"]
+        self.assertEqual(source, "status" if "RejectedRecordCounts" in st else "dlq")
+        if "RejectedRecordCounts" in st:
+            self.assertEqual({k: v for k, v in st["RejectedRecordCounts"].items() if v},
+                             {k: int(v.split()[-1].replace(",", "")) for k, v in counts.items()})
 
         # Table: sample rows = the independent reader's rows; every snapshot and schema listed.
         tp = got["table"]

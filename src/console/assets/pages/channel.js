@@ -4,7 +4,8 @@
 //
 // What the channel API does not report is not made up: the last rejected record and the
 // counts per error code come from IcestreamStatus when the server puts them there
-// (LastRejected, DLQErrorCounts), otherwise from the DLQ objects themselves, and say so.
+// (LastRejected, RejectedRecordCounts: docs/channels.md), otherwise from the DLQ objects
+// themselves, and say so.
 import * as api from '../lib/api.js';
 import { h, clear, card, table, badge, stateKind, kv, fmtNum, fmtSeconds, fmtTime, errorBox } from '../lib/dom.js';
 import { fromBase64, render, defaultView, deaggregate } from '../lib/payload.js';
@@ -77,6 +78,7 @@ export default async function channelPage(root, [arn], ctx) {
   if (ctx.info.operations?.StartChannelRedrive) root.append(card('Redrive', redriveEl));
 
   let dlq = null;
+  let showRedrive = null;
   const drawStatus = async () => {
     d = await describe();
     const st = d.IcestreamStatus || {};
@@ -85,13 +87,15 @@ export default async function channelPage(root, [arn], ctx) {
     const family = isTable ? 'DeliveryToIceberg_DataFreshness' : 'DeliveryToS3_DataFreshness';
     const measured = (m[family] || []).find((x) => x.labels.channel_id === d.ChannelId);
     const lag = channelLag(st);
-    const lastRejected = st.LastRejected
-      ? h('span', { id: 'last-rejected' }, text(st.LastRejected), st.LastRejected.SequenceNumber
-        ? h('span', { class: 'muted small' }, ` (${st.LastRejected.ShardId} ${st.LastRejected.SequenceNumber})`) : null)
+    const lr = st.LastRejected;
+    const lastRejected = lr
+      ? h('span', { id: 'last-rejected', 'data-last-rejected': 'status' }, `${lr.ErrorCode}: ${lr.ErrorMessage || ''} `,
+        h('span', { class: 'muted small' }, `(${[lr.ShardId, lr.SequenceNumber, lr.SubSequenceNumber !== undefined ? `sub ${lr.SubSequenceNumber}` : null,
+          lr.Timestamp ? `rejected ${fmtTime(lr.Timestamp)}` : null].filter((x) => x !== null && x !== undefined).join(', ')})`))
       : dlq?.lines?.[0]
-        ? h('span', { id: 'last-rejected' }, `${dlq.lines[0].errorCode}: ${dlq.lines[0].errorMessage} `,
+        ? h('span', { id: 'last-rejected', 'data-last-rejected': 'dlq' }, `${dlq.lines[0].errorCode}: ${dlq.lines[0].errorMessage} `,
           h('span', { class: 'muted small' }, `(${dlq.lines[0].shardId}, ${fmtTime(dlq.lines[0].approximateArrivalTimestamp)}; the newest DLQ line)`))
-        : h('span', { id: 'last-rejected', class: 'muted' }, 'none');
+        : h('span', { id: 'last-rejected', 'data-last-rejected': 'none', class: 'muted' }, 'none');
     const el = clear(document.getElementById('delivery') || h('div'));
     el.append(h('div', { class: 'stats' },
       stat('State', badge(d.ChannelStatus, stateKind(d.ChannelStatus))),
@@ -116,7 +120,8 @@ export default async function channelPage(root, [arn], ctx) {
       h('td', h('code', x.ShardId)), h('td', { class: 'num' }, fmtNum(x.LagRecords)),
       h('td', { class: 'num' }, fmtSeconds(x.LagSeconds)), h('td', h('code', { class: 'small' }, x.LastCommittedSequenceNumber || '—')),
       h('td', x.Delivered ? 'yes' : '')))));
-    if (st.DLQErrorCounts && dlq) drawDlq();
+    if (st.RejectedRecordCounts && dlq) drawDlq();
+    if (showRedrive && st.Redrive) showRedrive(st.Redrive);
   };
 
   const drawDlq = () => {
@@ -126,13 +131,13 @@ export default async function channelPage(root, [arn], ctx) {
       dlqEl.append(errorBox({ message: `The DLQ bucket ${dlq.bucket} cannot be listed: ${dlq.bucket_error}` }));
       return;
     }
-    const counts = st.DLQErrorCounts || dlq.error_counts;
+    const counts = st.RejectedRecordCounts || dlq.error_counts;
     dlqEl.append(h('h3', 'Rejected records per error code'),
       table(['Error code', { label: 'Records', num: true }],
         Object.entries(counts).sort((a, b) => b[1] - a[1]).map(([code, n]) => h('tr', { 'data-error-code': code },
           h('td', code), h('td', { class: 'num' }, fmtNum(n)))), { empty: 'Nothing was rejected.' }),
-      h('p', { class: 'muted small' }, st.DLQErrorCounts
-        ? 'Counted by the channel since the server started (IcestreamStatus.DLQErrorCounts).'
+      h('p', { class: 'muted small', 'data-counts-source': st.RejectedRecordCounts ? 'status' : 'dlq' }, st.RejectedRecordCounts
+        ? 'Counted by the channel since the server started (IcestreamStatus.RejectedRecordCounts).'
         : `Counted from ${fmtNum(dlq.lines_read)} line${dlq.lines_read === 1 ? '' : 's'} of the newest ` +
           `${fmtNum(dlq.objects_read)} DLQ object${dlq.objects_read === 1 ? '' : 's'} in s3://${dlq.bucket}/${dlq.prefix}` +
           (dlq.truncated ? ' (there are more).' : '.')));
@@ -175,7 +180,7 @@ export default async function channelPage(root, [arn], ctx) {
     }
   };
 
-  if (ctx.info.operations?.StartChannelRedrive) drawRedrive(redriveEl, arn, () => dlq);
+  if (ctx.info.operations?.StartChannelRedrive) showRedrive = drawRedrive(redriveEl, arn, () => dlq);
   await loadDlq();
   await ctx.every(5000, drawStatus);
 }
@@ -184,19 +189,37 @@ function stat(k, v, id) {
   return h('div', { class: 'stat', 'data-stat': id || null }, h('div', { class: 'k' }, k), h('div', { class: 'v' }, v));
 }
 
-// StartChannelRedrive / DescribeChannelRedrive (icestream extensions of the channel API):
-// shown only when the server knows them; the answer is shown as the API gives it.
+// StartChannelRedrive / DescribeChannelRedrive (icestream extensions of the channel API,
+// docs/channels.md "Redrive"): shown only when the server knows them. Returns a function
+// that shows a Redrive document (StartChannelRedrive's answer, IcestreamStatus.Redrive on
+// every refresh).
 function drawRedrive(el, arn, currentDlq) {
   const codes = h('div', { class: 'toolbar' });
   const result = h('div');
-  const status = async () => {
-    try {
-      const r = await api.kinesis('DescribeChannelRedrive', { ChannelARN: arn });
-      clear(result).append(h('h3', 'Latest redrive'), h('pre', JSON.stringify(r, null, 2)));
-    } catch (e) {
-      if (e.type !== 'ResourceNotFoundException') clear(result).append(errorBox(e));
-      else clear(result).append(h('p', { class: 'muted' }, 'No redrive yet.'));
-    }
+  const latest = h('div', { id: 'redrive-latest' });
+  const show = (r) => {
+    if (!r) return;
+    const done = Number(r.LinesDone || 0);
+    const matched = Number(r.LinesMatched || 0);
+    const filter = r.Filter || {};
+    clear(latest).append(h('h3', 'Latest redrive'), h('div', { class: 'stats' },
+      stat('Status', badge(r.Status, r.Status === 'COMPLETED' ? 'ok' : r.Status === 'FAILED' ? 'bad' : 'warn'), 'redrive-status'),
+      stat('Done', matched ? `${fmtNum(done)} / ${fmtNum(matched)}` : fmtNum(done), 'redrive-done'),
+      stat('Delivered', fmtNum(r.RecordsDelivered), 'redrive-delivered'),
+      stat('Failed again', fmtNum(r.RecordsFailedAgain), 'redrive-failed-again'),
+      stat('Expired', fmtNum(r.RecordsExpired), 'redrive-expired')),
+    kv([
+      ['Redrive id', h('code', { 'data-redrive-id': r.RedriveId }, r.RedriveId)],
+      ['Reason', r.StatusReason ? h('span', { class: 'error-box' }, r.StatusReason) : undefined],
+      ['Error codes', (filter.ErrorCodes || []).join(', ') || 'all'],
+      ['Arrived from', filter.StartTimestamp !== undefined ? fmtTime(filter.StartTimestamp) : undefined],
+      ['Arrived before', filter.EndTimestamp !== undefined ? fmtTime(filter.EndTimestamp) : undefined],
+      ['Started', fmtTime(r.CreationTimestamp)],
+      ['Completed', r.CompletionTimestamp ? fmtTime(r.CompletionTimestamp) : undefined],
+      ['DLQ read', `${fmtNum(r.DLQObjectsRead)} objects, ${fmtNum(r.LinesRead)} lines (${fmtNum(r.LinesSkipped)} skipped, ${fmtNum(r.LinesUnreadable)} unreadable)`],
+      ['Report', r.ReportLocation ? h('code', r.ReportLocation) : undefined],
+    ]),
+    h('details', h('summary', 'As the API gives it'), h('pre', JSON.stringify(r, null, 2))));
   };
   const drawCodes = () => {
     clear(codes);
@@ -211,13 +234,16 @@ function drawRedrive(el, arn, currentDlq) {
     if (chosen.length && chosen.length < all.length) body.ErrorCodes = chosen;
     try {
       const r = await api.kinesis('StartChannelRedrive', body);
-      clear(result).append(h('div', { class: 'ok-box' }, 'Redrive started.'), h('pre', JSON.stringify(r, null, 2)));
-      setTimeout(status, 2000);
+      clear(result).append(h('div', { class: 'ok-box' }, 'Redrive started.'));
+      show(r.Redrive);
     } catch (e) {
       clear(result).append(errorBox(e));
     }
   } }, 'Redrive the DLQ');
   el.append(h('p', { class: 'muted' }, 'Delivers the records of the DLQ lines again, exactly once, through the same conversion and commit path (docs/channels.md).'),
-    h('button', { type: 'button', onclick: drawCodes }, 'Choose error codes'), codes, start, result);
-  status();
+    h('button', { type: 'button', onclick: drawCodes }, 'Choose error codes'), codes, start, result, latest);
+  // IcestreamStatus.Redrive (the latest) replaces this on the next refresh when there is one;
+  // asking DescribeChannelRedrive would answer an error for a channel that never had one.
+  latest.append(h('p', { class: 'muted' }, 'No redrive yet.'));
+  return show;
 }

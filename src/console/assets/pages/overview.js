@@ -160,8 +160,10 @@ export default async function overview(root, _params, ctx) {
     const { errors: list } = await api.get('/console/api/errors');
     const rows = channelProblems.map((p) => [h('span', { class: 'badge bad' }, 'delivery'), p.what, p.why, '']);
     for (const e of list.slice(0, 15)) {
-      rows.push([h('span', { class: ['badge', e.http_status >= 500 ? 'bad' : 'warn'] }, String(e.http_status)),
-        `${e.service} ${e.operation}`, `${e.error_code}${e.message ? ': ' + e.message : ''}`, fmtTime(e.time)]);
+      rows.push(h('tr', { 'data-api-error': e.error_code, 'data-operation': `${e.service} ${e.operation}` },
+        h('td', h('span', { class: ['badge', e.http_status >= 500 ? 'bad' : 'warn'] }, String(e.http_status))),
+        h('td', `${e.service} ${e.operation}`), h('td', `${e.error_code}${e.message ? ': ' + e.message : ''}`),
+        h('td', fmtTime(e.time))));
     }
     clear(errorsEl).append(table(['', 'What', 'Error', 'When'], rows, { empty: 'No errors since the server started.' }));
   });

@@ -125,6 +125,7 @@ function recordBrowser(stream, shards, query) {
   if (query.from) typeSel.value = query.from;
   if (query.sequence) seqIn.value = query.sequence;
   if (query.timestamp) tsIn.value = query.timestamp;
+  if (query.limit) limitIn.value = query.limit;
   const form = h('form', { class: 'inline' },
     h('label', 'Shard', shardSel), h('label', 'From', typeSel), h('label', 'Sequence number', seqIn),
     h('label', 'Timestamp (UTC)', tsIn), h('label', 'Records', limitIn), readBtn, nextBtn, h('label', 'Payload as', viewSeg));
