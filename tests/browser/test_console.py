@@ -39,13 +39,14 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from delivery_check import LocalBucket  # noqa: E402
-from harness import Server, kinesis_call, wait_channel  # noqa: E402
+from harness import Server, channel_request, kinesis_call, wait_channel  # noqa: E402
 from table_check import (describe, npm_dir, read_table, register_schema, rest_metadata,  # noqa: E402
                          table_channel_request, ts_micros, wait_records)
 
 DRIVER = os.path.join(HERE, "drive.mjs")
 CHROMIUM = "/usr/bin/chromium"
 WAREHOUSE, NS, TABLE, DLQ = "shop-tables", "sales", "orders", "shop-dlq"
+ARCHIVE = "click-archive"
 CONFIG = """[delivery]
 table_target_file_bytes = 16384
 table_compaction_cold_after_ms = 2000
@@ -176,6 +177,16 @@ class ConsolePages(unittest.TestCase, PageChecks):
         start, end = int(s0["HashKeyRange"]["StartingHashKey"]), int(s0["HashKeyRange"]["EndingHashKey"])
         cls.k.split_shard(StreamName="clicks", ShardToSplit=s0["ShardId"], NewStartingHashKey=str((start + end) // 2))
         cls.put("clicks", [(f"click {i}".encode(), f"u{i}") for i in range(8)])
+        # An S3 channel (no DeadLetterQueueS3Configuration: it is optional there).
+        os.makedirs(os.path.join(cls.srv.data_dir, "buckets", ARCHIVE), exist_ok=True)
+        cls.k.create_stream(StreamName="visits")
+        cls.k.get_waiter("stream_exists").wait(StreamName="visits")
+        cls.put("visits", [(json.dumps({"page": f"/p/{i}"}).encode(), f"v{i}") for i in range(8)])
+        req = channel_request("visits-to-s3", "visits", bucket=ARCHIVE, freshness=1)
+        req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
+        st, body = kinesis_call(cls.srv, "CreateChannel", req)
+        assert st == 200, body
+        cls.s3_channel_arn = wait_channel(cls.srv, body["ChannelDescription"]["ChannelARN"], timeout=30)["ChannelARN"]
 
         cls.schema_arn, _ = register_schema(cls.glue, "shop", "orders", V1)
         os.makedirs(os.path.join(cls.srv.data_dir, "buckets", DLQ), exist_ok=True)
@@ -228,6 +239,10 @@ class ConsolePages(unittest.TestCase, PageChecks):
                 break
             assert time.time() < deadline, st
             time.sleep(0.3)
+        deadline = time.time() + 30
+        while describe(cls.srv, cls.s3_channel_arn)["IcestreamStatus"].get("DeliveredRecordCount", 0) < 8:
+            assert time.time() < deadline, describe(cls.srv, cls.s3_channel_arn)
+            time.sleep(0.3)
         cls.dlq = []
         for body in LocalBucket(os.path.join(cls.srv.data_dir, "buckets", DLQ)).objects().values():
             cls.dlq += [json.loads(line) for line in body.decode().splitlines() if line.strip()]
@@ -266,6 +281,8 @@ class ConsolePages(unittest.TestCase, PageChecks):
              "screenshot": [{"name": "lineage", "scroll_to": "#page svg[aria-label^='shard lineage']"}]},
             {"name": "channel", "hash": f"/channels/{arn_q}", "wait": "#dlq pre.payload", "wait_count": 3,
              "screenshot": [{"name": "channel"}, {"name": "channel-dlq", "scroll_to": "#dlq"}]},
+            {"name": "s3-channel", "hash": f"/channels/{urllib.parse.quote(self.s3_channel_arn, safe='')}",
+             "wait": "#lag tr[data-shard]", "wait_count": 4},
             {"name": "table", "hash": f"/tables/{WAREHOUSE}/{NS}/{TABLE}", "wait": "#sample-rows tr[data-row]",
              "wait_count": len(self.valid),
              "screenshot": [{"name": "table"}, {"name": "table-snapshots", "scroll_to": "#page svg[aria-label$='snapshots']"},
@@ -284,7 +301,7 @@ class ConsolePages(unittest.TestCase, PageChecks):
 
         # Overview: every stream, the channel and its state, the table.
         ov = got["overview"]
-        self.assertEqual({e["data"]["stream"] for e in elements(ov, "stream")}, {"orders", "clicks"})
+        self.assertEqual({e["data"]["stream"] for e in elements(ov, "stream")}, {"orders", "clicks", "visits"})
         ch = elements(ov, "channel", "orders-to-table")
         self.assertEqual(len(ch), 1)
         self.assertIn("ACTIVE", ch[0]["text"])
@@ -331,6 +348,8 @@ class ConsolePages(unittest.TestCase, PageChecks):
             want_lag = next(s for s in d["IcestreamStatus"]["Shards"] if s["ShardId"] == e["data"]["shard"])["LagRecords"]
             self.assertEqual(e["text"].split("\t")[1].strip(), str(want_lag))
         delivered = next(e for e in elements(cp, "stat") if e["data"]["stat"] == "delivered")
+        fresh = next(e for e in elements(cp, "stat") if e["data"]["stat"] == "freshness")
+        self.assertNotIn("—", fresh["text"])  # DeliveryToIceberg_DataFreshness is in /metrics
         self.assertIn(f"{d['IcestreamStatus']['DeliveredRecordCount']:,}", delivered["text"])
         counts = {e["data"]["errorCode"]: e["text"] for e in elements(cp, "error-code") if "sequence" not in e["data"]}
         self.assertEqual(set(counts), {"MISSING_REQUIRED_FIELD", "DESERIALIZATION_ERROR"})
@@ -361,6 +380,21 @@ class ConsolePages(unittest.TestCase, PageChecks):
         if "RejectedRecordCounts" in st:
             self.assertEqual({k: v for k, v in st["RejectedRecordCounts"].items() if v},
                              {k: int(v.split()[-1].replace(",", "")) for k, v in counts.items()})
+
+        # An S3 channel: its destination, lag, counts and measured freshness.
+        sp = got["s3-channel"]
+        d3 = describe(self.srv, self.s3_channel_arn)
+        self.assertEqual({e["data"]["shard"] for e in elements(sp, "shard") if e["tag"] == "tr"},
+                         {s["ShardId"] for s in d3["IcestreamStatus"]["Shards"]})
+        delivered = next(e for e in elements(sp, "stat") if e["data"]["stat"] == "delivered")
+        self.assertIn(f"{d3['IcestreamStatus']['DeliveredRecordCount']:,}", delivered["text"])
+        self.assertIn(f"arn:aws:s3:::{ARCHIVE} (GZIP)", sp["text"])
+        # Without DeadLetterQueueS3Configuration the DLQ is the destination bucket's
+        # kinesis-channel/errors/ folder (docs/channels.md), and it is empty.
+        self.assertIn(f"s3://{ARCHIVE}/kinesis-channel/errors/visits-to-s3/", sp["text"])
+        self.assertIn("The DLQ is empty.", sp["text"])
+        fresh = next(e for e in elements(sp, "stat") if e["data"]["stat"] == "freshness")
+        self.assertNotIn("—", fresh["text"])  # DeliveryToS3_DataFreshness is in /metrics
 
         # Table: sample rows = the independent reader's rows; every snapshot and schema listed.
         tp = got["table"]
