@@ -59,7 +59,7 @@ try {
         '#main [data-shard], #main [data-sequence], #main [data-error-code], #main [data-row], #main [data-snapshot], ' +
         '#main [data-schema-id], #main [data-field-id], #main [data-partition], #main [data-stat], #main [data-version], ' +
         '#main [data-schema], #main [data-op], #main [data-metric], #main [data-lag-records], #main [data-records], ' +
-        '#main [data-last-rejected], #main [data-counts-source], #main [data-redrive-id], #main [data-api-error]')) {
+        '#main [data-last-rejected], #main [data-counts-source], #main [data-redrive-id], #main [data-api-error], #main [data-user-record]')) {
       els.push({ tag: el.tagName.toLowerCase(), data: { ...el.dataset }, text: (el.innerText ?? el.textContent ?? "").trim().slice(0, 4000) });
     }
     const pres = [...document.querySelectorAll('#main pre.payload')].map((p) => p.innerText);

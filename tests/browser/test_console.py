@@ -38,6 +38,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import kpl  # noqa: E402
 from delivery_check import LocalBucket  # noqa: E402
 from harness import Server, channel_request, kinesis_call, wait_channel  # noqa: E402
 from table_check import (describe, npm_dir, read_table, register_schema, rest_metadata,  # noqa: E402
@@ -182,6 +183,9 @@ class ConsolePages(unittest.TestCase, PageChecks):
         cls.k.create_stream(StreamName="visits")
         cls.k.get_waiter("stream_exists").wait(StreamName="visits")
         cls.put("visits", [(json.dumps({"page": f"/p/{i}"}).encode(), f"v{i}") for i in range(8)])
+        # A KPL aggregate: the record browser splits it into its user records.
+        cls.kpl_users = [kpl.UserRecord(json.dumps({"page": f"/kpl/{i}"}), partition_key=f"k{i}") for i in range(3)]
+        cls.put("visits", [(kpl.aggregate(cls.kpl_users), "kpl-batch")])
         req = channel_request("visits-to-s3", "visits", bucket=ARCHIVE, freshness=1)
         req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
         st, body = kinesis_call(cls.srv, "CreateChannel", req)
@@ -255,6 +259,7 @@ class ConsolePages(unittest.TestCase, PageChecks):
             by_shard.setdefault(r["shard"], []).append(r)
         shard = max(by_shard, key=lambda s: len(by_shard[s]))
         arn_q = urllib.parse.quote(self.channel_arn, safe="")
+        kpl_rec = next(r for r in self.records if r["pk"] == "kpl-batch")
         # The shard as GetRecords has it (arrival times), for the sequence and time positions.
         it = self.k.get_shard_iterator(StreamName="orders", ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
         on_shard = self.k.get_records(ShardIterator=it, Limit=10000)["Records"]
@@ -277,6 +282,8 @@ class ConsolePages(unittest.TestCase, PageChecks):
              "click": "#record-browser button[data-view=hex]", "then_wait": "#records pre.payload[data-view=hex]"},
             {"name": "stream-at-time", "hash": f"/streams/orders?shard={shard}&from=AT_TIMESTAMP&timestamp={at_time:.3f}&limit=1000",
              "wait": "#records tr[data-sequence]", "wait_count": len(since)},
+            {"name": "stream-kpl", "hash": f"/streams/visits?shard={kpl_rec['shard']}&from=TRIM_HORIZON",
+             "wait": "#records [data-user-record]", "wait_count": len(self.kpl_users)},
             {"name": "stream-resharded", "hash": "/streams/clicks", "wait": "#rates [data-records]",
              "screenshot": [{"name": "lineage", "scroll_to": "#page svg[aria-label^='shard lineage']"}]},
             {"name": "channel", "hash": f"/channels/{arn_q}", "wait": "#dlq pre.payload", "wait_count": 3,
@@ -330,6 +337,10 @@ class ConsolePages(unittest.TestCase, PageChecks):
         # AT_TIMESTAMP: the records that arrived after a time between two appends.
         self.assertEqual([e["data"]["sequence"] for e in elements(got["stream-at-time"], "sequence") if e["tag"] == "tr"],
                          [r["SequenceNumber"] for r in since])
+        # A KPL aggregate: its user records with their own partition keys and payloads.
+        users = elements(got["stream-kpl"], "user-record")
+        self.assertEqual([(e["data"]["partitionKey"], normal(e["text"].split("\n", 1)[1])) for e in users],
+                         [(u.partition_key, normal(u.data)) for u in self.kpl_users])
         # The rate chart adds up to what the test put, shard by shard.
         rates = {e["data"]["shard"]: int(e["data"]["records"]) for e in elements(st, "records")}
         self.assertEqual(rates, {s: len(v) for s, v in by_shard.items()})

@@ -140,7 +140,8 @@ function recordBrowser(stream, shards, query) {
       const text = render(bytes, mode);
       const full = h('pre', { class: 'payload', 'data-view': mode }, text);
       const parts = agg ? h('div', h('div', { class: 'muted small' }, `KPL aggregate of ${agg.length} user records:`),
-        agg.map((u, k) => h('div', h('span', { class: 'small' }, `#${k} key ${u.partitionKey}`),
+        agg.map((u, k) => h('div', { 'data-user-record': String(k), 'data-partition-key': u.partitionKey },
+          h('span', { class: 'small' }, `#${k} key ${u.partitionKey}`),
           h('pre', render(u.data, view === 'auto' ? defaultView(u.data) : view))))) : null;
       return h('tr', { 'data-sequence': r.SequenceNumber, 'data-partition-key': r.PartitionKey },
         h('td', { class: 'num' }, String(i + 1)),
