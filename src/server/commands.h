@@ -14,6 +14,7 @@ void AddParquetCommand(CLI::App* app);
 void AddFsckCommand(CLI::App* app);
 void AddTableCommand(CLI::App* app);
 void AddStatusCommand(CLI::App* app);
+void AddWorkerCommand(CLI::App* app);
 
 // The process exit code chosen by the subcommand that ran (0 unless it failed).
 int ExitCode();

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   icestream::server::AddFsckCommand(&app);
   icestream::server::AddTableCommand(&app);
   icestream::server::AddStatusCommand(&app);
+  icestream::server::AddWorkerCommand(&app);
   CLI11_PARSE(app, argc, argv);
   return icestream::server::ExitCode();
 }

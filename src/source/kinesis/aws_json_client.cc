@@ -48,6 +48,7 @@ AwsJsonClient::AwsJsonClient(AwsEndpoint endpoint, std::string host)
         http::HttpClientOptions o;
         o.timeout_ms = endpoint_.timeout_ms;
         o.verify_tls = endpoint_.verify_tls;
+        o.ca_file = endpoint_.ca_file;
         return o;
       }()) {}
 
