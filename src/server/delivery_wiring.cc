@@ -38,8 +38,9 @@ delivery::ChannelManagerOptions ChannelOptions(const Config& c) {
   co.tick_ms = c.delivery_tick_ms;
   co.local_buckets = c.s3_endpoint.empty();
   co.activation_timeout_ms = c.delivery_activation_timeout_ms;
-  // In a pool, other processes create and change channels: read the list this often.
-  co.reload_ms = std::max<int64_t>(c.lease_renew_ms / 2, 200);
+  // In a pool, other processes create and change channels: read the list once a second
+  // (or every renewal, when renewals are more frequent).
+  co.reload_ms = std::min<int64_t>(c.lease_renew_ms, 1000);
   return co;
 }
 
