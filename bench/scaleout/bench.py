@@ -103,6 +103,9 @@ class Worker:
 
 def shards_done(server, arn, want_last):
     st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+    if st != 200:
+        print(f"  (DescribeChannel answered {st}: {body})")
+        return False
     shards = body["ChannelDescription"].get("IcestreamStatus", {}).get("Shards", [])
     got = {s["ShardId"]: s.get("LastCommittedSequenceNumber") for s in shards}
     return all(got.get(sh) == seq for sh, seq in want_last.items())

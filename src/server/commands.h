@@ -15,6 +15,7 @@ void AddFsckCommand(CLI::App* app);
 void AddTableCommand(CLI::App* app);
 void AddStatusCommand(CLI::App* app);
 void AddWorkerCommand(CLI::App* app);
+void AddPoolCommand(CLI::App* app);
 
 // The process exit code chosen by the subcommand that ran (0 unless it failed).
 int ExitCode();

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   icestream::server::AddTableCommand(&app);
   icestream::server::AddStatusCommand(&app);
   icestream::server::AddWorkerCommand(&app);
+  icestream::server::AddPoolCommand(&app);
   CLI11_PARSE(app, argc, argv);
   return icestream::server::ExitCode();
 }
