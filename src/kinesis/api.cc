@@ -333,15 +333,9 @@ bool AllowStrictRate(Context& ctx, std::string_view op) {
 
 KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, const Clock* clock,
                        std::string token_secret, std::function<void(std::function<void()>)> post)
-    : ctx_(new Context{std::move(options),
-                       streams,
-                       clock,
-                       TokenCodec(std::move(token_secret)),
-                       std::move(post),
-                       {},
-                       nullptr,
-                       {},
-                       "DISABLED"}) {
+    // The other members keep their defaults (no channels, no metrics, DISABLED).
+    : ctx_(new Context{std::move(options), streams, clock, TokenCodec(std::move(token_secret)),
+                       std::move(post)}) {
   size_t threads = ctx_->options.subscription_threads;
   if (threads == 0) threads = std::max<size_t>(2, std::thread::hardware_concurrency());
   ctx_->subscriptions = MakeSubscriptionHub(threads);
@@ -352,6 +346,8 @@ KinesisApi::~KinesisApi() { StopSubscriptions(); }
 void KinesisApi::StopSubscriptions() { kinesis::StopSubscriptions(*ctx_->subscriptions); }
 
 void KinesisApi::SetChannels(delivery::ChannelManager* channels) { ctx_->channels = channels; }
+
+void KinesisApi::SetMetrics(metrics::StreamMetrics* metrics) { ctx_->metrics = metrics; }
 
 void KinesisApi::AddOperation(std::string op, ExternalHandler handler) {
   ctx_->external[std::move(op)] = std::move(handler);

@@ -36,6 +36,9 @@ struct Context;
 namespace icestream::delivery {
 class ChannelManager;
 }
+namespace icestream::metrics {
+class StreamMetrics;
+}
 
 namespace icestream::kinesis {
 
@@ -64,6 +67,9 @@ class KinesisApi {
   // Enables the channel operations (CreateChannel, ...) and the channel fields of
   // DescribeStreamSummary/DescribeLimits; DeleteStream then refuses streams with channels.
   void SetChannels(delivery::ChannelManager* channels);
+  // Enables the stream metrics (IncomingBytes, GetRecords.*, ...) the data-plane
+  // handlers count; `metrics` must outlive this object.
+  void SetMetrics(metrics::StreamMetrics* metrics);
   // Ends every SubscribeToShard subscription and joins their threads. Call after the
   // HTTP server stopped and before the stream manager stops.
   void StopSubscriptions();

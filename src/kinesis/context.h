@@ -22,6 +22,9 @@
 namespace icestream::delivery {
 class ChannelManager;
 }
+namespace icestream::metrics {
+class StreamMetrics;
+}
 
 namespace icestream::kinesis {
 
@@ -53,6 +56,7 @@ struct Context {
   std::function<void(std::function<void()>)> post;
   std::map<std::string, KinesisApi::ExternalHandler, std::less<>> external;
   delivery::ChannelManager* channels = nullptr;  // null when delivery is not wired
+  metrics::StreamMetrics* metrics = nullptr;     // null: the data plane counts nothing
   // UpdateAccountSettings' MinimumThroughputBillingCommitment, echoed by
   // DescribeAccountSettings (billing does not exist here; kept in memory).
   std::mutex account_mu;

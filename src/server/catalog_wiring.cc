@@ -1,6 +1,8 @@
 // Wiring of the Iceberg REST catalog and the Glue schema registry.
 #include "server/catalog_wiring.h"
 
+#include <set>
+
 #include "common/clock.h"
 #include "common/fs.h"
 #include "iceberg/rest/rest_json.h"
@@ -12,7 +14,77 @@
 
 namespace icestream::server {
 
+namespace {
+
+// The REST catalog operation (the OpenAPI operationId) a request names, for the API call
+// metrics: the path after /iceberg/v1/, with or without the warehouse prefix.
+std::string_view RestOperation(std::string_view method, std::string_view path) {
+  constexpr std::string_view kBase = "/iceberg/v1/";
+  if (path.rfind(kBase, 0) != 0) return "unknown";
+  std::vector<std::string_view> segs;
+  for (std::string_view rest = path.substr(kBase.size()); !rest.empty();) {
+    size_t slash = rest.find('/');
+    segs.push_back(rest.substr(0, slash));
+    rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+  }
+  if (segs.size() == 1 && segs[0] == "config") return method == "GET" ? "GetConfig" : "unknown";
+  if (!segs.empty() && segs[0] != "namespaces" && segs[0] != "tables" &&
+      segs[0] != "transactions") {
+    segs.erase(segs.begin());  // the prefix
+  }
+  auto is = [&](std::initializer_list<std::string_view> shape) {
+    if (segs.size() != shape.size()) return false;
+    size_t i = 0;
+    for (auto s : shape) {
+      if (!s.empty() && segs[i] != s) return false;
+      ++i;
+    }
+    return true;
+  };
+  struct Route {
+    std::initializer_list<std::string_view> shape;  // "" = any segment
+    std::string_view method, operation;
+  };
+  static const Route kRoutes[] = {
+      {{"namespaces"}, "GET", "ListNamespaces"},
+      {{"namespaces"}, "POST", "CreateNamespace"},
+      {{"namespaces", ""}, "GET", "LoadNamespaceMetadata"},
+      {{"namespaces", ""}, "HEAD", "NamespaceExists"},
+      {{"namespaces", ""}, "DELETE", "DropNamespace"},
+      {{"namespaces", "", "properties"}, "POST", "UpdateProperties"},
+      {{"namespaces", "", "tables"}, "GET", "ListTables"},
+      {{"namespaces", "", "tables"}, "POST", "CreateTable"},
+      {{"namespaces", "", "register"}, "POST", "RegisterTable"},
+      {{"namespaces", "", "tables", ""}, "GET", "LoadTable"},
+      {{"namespaces", "", "tables", ""}, "HEAD", "TableExists"},
+      {{"namespaces", "", "tables", ""}, "POST", "UpdateTable"},
+      {{"namespaces", "", "tables", ""}, "DELETE", "DropTable"},
+      {{"namespaces", "", "tables", "", "metrics"}, "POST", "ReportMetrics"},
+      {{"tables", "rename"}, "POST", "RenameTable"},
+      {{"transactions", "commit"}, "POST", "CommitTransaction"},
+  };
+  for (const auto& r : kRoutes) {
+    if (r.method == method && is(r.shape)) return r.operation;
+  }
+  return "unknown";
+}
+
+// The error type of a catalog answer ({"error": {"type": ...}}), "" for success.
+std::string RestErrorType(const http::Response& r, std::string* message) {
+  if (r.status < 400) return "";
+  auto parsed = iceberg::rest::ParseErrorBody(r.body);
+  if (parsed.ok() && !parsed->type.empty()) {
+    *message = parsed->message;
+    return parsed->type;
+  }
+  return "HTTP" + std::to_string(r.status);
+}
+
+}  // namespace
+
 struct CatalogServices::Impl {
+  Database* db = nullptr;
+  std::string default_warehouse;
   std::shared_ptr<objectstore::ObjectStore> table_buckets;
   std::unique_ptr<iceberg::Warehouses> warehouses;
   std::unique_ptr<iceberg::rest::RestCatalogServer> rest;
@@ -26,12 +98,25 @@ CatalogServices::~CatalogServices() = default;
 iceberg::Warehouses* CatalogServices::warehouses() const { return impl_->warehouses.get(); }
 registry::SchemaRegistry* CatalogServices::registry() const { return impl_->registry.get(); }
 
+std::vector<std::string> CatalogServices::KnownWarehouses() const {
+  std::set<std::string> names = {impl_->default_warehouse};
+  // The SQLite catalog's own tables (iceberg/sqlite_catalog.cc) name every warehouse in use.
+  auto rows = impl_->db->Query(
+      "SELECT warehouse FROM iceberg_namespaces UNION SELECT warehouse FROM iceberg_tables");
+  if (rows.ok()) {
+    for (const auto& r : *rows) names.insert(AsText(r[0]));
+  }
+  return {names.begin(), names.end()};
+}
+
 Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(
     const Config& config, Database* db, Router* router, const SurfaceAuth* auth,
     std::shared_ptr<objectstore::ObjectStore> s3_buckets,
     std::function<Result<std::shared_ptr<iceberg::CatalogStore>>(const std::string&)>
         catalog_rows) {
   auto impl = std::make_unique<Impl>();
+  impl->db = db;
+  impl->default_warehouse = config.iceberg_default_warehouse;
   if (s3_buckets) {
     impl->table_buckets = std::move(s3_buckets);
   } else {
@@ -73,7 +158,16 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(
   impl->rest = std::make_unique<iceberg::rest::RestCatalogServer>(ro, std::move(resolver));
   iceberg::rest::RestCatalogServer* rest = impl->rest.get();
   router->AddPath(
-      {"/iceberg/", [rest, auth](std::shared_ptr<http::Request> req, http::Responder respond) {
+      {"/iceberg/",
+       [rest, auth, router](std::shared_ptr<http::Request> req, http::Responder respond) {
+         // Counted and timed like the JSON calls (service "iceberg").
+         respond = [router, start = MonotonicNanos(), op = RestOperation(req->method, req->path),
+                    inner = std::move(respond)](http::Response r) {
+           std::string message;
+           std::string code = RestErrorType(r, &message);
+           router->Observe({"iceberg", op, code, r.status, message, MonotonicNanos() - start});
+           inner(std::move(r));
+         };
          if (auto denied = auth->CheckCatalog(*req)) {
            http::Response r;
            r.status = denied->status;

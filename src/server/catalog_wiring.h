@@ -47,6 +47,9 @@ class CatalogServices {
   // destination of channels. Valid while this object lives.
   iceberg::Warehouses* warehouses() const;
   registry::SchemaRegistry* registry() const;
+  // The table buckets that hold a namespace or a table, and the default warehouse, by
+  // name (for the console's table list).
+  std::vector<std::string> KnownWarehouses() const;
 
   struct Impl;
 

@@ -1,32 +1,28 @@
 // `icestream channels create|describe|list|update|delete`: the channel API from the command
 // line (the AWS CLI v1 on many machines has no create-channel). Each subcommand sends the
 // AWS-shaped request JSON (a file, file://path, or stdin) as a SigV4-signed JSON 1.1 call
-// and prints the AWS-shaped response.
+// and prints the AWS-shaped response; an error prints the server's error body on stderr
+// and exits 1. The server is --endpoint-url (or AWS_ENDPOINT_URL, cli_client.h); a
+// channel is named by --channel-arn or --channel-name (looked up with ListChannels).
 #include <CLI/CLI.hpp>
-
-#include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
-#include "aws/sigv4.h"
-#include "common/clock.h"
-#include "common/crypto.h"
 #include "common/fs.h"
-#include "http/client.h"
-#include "objectstore/s3_store.h"
+#include "server/cli_client.h"
 #include "server/commands.h"
 
 namespace icestream::server {
 namespace {
 
 struct ChannelFlags {
-  std::string endpoint = "http://127.0.0.1:4567";
-  std::string region;
+  ClientFlags client;
   std::string input;
   std::string channel_arn;
+  std::string channel_name;
+  std::string stream_name;  // list: only this stream's channels (StreamFilter)
 };
 
 Result<std::string> ReadInput(const std::string& input) {
@@ -37,9 +33,38 @@ Result<std::string> ReadInput(const std::string& input) {
   return fs::ReadFile(path);
 }
 
+// Prints a failed call's body (the AWS error JSON) on stderr; returns the exit code.
+int Failed(const http::ClientResponse& r) {
+  auto out = nlohmann::json::parse(r.body, nullptr, false);
+  std::cerr << (out.is_discarded() ? (r.body.empty() ? "HTTP " + std::to_string(r.status) : r.body)
+                                   : out.dump(4))
+            << "\n";
+  return 1;
+}
+
+// The ARN of the channel called `name` (ListChannels, every page).
+Result<std::string> ArnOfName(ApiClient& client, const std::string& name, int* exit_code) {
+  nlohmann::json req = nlohmann::json::object();
+  for (int page = 0; page < 1000; ++page) {
+    ASSIGN_OR_RETURN(auto r, client.Call("Kinesis_20131202.ListChannels", req));
+    if (r.status != 200) {
+      *exit_code = Failed(r);
+      return InvalidArgument("ListChannels failed");
+    }
+    auto j = nlohmann::json::parse(r.body, nullptr, false);
+    for (const auto& c : j.value("ChannelSummaries", nlohmann::json::array())) {
+      if (c.value("ChannelName", "") == name) return c.value("ChannelARN", "");
+    }
+    if (!j.contains("NextToken") || !j["NextToken"].is_string()) break;
+    req["NextToken"] = j["NextToken"];
+  }
+  return NotFound("no channel named " + name + " on " + client.endpoint());
+}
+
 int Run(const std::string& op, const ChannelFlags& f, bool body_optional) {
   nlohmann::json body = nlohmann::json::object();
-  if (!f.input.empty() || (!body_optional && f.channel_arn.empty())) {
+  bool named = !f.channel_arn.empty() || !f.channel_name.empty();
+  if (!f.input.empty() || (!body_optional && !named)) {
     auto text = ReadInput(f.input);
     if (!text.ok()) {
       std::cerr << "icestream channels: " << text.status().message() << "\n";
@@ -51,36 +76,39 @@ int Run(const std::string& op, const ChannelFlags& f, bool body_optional) {
       return 2;
     }
   }
-  if (!f.channel_arn.empty()) body["ChannelARN"] = f.channel_arn;
-  std::string payload = body.dump();
-  std::string region = f.region;
-  if (region.empty()) {
-    const char* r = std::getenv("AWS_REGION");
-    if (!r) r = std::getenv("AWS_DEFAULT_REGION");
-    region = r ? r : "us-east-1";
+  ApiClient client(f.client);
+  int code = 1;
+  if (!f.channel_arn.empty()) {
+    body["ChannelARN"] = f.channel_arn;
+  } else if (!f.channel_name.empty()) {
+    auto arn = ArnOfName(client, f.channel_name, &code);
+    if (!arn.ok()) {
+      if (arn.status().code() != StatusCode::kInvalidArgument) {
+        std::cerr << "icestream channels: " << arn.status().message() << "\n";
+      }
+      return code;
+    }
+    body["ChannelARN"] = *arn;
   }
-  aws::Credentials creds = objectstore::CredentialsFromEnvironment();
-  if (creds.access_key_id.empty()) creds = {"test", "test", ""};
-  std::string ep = f.endpoint;
-  while (!ep.empty() && ep.back() == '/') ep.pop_back();
-  std::string host = ep.substr(ep.find("://") == std::string::npos ? 0 : ep.find("://") + 3);
-  std::vector<http::Header> headers = {{"host", host},
-                                       {"content-type", "application/x-amz-json-1.1"},
-                                       {"x-amz-target", "Kinesis_20131202." + op}};
-  aws::SignRequest("POST", "/", "", &headers, crypto::Hex(crypto::Sha256(payload)), creds, region,
-                   "kinesis", SystemClock::Default()->NowMillis());
-  http::HttpClient client;
-  auto r = client.Send({"POST", ep + "/", headers, payload, 60000});
+  if (!f.stream_name.empty()) {
+    auto s = client.Call("Kinesis_20131202.DescribeStreamSummary", {{"StreamName", f.stream_name}});
+    if (!s.ok()) {
+      std::cerr << "icestream channels: " << s.status().message() << "\n";
+      return 1;
+    }
+    if (s->status != 200) return Failed(*s);
+    auto j = nlohmann::json::parse(s->body, nullptr, false);
+    body["StreamFilter"] = {{{"StreamARN", j["StreamDescriptionSummary"]["StreamARN"]}}};
+  }
+  auto r = client.Call("Kinesis_20131202." + op, body);
   if (!r.ok()) {
-    std::cerr << "icestream channels: " << r.status().message() << "\n";
+    std::cerr << "icestream channels: " << client.endpoint() << ": " << r.status().message()
+              << "\n";
     return 1;
   }
+  if (r->status != 200) return Failed(*r);
   auto out = nlohmann::json::parse(r->body, nullptr, false);
   std::string text = out.is_discarded() ? r->body : (r->body.empty() ? "" : out.dump(4));
-  if (r->status != 200) {
-    std::cerr << text << "\n";
-    return 1;
-  }
   if (!text.empty()) std::cout << text << "\n";
   return 0;
 }
@@ -95,20 +123,29 @@ void AddChannelsCommand(CLI::App* app) {
     const char* name;
     const char* api;
     const char* help;
-    bool arn_flag;
+    bool names_channel;
     bool body_optional;
   };
-  for (const Op& op : {Op{"create", "CreateChannel", "CreateChannel request JSON", false, false},
-                       Op{"describe", "DescribeChannel", "DescribeChannel", true, true},
-                       Op{"list", "ListChannels", "ListChannels (request JSON optional)", false, true},
-                       Op{"update", "UpdateChannel", "UpdateChannel request JSON", true, false},
-                       Op{"delete", "DeleteChannel", "DeleteChannel", true, true}}) {
+  for (const Op& op :
+       {Op{"create", "CreateChannel", "CreateChannel request JSON", false, false},
+        Op{"describe", "DescribeChannel", "DescribeChannel", true, true},
+        Op{"list", "ListChannels", "ListChannels (request JSON optional)", false, true},
+        Op{"update", "UpdateChannel", "UpdateChannel request JSON", true, false},
+        Op{"delete", "DeleteChannel", "DeleteChannel", true, true}}) {
     auto flags = std::make_shared<ChannelFlags>();
     auto* sub = cmd->add_subcommand(op.name, op.help);
     sub->add_option("request", flags->input, "Request JSON: a file, file://path, or - for stdin");
-    sub->add_option("--endpoint", flags->endpoint, "Server URL (default http://127.0.0.1:4567)");
-    sub->add_option("--region", flags->region, "Signing region (default $AWS_REGION or us-east-1)");
-    if (op.arn_flag) sub->add_option("--channel-arn", flags->channel_arn, "The channel's ARN");
+    AddClientFlags(sub, &flags->client, false);
+    if (op.names_channel) {
+      auto* arn = sub->add_option("--channel-arn", flags->channel_arn, "The channel's ARN");
+      sub->add_option("--channel-name", flags->channel_name,
+                      "The channel's name (instead of its ARN)")
+          ->excludes(arn);
+    }
+    if (std::string(op.name) == "list") {
+      sub->add_option("--stream-name", flags->stream_name,
+                      "Only the channels of this stream (ListChannels' StreamFilter)");
+    }
     std::string api = op.api;
     bool optional = op.body_optional;
     sub->callback([flags, api, optional] { SetExitCode(Run(api, *flags, optional)); });

@@ -232,6 +232,11 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
   const Keys iceberg = {
       {"default_warehouse", r.Str(&c.iceberg_default_warehouse, "iceberg.default_warehouse")},
   };
+  const Keys console = {
+      {"enabled", r.Bool(&c.console, "console.enabled")},
+      {"session_seconds",
+       r.Int(&c.console_session_seconds, "console.session_seconds", 60, 30ll * 86400)},
+  };
   const Keys scaleout = {
       {"pg", r.Str(&c.pg, "scaleout.pg")},
       {"lease_ms", r.Int(&c.lease_ms, "scaleout.lease_ms", 100, kMaxInt)},
@@ -246,9 +251,9 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
        r.Int(&c.on_demand_stream_limit, "limits.on_demand_stream_limit", 0, UINT32_MAX)},
   };
   const std::vector<std::pair<std::string, const Keys*>> sections = {
-      {"storage", &storage},   {"server", &server},   {"auth", &auth},       {"s3", &s3},
-      {"delivery", &delivery}, {"kinesis", &kinesis}, {"iceberg", &iceberg}, {"limits", &limits},
-      {"scaleout", &scaleout}};
+      {"storage", &storage},   {"server", &server},    {"auth", &auth},       {"s3", &s3},
+      {"delivery", &delivery}, {"kinesis", &kinesis},  {"iceberg", &iceberg}, {"console", &console},
+      {"limits", &limits},     {"scaleout", &scaleout}};
 
   // [[credentials]]: an array of tables, each with both keys.
   auto credentials = [&](const toml::node& n) -> Status {

@@ -95,6 +95,10 @@ struct Config {
   // prefix (GET /iceberg/v1/namespaces without ?warehouse in /v1/config).
   std::string iceberg_default_warehouse = "default";
 
+  // The web console at /console ("/" redirects there) and how long a sign-in lasts
+  // (docs/console.md).
+  bool console = true;
+  int64_t console_session_seconds = 12 * 3600;
   // Scale-out ([scaleout], docs/scale-out.md). pg: a PostgreSQL conninfo or URI; set, the
   // channels, checkpoints, leases and the Iceberg catalog live there and this process is
   // one worker of the pool. Leases last lease_ms on the database clock, are renewed every

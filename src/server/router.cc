@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/base64.h"
+#include "common/clock.h"
 #include "common/crypto.h"
 #include "common/json_depth.h"
 
@@ -60,6 +61,43 @@ bool JsonObjectAhead(const std::string& body) {
   return !j.is_discarded() && j.is_object();
 }
 
+bool IsInternal(const http::Request& req, const std::string& token) {
+  if (token.empty()) return false;
+  std::string_view auth = req.GetHeader("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() != kBearer.size() + token.size() || auth.substr(0, kBearer.size()) != kBearer) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (size_t i = 0; i < token.size(); ++i)
+    diff |= static_cast<unsigned char>(auth[kBearer.size() + i] ^ token[i]);
+  return diff == 0;
+}
+
+// Wraps `respond` so that the observer sees the call's outcome and duration.
+http::Responder Observed(const CallObserver* observer, std::string service, std::string operation,
+                         http::Responder respond) {
+  return [observer, service = std::move(service), operation = std::move(operation),
+          start = MonotonicNanos(), inner = std::move(respond)](http::Response r) {
+    std::string code;
+    for (const auto& h : r.headers) {
+      if (http::AsciiLower(h.name) == "x-amzn-errortype")
+        code = h.value.substr(0, h.value.find(':'));
+    }
+    std::string message;
+    if (!code.empty()) {
+      auto j = nlohmann::json::parse(r.body, nullptr, false);
+      if (j.is_object()) {
+        for (const char* key : {"message", "Message"}) {
+          if (j.contains(key) && j[key].is_string()) message = j[key].get<std::string>();
+        }
+      }
+    }
+    (*observer)({service, operation, code, r.status, message, MonotonicNanos() - start});
+    inner(std::move(r));
+  };
+}
+
 }  // namespace
 
 // The envelope checks in AWS's order (kinesalite's index.js, recorded against AWS;
@@ -67,6 +105,20 @@ bool JsonObjectAhead(const std::string& body) {
 // service (authentication, types, model, service checks).
 void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond) const {
   std::string_view target = req->GetHeader("x-amz-target");
+  if (!target.empty()) {
+    for (const auto& r : paths_) {
+      if (r.with_target && req->path.rfind(r.prefix, 0) == 0) {
+        return r.handler(std::move(req), std::move(respond));
+      }
+    }
+  } else if (!root_redirect_.empty() && req->path == "/" &&
+             (req->method == "GET" || req->method == "HEAD")) {
+    // A browser at the server's address: the console.
+    http::Response res;
+    res.status = 302;
+    res.SetHeader("Location", root_redirect_);
+    return respond(std::move(res));
+  }
   bool has_origin = req->HasHeader("origin");
   bool aws_endpoint = !target.empty() || req->path == "/";
   if (!aws_endpoint) {
@@ -100,6 +152,10 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
     }
   }
   bool known = svc && svc->knows(op);
+  if (observer_) {
+    respond = Observed(&observer_, svc ? svc->signing_name : "unknown",
+                       known ? std::string(op) : "unknown", std::move(respond));
+  }
   std::string request_id = crypto::RandomUuid();
   auto flavor = svc ? svc->flavor : aws::ErrorFlavor::kKinesis;
   auto fail = [&](const aws::ApiError& e) { respond(aws::ErrorResponse(e, request_id, flavor)); };
@@ -164,7 +220,8 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
   // SigV4 covers the bytes as sent, so it is checked before the body is transcoded; its
   // verdict is reported in AWS's order (after the body's type and model checks) by
   // services that take it.
-  std::optional<aws::ApiError> auth_error = auth_->Check(*req, svc->signing_name);
+  std::optional<aws::ApiError> auth_error;
+  if (!IsInternal(*req, internal_token_)) auth_error = auth_->Check(*req, svc->signing_name);
   if (cbor) {
     std::string json_text;
     if (auto e = aws::CborRequestToJson(req->body, *svc->cbor, &json_text)) return fail(*e);

@@ -46,7 +46,25 @@ struct JsonService {
 struct PathRoute {
   std::string prefix;  // matched against the request path
   http::Handler handler;
+  // The route owns its paths even for requests with an X-Amz-Target (the console's
+  // gateway takes Kinesis calls under /console/api/aws); otherwise such requests are
+  // JSON service calls whatever their path.
+  bool with_target = false;
 };
+
+// One answered JSON 1.1 call, as the router saw it (for metrics). `service` is the
+// service's signing name ("kinesis", "glue") or "unknown"; `operation` an operation the
+// service knows, or "unknown"; `error_code` the answer's x-amzn-ErrorType, empty on
+// success; `message` the error's message when the answer is JSON.
+struct CallRecord {
+  std::string_view service;
+  std::string_view operation;
+  std::string_view error_code;
+  int http_status = 0;
+  std::string_view message;
+  int64_t latency_ns = 0;
+};
+using CallObserver = std::function<void(const CallRecord&)>;
 
 class Router {
  public:
@@ -54,12 +72,27 @@ class Router {
   explicit Router(const aws::Authenticator* auth) : auth_(auth) {}
   void AddService(JsonService service) { services_.push_back(std::move(service)); }
   void AddPath(PathRoute route) { paths_.push_back(std::move(route)); }
+  // Called once for every JSON 1.1 call answered, on the thread that answers it.
+  void SetObserver(CallObserver observer) { observer_ = std::move(observer); }
+  // Reports a call a path route answered (the Iceberg catalog) to the same observer.
+  void Observe(const CallRecord& call) const {
+    if (observer_) observer_(call);
+  }
+  // `GET /` (and HEAD) without X-Amz-Target answers 302 to `location` (the console).
+  void SetRootRedirect(std::string location) { root_redirect_ = std::move(location); }
+  // Requests with `Authorization: Bearer <token>` count as authenticated: how the
+  // console's in-process dispatches (console/console.h) pass. The token is random per
+  // process and never leaves it; empty (the default): no such requests.
+  void SetInternalToken(std::string token) { internal_token_ = std::move(token); }
   void Handle(std::shared_ptr<http::Request> req, http::Responder respond) const;
 
  private:
   const aws::Authenticator* auth_;
   std::vector<JsonService> services_;
   std::vector<PathRoute> paths_;
+  CallObserver observer_;
+  std::string root_redirect_;
+  std::string internal_token_;
 };
 
 }  // namespace icestream::server

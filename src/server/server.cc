@@ -12,18 +12,22 @@
 #include "common/crypto.h"
 #include "common/fs.h"
 #include "common/sqlite.h"
+#include "console/console.h"
 #include "delivery/channel_manager.h"
 #include "delivery/sqlite_delivery_store.h"
 #include "delivery/table/table_sink.h"
 #include "http/server.h"
 #include "iceberg/warehouses.h"
 #include "kinesis/api.h"
+#include "metrics/request_metrics.h"
+#include "metrics/stream_metrics.h"
+#include "objectstore/object_store.h"
+#include "scaleout/pool.h"
 #include "server/catalog_wiring.h"
 #include "server/data_dir_lock.h"
 #include "server/delivery_wiring.h"
 #include "server/router.h"
 #include "server/surface_auth.h"
-#include "scaleout/pool.h"
 #include "source/local/local_source.h"
 #include "stream/model.h"
 #include "stream/stream_manager.h"
@@ -36,12 +40,15 @@ struct IcestreamServer::Parts {
   std::unique_ptr<Database> db;
   std::unique_ptr<scaleout::Pool> pool;  // --pg: outlives the catalog and the channels
   std::unique_ptr<stream::StreamManager> streams;
+  std::unique_ptr<metrics::StreamMetrics> stream_metrics;
+  std::unique_ptr<metrics::RequestMetrics> request_metrics;
   std::shared_ptr<objectstore::ObjectStore> buckets;
   std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
   std::unique_ptr<source::LocalSourceProvider> sources;  // channels read the shard logs
   // Channels use the catalog's warehouses and registry: declared after it, destroyed first.
   std::unique_ptr<delivery::ChannelManager> channels;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
+  std::unique_ptr<console::Console> console;  // uses everything above
   std::unique_ptr<aws::Authenticator> auth;
   std::unique_ptr<SurfaceAuth> surface_auth;
   std::unique_ptr<Router> router;
@@ -67,6 +74,80 @@ Result<std::string> TokenSecret(Database* db) {
       db->Query("INSERT INTO server_meta(key, value) VALUES ('token_secret', ?1)", {secret})
           .status());
   return secret;
+}
+
+// The streams as the metrics exposition needs them.
+std::vector<metrics::StreamView> LiveStreams(const stream::StreamManager& streams) {
+  std::vector<metrics::StreamView> out;
+  for (const auto& info : streams.ListStreams()) {
+    metrics::StreamView v;
+    v.uid = info.uid;
+    v.name = info.name;
+    for (const auto& s : info.shards) v.shards.push_back({s.index, stream::ShardIdString(s.index)});
+    v.shard_level_metrics = info.shard_level_metrics;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// The web console and the figures it reads that no public API has (console/console.h).
+void AddConsole(IcestreamServer::Parts* p, const std::string& internal_token) {
+  console::ConsoleOptions o;
+  o.version = ICESTREAM_VERSION;
+  o.region = p->config.region;
+  o.account = p->config.account;
+  o.default_warehouse = p->config.iceberg_default_warehouse;
+  o.internal_token = internal_token;
+  o.sessions.credentials = p->config.credentials;
+  o.sessions.bearer_tokens = p->config.bearer_tokens;
+  o.sessions.ttl_ms = p->config.console_session_seconds * 1000;
+  console::ConsoleBackend b;
+  Router* router = p->router.get();
+  b.dispatch = [router](std::shared_ptr<http::Request> req, http::Responder respond) {
+    router->Handle(std::move(req), std::move(respond));
+  };
+  kinesis::KinesisApi* k = p->kinesis.get();
+  b.kinesis_knows = [k](std::string_view op) { return k->Knows(op); };
+  stream::StreamManager* sm = p->streams.get();
+  metrics::StreamMetrics* sms = p->stream_metrics.get();
+  b.stream_rates = [sm, sms](const std::string& name) -> Result<nlohmann::json> {
+    ASSIGN_OR_RETURN(stream::StreamInfo info, sm->Describe(name));
+    metrics::StreamRates r = sms->IncomingRates(info.uid);
+    nlohmann::json shards = nlohmann::json::array();
+    for (const auto& s : r.shards) {
+      shards.push_back({{"shard_id", stream::ShardIdString(s.shard)},
+                        {"bytes", s.bytes},
+                        {"records", s.records}});
+    }
+    return nlohmann::json{{"stream", info.name},
+                          {"first_minute_ms", r.first_minute_ms},
+                          {"minutes", r.minutes},
+                          {"shards", shards}};
+  };
+  metrics::RequestMetrics* requests = p->request_metrics.get();
+  b.recent_errors = [requests] { return requests->RecentErrors(); };
+  delivery::ChannelManager* channels = p->channels.get();
+  objectstore::ObjectStore* buckets = p->buckets.get();
+  b.dlq_location = [channels, buckets](const std::string& arn) -> Result<console::DlqLocation> {
+    ASSIGN_OR_RETURN(delivery::ChannelConfig c, channels->Describe(arn));
+    ASSIGN_OR_RETURN(std::string bucket, objectstore::BucketFromArn(c.dlq.bucket_arn));
+    return console::DlqLocation{buckets, bucket, c.dlq.error_output_prefix, c.id};
+  };
+  CatalogServices* catalog = p->catalog.get();
+  iceberg::Warehouses* wh = catalog->warehouses();
+  b.warehouses = [catalog] { return catalog->KnownWarehouses(); };
+  b.bucket_name = [wh](std::string_view w) { return wh->BucketName(w); };
+  b.catalog = [wh](const std::string& bucket) { return wh->CatalogFor(bucket); };
+  b.io = [wh](const std::string& bucket) { return wh->Io(bucket); };
+  p->console =
+      std::make_unique<console::Console>(std::move(o), std::move(b), SystemClock::Default());
+  console::Console* c = p->console.get();
+  p->router->AddPath({"/console",
+                      [c](std::shared_ptr<http::Request> req, http::Responder respond) {
+                        c->Handle(std::move(req), std::move(respond));
+                      },
+                      /*with_target=*/true});
+  p->router->SetRootRedirect("/console/");
 }
 
 // One info line per request: "access <client> <method> <path> <operation or -> <status>
@@ -160,14 +241,27 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   };
   p->kinesis = std::make_unique<kinesis::KinesisApi>(ko, p->streams.get(), SystemClock::Default(),
                                                      secret, post);
+  p->stream_metrics = std::make_unique<metrics::StreamMetrics>(SystemClock::Default());
+  p->request_metrics = std::make_unique<metrics::RequestMetrics>();
+  p->kinesis->SetMetrics(p->stream_metrics.get());
 
   aws::AuthenticatorOptions auth_options;
   auth_options.secrets = config.credentials;
   auth_options.region = config.region;
   p->auth = std::make_unique<aws::Authenticator>(auth_options);
-  p->surface_auth =
-      std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
+  // The console's dispatches into the router carry this token (never sent anywhere).
+  uint8_t token_bytes[32];
+  crypto::RandomBytes(token_bytes, sizeof token_bytes);
+  std::string internal_token = crypto::Hex(token_bytes, sizeof token_bytes);
+  p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens,
+                                                  config.public_metrics, internal_token);
   p->router = std::make_unique<Router>(p->auth.get());
+  p->router->SetInternalToken(internal_token);
+  metrics::RequestMetrics* requests = p->request_metrics.get();
+  p->router->SetObserver([requests](const CallRecord& c) {
+    requests->Observe(c.service, c.operation, c.error_code, c.http_status, c.message, c.latency_ns,
+                      SystemClock::Default()->NowMillis());
+  });
   kinesis::KinesisApi* k = p->kinesis.get();
   // Kinesis speaks JSON 1.1 and CBOR, and reports authentication failures in AWS's
   // order (after the body's type and model checks).
@@ -186,37 +280,40 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
          http::Response r;
          r.SetHeader("Content-Type", "text/plain; version=0.0.4");
          r.body = raw->channels ? raw->channels->PrometheusText() : std::string();
+         r.body += raw->stream_metrics->PrometheusText(LiveStreams(*raw->streams));
+         r.body += raw->request_metrics->PrometheusText();
          respond(std::move(r));
        }});
   stream::StreamManager* sm = p->streams.get();
-  p->router->AddPath({"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
-                        // 200 either way (the server serves); "degraded" lists the shards
-                        // that do not and the channels whose deliveries are failing, and why.
-                        http::Response r;
-                        r.SetHeader("Content-Type", "application/json");
-                        auto problems = sm->Problems();
-                        std::map<std::string, int64_t> failing;
-                        if (raw->channels) failing = raw->channels->FailingChannels();
-                        if (problems.empty() && failing.empty()) {
-                          r.body = R"({"status":"ok"})";
-                        } else {
-                          nlohmann::json list = nlohmann::json::array();
-                          for (const auto& pr : problems) {
-                            list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
-                          }
-                          nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
-                          if (!failing.empty()) {
-                            nlohmann::json channels = nlohmann::json::array();
-                            for (const auto& [name, since] : failing) {
-                              channels.push_back({{"channel", name},
-                                                  {"failingSince", static_cast<double>(since) / 1000.0}});
-                            }
-                            body["channels"] = std::move(channels);
-                          }
-                          r.body = body.dump();
-                        }
-                        respond(std::move(r));
-                      }});
+  p->router->AddPath(
+      {"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
+         // 200 either way (the server serves); "degraded" lists the shards
+         // that do not and the channels whose deliveries are failing, and why.
+         http::Response r;
+         r.SetHeader("Content-Type", "application/json");
+         auto problems = sm->Problems();
+         std::map<std::string, int64_t> failing;
+         if (raw->channels) failing = raw->channels->FailingChannels();
+         if (problems.empty() && failing.empty()) {
+           r.body = R"({"status":"ok"})";
+         } else {
+           nlohmann::json list = nlohmann::json::array();
+           for (const auto& pr : problems) {
+             list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
+           }
+           nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
+           if (!failing.empty()) {
+             nlohmann::json channels = nlohmann::json::array();
+             for (const auto& [name, since] : failing) {
+               channels.push_back(
+                   {{"channel", name}, {"failingSince", static_cast<double>(since) / 1000.0}});
+             }
+             body["channels"] = std::move(channels);
+           }
+           r.body = body.dump();
+         }
+         respond(std::move(r));
+       }});
 
   // Scale-out: channels, checkpoints, leases and the catalog in PostgreSQL; this server's
   // delivery is one worker of the pool.
@@ -256,9 +353,9 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   }
   p->sources = std::make_unique<source::LocalSourceProvider>(p->streams.get());
   ASSIGN_OR_RETURN(p->channels,
-                   delivery::ChannelManager::Open(co, p->sources.get(), std::move(delivery_store),
-                                                  p->buckets, MakeDestinations(config, std::move(ts)),
-                                                  SystemClock::Default()));
+                   delivery::ChannelManager::Open(
+                       co, p->sources.get(), std::move(delivery_store), p->buckets,
+                       MakeDestinations(config, std::move(ts)), SystemClock::Default()));
   // Retention keeps what channels still have to read.
   delivery::ChannelManager* cm = p->channels.get();
   p->streams->SetRetentionFloor([cm](uint64_t uid, uint32_t shard) {
@@ -266,6 +363,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
         cm->NeededPosition(uid, stream::ShardIdString(shard)));
   });
   p->kinesis->SetChannels(p->channels.get());
+  if (config.console) AddConsole(p.get(), internal_token);
 
   http::ServerOptions ho;
   ho.host = config.host();
@@ -306,7 +404,8 @@ void IcestreamServer::Stop() {
   if (parts_->pool) parts_->pool->Leave(/*handoff=*/true);
   // Until the stream manager stops, retention must not delete what channels still need,
   // and the channels are about to go: keep everything.
-  if (parts_->streams) parts_->streams->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
+  if (parts_->streams)
+    parts_->streams->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
   if (parts_->streams) parts_->streams->Stop();
 }
 

@@ -17,8 +17,11 @@ bool SameSecret(std::string_view a, std::string_view b) {
 }  // namespace
 
 SurfaceAuth::SurfaceAuth(const aws::Authenticator* sigv4, std::vector<std::string> bearer_tokens,
-                         bool public_metrics)
-    : sigv4_(sigv4), tokens_(std::move(bearer_tokens)), public_metrics_(public_metrics) {}
+                         bool public_metrics, std::string internal_token)
+    : sigv4_(sigv4),
+      tokens_(std::move(bearer_tokens)),
+      public_metrics_(public_metrics),
+      internal_token_(std::move(internal_token)) {}
 
 bool SurfaceAuth::catalog_requires_auth() const {
   return sigv4_->verifies_signatures() || !tokens_.empty();
@@ -39,7 +42,7 @@ std::optional<bool> SurfaceAuth::BearerMatches(const http::Request& req) const {
     }
   }
   std::string_view token = auth.substr(kBearer.size());
-  bool known = false;
+  bool known = !internal_token_.empty() && SameSecret(internal_token_, token);
   for (const auto& t : tokens_) known |= SameSecret(t, token);
   return known;
 }

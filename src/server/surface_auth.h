@@ -30,8 +30,10 @@ struct Denied {
 
 class SurfaceAuth {
  public:
+  // `internal_token`: a bearer token accepted besides the configured ones without
+  // closing an open surface (the console's in-process dispatches; Router::SetInternalToken).
   SurfaceAuth(const aws::Authenticator* sigv4, std::vector<std::string> bearer_tokens,
-              bool public_metrics);
+              bool public_metrics, std::string internal_token = {});
 
   bool catalog_requires_auth() const;
   bool metrics_require_auth() const;
@@ -45,6 +47,7 @@ class SurfaceAuth {
   const aws::Authenticator* sigv4_;
   std::vector<std::string> tokens_;
   bool public_metrics_;
+  std::string internal_token_;
 };
 
 // The HTTP answer for a denial on /metrics (JSON {"message": ...}, WWW-Authenticate).

@@ -65,6 +65,14 @@ class Demo(unittest.TestCase):
             self.assertIn("3 rows in", text)
             self.assertEqual(len(re.findall(r'^   \{"user":"(alice|bob|carol)","action":"login","ts":"[^"]*\+00:00"', text, re.M)), 3, text)
             self.assertEqual(text.count("MISSING_REQUIRED_FIELD"), 3, text)
+            # It ends by pointing at the console and `icestream table cat`, and both answer.
+            self.assertIn("/console", text)
+            self.assertIn("table cat --endpoint-url", text)
+            import urllib.request
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as r:  # follows / -> /console/
+                self.assertEqual(r.status, 200)
+                self.assertTrue(r.geturl().endswith("/console/"), r.geturl())
+                self.assertIn(b"/console/assets/app.js", r.read())
             os.killpg(proc.pid, signal.SIGINT)
             rest, _ = proc.communicate(timeout=60)
             self.assertEqual(proc.returncode, 0, text + rest)

@@ -320,6 +320,20 @@ class Printer {
 
 }  // namespace
 
+Status AppendJsonRows(const ParquetFileReader& reader, int row_group, const ParquetSchema& target,
+                      std::string* out) {
+  if (row_group < 0 || row_group >= reader.num_row_groups())
+    return InvalidArgument("no row group " + std::to_string(row_group));
+  ASSIGN_OR_RETURN(std::vector<LeafPlan> plans, PlanCopy(reader.schema(), target));
+  RowGroupCursors cursors;
+  RETURN_IF_ERROR(reader.OpenRowGroup(row_group, target, plans, &cursors));
+  Printer p(&cursors, out);
+  for (int64_t row = 0; row < cursors.num_rows; ++row) {
+    RETURN_IF_ERROR(p.Record(target.root()));
+  }
+  return Status::OK();
+}
+
 Status AppendJsonRows(const ParquetFileReader& reader, int row_group, std::string* out) {
   if (row_group < 0 || row_group >= reader.num_row_groups())
     return InvalidArgument("no row group " + std::to_string(row_group));
@@ -329,14 +343,7 @@ Status AppendJsonRows(const ParquetFileReader& reader, int row_group, std::strin
       return Status::OK();
     return Unimplemented("parquet: the file has no column this reader can read");
   }
-  ASSIGN_OR_RETURN(std::vector<LeafPlan> plans, PlanCopy(reader.schema(), *schema));
-  RowGroupCursors cursors;
-  RETURN_IF_ERROR(reader.OpenRowGroup(row_group, *schema, plans, &cursors));
-  Printer p(&cursors, out);
-  for (int64_t row = 0; row < cursors.num_rows; ++row) {
-    RETURN_IF_ERROR(p.Record(schema->root()));
-  }
-  return Status::OK();
+  return AppendJsonRows(reader, row_group, *schema, out);
 }
 
 }  // namespace icestream::format::parquet

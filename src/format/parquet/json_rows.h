@@ -27,4 +27,11 @@ namespace icestream::format::parquet {
 // record's shape.
 Status AppendJsonRows(const ParquetFileReader& reader, int row_group, std::string* out);
 
+// The same rows in the shape of `target`: columns matched by Iceberg field id
+// (column_mapping.h), a field the file lacks is null, widened types are read as the
+// target's — how a table reader shows a file written under an older schema. Errors
+// also those of PlanCopy (kInvalidArgument when the file cannot fill `target`).
+Status AppendJsonRows(const ParquetFileReader& reader, int row_group, const ParquetSchema& target,
+                      std::string* out);
+
 }  // namespace icestream::format::parquet

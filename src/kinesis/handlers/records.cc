@@ -9,6 +9,7 @@
 #include "common/base64.h"
 #include "common/time_format.h"
 #include "kinesis/context.h"
+#include "metrics/stream_metrics.h"
 #include "stream/hash_key.h"
 #include "stream/sequence_number.h"
 
@@ -79,9 +80,16 @@ std::string BlobDecodeError(std::string_view text) {
                      base64::DecodeError(text));
 }
 
+metrics::PutOutcome PutOutcomeOf(const Status& st) {
+  if (st.ok()) return metrics::PutOutcome::kOk;
+  return st.code() == StatusCode::kThrottled ? metrics::PutOutcome::kThrottled
+                                             : metrics::PutOutcome::kFailed;
+}
+
 }  // namespace
 
 void PutRecord(Context& ctx, Call& call, aws::Params& p) {
+  int64_t start_ns = MonotonicNanos();
   // Members in the order AWS checks them, types first, then constraints
   // (kinesalite's validations, recorded against AWS).
   auto order = p.Str("SequenceNumberForOrdering");
@@ -143,28 +151,35 @@ void PutRecord(Context& ctx, Call& call, aws::Params& p) {
   }
   std::vector<stream::PutItem> items = {{*pk, *data, hash}};
   auto post = ctx.post;
-  Status st = ctx.streams->Put(*name, items, [call, post, name = *name, &ctx](stream::PutResult r) {
-    post([call, r = std::move(r), name, &ctx] {
-      const auto& item = r.items[0];
-      if (!item.error.ok()) {
-        if (item.error.code() == StatusCode::kThrottled) {
-          return call.Fail(ShardRateExceeded(ctx.options.account, item.shard_index, name));
-        }
-        // A full disk is 503 ServiceUnavailable (the SDKs retry it); the message says what
-        // failed and never where.
-        return call.Fail(item.error);
-      }
-      std::string body =
-          R"({"ShardId":")" + ShardIdString(item.shard_index) + R"(","SequenceNumber":")" +
-          SequenceNumber::ForRecord(r.stream_uid, item.shard_index, item.offset).ToString() +
-          R"(","EncryptionType":"NONE"})";
-      call.ReplyRaw(std::move(body));
-    });
-  });
+  size_t data_size = data->size();
+  Status st = ctx.streams->Put(
+      *name, items, [call, post, name = *name, &ctx, data_size, start_ns](stream::PutResult r) {
+        post([call, r = std::move(r), name, &ctx, data_size, start_ns] {
+          const auto& item = r.items[0];
+          if (ctx.metrics) {
+            ctx.metrics->OnPutRecord(r.stream_uid, name, item.shard_index, data_size,
+                                     PutOutcomeOf(item.error), MonotonicNanos() - start_ns);
+          }
+          if (!item.error.ok()) {
+            if (item.error.code() == StatusCode::kThrottled) {
+              return call.Fail(ShardRateExceeded(ctx.options.account, item.shard_index, name));
+            }
+            // A full disk is 503 ServiceUnavailable (the SDKs retry it); the message says what
+            // failed and never where.
+            return call.Fail(item.error);
+          }
+          std::string body =
+              R"({"ShardId":")" + ShardIdString(item.shard_index) + R"(","SequenceNumber":")" +
+              SequenceNumber::ForRecord(r.stream_uid, item.shard_index, item.offset).ToString() +
+              R"(","EncryptionType":"NONE"})";
+          call.ReplyRaw(std::move(body));
+        });
+      });
   if (!st.ok()) call.Fail(st);
 }
 
 void PutRecordsRaw(Context& ctx, Call& call) {
+  int64_t start_ns = MonotonicNanos();
   // simdjson needs SIMDJSON_PADDING readable bytes after the document. The DOM API is
   // used (not on-demand) because the packaged library dispatches it at run time to the
   // best kernel for the CPU, while on-demand would be compiled for the baseline only.
@@ -326,6 +341,7 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   auto limits = LimitsFor(ctx, stream_name);
   if (!limits.ok()) return call.Fail(limits.status());
   std::vector<stream::PutItem> items(entries.size());
+  std::vector<uint32_t> sizes(ctx.metrics ? entries.size() : 0);  // data bytes, for metrics
   size_t total = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (data[i].size() + pks[i].size() > limits->max_record_bytes) {
@@ -342,6 +358,7 @@ void PutRecordsRaw(Context& ctx, Call& call) {
       hash = stream::PartitionKeyHash(pks[i]);
     }
     items[i] = {pks[i], data[i], hash};
+    if (ctx.metrics) sizes[i] = static_cast<uint32_t>(data[i].size());
   }
   if (total > limits->max_request_bytes) {
     return call.Fail(aws::InvalidArgumentError(
@@ -350,9 +367,19 @@ void PutRecordsRaw(Context& ctx, Call& call) {
 
   auto post = ctx.post;
   std::string account = ctx.options.account;
-  Status st =
-      ctx.streams->Put(stream_name, items, [call, post, stream_name, account](stream::PutResult r) {
-        post([call, r = std::move(r), stream_name, account] {
+  Status st = ctx.streams->Put(
+      stream_name, items,
+      [call, post, stream_name, account, metrics = ctx.metrics, sizes = std::move(sizes),
+       start_ns](stream::PutResult r) mutable {
+        post([call, r = std::move(r), stream_name, account, metrics, sizes = std::move(sizes),
+              start_ns] {
+          if (metrics) {
+            metrics::PutTally tally;
+            for (size_t i = 0; i < r.items.size(); ++i) {
+              tally.Add(r.items[i].shard_index, sizes[i], PutOutcomeOf(r.items[i].error));
+            }
+            metrics->OnPutRecords(r.stream_uid, stream_name, tally, MonotonicNanos() - start_ns);
+          }
           // Every record refused because the disk is full (or the log cannot be written for
           // a reason that passes): the whole call is retryable, so answer it as such.
           bool all_unavailable = !r.items.empty();
@@ -494,6 +521,7 @@ void GetShardIterator(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void GetRecords(Context& ctx, Call& call, aws::Params& p) {
+  int64_t start_ns = MonotonicNanos();
   auto limit = p.Int("Limit");
   if (limit) p.Range("limit", *limit, 1, 10000);
   auto it_text = p.Str("ShardIterator");
@@ -522,6 +550,7 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
   size_t max_records = static_cast<size_t>(limit.value_or(10000));
   auto* limiter = ctx.streams->limiter();
   if (limiter && !limiter->AdmitRead(t->stream_uid, t->shard_index)) {
+    if (ctx.metrics) ctx.metrics->OnReadThrottled(t->stream_uid, t->stream_name, t->shard_index);
     return call.Fail(ShardRateExceeded(ctx.options.account, t->shard_index, t->stream_name));
   }
   // Over HTTP/2 an answer stays in memory until the peer reads it: the connection grants
@@ -563,6 +592,12 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
     size_t bytes = 0;
     for (const auto& rec : r->records) bytes += rec.data.size() + rec.partition_key.size();
     limiter->ChargeRead(t->stream_uid, t->shard_index, bytes);
+  }
+  if (ctx.metrics) {
+    uint64_t data_bytes = 0;
+    for (const auto& rec : r->records) data_bytes += rec.data.size();
+    ctx.metrics->OnGetRecords(t->stream_uid, t->stream_name, t->shard_index, r->records.size(),
+                              data_bytes, r->millis_behind_latest, MonotonicNanos() - start_ns);
   }
   std::string out = "{";
   AppendRecordsJson(&out, *r, t->stream_uid, t->shard_index);

@@ -27,6 +27,7 @@
 #include "common/base64.h"
 #include "kinesis/context.h"
 #include "kinesis/push_pool.h"
+#include "metrics/stream_metrics.h"
 #include "stream/sequence_number.h"
 
 namespace icestream::kinesis {
@@ -83,6 +84,10 @@ class EventCache {
     bool shard_end = false;
     int64_t made_ms = 0;
     std::string bytes;  // the framed event
+    // For the SubscribeToShardEvent metrics of every consumer that sends it.
+    uint64_t records = 0;
+    uint64_t data_bytes = 0;
+    int64_t millis_behind = 0;
   };
 
   std::shared_ptr<const Event> Find(uint64_t uid, uint32_t shard, uint64_t from, int64_t now) {
@@ -223,6 +228,10 @@ class Pusher : public PushPool::Task, public std::enable_shared_from_this<Pusher
         return;
       }
       if (auto e = hub->events().Find(p_.uid, p_.shard, p_.at, now)) {
+        if (c.metrics) {
+          c.metrics->OnSubscribeEvent(p_.uid, p_.stream_name, p_.consumer.name, p_.shard,
+                                      e->records, e->data_bytes, e->millis_behind);
+        }
         w.Write(e->bytes);
         p_.at = e->next;
         last_event_ = now;
@@ -240,10 +249,17 @@ class Pusher : public PushPool::Task, public std::enable_shared_from_this<Pusher
       if (records || r->shard_end || now - last_event_ >= kHeartbeatMs) {
         std::string bytes =
             Event("SubscribeToShardEvent", EventJson(*r, p_.uid, p_.shard, r->next_offset));
+        uint64_t data_bytes = 0;
+        for (const auto& rec : r->records) data_bytes += rec.data.size();
         // Heartbeats (no records) are cheap and say how far behind *now*: not shared.
         if (records || r->shard_end) {
-          hub->events().Add(std::make_shared<const EventCache::Event>(EventCache::Event{
-              p_.uid, p_.shard, p_.at, r->next_offset, r->shard_end, now, bytes}));
+          hub->events().Add(std::make_shared<const EventCache::Event>(
+              EventCache::Event{p_.uid, p_.shard, p_.at, r->next_offset, r->shard_end, now, bytes,
+                                r->records.size(), data_bytes, r->millis_behind_latest}));
+        }
+        if (c.metrics) {
+          c.metrics->OnSubscribeEvent(p_.uid, p_.stream_name, p_.consumer.name, p_.shard,
+                                      r->records.size(), data_bytes, r->millis_behind_latest);
         }
         w.Write(std::move(bytes));
         p_.at = r->next_offset;
@@ -447,6 +463,7 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
   }
 
   auto sub = ctx.subscriptions->Claim(*consumer_arn + "|" + ShardIdString(*idx), now);
+  if (ctx.metrics) ctx.metrics->OnSubscribe(info->uid, info->name, consumer.name, sub != nullptr);
   if (!sub) {
     return call.Fail(FailedPrecondition(fmt::format(
         "Another active subscription exists for consumer {} on shard {}; a new one may take over "

@@ -1,0 +1,233 @@
+// Table scans over a table built here with the project's writers: projection of an
+// older file onto an evolved schema, position and equality deletes with their sequence
+// number rules, filters, limits and time travel.
+#include "iceberg/parquet/table_scan.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "format/parquet/file_writer.h"
+#include "format/parquet/output_stream.h"
+#include "iceberg/manifest_avro.h"
+#include "objectstore/local_store.h"
+#include "schema/json_schema.h"
+#include "schema/record_converter.h"
+
+namespace icestream::iceberg {
+namespace {
+
+namespace pq = format::parquet;
+using nlohmann::json;
+
+Schema V0() {
+  Schema s;
+  s.schema_id = 0;
+  s.fields = {{1, "id", true, Primitive(TypeId::kLong), ""},
+              {2, "name", false, Primitive(TypeId::kString), ""}};
+  return s;
+}
+Schema V1() {
+  Schema s = V0();
+  s.schema_id = 1;
+  s.fields.push_back({3, "score", false, Primitive(TypeId::kDouble), ""});
+  return s;
+}
+Schema PositionDeleteSchema() {
+  Schema s;
+  s.fields = {{2147483546, "file_path", true, Primitive(TypeId::kString), ""},
+              {2147483545, "pos", true, Primitive(TypeId::kLong), ""}};
+  return s;
+}
+
+class TableScanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("table-scan-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+    store_ = std::make_unique<objectstore::LocalObjectStore>(root_.string());
+    io_ = std::make_unique<FileIO>(store_.get(), "wh");
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  // Writes `rows` (JSON objects) as a Parquet file of `schema` at table key `name`.
+  DataFile Write(const Schema& schema, const std::string& name, const std::vector<json>& rows,
+                 FileContent content = FileContent::kData) {
+    std::string bytes;
+    pq::StringOutputStream out(&bytes);
+    auto writer = pq::FileWriter::Make(schema, &out, pq::WriterOptions{});
+    EXPECT_TRUE(writer.ok()) << writer.status().ToString();
+    schema::ConvertibleSchema cs{schema, {}};
+    auto converter = schema::RecordConverter::Make(cs, writer->get());
+    EXPECT_TRUE(converter.ok()) << converter.status().ToString();
+    for (const auto& r : rows) {
+      schema::RecordError err;
+      auto ok = (*converter)->Convert(r.dump(), &err);
+      EXPECT_TRUE(ok.ok() && *ok) << err.message;
+    }
+    auto m = (*writer)->Close();
+    EXPECT_TRUE(m.ok());
+    DataFile f;
+    f.content = content;
+    f.file_path = io_->Location("t/data/" + name);
+    f.record_count = static_cast<int64_t>(rows.size());
+    f.file_size_in_bytes = static_cast<int64_t>(bytes.size());
+    EXPECT_TRUE(io_->Write(f.file_path, bytes).ok());
+    return f;
+  }
+
+  // One manifest of `files` (all ADDED by `snapshot`), with a fixed sequence number.
+  ManifestFile Manifest(const Schema& schema, ManifestContent content, int64_t snapshot,
+                        int64_t sequence, const std::vector<DataFile>& files,
+                        const std::string& name) {
+    auto w = ManifestWriter::Make(schema, PartitionSpec{}, content, snapshot);
+    EXPECT_TRUE(w.ok()) << w.status().ToString();
+    for (const auto& f : files) EXPECT_TRUE((*w)->AddAdded(f).ok());
+    ManifestFile mf;
+    auto bytes = (*w)->Finish(&mf);
+    EXPECT_TRUE(bytes.ok());
+    mf.manifest_path = io_->Location("t/metadata/" + name);
+    mf.manifest_length = static_cast<int64_t>(bytes->size());
+    mf.sequence_number = sequence;
+    mf.min_sequence_number = sequence;
+    EXPECT_TRUE(io_->Write(mf.manifest_path, *bytes).ok());
+    return mf;
+  }
+
+  Snapshot Snap(int64_t id, int64_t seq, int32_t schema_id,
+                const std::vector<ManifestFile>& manifests) {
+    auto list = WriteManifestList(id, std::nullopt, seq, manifests);
+    EXPECT_TRUE(list.ok());
+    Snapshot s;
+    s.snapshot_id = id;
+    s.sequence_number = seq;
+    s.schema_id = schema_id;
+    s.manifest_list = io_->Location("t/metadata/snap-" + std::to_string(id) + ".avro");
+    s.summary = {{"operation", "append"}};
+    EXPECT_TRUE(io_->Write(s.manifest_list, *list).ok());
+    return s;
+  }
+
+  // The table of the file comment: snapshot 1 holds A (ids 1-5, schema v0); snapshot 3
+  // adds B (ids 6-8, schema v1), a position delete of A pos 0 and B pos 1, an equality
+  // delete of id 3 (sequence 3) and one of id 2 written at A's own sequence number 1,
+  // which must not apply to A.
+  TableMetadata Build() {
+    std::vector<json> a;
+    for (int i = 1; i <= 5; ++i) a.push_back({{"id", i}, {"name", "n" + std::to_string(i)}});
+    DataFile fa = Write(V0(), "a.parquet", a);
+    DataFile fb = Write(V1(), "b.parquet",
+                        {{{"id", 6}, {"name", "n6"}, {"score", 0.5}},
+                         {{"id", 7}, {"name", "n7"}, {"score", 1.5}},
+                         {{"id", 8}, {"name", nullptr}, {"score", 2.5}}});
+    DataFile pos = Write(
+        PositionDeleteSchema(), "pos-del.parquet",
+        {{{"file_path", fa.file_path}, {"pos", 0}}, {{"file_path", fb.file_path}, {"pos", 1}}},
+        FileContent::kPositionDeletes);
+    Schema ids;
+    ids.fields = {V0().fields[0]};
+    DataFile eq3 = Write(ids, "eq3.parquet", {{{"id", 3}}}, FileContent::kEqualityDeletes);
+    eq3.equality_ids = {1};
+    DataFile eq2 = Write(ids, "eq2.parquet", {{{"id", 2}}}, FileContent::kEqualityDeletes);
+    eq2.equality_ids = {1};
+    ManifestFile m1 = Manifest(V0(), ManifestContent::kData, 1, 1, {fa}, "m1.avro");
+    ManifestFile m2 = Manifest(V1(), ManifestContent::kData, 3, 2, {fb}, "m2.avro");
+    ManifestFile d3 = Manifest(V1(), ManifestContent::kDeletes, 3, 3, {pos, eq3}, "d3.avro");
+    ManifestFile d1 = Manifest(V1(), ManifestContent::kDeletes, 3, 1, {eq2}, "d1.avro");
+    TableMetadata md;
+    md.location = io_->Location("t");
+    md.schemas = {V0(), V1()};
+    md.current_schema_id = 1;
+    md.partition_specs = {PartitionSpec{}};
+    md.snapshots = {Snap(1, 1, 0, {m1}), Snap(3, 3, 1, {m1, m2, d3, d1})};
+    md.current_snapshot_id = 3;
+    md.last_sequence_number = 3;
+    return md;
+  }
+
+  std::vector<json> Rows(const ScanPlan& plan, const ScanFilter& filter = {}) {
+    std::vector<json> out;
+    Status st = ScanRows(*io_, plan, filter, [&](std::string_view row) {
+      out.push_back(json::parse(row));
+      return true;
+    });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return out;
+  }
+
+  std::filesystem::path root_;
+  std::unique_ptr<objectstore::LocalObjectStore> store_;
+  std::unique_ptr<FileIO> io_;
+};
+
+TEST_F(TableScanTest, AppliesDeletesAndProjectsOntoTheSnapshotSchema) {
+  TableMetadata md = Build();
+  auto plan = PlanScan(*io_, md);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->data_files.size(), 2u);
+  EXPECT_EQ(plan->delete_files.size(), 3u);
+  std::vector<json> rows = Rows(*plan);
+  std::vector<json> want = {
+      {{"id", 2}, {"name", "n2"}, {"score", nullptr}},  // the id=2 delete is not newer than A
+      {{"id", 4}, {"name", "n4"}, {"score", nullptr}},
+      {{"id", 5}, {"name", "n5"}, {"score", nullptr}},
+      {{"id", 6}, {"name", "n6"}, {"score", 0.5}},
+      {{"id", 8}, {"name", nullptr}, {"score", 2.5}},
+  };
+  EXPECT_EQ(json(rows), json(want));
+  auto n = CountRows(*io_, *plan, {});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 5);
+}
+
+TEST_F(TableScanTest, FiltersAndLimits) {
+  TableMetadata md = Build();
+  auto plan = PlanScan(*io_, md);
+  ASSERT_TRUE(plan.ok());
+  ScanFilter f;
+  f.equals = {{"name", "n4"}};
+  EXPECT_EQ(json(Rows(*plan, f)), json({{{"id", 4}, {"name", "n4"}, {"score", nullptr}}}));
+  f.equals = {{"score", "null"}, {"id", "5"}};
+  EXPECT_EQ(Rows(*plan, f).size(), 1u);
+  f.equals = {};
+  f.limit = 2;
+  EXPECT_EQ(Rows(*plan, f).size(), 2u);
+  f.equals = {{"nope", "1"}};
+  Status st = ScanRows(*io_, *plan, f, [](std::string_view) { return true; });
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("id, name, score"), std::string::npos) << st.message();
+  EXPECT_FALSE(ParseEqualsFilter("novalue").ok());
+  auto p = ParseEqualsFilter("a=b=c");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->second, "b=c");
+}
+
+TEST_F(TableScanTest, TimeTravelReadsTheSnapshotWithItsSchema) {
+  TableMetadata md = Build();
+  auto plan = PlanScan(*io_, md, 1);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->schema.schema_id, 0);
+  std::vector<json> rows = Rows(*plan);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[0], json({{"id", 1}, {"name", "n1"}}));
+  auto count = CountRows(*io_, *plan, {});  // no delete files: from the manifests
+  ASSERT_TRUE(count.ok());
+  EXPECT_EQ(*count, 5);
+  EXPECT_EQ(PlanScan(*io_, md, 2).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(TableScanTest, ATableWithoutSnapshotsHasNoRows) {
+  TableMetadata md;
+  md.schemas = {V0()};
+  auto plan = PlanScan(*io_, md);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->snapshot.has_value());
+  EXPECT_TRUE(Rows(*plan).empty());
+}
+
+}  // namespace
+}  // namespace icestream::iceberg
