@@ -28,8 +28,8 @@ int DaysInMonth(int y, int m) {
 // "YYYY-MM-DD" at the start of s (10 chars).
 ParseOutcome DatePart(std::string_view s, int64_t* days) {
   int y, m, d;
-  if (s.size() < 10 || !Digits(s, 0, 4, &y) || s[4] != '-' || !Digits(s, 5, 2, &m) ||
-      s[7] != '-' || !Digits(s, 8, 2, &d)) {
+  if (s.size() < 10 || !Digits(s, 0, 4, &y) || s[4] != '-' || !Digits(s, 5, 2, &m) || s[7] != '-' ||
+      !Digits(s, 8, 2, &d)) {
     return ParseOutcome::kBadSyntax;
   }
   if (m < 1 || m > 12 || d < 1 || d > DaysInMonth(y, m)) return ParseOutcome::kOutOfRange;
@@ -40,8 +40,8 @@ ParseOutcome DatePart(std::string_view s, int64_t* days) {
 // "HH:MM:SS[.frac]" at the start of s; *consumed = characters used.
 ParseOutcome TimePart(std::string_view s, int64_t* micros, size_t* consumed) {
   int h, mi, se;
-  if (s.size() < 8 || !Digits(s, 0, 2, &h) || s[2] != ':' || !Digits(s, 3, 2, &mi) ||
-      s[5] != ':' || !Digits(s, 6, 2, &se)) {
+  if (s.size() < 8 || !Digits(s, 0, 2, &h) || s[2] != ':' || !Digits(s, 3, 2, &mi) || s[5] != ':' ||
+      !Digits(s, 6, 2, &se)) {
     return ParseOutcome::kBadSyntax;
   }
   size_t pos = 8;
@@ -190,64 +190,204 @@ bool IsJsonNumber(std::string_view s) {
   return i == s.size();
 }
 
-ParseOutcome ParseDecimal(std::string_view s, int32_t precision, int32_t scale, int128* unscaled) {
-  if (!IsJsonNumber(s)) return ParseOutcome::kBadSyntax;
-  bool negative = s[0] == '-';
-  size_t i = negative ? 1 : 0;
-  // Collect significant digits and the power of ten they are scaled by.
+namespace {
+
+// A JSON number's significant digits and the power of ten they are scaled by:
+// value = (negative ? -1 : 1) * digits * 10^exp10. Leading zeros are dropped; zeros
+// beyond the 128 digits kept are folded into exp10 when nothing but zeros follows, so
+// "1.000…0" of any length stays exact. `too_many`: a non-zero digit beyond the 128th.
+struct Significand {
   char digits[128];
   int nd = 0;
   int64_t exp10 = 0;
+  bool negative = false;
   bool too_many = false;
-  auto push = [&](char c) {
-    if (nd == 0 && c == '0') return;  // leading zeros carry nothing
-    if (nd < 128) {
-      digits[nd++] = c;
+};
+
+// Precondition: IsJsonNumber(s).
+void Decompose(std::string_view s, Significand* out) {
+  out->negative = s[0] == '-';
+  size_t i = out->negative ? 1 : 0;
+  int pending_zeros = 0;  // integer-part zeros not kept (the buffer was full)
+  auto push = [&](char c, bool fraction) {
+    if (out->nd == 0 && c == '0') {
+      if (fraction) --out->exp10;  // 0.05: the zero still scales the digits after it
+      return;
+    }
+    if (out->nd < 128) {
+      out->digits[out->nd++] = c;
+      if (fraction) --out->exp10;
+    } else if (c == '0') {
+      if (!fraction) ++pending_zeros;  // a dropped fraction zero changes nothing
     } else {
-      too_many = true;
+      out->too_many = true;
     }
   };
-  while (i < s.size() && Digit(s[i])) push(s[i++]);
+  while (i < s.size() && Digit(s[i])) push(s[i++], false);
   if (i < s.size() && s[i] == '.') {
     ++i;
-    while (i < s.size() && Digit(s[i])) {
-      push(s[i++]);
-      --exp10;
-    }
+    while (i < s.size() && Digit(s[i])) push(s[i++], true);
   }
+  out->exp10 += pending_zeros;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
     ++i;
     bool eneg = false;
     if (s[i] == '+' || s[i] == '-') eneg = s[i++] == '-';
     int64_t e = 0;
     while (i < s.size()) {
-      if (e < 100000) e = e * 10 + (s[i] - '0');
+      if (e < 100000) e = e * 10 + (s[i] - '0');  // larger exponents are out of every range
       ++i;
     }
-    exp10 += eneg ? -e : e;
+    out->exp10 += eneg ? -e : e;
   }
-  if (too_many) return ParseOutcome::kOutOfRange;
-  // value = digits * 10^exp10; unscaled = digits * 10^(exp10 + scale).
-  int64_t shift = exp10 + scale;
-  if (nd == 0) {
+}
+
+// Drops the digits that exp10 < 0 puts after the decimal point of the value scaled by
+// 10^scale; false when one of them is not zero (the value is not a multiple of
+// 10^-scale). *shift: the power of ten the kept digits are then multiplied by.
+bool ExactShift(Significand* d, int64_t scale, int64_t* shift) {
+  int64_t sh = d->exp10 + scale;
+  if (sh < 0) {
+    if (-sh > d->nd) return false;
+    for (int k = d->nd + static_cast<int>(sh); k < d->nd; ++k) {
+      if (d->digits[k] != '0') return false;
+    }
+    d->nd += static_cast<int>(sh);
+    sh = 0;
+  }
+  *shift = sh;
+  return true;
+}
+
+int128 DigitsValue(const Significand& d, int64_t shift) {
+  int128 v = 0;
+  for (int k = 0; k < d.nd; ++k) v = v * 10 + (d.digits[k] - '0');
+  for (int64_t k = 0; k < shift; ++k) v *= 10;
+  return d.negative ? -v : v;
+}
+
+constexpr int64_t kPow10[19] = {1,
+                                10,
+                                100,
+                                1000,
+                                10000,
+                                100000,
+                                1000000,
+                                10000000,
+                                100000000,
+                                1000000000,
+                                10000000000,
+                                100000000000,
+                                1000000000000,
+                                10000000000000,
+                                100000000000000,
+                                1000000000000000,
+                                10000000000000000,
+                                100000000000000000,
+                                1000000000000000000};
+
+// The common shape of decimal amounts ("-123.45": at most 18 digits, no exponent) in one
+// pass; false when the text is of another shape (the general path then decides).
+bool FastDecimal(std::string_view s, int32_t precision, int32_t scale, int128* unscaled,
+                 ParseOutcome* outcome) {
+  const size_t n = s.size();
+  if (n == 0 || n > 24 || scale > 18) return false;
+  size_t i = 0;
+  const bool negative = s[0] == '-';
+  if (negative) ++i;
+  if (i >= n) return false;
+  int64_t v = 0;
+  int kept = 0;  // digits accumulated into v (v < 10^kept)
+  if (s[i] == '0') {
+    ++i;
+    if (i < n && Digit(s[i])) return false;  // "01": the general path refuses it
+  } else {
+    size_t start = i;
+    while (i < n && Digit(s[i])) {
+      if (++kept > 18) return false;
+      v = v * 10 + (s[i++] - '0');
+    }
+    if (i == start) return false;
+  }
+  int frac = 0;
+  bool dropped = false;  // a non-zero fraction digit beyond the scale
+  if (i < n && s[i] == '.') {
+    ++i;
+    size_t start = i;
+    while (i < n && Digit(s[i])) {
+      if (frac < scale) {
+        if (++kept > 18) return false;
+        v = v * 10 + (s[i] - '0');
+        ++frac;
+      } else {
+        dropped |= s[i] != '0';
+      }
+      ++i;
+    }
+    if (i == start) return false;
+  }
+  if (i != n) return false;  // an exponent or junk: the general path
+  if (kept + (scale - frac) > 18) return false;
+  if (dropped) {
+    *outcome = ParseOutcome::kOutOfRange;  // not exact at this scale
+    return true;
+  }
+  const int64_t scaled = v * kPow10[scale - frac];
+  // Precision counts the digits of the unscaled value (leading zeros excluded).
+  if (precision < 18 && scaled >= kPow10[precision]) {
+    *outcome = ParseOutcome::kOutOfRange;
+    return true;
+  }
+  *unscaled = negative ? -static_cast<int128>(scaled) : static_cast<int128>(scaled);
+  *outcome = ParseOutcome::kOk;
+  return true;
+}
+
+}  // namespace
+
+ParseOutcome ParseDecimal(std::string_view s, int32_t precision, int32_t scale, int128* unscaled) {
+  ParseOutcome fast;
+  if (FastDecimal(s, precision, scale, unscaled, &fast)) return fast;
+  if (!IsJsonNumber(s)) return ParseOutcome::kBadSyntax;
+  Significand d;
+  Decompose(s, &d);
+  if (d.too_many) return ParseOutcome::kOutOfRange;
+  if (d.nd == 0) {
     *unscaled = 0;
     return ParseOutcome::kOk;
   }
-  if (shift < 0) {
-    // The last -shift digits must be zeros (no rounding: an inexact value is refused).
-    if (-shift > nd) return ParseOutcome::kOutOfRange;
-    for (int k = nd + static_cast<int>(shift); k < nd; ++k) {
-      if (digits[k] != '0') return ParseOutcome::kOutOfRange;
-    }
-    nd += static_cast<int>(shift);
-    shift = 0;
-  }
-  if (nd + shift > precision) return ParseOutcome::kOutOfRange;
-  int128 v = 0;
-  for (int k = 0; k < nd; ++k) v = v * 10 + (digits[k] - '0');
-  for (int64_t k = 0; k < shift; ++k) v *= 10;
-  *unscaled = negative ? -v : v;
+  // unscaled = digits * 10^(exp10 + scale), exactly (no rounding: an inexact value is
+  // refused).
+  int64_t shift = 0;
+  if (!ExactShift(&d, scale, &shift)) return ParseOutcome::kOutOfRange;
+  if (d.nd + shift > precision) return ParseOutcome::kOutOfRange;
+  *unscaled = DigitsValue(d, shift);
   return ParseOutcome::kOk;
+}
+
+ParseOutcome ParseJsonInteger(std::string_view s, int128* value) {
+  if (!IsJsonNumber(s)) return ParseOutcome::kBadSyntax;
+  Significand d;
+  Decompose(s, &d);
+  if (d.nd == 0) {
+    *value = 0;
+    return ParseOutcome::kOk;
+  }
+  int64_t shift = 0;
+  if (!ExactShift(&d, 0, &shift)) return ParseOutcome::kNotInteger;
+  // A non-zero digit beyond the 128th: either 10^128 or more, or a fraction that 128
+  // digits cannot hold; refused either way.
+  if (d.too_many || d.nd + shift > 38) return ParseOutcome::kOutOfRange;
+  *value = DigitsValue(d, shift);
+  return ParseOutcome::kOk;
+}
+
+bool HasNonZeroDigit(std::string_view json_number) {
+  for (char c : json_number) {
+    if (c == 'e' || c == 'E') return false;
+    if (c >= '1' && c <= '9') return true;
+  }
+  return false;
 }
 
 }  // namespace icestream::schema

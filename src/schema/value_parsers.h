@@ -12,8 +12,9 @@ __extension__ typedef __int128 int128;
 
 enum class ParseOutcome : uint8_t {
   kOk,
-  kBadSyntax,    // not of the expected shape
-  kOutOfRange,   // well-formed, but not representable (day 31 of April, too many digits)
+  kBadSyntax,   // not of the expected shape
+  kOutOfRange,  // well-formed, but not representable (day 31 of April, too many digits)
+  kNotInteger,  // ParseJsonInteger: a number with a non-zero fraction
 };
 
 // "YYYY-MM-DD" -> days since 1970-01-01.
@@ -32,6 +33,12 @@ ParseOutcome ParseUuid(std::string_view s, uint8_t out[16]);
 // and have at most `precision` digits (kOutOfRange otherwise).
 ParseOutcome ParseDecimal(std::string_view json_number, int32_t precision, int32_t scale,
                           int128* unscaled);
+// A JSON number -> its exact value when it is an integer: 1.0, -2e3 and 1.50e1 are
+// (JSON Schema draft 6+); 12345678901234567.5 is not (kNotInteger), nor is anything
+// rounded. kOutOfRange: 10^38 or more in magnitude. The caller checks its column's range.
+ParseOutcome ParseJsonInteger(std::string_view json_number, int128* value);
+// Whether a JSON number's significand has a non-zero digit (the number is not zero).
+bool HasNonZeroDigit(std::string_view json_number);
 // Whether s is exactly one JSON number token (RFC 8259 §6 grammar).
 bool IsJsonNumber(std::string_view s);
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace icestream::schema {
 namespace {
 
@@ -81,6 +83,74 @@ std::string Str(int128 v) {
   return neg ? "-" + s : s;
 }
 
+TEST(ValueParsers, ExactIntegers) {
+  int128 v = -1;
+  EXPECT_EQ(ParseJsonInteger("0", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, 0);
+  EXPECT_EQ(ParseJsonInteger("-9223372036854775809", &v), ParseOutcome::kOk);
+  EXPECT_TRUE(v == -static_cast<int128>(9223372036854775807LL) - 2);
+  EXPECT_EQ(ParseJsonInteger("1.50e1", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, 15);
+  EXPECT_EQ(ParseJsonInteger("-2e3", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, -2000);
+  EXPECT_EQ(ParseJsonInteger("0.000e-5000", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, 0);
+  EXPECT_EQ(ParseJsonInteger("12345678901234567.5", &v), ParseOutcome::kNotInteger);
+  EXPECT_EQ(ParseJsonInteger("0.5", &v), ParseOutcome::kNotInteger);
+  EXPECT_EQ(ParseJsonInteger("1e-400", &v), ParseOutcome::kNotInteger);
+  EXPECT_EQ(ParseJsonInteger("1e38", &v), ParseOutcome::kOutOfRange);
+  EXPECT_EQ(ParseJsonInteger("99999999999999999999999999999999999999", &v), ParseOutcome::kOk);
+  EXPECT_EQ(ParseJsonInteger("1e400", &v), ParseOutcome::kOutOfRange);
+  EXPECT_EQ(ParseJsonInteger("1" + std::string(200, '0') + "e-200", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, 1);
+  EXPECT_EQ(ParseJsonInteger("1." + std::string(200, '0') + "1", &v), ParseOutcome::kOutOfRange);
+  EXPECT_EQ(ParseJsonInteger("01", &v), ParseOutcome::kBadSyntax);
+  EXPECT_EQ(ParseJsonInteger("1.", &v), ParseOutcome::kBadSyntax);
+  EXPECT_TRUE(HasNonZeroDigit("0.0001e-999"));
+  EXPECT_FALSE(HasNonZeroDigit("-0.000e5"));
+}
+
+// The one-pass path for plain amounts agrees with the general path on every shape near
+// its edges (lengths, scales, precisions).
+TEST(ValueParsers, DecimalFastPathAgreesWithTheGeneralPath) {
+  const char* cases[] = {"0",
+                         "-0",
+                         "0.00",
+                         "12.34",
+                         "-12.34",
+                         "12.345",
+                         "12.340",
+                         "1.",
+                         ".5",
+                         "01.5",
+                         "-",
+                         "1e2",
+                         "999999999999999999",
+                         "9999999999999999.99",
+                         "99999999999999999.99",
+                         "0.000000000000000001",
+                         "123456789.123456789",
+                         "-0.5",
+                         "5",
+                         "100"};
+  for (const char* c : cases) {
+    for (int scale : {0, 1, 2, 3, 18}) {
+      for (int precision : {1, 3, 9, 18, 38}) {
+        int128 a = 7, b = 7;
+        ParseOutcome fast = ParseDecimal(c, precision, scale, &a);
+        // "x" + exponent 0 forces the general path with the same value.
+        std::string general = std::string(c) + "e0";
+        ParseOutcome slow = ParseDecimal(general, precision, scale, &b);
+        if (std::string(c).find('e') != std::string::npos) continue;
+        EXPECT_EQ(fast, slow) << c << " p" << precision << " s" << scale;
+        if (fast == ParseOutcome::kOk && slow == ParseOutcome::kOk) {
+          EXPECT_TRUE(a == b) << c << " p" << precision << " s" << scale;
+        }
+      }
+    }
+  }
+}
+
 TEST(ValueParsers, Decimals) {
   int128 u = 0;
   EXPECT_EQ(ParseDecimal("14.20", 9, 2, &u), ParseOutcome::kOk);
@@ -99,7 +169,8 @@ TEST(ValueParsers, Decimals) {
   EXPECT_EQ(Str(u), "99999999999999999999999999999999999999");
   EXPECT_EQ(ParseDecimal("-9999999999999999999999999999999999.9999", 38, 4, &u), ParseOutcome::kOk);
   EXPECT_EQ(Str(u), "-99999999999999999999999999999999999999");
-  EXPECT_EQ(ParseDecimal("100000000000000000000000000000000000000", 38, 0, &u), ParseOutcome::kOutOfRange);
+  EXPECT_EQ(ParseDecimal("100000000000000000000000000000000000000", 38, 0, &u),
+            ParseOutcome::kOutOfRange);
   EXPECT_EQ(ParseDecimal("1.234", 9, 2, &u), ParseOutcome::kOutOfRange);
   EXPECT_EQ(ParseDecimal("1000", 3, 0, &u), ParseOutcome::kOutOfRange);
   EXPECT_EQ(ParseDecimal("1e400", 38, 0, &u), ParseOutcome::kOutOfRange);
@@ -108,7 +179,8 @@ TEST(ValueParsers, Decimals) {
 }
 
 TEST(ValueParsers, JsonNumbers) {
-  for (const char* ok : {"0", "-0", "1", "-12.5", "1e5", "1E+5", "1.0e-10", "123456789012345678901234567890"}) {
+  for (const char* ok :
+       {"0", "-0", "1", "-12.5", "1e5", "1E+5", "1.0e-10", "123456789012345678901234567890"}) {
     EXPECT_TRUE(IsJsonNumber(ok)) << ok;
   }
   for (const char* bad : {"", "-", "01", "1.", ".5", "+1", "1e", "1e+", "0x10", "NaN", "1 "}) {
