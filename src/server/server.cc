@@ -1,12 +1,11 @@
 // Server wiring.
 #include "server/server.h"
 
-#include <thread>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/crypto.h"
 #include "common/fs.h"
@@ -14,8 +13,8 @@
 #include "delivery/channel_manager.h"
 #include "delivery/s3/s3_sink.h"
 #include "delivery/table/table_sink.h"
-#include "iceberg/warehouses.h"
 #include "http/server.h"
+#include "iceberg/warehouses.h"
 #include "kinesis/api.h"
 #include "objectstore/local_store.h"
 #include "objectstore/s3_store.h"
@@ -23,6 +22,7 @@
 #include "server/data_dir_lock.h"
 #include "server/router.h"
 #include "server/surface_auth.h"
+#include "server/task_thread.h"
 #include "stream/stream_manager.h"
 
 namespace icestream::server {
@@ -39,6 +39,8 @@ struct IcestreamServer::Parts {
   std::unique_ptr<kinesis::KinesisApi> kinesis;
   std::unique_ptr<aws::Authenticator> auth;
   std::unique_ptr<SurfaceAuth> surface_auth;
+  // Large CBOR transcodes (Router::SetOffload); outlives the router and the HTTP server.
+  std::unique_ptr<TaskThread> offload;
   std::unique_ptr<Router> router;
   std::unique_ptr<http::Server> http;
   std::atomic<http::Server*> http_raw{nullptr};
@@ -50,16 +52,17 @@ namespace {
 // A random secret kept in meta.db: it keys shard iterators and NextTokens so they stay
 // valid across restarts and cannot be forged.
 Result<std::string> TokenSecret(Database* db) {
-  RETURN_IF_ERROR(
-      db->Exec("CREATE TABLE IF NOT EXISTS server_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
-  ASSIGN_OR_RETURN(auto rows, db->Query("SELECT value FROM server_meta WHERE key = 'token_secret'"));
+  RETURN_IF_ERROR(db->Exec(
+      "CREATE TABLE IF NOT EXISTS server_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
+  ASSIGN_OR_RETURN(auto rows,
+                   db->Query("SELECT value FROM server_meta WHERE key = 'token_secret'"));
   if (!rows.empty()) return AsText(rows[0][0]);
   uint8_t b[32];
   crypto::RandomBytes(b, sizeof b);
   std::string secret = crypto::Hex(b, sizeof b);
-  RETURN_IF_ERROR(db->Query("INSERT INTO server_meta(key, value) VALUES ('token_secret', ?1)",
-                            {secret})
-                      .status());
+  RETURN_IF_ERROR(
+      db->Query("INSERT INTO server_meta(key, value) VALUES ('token_secret', ?1)", {secret})
+          .status());
   return secret;
 }
 
@@ -68,14 +71,16 @@ Result<std::string> TokenSecret(Database* db) {
 http::Handler WithAccessLog(http::Handler inner) {
   return [inner = std::move(inner)](std::shared_ptr<http::Request> req, http::Responder respond) {
     int64_t start = MonotonicNanos();
-    std::string line = fmt::format("access {} {} {} {}", req->remote_address, req->method, req->path,
-                                   req->HasHeader("x-amz-target") ? std::string(req->GetHeader("x-amz-target"))
-                                                                  : std::string("-"));
-    inner(std::move(req), [respond = std::move(respond), line = std::move(line), start](http::Response r) {
-      spdlog::info("{} {} {} B {:.1f} ms", line, r.status, r.body.size(),
-                   static_cast<double>(MonotonicNanos() - start) / 1e6);
-      respond(std::move(r));
-    });
+    std::string line =
+        fmt::format("access {} {} {} {}", req->remote_address, req->method, req->path,
+                    req->HasHeader("x-amz-target") ? std::string(req->GetHeader("x-amz-target"))
+                                                   : std::string("-"));
+    inner(std::move(req),
+          [respond = std::move(respond), line = std::move(line), start](http::Response r) {
+            spdlog::info("{} {} {} B {:.1f} ms", line, r.status, r.body.size(),
+                         static_cast<double>(MonotonicNanos() - start) / 1e6);
+            respond(std::move(r));
+          });
   };
 }
 
@@ -113,7 +118,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                    stream::StreamManager::Open(so, SystemClock::Default(), p->db.get()));
 
   if (config.s3_endpoint.empty()) {
-    p->buckets = std::make_shared<objectstore::LocalObjectStore>(fs::Join(config.data_dir, "buckets"));
+    p->buckets =
+        std::make_shared<objectstore::LocalObjectStore>(fs::Join(config.data_dir, "buckets"));
   } else {
     objectstore::S3Options s3;
     s3.endpoint = config.s3_endpoint;
@@ -140,54 +146,64 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
     }
   };
   p->kinesis = std::make_unique<kinesis::KinesisApi>(ko, p->streams.get(), SystemClock::Default(),
-                                                      secret, post);
+                                                     secret, post);
 
   aws::AuthenticatorOptions auth_options;
   auth_options.secrets = config.credentials;
   auth_options.region = config.region;
   p->auth = std::make_unique<aws::Authenticator>(auth_options);
-  p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
+  p->surface_auth =
+      std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
   p->router = std::make_unique<Router>(p->auth.get());
+  p->offload = std::make_unique<TaskThread>("cbor-offload");
+  p->router->SetOffload(
+      [t = p->offload.get()](std::function<void()> task) { t->Post(std::move(task)); });
   kinesis::KinesisApi* k = p->kinesis.get();
   // Kinesis speaks JSON 1.1 and CBOR, and reports authentication failures in AWS's
   // order (after the body's type and model checks).
   JsonService kinesis_service{"Kinesis_20131202.", "kinesis", aws::ErrorFlavor::kKinesis,
                               [k](std::string_view op) { return k->Knows(op); }, nullptr};
   kinesis_service.cbor = &kinesis::KinesisApi::CborModel();
+  kinesis_service.cbor_itself = [](std::string_view op) {
+    return kinesis::KinesisApi::DecodesCborItself(op);
+  };
   kinesis_service.handle_auth = [k](std::string_view op, std::shared_ptr<http::Request> req,
                                     http::Responder respond, JsonService::AuthResult auth_error) {
     k->Handle(op, std::move(req), std::move(respond), std::move(auth_error));
   };
   p->router->AddService(std::move(kinesis_service));
   SurfaceAuth* surface = p->surface_auth.get();
-  p->router->AddPath({"/metrics", [raw, surface](std::shared_ptr<http::Request> req, http::Responder respond) {
-                        if (auto denied = surface->CheckMetrics(*req)) return respond(MetricsDenied(*denied));
-                        http::Response r;
-                        r.SetHeader("Content-Type", "text/plain; version=0.0.4");
-                        r.body = raw->channels ? raw->channels->PrometheusText() : std::string();
-                        respond(std::move(r));
-                      }});
+  p->router->AddPath(
+      {"/metrics", [raw, surface](std::shared_ptr<http::Request> req, http::Responder respond) {
+         if (auto denied = surface->CheckMetrics(*req)) return respond(MetricsDenied(*denied));
+         http::Response r;
+         r.SetHeader("Content-Type", "text/plain; version=0.0.4");
+         r.body = raw->channels ? raw->channels->PrometheusText() : std::string();
+         respond(std::move(r));
+       }});
   stream::StreamManager* sm = p->streams.get();
-  p->router->AddPath({"/health", [sm](std::shared_ptr<http::Request>, http::Responder respond) {
-                        // 200 either way (the server serves); "degraded" lists the shards
-                        // that do not, and why.
-                        http::Response r;
-                        r.SetHeader("Content-Type", "application/json");
-                        auto problems = sm->Problems();
-                        if (problems.empty()) {
-                          r.body = R"({"status":"ok"})";
-                        } else {
-                          nlohmann::json list = nlohmann::json::array();
-                          for (const auto& pr : problems) {
-                            list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
-                          }
-                          r.body = nlohmann::json{{"status", "degraded"}, {"shards", list}}.dump();
-                        }
-                        respond(std::move(r));
-                      }});
+  p->router->AddPath(
+      {"/health", [sm](std::shared_ptr<http::Request>, http::Responder respond) {
+         // 200 either way (the server serves); "degraded" lists the shards
+         // that do not, and why.
+         http::Response r;
+         r.SetHeader("Content-Type", "application/json");
+         auto problems = sm->Problems();
+         if (problems.empty()) {
+           r.body = R"({"status":"ok"})";
+         } else {
+           nlohmann::json list = nlohmann::json::array();
+           for (const auto& pr : problems) {
+             list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
+           }
+           r.body = nlohmann::json{{"status", "degraded"}, {"shards", list}}.dump();
+         }
+         respond(std::move(r));
+       }});
 
-  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get(), p->surface_auth.get(),
-                                                      config.s3_endpoint.empty() ? nullptr : p->buckets));
+  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(
+                                   config, p->db.get(), p->router.get(), p->surface_auth.get(),
+                                   config.s3_endpoint.empty() ? nullptr : p->buckets));
 
   // Channels: S3 buckets and streaming tables (the catalog's warehouses and registry).
   delivery::ChannelManagerOptions co;
@@ -222,8 +238,9 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   std::vector<std::shared_ptr<delivery::Destination>> destinations = {
       std::make_shared<delivery::s3::S3Destination>(),
       std::make_shared<delivery::table::TableDestination>(std::move(ts), to)};
-  ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(co, p->streams.get(), p->db.get(), p->buckets,
-                                                               std::move(destinations), SystemClock::Default()));
+  ASSIGN_OR_RETURN(p->channels,
+                   delivery::ChannelManager::Open(co, p->streams.get(), p->db.get(), p->buckets,
+                                                  std::move(destinations), SystemClock::Default()));
   p->kinesis->SetChannels(p->channels.get());
 
   http::ServerOptions ho;
@@ -254,6 +271,7 @@ void IcestreamServer::Stop() {
   // log threads), then flush and close the logs.
   if (parts_->http) parts_->http->Stop();
   parts_->http_raw.store(nullptr);
+  if (parts_->offload) parts_->offload->Stop();
   // SubscribeToShard threads read the logs: end them before the logs close.
   if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
   if (parts_->channels) parts_->channels->Stop();
