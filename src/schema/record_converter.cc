@@ -15,7 +15,6 @@
 #include <unordered_map>
 
 #include "common/base64.h"
-#include "format/parquet/dictionary.h"
 
 namespace icestream::schema {
 
@@ -60,10 +59,15 @@ struct Node {
   std::string name;
   // The name needs no JSON escaping, so a raw key can be compared byte for byte.
   bool simple_name = false;
+  // Names of at most 15 bytes: the name and its closing quote as two little-endian
+  // words and their masks, so that a raw key is matched with two masked compares.
+  bool short_name = false;
+  uint64_t key_lo = 0, key_hi = 0, mask_lo = 0, mask_hi = 0;
   std::vector<Node> children;
   // Structs: member name -> child index (only for wide structs; narrow ones scan).
   std::unordered_map<std::string_view, int> by_name;
-  mutable std::vector<uint8_t> seen;  // scratch of Struct(); nodes are never re-entered
+  mutable std::vector<uint8_t>
+      seen;  // scratch of Struct() for > 64 members; nodes are never re-entered
 };
 
 const char* JsonTypeName(od::json_type t) {
@@ -125,6 +129,17 @@ struct RecordConverter::Impl {
     n->simple_name = std::none_of(s.name.begin(), s.name.end(), [](char c) {
       return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
     });
+    if (n->simple_name && s.name.size() <= 15) {
+      char pattern[16] = {};
+      std::memcpy(pattern, s.name.data(), s.name.size());
+      pattern[s.name.size()] = '"';
+      std::memcpy(&n->key_lo, pattern, 8);
+      std::memcpy(&n->key_hi, pattern + 8, 8);
+      const size_t len = s.name.size() + 1;  // 1..16 bytes
+      n->mask_lo = len >= 8 ? ~0ull : (1ull << (8 * len)) - 1;
+      n->mask_hi = len <= 8 ? 0 : len == 16 ? ~0ull : (1ull << (8 * (len - 8))) - 1;
+      n->short_name = true;
+    }
     auto it = constraints.find(s.field_id);
     n->constraints = it != constraints.end() ? &it->second : &default_constraints;
     n->must_be_present = it != constraints.end() ? it->second.must_be_present : !s.optional;
@@ -148,7 +163,7 @@ struct RecordConverter::Impl {
     n->children.resize(s.children.size());
     for (size_t i = 0; i < s.children.size(); ++i)
       RETURN_IF_ERROR(Build(s.children[i], &n->children[i]));
-    n->seen.assign(n->children.size(), 0);
+    if (n->children.size() > 64) n->seen.assign(n->children.size(), 0);
     return Status::OK();
   }
 
@@ -194,29 +209,33 @@ struct RecordConverter::Impl {
       writer->column(i).AddNull(rep, def);
   }
 
-  // Matches a raw (still escaped) key against the names that need no escaping; -1 when
-  // none matches (the caller then unescapes the key and looks again).
+  // Matches a raw (still escaped) key against the names that need no escaping: the
+  // expected member first (members mostly come in schema order), then every member of a
+  // narrow struct; -1 when none matches (the caller then unescapes the key and looks
+  // again).
   static int LookupRaw(const Node& n, od::raw_json_string key, size_t hint) {
     const char* raw = key.raw();  // just after the opening quote; the input is padded
     if (hint < n.children.size() && RawEquals(raw, n.children[hint])) return static_cast<int>(hint);
+    if (!n.by_name.empty()) return -1;
     for (size_t i = 0; i < n.children.size(); ++i) {
       if (RawEquals(raw, n.children[i])) return static_cast<int>(i);
     }
     return -1;
   }
 
-  // raw_json_string::unsafe_is_equal without the memcmp call for short names.
+  // raw_json_string::unsafe_is_equal without a memcmp call: short names are two masked
+  // word compares (the input is padded, so 16 bytes from the key can always be read).
   static bool RawEquals(const char* raw, const Node& child) {
+    if (child.short_name) {
+      uint64_t lo, hi;
+      std::memcpy(&lo, raw, 8);
+      std::memcpy(&hi, raw + 8, 8);
+      return (((lo ^ child.key_lo) & child.mask_lo) | ((hi ^ child.key_hi) & child.mask_hi)) == 0;
+    }
     if (!child.simple_name) return false;
     const std::string& name = child.name;
     size_t n = name.size();
     if (raw[n] != '"') return false;
-    if (n <= 16) {
-      uint64_t a0, a1, b0, b1;
-      format::parquet::LoadShort(raw, n, &a0, &a1);
-      format::parquet::LoadShort(name.data(), n, &b0, &b1);
-      return a0 == b0 && a1 == b1;
-    }
     return std::memcmp(raw, name.data(), n) == 0;
   }
 
@@ -291,15 +310,25 @@ struct RecordConverter::Impl {
   }
 
   bool Struct(const Node& n, od::object obj, int16_t rep, int depth) {
-    auto& seen = n.seen;
-    std::fill(seen.begin(), seen.end(), 0);
+    // Members seen: a bit each (a vector for structs of more than 64 members).
+    uint64_t seen_bits = 0;
+    const bool wide = n.children.size() > 64;
+    if (wide) std::fill(n.seen.begin(), n.seen.end(), 0);
+    auto seen = [&](size_t i) { return wide ? n.seen[i] != 0 : ((seen_bits >> i) & 1) != 0; };
+    auto mark = [&](size_t i) {
+      if (wide) {
+        n.seen[i] = 1;
+      } else {
+        seen_bits |= uint64_t{1} << i;
+      }
+    };
     size_t hint = 0;
     for (auto fr : obj) {
       // Use the result in place: copying the field out costs a store-forwarding stall.
       if (auto e = fr.error()) return FailJson(e);
       od::field& f = fr.value_unsafe();
       std::string_view key;
-      int idx = n.by_name.empty() ? LookupRaw(n, f.key(), hint) : -1;
+      int idx = LookupRaw(n, f.key(), hint);
       if (idx < 0) {
         if (auto e = f.unescaped_key().get(key)) return FailJson(e);
         idx = Lookup(n, key, hint);
@@ -312,19 +341,23 @@ struct RecordConverter::Impl {
         continue;
       }
       const Node& child = n.children[static_cast<size_t>(idx)];
-      if (seen[static_cast<size_t>(idx)]) {
+      if (seen(static_cast<size_t>(idx))) {
         path_rev.push_back("." + child.name);
         return Fail(RecordErrorCode::kMalformedJson, "member appears twice");
       }
-      seen[static_cast<size_t>(idx)] = 1;
+      mark(static_cast<size_t>(idx));
       hint = static_cast<size_t>(idx) + 1;
       if (!Value(child, f.value(), rep, depth)) {
         path_rev.push_back("." + child.name);
         return false;
       }
     }
+    if (!wide &&
+        seen_bits == (n.children.size() == 64 ? ~0ull : (uint64_t{1} << n.children.size()) - 1)) {
+      return true;  // every member present
+    }
     for (size_t i = 0; i < n.children.size(); ++i) {
-      if (seen[i]) continue;
+      if (seen(i)) continue;
       const Node& child = n.children[i];
       if (child.must_be_present || !child.shred->optional) {
         path_rev.push_back("." + child.name);
@@ -416,7 +449,11 @@ struct RecordConverter::Impl {
   // plain integer tokens; 1.0, 2e3 and tokens beyond int64 are read exactly from the text).
   bool Integer(const Node& n, od::value& v, int16_t rep) {
     int64_t x = 0;
-    if (auto e = v.get_int64().get(x)) {
+    // The token is followed by the record's padding: the fast path may read past it.
+    const std::string_view raw = TrimRight(v.raw_json_token());
+    if (ParseJsonInt64Fast(raw.data(), raw.size(), &x)) {
+      // a plain integer that fits
+    } else if (auto e = v.get_int64().get(x)) {
       if (e != simdjson::INCORRECT_TYPE && e != simdjson::NUMBER_OUT_OF_RANGE) return FailJson(e);
       std::string_view tok = TrimRight(v.raw_json_token());
       int128 exact = 0;
@@ -472,7 +509,10 @@ struct RecordConverter::Impl {
   // non-zero one that would become 0, is refused.
   bool Floating(const Node& n, od::value& v, int16_t rep) {
     double d;
-    if (auto e = v.get_double().get(d)) {
+    const std::string_view raw = TrimRight(v.raw_json_token());  // padded (see Integer)
+    if (ParseJsonDoubleFast(raw.data(), raw.size(), &d)) {
+      // the common shapes, correctly rounded
+    } else if (auto e = v.get_double().get(d)) {
       std::string_view tok = TrimRight(v.raw_json_token());
       if (e == simdjson::NUMBER_OUT_OF_RANGE ||
           (e == simdjson::NUMBER_ERROR && IsJsonNumber(tok))) {
@@ -551,7 +591,8 @@ struct RecordConverter::Impl {
       case ParseOutcome::kOk:
         break;
     }
-    if (n.constraints->multiple_of != 0 && unscaled % n.constraints->multiple_of != 0) {
+    // multipleOf 10^-scale (the usual case: it set the scale) holds for every value.
+    if (n.constraints->multiple_of > 1 && unscaled % n.constraints->multiple_of != 0) {
       return Fail(RecordErrorCode::kValueOutOfRange,
                   "number is not a multiple of the schema's multipleOf");
     }
@@ -570,12 +611,15 @@ struct RecordConverter::Impl {
     } else if (n.physical == PhysicalType::kInt64) {
       n.column->AddInt64(rep, static_cast<int64_t>(unscaled));
     } else {
-      // Big-endian two's complement, sign-extended to the column width.
+      // Big-endian two's complement, sign-extended to the column width (<= 16): the last
+      // `w` bytes of the 16-byte form.
       char buf[16];
-      int w = n.column->descriptor().type_length;
-      for (int i = 0; i < w; ++i)
-        buf[w - 1 - i] = static_cast<char>(static_cast<uint8_t>(unscaled >> (8 * i)));
-      n.column->AddBytes(rep, std::string_view(buf, static_cast<size_t>(w)));
+      const uint64_t hi = __builtin_bswap64(static_cast<uint64_t>(unscaled >> 64));
+      const uint64_t lo = __builtin_bswap64(static_cast<uint64_t>(unscaled));
+      std::memcpy(buf, &hi, 8);
+      std::memcpy(buf + 8, &lo, 8);
+      const auto w = static_cast<size_t>(n.column->descriptor().type_length);
+      n.column->AddBytes(rep, std::string_view(buf + 16 - w, w));
     }
     return true;
   }

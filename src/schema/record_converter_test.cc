@@ -118,7 +118,7 @@ TEST_F(ConverterTest, EveryMappedTypeLandsInItsColumn) {
   EXPECT_EQ(static_cast<uint8_t>(dec.plain[14]), 0xfa);
   EXPECT_EQ(static_cast<uint8_t>(dec.plain[15]), 0x74);
   EXPECT_EQ(Values<double>(Page(9)), std::vector<double>{1e300});
-  EXPECT_EQ(Page(10).plain, std::string("\1", 1));
+  EXPECT_EQ(std::string_view(Page(10).plain), std::string("\1", 1));
   EXPECT_EQ(Strings(Page(11)), std::vector<std::string>{"green"});
 }
 
