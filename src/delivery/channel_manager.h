@@ -3,7 +3,13 @@
 // metrics text, and the threads that run them: one scheduler thread that asks every
 // active channel's ShardRunner for due batches, and a pool of workers that run them.
 // What a batch does at its destination is the business of the Sink that the
-// destination's Destination makes (registered by server/: S3 buckets, Iceberg tables).
+// destination's Destination makes (registered by server/: S3 buckets, Iceberg tables);
+// where its records come from is the business of the SourceProvider (server/: this
+// server's shard logs); its state lives in a DeliveryStore.
+//
+// Fairness: a channel runs at most its share of the workers at once (workers divided by
+// the channels that have work, at least one), so a channel whose destination hangs
+// cannot take the workers of the others.
 //
 // Activation (CREATING → ACTIVE) checks the destination in the background and retries a
 // destination that cannot be reached yet, with the reason in DescribeChannel's
@@ -23,21 +29,21 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/clock.h"
 #include "common/sqlite.h"
 #include "delivery/channel.h"
-#include "delivery/channel_store.h"
+#include "delivery/coordinator.h"
+#include "delivery/delivery_store.h"
 #include "delivery/shard_runner.h"
+#include "delivery/shard_source.h"
 #include "delivery/sink.h"
 #include "objectstore/object_store.h"
-#include "stream/stream_manager.h"
 
 namespace icestream::delivery {
 
@@ -58,16 +64,22 @@ struct ChannelManagerOptions {
   bool local_buckets = true;
   // A channel whose destination stays unreachable this long after CreateChannel FAILS.
   int64_t activation_timeout_ms = 10 * 60 * 1000;
+  // Scale-out: the processes that share the store share the channels through this
+  // coordinator's leases (coordinator.h); the channel list is read again from the store
+  // every reload_ms (other processes create, update and delete channels). Null: one
+  // server, every channel is this process's.
+  Coordinator* coordinator = nullptr;
+  int64_t reload_ms = 1000;
 };
 
 class ChannelManager {
  public:
   // `destinations`: one per destination type the server delivers to; a CreateChannel for
-  // another type is refused. `streams`, `db`, `buckets` and `clock` must outlive it.
-  static Result<std::unique_ptr<ChannelManager>> Open(ChannelManagerOptions options, stream::StreamManager* streams,
-                                                      Database* db, std::shared_ptr<objectstore::ObjectStore> buckets,
-                                                      std::vector<std::shared_ptr<Destination>> destinations,
-                                                      const Clock* clock);
+  // another type is refused. `sources` and `clock` must outlive it.
+  static Result<std::unique_ptr<ChannelManager>> Open(
+      ChannelManagerOptions options, SourceProvider* sources, std::unique_ptr<DeliveryStore> store,
+      std::shared_ptr<objectstore::ObjectStore> buckets,
+      std::vector<std::shared_ptr<Destination>> destinations, const Clock* clock);
   ~ChannelManager();
   // Stops scheduling; batches in flight finish or are abandoned (they replay on restart).
   void Stop();
@@ -99,15 +111,20 @@ class ChannelManager {
 
   // Prometheus text for every channel (channel_metrics.h).
   std::string PrometheusText() const;
-  // Smallest offset of this shard some channel has not delivered (UINT64_MAX if none).
-  uint64_t RetentionFloor(uint64_t stream_uid, uint32_t shard) const;
+  // The earliest position of a shard of the local stream `stream_uid` that some channel
+  // still has to read (a channel not yet active needs everything: a position at the
+  // start); nullopt when no channel needs anything more of it. Retention keeps it.
+  std::optional<Position> NeededPosition(uint64_t stream_uid, const std::string& shard) const;
+  // Channels whose deliveries are failing now (name → since when, epoch ms), for /health.
+  std::map<std::string, int64_t> FailingChannels() const;
 
   std::string ArnFor(const std::string& id) const;
 
   struct Channel;
 
  private:
-  ChannelManager(ChannelManagerOptions options, stream::StreamManager* streams, std::unique_ptr<ChannelStore> store,
+  ChannelManager(ChannelManagerOptions options, SourceProvider* sources,
+                 std::unique_ptr<DeliveryStore> store,
                  std::shared_ptr<objectstore::ObjectStore> buckets,
                  std::vector<std::shared_ptr<Destination>> destinations, const Clock* clock);
   Status Load();
@@ -118,18 +135,22 @@ class ChannelManager {
   void SchedulerLoop();
   void WorkerLoop();
   void Tick();
+  // Scale-out: takes what other processes did to the channel list (mu_ not held).
+  void Reload();
+  // Whether this process runs the channel's lifecycle (always without a coordinator).
+  bool HoldsControl(const Channel& ch) const;
   void Activate(const std::shared_ptr<Channel>& ch);
   void Fail(const std::shared_ptr<Channel>& ch, const std::string& reason);
   void Submit(std::function<void()> job);
 
   const ChannelManagerOptions options_;
-  stream::StreamManager* streams_;
-  std::unique_ptr<ChannelStore> store_;
+  SourceProvider* sources_;
+  std::unique_ptr<DeliveryStore> store_;
   std::shared_ptr<objectstore::ObjectStore> buckets_;
   std::vector<std::shared_ptr<Destination>> destinations_;
   const Clock* clock_;
 
-  mutable std::mutex mu_;  // guards channels_
+  mutable std::mutex mu_;                                     // guards channels_
   std::map<std::string, std::shared_ptr<Channel>> channels_;  // by id
 
   std::mutex queue_mu_;
@@ -140,6 +161,7 @@ class ChannelManager {
   std::thread scheduler_;
   std::mutex tick_mu_;
   std::condition_variable tick_cv_;
+  int64_t last_reload_ms_ = 0;
 };
 
 }  // namespace icestream::delivery

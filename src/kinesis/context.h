@@ -12,6 +12,7 @@
 #include "aws/error.h"
 #include "aws/params.h"
 #include "common/clock.h"
+#include "common/pattern.h"
 #include "common/token_bucket.h"
 #include "http/message.h"
 #include "kinesis/api.h"
@@ -46,7 +47,6 @@ struct Call {
 };
 
 class SubscriptionHub;
-std::shared_ptr<SubscriptionHub> MakeSubscriptionHub();
 
 struct Context {
   KinesisOptions options;
@@ -63,16 +63,22 @@ struct Context {
   // --aws-strict: per-operation token buckets for AWS's control-plane rates.
   std::mutex rate_mu;
   std::map<std::string, TokenBucket, std::less<>> rate_buckets;
-  std::shared_ptr<SubscriptionHub> subscriptions = MakeSubscriptionHub();
+  std::shared_ptr<SubscriptionHub> subscriptions;  // set by KinesisApi
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and
 // records its violations and (deferred) service errors in `p`. Always returns a value:
 // the stream name, or "" when there is none; use it only after `p.Error()` is empty.
 std::optional<std::string> StreamSelector(const Context& ctx, aws::Params& p);
+// The StreamARN member pattern of every operation that takes one (matched in linear
+// time: common/pattern.h).
+const Pattern& StreamArnPattern();
 // Checks a StreamARN value; returns the stream name or nullopt (violation recorded).
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn);
+// ShardIteratorType's values in the order AWS's validation message lists them
+// (kinesalite's suite).
+extern const std::string_view kIteratorTypes[5];
 // Validates a ShardId member (1–128, [a-zA-Z0-9_.-]+).
 void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string& value);
 // Validates a Tags-style map (keys 1–128, values 0–256).
@@ -154,10 +160,10 @@ ConsumerArnParts ReadConsumerArn(Context& ctx, aws::Params& p);
 std::optional<std::string> ConsumerStatusOf(const stream::StreamInfo& info,
                                             const ConsumerArnParts& consumer, int64_t now_ms);
 
-// SubscribeToShard (handlers/subscribe.cc): the running subscriptions, each pushing
-// events from its own thread. StopSubscriptions ends them all and joins the threads.
+// SubscribeToShard (handlers/subscribe.cc): the running subscriptions, pushed by a pool
+// of `threads` threads. StopSubscriptions ends them all and joins the threads.
 class SubscriptionHub;
-std::shared_ptr<SubscriptionHub> MakeSubscriptionHub();
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub(size_t threads);
 void StopSubscriptions(SubscriptionHub& hub);
 void SubscribeToShard(Context&, Call&, aws::Params&);
 

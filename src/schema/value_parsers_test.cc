@@ -12,7 +12,7 @@
 namespace icestream::schema {
 namespace {
 
-TEST(ValueParsers, Dates) {
+TEST(ValueParsersTest, Dates) {
   int32_t d = -1;
   EXPECT_EQ(ParseDate("1970-01-01", &d), ParseOutcome::kOk);
   EXPECT_EQ(d, 0);
@@ -28,7 +28,7 @@ TEST(ValueParsers, Dates) {
   EXPECT_EQ(ParseDate("", &d), ParseOutcome::kBadSyntax);
 }
 
-TEST(ValueParsers, Times) {
+TEST(ValueParsersTest, Times) {
   int64_t t = -1;
   EXPECT_EQ(ParseTime("22:31:08", &t), ParseOutcome::kOk);
   EXPECT_EQ(t, (22 * 3600 + 31 * 60 + 8) * 1000000LL);
@@ -44,7 +44,7 @@ TEST(ValueParsers, Times) {
   EXPECT_EQ(ParseTime("12:00:00.", &t), ParseOutcome::kBadSyntax);
 }
 
-TEST(ValueParsers, Timestamps) {
+TEST(ValueParsersTest, Timestamps) {
   int64_t ts = 0;
   EXPECT_EQ(ParseTimestamp("2017-11-16T22:31:08Z", &ts), ParseOutcome::kOk);
   EXPECT_EQ(ts, 1510871468000000LL);
@@ -66,7 +66,7 @@ TEST(ValueParsers, Timestamps) {
   EXPECT_EQ(ParseTimestamp("2017-11-16T22:61:08Z", &ts), ParseOutcome::kOutOfRange);
 }
 
-TEST(ValueParsers, Uuids) {
+TEST(ValueParsersTest, Uuids) {
   uint8_t b[16];
   ASSERT_EQ(ParseUuid("f79c3e09-677c-4bbd-a479-3f349cb785e7", b), ParseOutcome::kOk);
   EXPECT_EQ(b[0], 0xf7);
@@ -89,7 +89,7 @@ std::string Str(int128 v) {
 
 // The word-at-a-time path for common date-times agrees with the general parser on
 // well-formed values of every shape it takes and on each of them with one byte changed.
-TEST(ValueParsers, TimestampFastPathAgreesWithTheGeneralPath) {
+TEST(ValueParsersTest, TimestampFastPathAgreesWithTheGeneralPath) {
   std::mt19937_64 rng(42);
   const char* fracs[] = {"", ".1", ".123", ".123456", ".1234567", "."};
   const char* offs[] = {"Z", "z", "+01:30", "-23:59", "+24:00", "-00:60", "", "+0130", "Z "};
@@ -118,7 +118,7 @@ TEST(ValueParsers, TimestampFastPathAgreesWithTheGeneralPath) {
 
 // The SSE2 path of ParseUuid against a byte-by-byte reading, on valid UUIDs in both cases
 // and on each with one byte changed (to any of the 256 values).
-TEST(ValueParsers, UuidAgreesWithAByteByByteReading) {
+TEST(ValueParsersTest, UuidAgreesWithAByteByByteReading) {
   std::mt19937_64 rng(7);
   auto reference = [](const std::string& s, uint8_t out[16]) {
     if (s.size() != 36) return false;
@@ -157,7 +157,7 @@ TEST(ValueParsers, UuidAgreesWithAByteByByteReading) {
   }
 }
 
-TEST(ValueParsers, ExactIntegers) {
+TEST(ValueParsersTest, ExactIntegers) {
   int128 v = -1;
   EXPECT_EQ(ParseJsonInteger("0", &v), ParseOutcome::kOk);
   EXPECT_EQ(v, 0);
@@ -186,7 +186,7 @@ TEST(ValueParsers, ExactIntegers) {
 
 // The one-pass path for plain amounts agrees with the general path on every shape near
 // its edges (lengths, scales, precisions).
-TEST(ValueParsers, DecimalFastPathAgreesWithTheGeneralPath) {
+TEST(ValueParsersTest, DecimalFastPathAgreesWithTheGeneralPath) {
   const char* cases[] = {"0",
                          "-0",
                          "0.00",
@@ -233,7 +233,7 @@ TEST(ValueParsers, DecimalFastPathAgreesWithTheGeneralPath) {
   }
 }
 
-TEST(ValueParsers, Decimals) {
+TEST(ValueParsersTest, Decimals) {
   int128 u = 0;
   EXPECT_EQ(ParseDecimal("14.20", 9, 2, &u), ParseOutcome::kOk);
   EXPECT_EQ(Str(u), "1420");
@@ -260,7 +260,7 @@ TEST(ValueParsers, Decimals) {
   EXPECT_EQ(ParseDecimal("1.", 9, 0, &u), ParseOutcome::kBadSyntax);
 }
 
-TEST(ValueParsers, JsonNumbers) {
+TEST(ValueParsersTest, JsonNumbers) {
   for (const char* ok :
        {"0", "-0", "1", "-12.5", "1e5", "1E+5", "1.0e-10", "123456789012345678901234567890"}) {
     EXPECT_TRUE(IsJsonNumber(ok)) << ok;

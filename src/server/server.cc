@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -12,6 +14,7 @@
 #include "common/sqlite.h"
 #include "delivery/channel_manager.h"
 #include "delivery/s3/s3_sink.h"
+#include "delivery/sqlite_delivery_store.h"
 #include "delivery/table/table_sink.h"
 #include "http/server.h"
 #include "iceberg/warehouses.h"
@@ -23,6 +26,8 @@
 #include "server/router.h"
 #include "server/surface_auth.h"
 #include "server/task_thread.h"
+#include "source/local/local_source.h"
+#include "stream/model.h"
 #include "stream/stream_manager.h"
 
 namespace icestream::server {
@@ -34,6 +39,7 @@ struct IcestreamServer::Parts {
   std::unique_ptr<stream::StreamManager> streams;
   std::shared_ptr<objectstore::ObjectStore> buckets;
   std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
+  std::unique_ptr<source::LocalSourceProvider> sources;  // channels read the shard logs
   // Channels use the catalog's warehouses and registry: declared after it, destroyed first.
   std::unique_ptr<delivery::ChannelManager> channels;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
@@ -84,6 +90,27 @@ http::Handler WithAccessLog(http::Handler inner) {
   };
 }
 
+// Every open shard holds its active segment file open, so the process's descriptor limit
+// (ulimit -n, raised to the hard limit at start) bounds the shards it can serve beside its
+// connections and sealed-segment files. A shard_limit beyond that is announced at start;
+// CreateStream and resharding then answer LimitExceededException when the descriptors
+// would not suffice (StreamManager checks before opening any shard).
+void WarnAboutShardLimit(const Config& config) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  uint64_t files = rl.rlim_cur;
+  uint64_t reserved = std::min<uint64_t>(config.max_open_segment_files, files / 4) +
+                      std::min<uint64_t>(config.max_connections, files / 4) + 128;
+  uint64_t fit = files > reserved ? files - reserved : 0;
+  if (fit >= config.shard_limit) return;
+  spdlog::warn(
+      "shard_limit {} is more than the process can open: it may open {} files (ulimit -n) and "
+      "keeps about {} for connections, sealed segments and itself, so about {} shards fit; "
+      "CreateStream answers LimitExceededException beyond what the descriptors allow (raise "
+      "ulimit -n to serve more)",
+      config.shard_limit, files, reserved, fit);
+}
+
 }  // namespace
 
 IcestreamServer::IcestreamServer(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
@@ -112,6 +139,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   so.commit_threads = config.commit_threads;
   so.retention_check_interval_ms = config.retention_check_interval_ms;
   so.shard_limit = config.shard_limit;
+  WarnAboutShardLimit(config);
   so.on_demand_stream_limit = config.on_demand_stream_limit;
   so.max_open_segment_files = config.max_open_segment_files;
   ASSIGN_OR_RETURN(p->streams,
@@ -137,6 +165,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   ko.aws_strict = config.aws_strict;
   ko.iterator_ttl_ms = config.iterator_ttl_ms;
   ko.next_token_ttl_ms = config.iterator_ttl_ms;
+  ko.subscription_threads = config.subscription_threads;
   Parts* raw = p.get();
   auto post = [raw](std::function<void()> fn) {
     if (auto* h = raw->http_raw.load()) {
@@ -182,24 +211,34 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
          respond(std::move(r));
        }});
   stream::StreamManager* sm = p->streams.get();
-  p->router->AddPath(
-      {"/health", [sm](std::shared_ptr<http::Request>, http::Responder respond) {
-         // 200 either way (the server serves); "degraded" lists the shards
-         // that do not, and why.
-         http::Response r;
-         r.SetHeader("Content-Type", "application/json");
-         auto problems = sm->Problems();
-         if (problems.empty()) {
-           r.body = R"({"status":"ok"})";
-         } else {
-           nlohmann::json list = nlohmann::json::array();
-           for (const auto& pr : problems) {
-             list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
-           }
-           r.body = nlohmann::json{{"status", "degraded"}, {"shards", list}}.dump();
-         }
-         respond(std::move(r));
-       }});
+  p->router->AddPath({"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
+                        // 200 either way (the server serves); "degraded" lists the shards
+                        // that do not and the channels whose deliveries are failing, and why.
+                        http::Response r;
+                        r.SetHeader("Content-Type", "application/json");
+                        auto problems = sm->Problems();
+                        std::map<std::string, int64_t> failing;
+                        if (raw->channels) failing = raw->channels->FailingChannels();
+                        if (problems.empty() && failing.empty()) {
+                          r.body = R"({"status":"ok"})";
+                        } else {
+                          nlohmann::json list = nlohmann::json::array();
+                          for (const auto& pr : problems) {
+                            list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
+                          }
+                          nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
+                          if (!failing.empty()) {
+                            nlohmann::json channels = nlohmann::json::array();
+                            for (const auto& [name, since] : failing) {
+                              channels.push_back({{"channel", name},
+                                                  {"failingSince", static_cast<double>(since) / 1000.0}});
+                            }
+                            body["channels"] = std::move(channels);
+                          }
+                          r.body = body.dump();
+                        }
+                        respond(std::move(r));
+                      }});
 
   ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(
                                    config, p->db.get(), p->router.get(), p->surface_auth.get(),
@@ -238,9 +277,19 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   std::vector<std::shared_ptr<delivery::Destination>> destinations = {
       std::make_shared<delivery::s3::S3Destination>(),
       std::make_shared<delivery::table::TableDestination>(std::move(ts), to)};
+  p->sources = std::make_unique<source::LocalSourceProvider>(p->streams.get());
+  ASSIGN_OR_RETURN(auto delivery_store,
+                   delivery::SqliteDeliveryStore::Open(p->db.get(), source::LegacyPosition));
   ASSIGN_OR_RETURN(p->channels,
-                   delivery::ChannelManager::Open(co, p->streams.get(), p->db.get(), p->buckets,
-                                                  std::move(destinations), SystemClock::Default()));
+                   delivery::ChannelManager::Open(co, p->sources.get(), std::move(delivery_store),
+                                                  p->buckets, std::move(destinations),
+                                                  SystemClock::Default()));
+  // Retention keeps what channels still have to read.
+  delivery::ChannelManager* cm = p->channels.get();
+  p->streams->SetRetentionFloor([cm](uint64_t uid, uint32_t shard) {
+    return source::LocalSourceProvider::RetentionFloor(
+        cm->NeededPosition(uid, stream::ShardIdString(shard)));
+  });
   p->kinesis->SetChannels(p->channels.get());
 
   http::ServerOptions ho;
@@ -250,6 +299,10 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
   ho.max_connections = config.max_connections;
   ho.idle_timeout_seconds = config.idle_timeout_seconds;
+  ho.first_byte_timeout_seconds = config.first_byte_timeout_seconds;
+  ho.max_request_bytes_in_flight = config.max_request_bytes_in_flight;
+  ho.body_wait_seconds = config.body_wait_seconds;
+  ho.h2_connection_budget_bytes = config.http2_connection_budget_bytes;
   ho.tls_cert_file = config.tls_cert;
   ho.tls_key_file = config.tls_key;
   Router* router = p->router.get();
@@ -275,6 +328,9 @@ void IcestreamServer::Stop() {
   // SubscribeToShard threads read the logs: end them before the logs close.
   if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
   if (parts_->channels) parts_->channels->Stop();
+  // Until the stream manager stops, retention must not delete what channels still need,
+  // and the channels are about to go: keep everything.
+  if (parts_->streams) parts_->streams->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
   if (parts_->streams) parts_->streams->Stop();
 }
 
