@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -231,6 +234,101 @@ TEST(ValueParsersTest, DecimalFastPathAgreesWithTheGeneralPath) {
       }
     }
   }
+}
+
+// The padded fast paths for number tokens against a full reading (strtod, correctly
+// rounded; from_chars for integers) on the shapes serializers print and on random digit
+// strings with exponents near the fast paths' edges, each followed by 8 bytes that may be
+// digits (the fast paths read past the token): when they decide, the value is exact.
+TEST(ValueParsersTest, NumberFastPathsAgreeWithAFullReading) {
+  std::mt19937_64 rng(11);
+  std::vector<std::string> tokens = {"0",
+                                     "-0",
+                                     "1",
+                                     "-1",
+                                     "0.5",
+                                     "1e22",
+                                     "1e23",
+                                     "1e-22",
+                                     "1e-23",
+                                     "1e27",
+                                     "1e28",
+                                     "01",
+                                     "1.",
+                                     "-",
+                                     ".5",
+                                     "1e",
+                                     "1e+",
+                                     "2.5e-3",
+                                     "9007199254740993",
+                                     "9223372036854775807",
+                                     "9223372036854775808",
+                                     "-9223372036854775808",
+                                     "-9223372036854775809",
+                                     "12345678901234567890",
+                                     "0.1234567890123456789",
+                                     "1.7976931348623157e308",
+                                     "4.9e-324",
+                                     "1E5",
+                                     "1e0005"};
+  char buf[64];
+  for (int n = 0; n < 40000; ++n) {
+    switch (n % 4) {
+      case 0: {  // shortest round-trip text of a random double (what JSON.stringify prints)
+        double d = static_cast<double>(rng() >> 11) * 0x1.0p-53 * std::pow(10.0, rng() % 40) *
+                   (rng() % 2 ? -1 : 1);
+        auto r = std::to_chars(buf, buf + sizeof buf, d);
+        tokens.emplace_back(buf, r.ptr);
+        break;
+      }
+      case 1: {  // 17 significant digits
+        double d = static_cast<double>(rng()) / static_cast<double>(1 + rng() % 1000000);
+        std::snprintf(buf, sizeof buf, "%.17g", d);
+        tokens.emplace_back(buf);
+        break;
+      }
+      case 2: {  // random digits, a point, an exponent in [-30, 30]
+        std::string t = rng() % 3 == 0 ? "-" : "";
+        int len = 1 + static_cast<int>(rng() % 22);
+        for (int i = 0; i < len; ++i) t.push_back(static_cast<char>('0' + rng() % 10));
+        if (rng() % 2) t.insert(t.begin() + static_cast<long>(1 + rng() % t.size()), '.');
+        if (rng() % 2) t += "e" + std::to_string(static_cast<int>(rng() % 61) - 30);
+        tokens.push_back(t);
+        break;
+      }
+      default: {  // integers of every length
+        std::snprintf(buf, sizeof buf, "%lld",
+                      static_cast<long long>(rng() >> (rng() % 64)) * (rng() % 2 ? -1 : 1));
+        tokens.emplace_back(buf);
+        break;
+      }
+    }
+  }
+  int decided_double = 0, decided_int = 0;
+  for (const auto& t : tokens) {
+    // The token, then 8 bytes that the fast paths may read (digits half of the time).
+    std::string padded = t + (rng() % 2 ? "12345678" : ",\"k\":1}  ");
+    const bool json_number = IsJsonNumber(t);
+    double d = -7;
+    if (ParseJsonDoubleFast(padded.data(), t.size(), &d)) {
+      ASSERT_TRUE(json_number) << t;
+      const double want = std::strtod(t.c_str(), nullptr);
+      ASSERT_EQ(std::memcmp(&d, &want, sizeof d), 0) << t << ": " << d << " vs " << want;
+      ++decided_double;
+    }
+    int64_t i = -7;
+    if (ParseJsonInt64Fast(padded.data(), t.size(), &i)) {
+      ASSERT_TRUE(json_number) << t;
+      int64_t want = 0;
+      auto r = std::from_chars(t.data(), t.data() + t.size(), want);
+      ASSERT_TRUE(r.ec == std::errc() && r.ptr == t.data() + t.size()) << t;
+      ASSERT_EQ(i, want) << t;
+      ++decided_int;
+    }
+  }
+  // Both paths decide most of what serializers print.
+  EXPECT_GT(decided_double, 12000);
+  EXPECT_GT(decided_int, 4000);
 }
 
 TEST(ValueParsersTest, Decimals) {
