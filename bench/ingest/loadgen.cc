@@ -3,7 +3,9 @@
 // request bodies, so the generator costs little CPU next to the server it measures.
 //
 //   loadgen --host 127.0.0.1 --port 4567 --stream bench [--connections 8] [--seconds 15]
-//           [--records 500] [--record-size 1024] [--bodies 16]
+//           [--records 500] [--record-size 1024] [--bodies 16] [--cbor 1]
+// --cbor 1 sends the same requests as CBOR (application/x-amz-cbor-1.1, what the Java SDK
+// and the KCL send by default): Data as byte strings instead of base64 text.
 // Prints one JSON line: requests, records, payload MB/s, records/s, latency percentiles.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -36,16 +38,38 @@ struct Options {
   int record_size = 1024;
   int bodies = 16;
   double warmup = 2;
-  bool json = false;          // ~record-size JSON objects instead of random bytes
-  long total_records = 0;     // stop after this many acknowledged records (0: run --seconds)
+  bool json = false;       // ~record-size JSON objects instead of random bytes
+  long total_records = 0;  // stop after this many acknowledged records (0: run --seconds)
+  bool cbor = false;
 };
+
+// CBOR (RFC 8949) heads, written here so that the client shares no code with the server.
+void CborHead(std::string* out, int major, uint64_t n) {
+  auto mt = static_cast<char>(major << 5);
+  if (n < 24) {
+    out->push_back(static_cast<char>(mt | static_cast<char>(n)));
+    return;
+  }
+  int bytes = n <= 0xff ? 1 : n <= 0xffff ? 2 : n <= 0xffffffffu ? 4 : 8;
+  out->push_back(static_cast<char>(mt | (bytes == 1   ? 24
+                                         : bytes == 2 ? 25
+                                         : bytes == 4 ? 26
+                                                      : 27)));
+  for (int i = bytes - 1; i >= 0; --i) out->push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+}
+void CborText(std::string* out, const std::string& s) {
+  CborHead(out, 3, s.size());
+  *out += s;
+}
 
 // A JSON object of about `size` bytes: a few typed fields and a random text field.
 std::string JsonRecord(std::mt19937_64& rng, int size, long id) {
-  static constexpr char kAlnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ";
+  static constexpr char kAlnum[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ";
   std::string r = "{\"id\":" + std::to_string(id) + ",\"user\":\"user-" +
-                  std::to_string(rng() % 100000) + "\",\"amount\":" + std::to_string(rng() % 100000) +
-                  "." + std::to_string(rng() % 100) + ",\"currency\":\"EUR\",\"note\":\"";
+                  std::to_string(rng() % 100000) +
+                  "\",\"amount\":" + std::to_string(rng() % 100000) + "." +
+                  std::to_string(rng() % 100) + ",\"currency\":\"EUR\",\"note\":\"";
   while (static_cast<int>(r.size()) < size - 2) r.push_back(kAlnum[rng() % (sizeof(kAlnum) - 1)]);
   r += "\"}";
   return r;
@@ -53,7 +77,16 @@ std::string JsonRecord(std::mt19937_64& rng, int size, long id) {
 
 std::string MakeRequest(const Options& o, std::mt19937_64& rng) {
   static long next_id = 0;
-  std::string body = "{\"StreamName\":\"" + o.stream + "\",\"Records\":[";
+  std::string body;
+  if (o.cbor) {
+    CborHead(&body, 5, 2);
+    CborText(&body, "StreamName");
+    CborText(&body, o.stream);
+    CborText(&body, "Records");
+    CborHead(&body, 4, static_cast<uint64_t>(o.records));
+  } else {
+    body = "{\"StreamName\":\"" + o.stream + "\",\"Records\":[";
+  }
   std::string data(static_cast<size_t>(o.record_size), '\0');
   for (int i = 0; i < o.records; ++i) {
     if (o.json) {
@@ -61,21 +94,33 @@ std::string MakeRequest(const Options& o, std::mt19937_64& rng) {
     } else {
       for (auto& c : data) c = static_cast<char>(rng());
     }
+    std::string pk = "pk-" + std::to_string(rng() % 100000);
+    if (o.cbor) {
+      CborHead(&body, 5, 2);
+      CborText(&body, "Data");
+      CborHead(&body, 2, data.size());
+      body += data;
+      CborText(&body, "PartitionKey");
+      CborText(&body, pk);
+      continue;
+    }
     if (i) body += ',';
     body += "{\"Data\":\"";
     icestream::base64::EncodeAppend(data.data(), data.size(), &body);
-    body += "\",\"PartitionKey\":\"pk-" + std::to_string(rng() % 100000) + "\"}";
+    body += "\",\"PartitionKey\":\"" + pk + "\"}";
   }
-  body += "]}";
-  std::string req = "POST / HTTP/1.1\r\nHost: " + o.host + ":" + std::to_string(o.port) +
-                    "\r\nContent-Type: application/x-amz-json-1.1\r\n"
-                    "X-Amz-Target: Kinesis_20131202.PutRecords\r\n"
-                    "X-Amz-Date: 20260101T000000Z\r\n"
-                    "Authorization: AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/kinesis/"
-                    "aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-target, "
-                    "Signature=0000000000000000000000000000000000000000000000000000000000000000\r\n"
-                    "Content-Length: " +
-                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  if (!o.cbor) body += "]}";
+  std::string req =
+      "POST / HTTP/1.1\r\nHost: " + o.host + ":" + std::to_string(o.port) + "\r\nContent-Type: " +
+      std::string(o.cbor ? "application/x-amz-cbor-1.1" : "application/x-amz-json-1.1") +
+      "\r\n"
+      "X-Amz-Target: Kinesis_20131202.PutRecords\r\n"
+      "X-Amz-Date: 20260101T000000Z\r\n"
+      "Authorization: AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/kinesis/"
+      "aws4_request, SignedHeaders=content-type;host;x-amz-date;x-amz-target, "
+      "Signature=0000000000000000000000000000000000000000000000000000000000000000\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   return req;
 }
 
@@ -95,7 +140,7 @@ int Connect(const Options& o) {
 }
 
 // Reads one HTTP response; returns the status and whether the body reports no failures.
-bool ReadResponse(int fd, std::string& buf, int* status, bool* all_ok) {
+bool ReadResponse(int fd, std::string& buf, bool cbor, int* status, bool* all_ok) {
   buf.clear();
   size_t header_end = std::string::npos;
   char tmp[65536];
@@ -117,7 +162,11 @@ bool ReadResponse(int fd, std::string& buf, int* status, bool* all_ok) {
     buf.append(tmp, static_cast<size_t>(n));
   }
   std::string body = buf.substr(header_end + 4, len);
-  *all_ok = body.find("\"FailedRecordCount\":0") != std::string::npos;
+  // CBOR: the text key (0x71 = text of 17 bytes) followed by the integer 0 (0x00).
+  *all_ok = cbor ? body.find(std::string("\x71"
+                                         "FailedRecordCount\x00",
+                                         19)) != std::string::npos
+                 : body.find("\"FailedRecordCount\":0") != std::string::npos;
   return true;
 }
 
@@ -127,17 +176,30 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--host") o.host = v;
-    else if (k == "--port") o.port = std::atoi(v.c_str());
-    else if (k == "--stream") o.stream = v;
-    else if (k == "--connections") o.connections = std::atoi(v.c_str());
-    else if (k == "--seconds") o.seconds = std::atof(v.c_str());
-    else if (k == "--records") o.records = std::atoi(v.c_str());
-    else if (k == "--record-size") o.record_size = std::atoi(v.c_str());
-    else if (k == "--bodies") o.bodies = std::atoi(v.c_str());
-    else if (k == "--warmup") o.warmup = std::atof(v.c_str());
-    else if (k == "--json") o.json = v == "1" || v == "true";
-    else if (k == "--total-records") o.total_records = std::atol(v.c_str());
+    if (k == "--host")
+      o.host = v;
+    else if (k == "--port")
+      o.port = std::atoi(v.c_str());
+    else if (k == "--stream")
+      o.stream = v;
+    else if (k == "--connections")
+      o.connections = std::atoi(v.c_str());
+    else if (k == "--seconds")
+      o.seconds = std::atof(v.c_str());
+    else if (k == "--records")
+      o.records = std::atoi(v.c_str());
+    else if (k == "--record-size")
+      o.record_size = std::atoi(v.c_str());
+    else if (k == "--bodies")
+      o.bodies = std::atoi(v.c_str());
+    else if (k == "--warmup")
+      o.warmup = std::atof(v.c_str());
+    else if (k == "--json")
+      o.json = v == "1" || v == "true";
+    else if (k == "--total-records")
+      o.total_records = std::atol(v.c_str());
+    else if (k == "--cbor")
+      o.cbor = v == "1" || v == "true";
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
@@ -173,7 +235,7 @@ int main(int argc, char** argv) {
         }
         int status = 0;
         bool all_ok = false;
-        if (!ReadResponse(fd, buf, &status, &all_ok)) {
+        if (!ReadResponse(fd, buf, o.cbor, &status, &all_ok)) {
           failed_requests++;
           return;
         }

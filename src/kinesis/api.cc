@@ -29,7 +29,22 @@ void Call::ReplyRaw(std::string body) const {
   }
   respond(aws::JsonResponse(std::move(body), request_id));
 }
+void Call::ReplyCbor(std::string body) const {
+  if (auth_error) {
+    spdlog::error("request {}: a handler answered an unauthenticated call; refused", request_id);
+    return Fail(*auth_error);
+  }
+  respond(aws::CborResponse(std::move(body), request_id));
+}
 void Call::ReplyEmpty() const { ReplyRaw(""); }
+
+bool RequestIsCbor(const Call& call) {
+  std::string_view ctype = call.req->GetHeader("content-type");
+  // As the router compares it: parameters and trailing blanks aside.
+  ctype = ctype.substr(0, ctype.find(';'));
+  while (!ctype.empty() && ctype.back() == ' ') ctype.remove_suffix(1);
+  return ctype == aws::kCborContentType;
+}
 void Call::Fail(const aws::ApiError& e) const { respond(aws::ErrorResponse(e, request_id)); }
 void Call::Fail(const Status& st) const { Fail(aws::KinesisError(st)); }
 
@@ -74,6 +89,29 @@ void AppendRecordsJson(std::string* out, const stream::ShardReadResult& r, uint6
     out->push_back('}');
   }
   out->push_back(']');
+}
+
+void AppendRecordsCbor(std::string* out, const stream::ShardReadResult& r, uint64_t uid,
+                       uint32_t shard) {
+  size_t est = 16;
+  for (const auto& rec : r.records) est += rec.data.size() + rec.partition_key.size() + 110;
+  out->reserve(out->size() + est);
+  aws::CborAppendText(out, "Records");
+  aws::CborAppendHead(out, 4, r.records.size());
+  std::string seq;
+  for (const auto& rec : r.records) {
+    aws::CborAppendHead(out, 5, 4);
+    aws::CborAppendText(out, "SequenceNumber");
+    seq.clear();
+    stream::SequenceNumber::ForRecord(uid, shard, rec.offset).AppendTo(&seq);
+    aws::CborAppendText(out, seq);
+    aws::CborAppendText(out, "ApproximateArrivalTimestamp");
+    aws::CborAppendEpochMillis(out, rec.arrival_ms);
+    aws::CborAppendText(out, "Data");
+    aws::CborAppendBytes(out, rec.data);
+    aws::CborAppendText(out, "PartitionKey");
+    aws::CborAppendText(out, rec.partition_key);
+  }
 }
 
 const Pattern& StreamArnPattern() {
@@ -360,6 +398,8 @@ bool KinesisApi::Knows(std::string_view op) const {
   }
   return false;
 }
+
+bool KinesisApi::DecodesCborItself(std::string_view op) { return op == "PutRecords"; }
 
 const aws::CborModel& KinesisApi::CborModel() {
   // Kinesis_20131202 model: `Data` is the only blob member; these are its timestamp

@@ -51,14 +51,17 @@ class KinesisApi {
 
   // `op` is the operation name after "Kinesis_20131202.". The envelope (method, content
   // type) has been checked by the caller and the body is JSON 1.1 text (CBOR bodies are
-  // transcoded before). `auth_error` is the authentication verdict (null: authenticated);
-  // it is reported in AWS's order: after the body's type checks (SerializationException)
-  // and model validation (ValidationException), before any service check.
+  // transcoded before, except for DecodesCborItself operations). `auth_error` is the authentication
+  // verdict (null: authenticated); it is reported in AWS's order: after the body's type checks
+  // (SerializationException) and model validation (ValidationException), before any service check.
   void Handle(std::string_view op, std::shared_ptr<http::Request> req, http::Responder respond,
               std::optional<aws::ApiError> auth_error = std::nullopt);
   bool Knows(std::string_view op) const;
   // The Kinesis model's blob and timestamp members, for the CBOR codec (aws/cbor.h).
   static const aws::CborModel& CborModel();
+  // Operations whose CBOR request bodies reach Handle() as CBOR (no JSON transcoding):
+  // the data-plane hot path, PutRecords, reads them in place.
+  static bool DecodesCborItself(std::string_view op);
 
   // Registers an extra operation handled elsewhere (channels live in delivery/).
   using ExternalHandler =

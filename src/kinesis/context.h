@@ -41,6 +41,9 @@ struct Call {
 
   void Reply(const nlohmann::json& body) const;
   void ReplyRaw(std::string body) const;
+  // A body already encoded as CBOR (the data-plane direct paths); passes the router's
+  // JSON-to-CBOR step untouched.
+  void ReplyCbor(std::string body) const;
   void ReplyEmpty() const;
   void Fail(const aws::ApiError& e) const;
   void Fail(const Status& st) const;
@@ -97,6 +100,14 @@ void AppendJsonString(std::string* out, std::string_view s);
 // `out` (no JSON tree: this is the read path's hot loop).
 void AppendRecordsJson(std::string* out, const stream::ShardReadResult& r, uint64_t uid,
                        uint32_t shard);
+// The same member in CBOR (text key "Records", then the array): Data as byte strings,
+// ApproximateArrivalTimestamp as tag 1 + epoch milliseconds (aws/cbor.h).
+void AppendRecordsCbor(std::string* out, const stream::ShardReadResult& r, uint64_t uid,
+                       uint32_t shard);
+// Whether the client sent CBOR (and so wants CBOR back). Only the operations that decode
+// CBOR themselves (KinesisApi::DecodesCborItself) still see a CBOR body; the others get
+// the transcoded JSON but may answer in CBOR directly.
+bool RequestIsCbor(const Call& call);
 
 // Handlers, named after the operation. `p` wraps the parsed body object.
 using HandlerFn = void (*)(Context&, Call&, aws::Params&);

@@ -1,6 +1,7 @@
 // JSON Schema -> Iceberg schema mapping (kds-delivery-spec.md §2.5).
 #include "schema/json_schema.h"
 
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -92,10 +93,36 @@ class Mapper {
     return it->get<double>();
   }
 
+  // Like Num, but integers keep all their digits (long double holds every int64).
+  static std::optional<long double> NumExact(const json& s, const char* kw) {
+    auto it = s.find(kw);
+    if (it == s.end() || !it->is_number()) return std::nullopt;
+    if (it->is_number_unsigned()) return static_cast<long double>(it->get<uint64_t>());
+    if (it->is_number_integer()) return static_cast<long double>(it->get<int64_t>());
+    return it->get<double>();
+  }
+
+  // A positive multipleOf as unscaled / 10^scale, read from the shortest decimal text
+  // that gives back the same double (0.01 -> 1 / 10^2, 1.5 -> 15 / 10^1, 5 -> 5 / 10^0).
+  static Status DecimalOf(double m, const std::string& ptr, int128* unscaled, int32_t* scale) {
+    char buf[64];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, m);
+    if (ec != std::errc()) return InvalidArgument(ptr + ": \"multipleOf\" is not a number");
+    std::string_view text(buf, static_cast<size_t>(end - buf));
+    for (int32_t sc = 0; sc < 38; ++sc) {
+      if (ParseDecimal(text, 38, sc, unscaled) == ParseOutcome::kOk) {
+        *scale = sc;
+        return Status::OK();
+      }
+    }
+    return InvalidArgument(ptr + ": \"multipleOf\" needs more than 37 decimal places or 38 digits");
+  }
+
   // Integer bounds, draft-04 (boolean exclusive*) and draft-07 (numeric exclusive*).
   Status IntegerBounds(const json& s, FieldConstraints* c, bool* fits_int) {
-    std::optional<double> lo = Num(s, "minimum"), hi = Num(s, "maximum");
-    std::optional<double> xlo = Num(s, "exclusiveMinimum"), xhi = Num(s, "exclusiveMaximum");
+    std::optional<long double> lo = NumExact(s, "minimum"), hi = NumExact(s, "maximum");
+    std::optional<long double> xlo = NumExact(s, "exclusiveMinimum"),
+                               xhi = NumExact(s, "exclusiveMaximum");
     auto is_true = [&](const char* kw) {
       auto it = s.find(kw);
       return it != s.end() && it->is_boolean() && it->get<bool>();
@@ -105,6 +132,7 @@ class Mapper {
     if (xlo) min = std::max<long double>(min.value_or(-INFINITY), std::floor(*xlo) + 1);
     if (hi) max = is_true("exclusiveMaximum") ? std::ceil(*hi) - 1 : std::floor(*hi);
     if (xhi) max = std::min<long double>(max.value_or(INFINITY), std::ceil(*xhi) - 1);
+    // An empty range (minimum 2, maximum 1) is kept as such: every value is refused.
     auto clamp = [](long double v) -> int64_t {
       if (v <= static_cast<long double>(INT64_MIN)) return INT64_MIN;
       if (v >= static_cast<long double>(INT64_MAX)) return INT64_MAX;
@@ -118,18 +146,21 @@ class Mapper {
     return Status::OK();
   }
 
-  Result<Type> Primitive(const json& s, const std::string& kind, int32_t id, const std::string& ptr) {
+  Result<Type> Primitive(const json& s, const std::string& kind, int32_t id,
+                         const std::string& ptr) {
     FieldConstraints& c = constraints_[id];
     if (kind == "enum") {
       const json& e = s["enum"];
-      if (!e.is_array() || e.empty()) return InvalidArgument(ptr + ": \"enum\" must be a non-empty array");
+      if (!e.is_array() || e.empty())
+        return InvalidArgument(ptr + ": \"enum\" must be a non-empty array");
       c.has_enum = true;
       for (const auto& v : e) {
         if (v.is_null()) {
           c.nullable = true;
           continue;
         }
-        if (v.is_object() || v.is_array()) return Unimplemented(ptr + ": enum values must be scalars");
+        if (v.is_object() || v.is_array())
+          return Unimplemented(ptr + ": enum values must be scalars");
         if (v.is_string()) {
           c.enum_values.push_back(v.get<std::string>());
         } else if (v.is_number()) {
@@ -170,7 +201,15 @@ class Mapper {
         if (*m == std::floor(*m) && *m < 9.2e18) {
           if (*m > 1) c.int_multiple_of = static_cast<int64_t>(*m);
         } else {
-          c.int_multiple_of_fraction = *m;
+          int128 unscaled = 0;
+          int32_t scale = 0;
+          RETURN_IF_ERROR(DecimalOf(*m, ptr, &unscaled, &scale));
+          if (scale > 18) {
+            return InvalidArgument(
+                ptr + ": \"multipleOf\" of an integer needs more than 18 decimal places");
+          }
+          c.int_multiple_of_unscaled = unscaled;
+          c.int_multiple_of_scale = scale;
         }
       }
       return iceberg::Primitive(fits_int ? TypeId::kInt : TypeId::kLong);
@@ -197,16 +236,8 @@ class Mapper {
         if (!(*m > 0)) return InvalidArgument(ptr + ": \"multipleOf\" must be positive");
         // The scale is the number of decimal places of multipleOf (0.001 -> 3).
         int32_t scale = 0;
-        long double scaled = *m;
-        while (scale < 38 && std::fabs(scaled - std::round(scaled)) > 1e-9L * std::max(1.0L, scaled)) {
-          scaled *= 10;
-          ++scale;
-        }
-        if (scale >= 38) return InvalidArgument(ptr + ": \"multipleOf\" needs more than 37 decimal places");
         int128 unscaled = 0;
-        long double r = std::round(scaled);
-        if (r >= 1e38L) return InvalidArgument(ptr + ": \"multipleOf\" is too large");
-        unscaled = static_cast<int128>(r);
+        RETURN_IF_ERROR(DecimalOf(*m, ptr, &unscaled, &scale));
         c.multiple_of = unscaled;
         return iceberg::Decimal(38, scale);
       }
@@ -226,14 +257,16 @@ class Mapper {
       if (s.contains("properties")) return Struct(s, ptr, depth + 1);
       auto ap = s.find("additionalProperties");
       if (ap == s.end() || !ap->is_object()) {
-        return InvalidArgument(ptr + ": an object needs \"properties\" or an \"additionalProperties\" schema");
+        return InvalidArgument(
+            ptr + ": an object needs \"properties\" or an \"additionalProperties\" schema");
       }
       int32_t key_id = next_id_++;
       int32_t value_id = next_id_++;
       ASSIGN_OR_RETURN(auto vkind, TypeOf(*ap, ptr + "/additionalProperties"));
       constraints_[key_id].must_be_present = true;
       constraints_[value_id].nullable = vkind.second;
-      ASSIGN_OR_RETURN(Type value, TypeFor(*ap, value_id, ptr + "/additionalProperties", depth + 1));
+      ASSIGN_OR_RETURN(Type value,
+                       TypeFor(*ap, value_id, ptr + "/additionalProperties", depth + 1));
       return iceberg::Map(key_id, iceberg::Primitive(TypeId::kString), value_id, !vkind.second,
                           std::move(value));
     }
@@ -267,7 +300,8 @@ class Mapper {
     }
     std::vector<Pending> pending;
     for (const auto& [name, sub] : props.items()) {
-      if (!sub.is_object()) return InvalidArgument(ptr + "/properties/" + name + ": must be an object");
+      if (!sub.is_object())
+        return InvalidArgument(ptr + "/properties/" + name + ": must be an object");
       Pending p;
       p.id = next_id_++;
       p.name = name;
@@ -310,7 +344,8 @@ void DefaultConstraints(const std::vector<NestedField>& fields,
 
 }  // namespace
 
-Result<ConvertibleSchema> JsonSchemaToIceberg(std::string_view text, const JsonSchemaOptions& options) {
+Result<ConvertibleSchema> JsonSchemaToIceberg(std::string_view text,
+                                              const JsonSchemaOptions& options) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("JSON Schema is not valid JSON");
   Mapper m(options);

@@ -42,10 +42,12 @@ struct FieldConstraints {
   // integer (int/long): inclusive bounds.
   std::optional<int64_t> min_int;
   std::optional<int64_t> max_int;
-  // integer: multipleOf (0 = none); checked exactly when it is a whole number, else as
-  // a double (7 is not a multiple of 1.5, 7 is one of 0.5).
+  // integer: multipleOf (0 = none) when it is a whole number; otherwise as
+  // int_multiple_of_unscaled / 10^int_multiple_of_scale (7 is not a multiple of 1.5 =
+  // 15 / 10^1, 7 is one of 0.5). Both checked exactly.
   int64_t int_multiple_of = 0;
-  double int_multiple_of_fraction = 0;
+  int128 int_multiple_of_unscaled = 0;
+  int32_t int_multiple_of_scale = 0;
   // number (double and decimal): bounds, inclusive unless the exclusive flag is set.
   std::optional<double> min_number;
   std::optional<double> max_number;

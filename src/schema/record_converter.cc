@@ -8,21 +8,20 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cfloat>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
 #include "common/base64.h"
-#include "format/parquet/dictionary.h"
 
 namespace icestream::schema {
 
 namespace od = simdjson::ondemand;
 using format::parquet::ColumnWriter;
-using format::parquet::RecordSink;
 using format::parquet::PhysicalType;
+using format::parquet::RecordSink;
 using format::parquet::ShredNode;
 using iceberg::TypeId;
 
@@ -30,12 +29,18 @@ const size_t RecordConverter::kPadding = simdjson::SIMDJSON_PADDING;
 
 std::string_view RecordErrorCodeName(RecordErrorCode code) {
   switch (code) {
-    case RecordErrorCode::kMalformedJson: return "MALFORMED_JSON";
-    case RecordErrorCode::kMissingRequiredField: return "MISSING_REQUIRED_FIELD";
-    case RecordErrorCode::kTypeMismatch: return "TYPE_MISMATCH";
-    case RecordErrorCode::kValueOutOfRange: return "VALUE_OUT_OF_RANGE";
-    case RecordErrorCode::kNestingTooDeep: return "NESTING_TOO_DEEP";
-    case RecordErrorCode::kOutsideRoute: return "OUTSIDE_ROUTE";
+    case RecordErrorCode::kMalformedJson:
+      return "MALFORMED_JSON";
+    case RecordErrorCode::kMissingRequiredField:
+      return "MISSING_REQUIRED_FIELD";
+    case RecordErrorCode::kTypeMismatch:
+      return "TYPE_MISMATCH";
+    case RecordErrorCode::kValueOutOfRange:
+      return "VALUE_OUT_OF_RANGE";
+    case RecordErrorCode::kNestingTooDeep:
+      return "NESTING_TOO_DEEP";
+    case RecordErrorCode::kOutsideRoute:
+      return "OUTSIDE_ROUTE";
   }
   return "?";
 }
@@ -54,26 +59,38 @@ struct Node {
   std::string name;
   // The name needs no JSON escaping, so a raw key can be compared byte for byte.
   bool simple_name = false;
+  // Names of at most 15 bytes: the name and its closing quote as two little-endian
+  // words and their masks, so that a raw key is matched with two masked compares.
+  bool short_name = false;
+  uint64_t key_lo = 0, key_hi = 0, mask_lo = 0, mask_hi = 0;
   std::vector<Node> children;
   // Structs: member name -> child index (only for wide structs; narrow ones scan).
   std::unordered_map<std::string_view, int> by_name;
-  mutable std::vector<uint8_t> seen;  // scratch of Struct(); nodes are never re-entered
+  mutable std::vector<uint8_t>
+      seen;  // scratch of Struct() for > 64 members; nodes are never re-entered
 };
 
 const char* JsonTypeName(od::json_type t) {
   switch (t) {
-    case od::json_type::array: return "an array";
-    case od::json_type::object: return "an object";
-    case od::json_type::number: return "a number";
-    case od::json_type::string: return "a string";
-    case od::json_type::boolean: return "a boolean";
-    case od::json_type::null: return "null";
+    case od::json_type::array:
+      return "an array";
+    case od::json_type::object:
+      return "an object";
+    case od::json_type::number:
+      return "a number";
+    case od::json_type::string:
+      return "a string";
+    case od::json_type::boolean:
+      return "a boolean";
+    case od::json_type::null:
+      return "null";
   }
   return "?";
 }
 
 std::string_view TrimRight(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
     s.remove_suffix(1);
   }
   return s;
@@ -112,6 +129,17 @@ struct RecordConverter::Impl {
     n->simple_name = std::none_of(s.name.begin(), s.name.end(), [](char c) {
       return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
     });
+    if (n->simple_name && s.name.size() <= 15) {
+      char pattern[16] = {};
+      std::memcpy(pattern, s.name.data(), s.name.size());
+      pattern[s.name.size()] = '"';
+      std::memcpy(&n->key_lo, pattern, 8);
+      std::memcpy(&n->key_hi, pattern + 8, 8);
+      const size_t len = s.name.size() + 1;  // 1..16 bytes
+      n->mask_lo = len >= 8 ? ~0ull : (1ull << (8 * len)) - 1;
+      n->mask_hi = len <= 8 ? 0 : len == 16 ? ~0ull : (1ull << (8 * (len - 8))) - 1;
+      n->short_name = true;
+    }
     auto it = constraints.find(s.field_id);
     n->constraints = it != constraints.end() ? &it->second : &default_constraints;
     n->must_be_present = it != constraints.end() ? it->second.must_be_present : !s.optional;
@@ -133,15 +161,17 @@ struct RecordConverter::Impl {
       return Unimplemented("map " + s.name + ": only string keys can be filled from JSON objects");
     }
     n->children.resize(s.children.size());
-    for (size_t i = 0; i < s.children.size(); ++i) RETURN_IF_ERROR(Build(s.children[i], &n->children[i]));
-    n->seen.assign(n->children.size(), 0);
+    for (size_t i = 0; i < s.children.size(); ++i)
+      RETURN_IF_ERROR(Build(s.children[i], &n->children[i]));
+    if (n->children.size() > 64) n->seen.assign(n->children.size(), 0);
     return Status::OK();
   }
 
   // After the tree stops moving: name indexes for wide structs.
   void Index(Node* n) {
     if (n->shred->kind == ShredNode::Kind::kStruct && n->children.size() > 8) {
-      for (size_t i = 0; i < n->children.size(); ++i) n->by_name.emplace(n->children[i].name, static_cast<int>(i));
+      for (size_t i = 0; i < n->children.size(); ++i)
+        n->by_name.emplace(n->children[i].name, static_cast<int>(i));
     }
     for (auto& c : n->children) Index(&c);
   }
@@ -154,49 +184,58 @@ struct RecordConverter::Impl {
 
   bool FailJson(simdjson::error_code e) {
     switch (e) {
-      case simdjson::INCORRECT_TYPE: return Fail(RecordErrorCode::kTypeMismatch, "unexpected JSON type");
+      case simdjson::INCORRECT_TYPE:
+        return Fail(RecordErrorCode::kTypeMismatch, "unexpected JSON type");
       case simdjson::NUMBER_OUT_OF_RANGE:
         return Fail(RecordErrorCode::kValueOutOfRange, "number out of range");
-      case simdjson::DEPTH_ERROR: return Fail(RecordErrorCode::kNestingTooDeep, "nesting too deep");
-      default: return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
+      case simdjson::DEPTH_ERROR:
+        return Fail(RecordErrorCode::kNestingTooDeep, "nesting too deep");
+      default:
+        return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
     }
   }
 
   bool Mismatch(const Node& n, od::json_type got) {
     std::string want = n.type == TypeId::kStruct ? "an object"
                        : n.type == TypeId::kList ? "an array"
-                       : n.type == TypeId::kMap  ? "an object"
-                                                 : "a value of type " + iceberg::PrimitiveTypeName(*n.shred->type);
+                       : n.type == TypeId::kMap
+                           ? "an object"
+                           : "a value of type " + iceberg::PrimitiveTypeName(*n.shred->type);
     return Fail(RecordErrorCode::kTypeMismatch, "expected " + want + ", got " + JsonTypeName(got));
   }
 
   void WriteNulls(const Node& n, int16_t rep, int16_t def) {
-    for (int i = n.shred->leaf_begin; i < n.shred->leaf_end; ++i) writer->column(i).AddNull(rep, def);
+    for (int i = n.shred->leaf_begin; i < n.shred->leaf_end; ++i)
+      writer->column(i).AddNull(rep, def);
   }
 
-  // Matches a raw (still escaped) key against the names that need no escaping; -1 when
-  // none matches (the caller then unescapes the key and looks again).
+  // Matches a raw (still escaped) key against the names that need no escaping: the
+  // expected member first (members mostly come in schema order), then every member of a
+  // narrow struct; -1 when none matches (the caller then unescapes the key and looks
+  // again).
   static int LookupRaw(const Node& n, od::raw_json_string key, size_t hint) {
     const char* raw = key.raw();  // just after the opening quote; the input is padded
     if (hint < n.children.size() && RawEquals(raw, n.children[hint])) return static_cast<int>(hint);
+    if (!n.by_name.empty()) return -1;
     for (size_t i = 0; i < n.children.size(); ++i) {
       if (RawEquals(raw, n.children[i])) return static_cast<int>(i);
     }
     return -1;
   }
 
-  // raw_json_string::unsafe_is_equal without the memcmp call for short names.
+  // raw_json_string::unsafe_is_equal without a memcmp call: short names are two masked
+  // word compares (the input is padded, so 16 bytes from the key can always be read).
   static bool RawEquals(const char* raw, const Node& child) {
+    if (child.short_name) {
+      uint64_t lo, hi;
+      std::memcpy(&lo, raw, 8);
+      std::memcpy(&hi, raw + 8, 8);
+      return (((lo ^ child.key_lo) & child.mask_lo) | ((hi ^ child.key_hi) & child.mask_hi)) == 0;
+    }
     if (!child.simple_name) return false;
     const std::string& name = child.name;
     size_t n = name.size();
     if (raw[n] != '"') return false;
-    if (n <= 16) {
-      uint64_t a0, a1, b0, b1;
-      format::parquet::LoadShort(raw, n, &a0, &a1);
-      format::parquet::LoadShort(name.data(), n, &b0, &b1);
-      return a0 == b0 && a1 == b1;
-    }
     return std::memcmp(raw, name.data(), n) == 0;
   }
 
@@ -244,13 +283,15 @@ struct RecordConverter::Impl {
       }
       case od::json_type::string: {
         std::string_view s;
-        if (auto e = v.get_string().get(s)) return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
+        if (auto e = v.get_string().get(s))
+          return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
         return true;
       }
       case od::json_type::number: {
         std::string_view tok;
         tok = v.raw_json_token();
-        if (!IsJsonNumber(TrimRight(tok))) return Fail(RecordErrorCode::kMalformedJson, "invalid number");
+        if (!IsJsonNumber(TrimRight(tok)))
+          return Fail(RecordErrorCode::kMalformedJson, "invalid number");
         return true;
       }
       case od::json_type::boolean: {
@@ -260,7 +301,8 @@ struct RecordConverter::Impl {
       }
       case od::json_type::null: {
         bool is_null = false;
-        if (v.is_null().get(is_null) || !is_null) return Fail(RecordErrorCode::kMalformedJson, "invalid literal");
+        if (v.is_null().get(is_null) || !is_null)
+          return Fail(RecordErrorCode::kMalformedJson, "invalid literal");
         return true;
       }
     }
@@ -268,15 +310,25 @@ struct RecordConverter::Impl {
   }
 
   bool Struct(const Node& n, od::object obj, int16_t rep, int depth) {
-    auto& seen = n.seen;
-    std::fill(seen.begin(), seen.end(), 0);
+    // Members seen: a bit each (a vector for structs of more than 64 members).
+    uint64_t seen_bits = 0;
+    const bool wide = n.children.size() > 64;
+    if (wide) std::fill(n.seen.begin(), n.seen.end(), 0);
+    auto seen = [&](size_t i) { return wide ? n.seen[i] != 0 : ((seen_bits >> i) & 1) != 0; };
+    auto mark = [&](size_t i) {
+      if (wide) {
+        n.seen[i] = 1;
+      } else {
+        seen_bits |= uint64_t{1} << i;
+      }
+    };
     size_t hint = 0;
     for (auto fr : obj) {
       // Use the result in place: copying the field out costs a store-forwarding stall.
       if (auto e = fr.error()) return FailJson(e);
       od::field& f = fr.value_unsafe();
       std::string_view key;
-      int idx = n.by_name.empty() ? LookupRaw(n, f.key(), hint) : -1;
+      int idx = LookupRaw(n, f.key(), hint);
       if (idx < 0) {
         if (auto e = f.unescaped_key().get(key)) return FailJson(e);
         idx = Lookup(n, key, hint);
@@ -289,19 +341,23 @@ struct RecordConverter::Impl {
         continue;
       }
       const Node& child = n.children[static_cast<size_t>(idx)];
-      if (seen[static_cast<size_t>(idx)]) {
+      if (seen(static_cast<size_t>(idx))) {
         path_rev.push_back("." + child.name);
         return Fail(RecordErrorCode::kMalformedJson, "member appears twice");
       }
-      seen[static_cast<size_t>(idx)] = 1;
+      mark(static_cast<size_t>(idx));
       hint = static_cast<size_t>(idx) + 1;
       if (!Value(child, f.value(), rep, depth)) {
         path_rev.push_back("." + child.name);
         return false;
       }
     }
+    if (!wide &&
+        seen_bits == (n.children.size() == 64 ? ~0ull : (uint64_t{1} << n.children.size()) - 1)) {
+      return true;  // every member present
+    }
     for (size_t i = 0; i < n.children.size(); ++i) {
-      if (seen[i]) continue;
+      if (seen(i)) continue;
       const Node& child = n.children[i];
       if (child.must_be_present || !child.shred->optional) {
         path_rev.push_back("." + child.name);
@@ -360,8 +416,10 @@ struct RecordConverter::Impl {
     if (auto e = v.type().get(t)) return FailJson(e);
     if (t == od::json_type::null) {
       bool is_null = false;
-      if (v.is_null().get(is_null) || !is_null) return Fail(RecordErrorCode::kMalformedJson, "invalid literal");
-      if (!n.shred->optional) return Fail(RecordErrorCode::kMissingRequiredField, "required field is null");
+      if (v.is_null().get(is_null) || !is_null)
+        return Fail(RecordErrorCode::kMalformedJson, "invalid literal");
+      if (!n.shred->optional)
+        return Fail(RecordErrorCode::kMissingRequiredField, "required field is null");
       WriteNulls(n, rep, static_cast<int16_t>(n.shred->def - 1));
       return true;
     }
@@ -386,33 +444,52 @@ struct RecordConverter::Impl {
     }
   }
 
+  // Integers are stored exactly or not at all: a number that is not an exact integer
+  // within the column's range is refused, never rounded (simdjson's int64 parse takes
+  // plain integer tokens; 1.0, 2e3 and tokens beyond int64 are read exactly from the text).
   bool Integer(const Node& n, od::value& v, int16_t rep) {
     int64_t x = 0;
-    auto e = v.get_int64().get(x);
-    if (e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_OUT_OF_RANGE) {
-      // 1.0 and 1e3 are integers in JSON Schema (draft 6+); larger ones are out of range.
-      double d;
-      if (v.get_double().get(d)) return Fail(RecordErrorCode::kValueOutOfRange, "integer out of range");
-      if (d != std::floor(d)) return Fail(RecordErrorCode::kTypeMismatch, "expected an integer, got a fraction");
-      if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
-        return Fail(RecordErrorCode::kValueOutOfRange, "integer out of range");
+    // The token is followed by the record's padding: the fast path may read past it.
+    const std::string_view raw = TrimRight(v.raw_json_token());
+    if (ParseJsonInt64Fast(raw.data(), raw.size(), &x)) {
+      // a plain integer that fits
+    } else if (auto e = v.get_int64().get(x)) {
+      if (e != simdjson::INCORRECT_TYPE && e != simdjson::NUMBER_OUT_OF_RANGE) return FailJson(e);
+      std::string_view tok = TrimRight(v.raw_json_token());
+      int128 exact = 0;
+      switch (ParseJsonInteger(tok, &exact)) {
+        case ParseOutcome::kBadSyntax:
+          return Fail(RecordErrorCode::kMalformedJson, "invalid number");
+        case ParseOutcome::kNotInteger:
+          return Fail(RecordErrorCode::kTypeMismatch, "expected an integer, got a fraction");
+        case ParseOutcome::kOutOfRange:
+          return Fail(RecordErrorCode::kValueOutOfRange,
+                      std::string(tok) + " does not fit in long");
+        case ParseOutcome::kOk:
+          break;
       }
-      x = static_cast<int64_t>(d);
-    } else if (e) {
-      return FailJson(e);
+      if (exact < INT64_MIN || exact > INT64_MAX) {
+        return Fail(RecordErrorCode::kValueOutOfRange, std::string(tok) + " does not fit in long");
+      }
+      x = static_cast<int64_t>(exact);
     }
     const FieldConstraints& c = *n.constraints;
     if ((c.min_int && x < *c.min_int) || (c.max_int && x > *c.max_int)) {
-      return Fail(RecordErrorCode::kValueOutOfRange, std::to_string(x) + " is outside the schema's bounds");
+      return Fail(RecordErrorCode::kValueOutOfRange,
+                  std::to_string(x) + " is outside the schema's bounds");
     }
     if (c.int_multiple_of != 0 && x % c.int_multiple_of != 0) {
       return Fail(RecordErrorCode::kValueOutOfRange,
                   std::to_string(x) + " is not a multiple of " + std::to_string(c.int_multiple_of));
     }
-    if (c.int_multiple_of_fraction > 0) {
-      auto xd = static_cast<double>(x);
-      if (std::fabs(std::remainder(xd, c.int_multiple_of_fraction)) > 1e-9 * std::max(1.0, std::fabs(xd))) {
-        return Fail(RecordErrorCode::kValueOutOfRange, std::to_string(x) + " is not a multiple of the schema's multipleOf");
+    if (c.int_multiple_of_unscaled != 0) {
+      // multipleOf = unscaled / 10^scale: x is a multiple iff x * 10^scale is one of
+      // unscaled (exact; scale <= 18 keeps the product inside 128 bits).
+      int128 scaled = static_cast<int128>(x);
+      for (int32_t k = 0; k < c.int_multiple_of_scale; ++k) scaled *= 10;
+      if (scaled % c.int_multiple_of_unscaled != 0) {
+        return Fail(RecordErrorCode::kValueOutOfRange,
+                    std::to_string(x) + " is not a multiple of the schema's multipleOf");
       }
     }
     if (n.type == TypeId::kInt) {
@@ -427,19 +504,49 @@ struct RecordConverter::Impl {
     return true;
   }
 
+  // float and double hold the nearest value of their type (IEEE rounding, read from the
+  // text directly for float: no double rounding); a number beyond the type's range, or a
+  // non-zero one that would become 0, is refused.
   bool Floating(const Node& n, od::value& v, int16_t rep) {
     double d;
-    if (auto e = v.get_double().get(d)) {
-      if (e == simdjson::NUMBER_OUT_OF_RANGE) return Fail(RecordErrorCode::kValueOutOfRange, "number out of range");
+    const std::string_view raw = TrimRight(v.raw_json_token());  // padded (see Integer)
+    if (ParseJsonDoubleFast(raw.data(), raw.size(), &d)) {
+      // the common shapes, correctly rounded
+    } else if (auto e = v.get_double().get(d)) {
+      std::string_view tok = TrimRight(v.raw_json_token());
+      if (e == simdjson::NUMBER_OUT_OF_RANGE ||
+          (e == simdjson::NUMBER_ERROR && IsJsonNumber(tok))) {
+        return Fail(
+            RecordErrorCode::kValueOutOfRange,
+            std::string(tok) + " does not fit in " + iceberg::PrimitiveTypeName(*n.shred->type));
+      }
       return FailJson(e == simdjson::INCORRECT_TYPE ? simdjson::NUMBER_ERROR : e);
+    }
+    if (!std::isfinite(d)) {
+      return Fail(RecordErrorCode::kValueOutOfRange,
+                  std::string(TrimRight(v.raw_json_token())) + " does not fit in double");
     }
     if (!WithinNumberBounds(*n.constraints, d)) {
       return Fail(RecordErrorCode::kValueOutOfRange, "number outside the schema's minimum/maximum");
     }
     if (n.type == TypeId::kFloat) {
-      if (std::fabs(d) > FLT_MAX) return Fail(RecordErrorCode::kValueOutOfRange, "number does not fit in float");
-      n.column->AddFloat(rep, static_cast<float>(d));
+      std::string_view tok = TrimRight(v.raw_json_token());
+      float f = 0;
+      auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), f);
+      if ((ec != std::errc() && ec != std::errc::result_out_of_range) ||
+          end != tok.data() + tok.size()) {
+        return Fail(RecordErrorCode::kMalformedJson, "invalid number");
+      }
+      if (ec == std::errc::result_out_of_range || !std::isfinite(f) ||
+          (f == 0 && HasNonZeroDigit(tok))) {
+        return Fail(RecordErrorCode::kValueOutOfRange, std::string(tok) + " does not fit in float");
+      }
+      n.column->AddFloat(rep, f);
     } else {
+      if (d == 0 && HasNonZeroDigit(TrimRight(v.raw_json_token()))) {
+        return Fail(RecordErrorCode::kValueOutOfRange,
+                    std::string(TrimRight(v.raw_json_token())) + " does not fit in double");
+      }
       n.column->AddDouble(rep, d);
     }
     return true;
@@ -474,33 +581,45 @@ struct RecordConverter::Impl {
     tok = v.raw_json_token();
     int128 unscaled = 0;
     switch (ParseDecimal(TrimRight(tok), n.precision, n.scale, &unscaled)) {
-      case ParseOutcome::kBadSyntax: return Fail(RecordErrorCode::kMalformedJson, "invalid number");
+      case ParseOutcome::kBadSyntax:
+        return Fail(RecordErrorCode::kMalformedJson, "invalid number");
       case ParseOutcome::kOutOfRange:
+      case ParseOutcome::kNotInteger:
         return Fail(RecordErrorCode::kValueOutOfRange,
-                    "number does not fit " + iceberg::PrimitiveTypeName(*n.shred->type));
-      case ParseOutcome::kOk: break;
+                    std::string(TrimRight(tok)) + " does not fit " +
+                        iceberg::PrimitiveTypeName(*n.shred->type) + " exactly");
+      case ParseOutcome::kOk:
+        break;
     }
-    if (n.constraints->multiple_of != 0 && unscaled % n.constraints->multiple_of != 0) {
-      return Fail(RecordErrorCode::kValueOutOfRange, "number is not a multiple of the schema's multipleOf");
+    // multipleOf 10^-scale (the usual case: it set the scale) holds for every value.
+    if (n.constraints->multiple_of > 1 && unscaled % n.constraints->multiple_of != 0) {
+      return Fail(RecordErrorCode::kValueOutOfRange,
+                  "number is not a multiple of the schema's multipleOf");
     }
     // Bounds are compared like the double columns do (and JSON Schema validators): the
     // number's text read as a double against the bounds read as doubles, so a value
     // written exactly as a bound (0.01, 19.99) is on it, whatever binary rounding says.
     double as_double = 0;
     if ((n.constraints->min_number || n.constraints->max_number) &&
-        (!ParseDouble(TrimRight(tok), &as_double) || !WithinNumberBounds(*n.constraints, as_double))) {
-      return Fail(RecordErrorCode::kValueOutOfRange, std::string(TrimRight(tok)) + " is outside the schema's bounds");
+        (!ParseDouble(TrimRight(tok), &as_double) ||
+         !WithinNumberBounds(*n.constraints, as_double))) {
+      return Fail(RecordErrorCode::kValueOutOfRange,
+                  std::string(TrimRight(tok)) + " is outside the schema's bounds");
     }
     if (n.physical == PhysicalType::kInt32) {
       n.column->AddInt32(rep, static_cast<int32_t>(unscaled));
     } else if (n.physical == PhysicalType::kInt64) {
       n.column->AddInt64(rep, static_cast<int64_t>(unscaled));
     } else {
-      // Big-endian two's complement, sign-extended to the column width.
+      // Big-endian two's complement, sign-extended to the column width (<= 16): the last
+      // `w` bytes of the 16-byte form.
       char buf[16];
-      int w = n.column->descriptor().type_length;
-      for (int i = 0; i < w; ++i) buf[w - 1 - i] = static_cast<char>(static_cast<uint8_t>(unscaled >> (8 * i)));
-      n.column->AddBytes(rep, std::string_view(buf, static_cast<size_t>(w)));
+      const uint64_t hi = __builtin_bswap64(static_cast<uint64_t>(unscaled >> 64));
+      const uint64_t lo = __builtin_bswap64(static_cast<uint64_t>(unscaled));
+      std::memcpy(buf, &hi, 8);
+      std::memcpy(buf + 8, &lo, 8);
+      const auto w = static_cast<size_t>(n.column->descriptor().type_length);
+      n.column->AddBytes(rep, std::string_view(buf + 16 - w, w));
     }
     return true;
   }
@@ -541,7 +660,8 @@ struct RecordConverter::Impl {
       case TypeId::kDecimal:
         if (t != od::json_type::number) return Mismatch(n, t);
         return DecimalValue(n, v, rep);
-      default: break;
+      default:
+        break;
     }
     // The remaining types come from JSON strings.
     if (n.constraints->has_enum && !EnumKindAllowed(*n.constraints, t)) {
@@ -575,16 +695,18 @@ struct RecordConverter::Impl {
     // Fast path: a string without escapes is its raw token minus the quotes (stage 1
     // has validated its UTF-8 and rejected unescaped control characters).
     std::string_view tok = TrimRight(v.raw_json_token());
-    if (tok.size() >= 2 && tok.back() == '"' && std::memchr(tok.data(), '\\', tok.size()) == nullptr) {
+    if (tok.size() >= 2 && tok.back() == '"' &&
+        std::memchr(tok.data(), '\\', tok.size()) == nullptr) {
       s = tok.substr(1, tok.size() - 2);
     } else if (auto e = v.get_string().get(s)) {
       return Fail(RecordErrorCode::kMalformedJson, simdjson::error_message(e));
     }
     auto parsed = [&](ParseOutcome o, const char* what) {
       if (o == ParseOutcome::kOk) return true;
-      return Fail(o == ParseOutcome::kBadSyntax ? RecordErrorCode::kTypeMismatch : RecordErrorCode::kValueOutOfRange,
+      return Fail(o == ParseOutcome::kBadSyntax ? RecordErrorCode::kTypeMismatch
+                                                : RecordErrorCode::kValueOutOfRange,
                   o == ParseOutcome::kBadSyntax ? std::string("not ") + what
-                                                  : std::string(what) + " with a part out of range");
+                                                : std::string(what) + " with a part out of range");
     };
     switch (n.type) {
       case TypeId::kString:
@@ -630,8 +752,9 @@ struct RecordConverter::Impl {
         }
         std::string_view bytes(scratch.data(), *size);
         if (n.type == TypeId::kFixed && bytes.size() != static_cast<size_t>(n.length)) {
-          return Fail(RecordErrorCode::kValueOutOfRange,
-                      "expected " + std::to_string(n.length) + " bytes, got " + std::to_string(bytes.size()));
+          return Fail(RecordErrorCode::kValueOutOfRange, "expected " + std::to_string(n.length) +
+                                                             " bytes, got " +
+                                                             std::to_string(bytes.size()));
         }
         n.column->AddBytes(rep, bytes);
         return true;
@@ -667,11 +790,12 @@ struct RecordConverter::Impl {
         valid = !doc.is_null().get(n) && n;
         break;
       }
-      default: break;
+      default:
+        break;
     }
     if (!valid) return Fail(RecordErrorCode::kMalformedJson, "not JSON");
-    return Fail(RecordErrorCode::kTypeMismatch, std::string("the record is ") + JsonTypeName(t) +
-                                                    ", not a JSON object");
+    return Fail(RecordErrorCode::kTypeMismatch,
+                std::string("the record is ") + JsonTypeName(t) + ", not a JSON object");
   }
 
   Result<bool> Run(std::string_view json, size_t capacity, RecordError* error) {
@@ -698,7 +822,8 @@ struct RecordConverter::Impl {
         }
       }
     }
-    if (ok && options.route_field_id != 0 && (!routed || *routed < route_lo || *routed >= route_hi)) {
+    if (ok && options.route_field_id != 0 &&
+        (!routed || *routed < route_lo || *routed >= route_hi)) {
       writer->AbortRecord();
       error->code = RecordErrorCode::kOutsideRoute;
       error->path = "$";
@@ -740,7 +865,8 @@ Result<std::unique_ptr<RecordConverter>> RecordConverter::Make(const Convertible
 Result<bool> RecordConverter::Convert(std::string_view json, RecordError* error) {
   impl_->padded.assign(json);
   impl_->padded.append(kPadding, '\0');
-  return impl_->Run(std::string_view(impl_->padded.data(), json.size()), impl_->padded.size(), error);
+  return impl_->Run(std::string_view(impl_->padded.data(), json.size()), impl_->padded.size(),
+                    error);
 }
 
 void RecordConverter::SetRoute(int64_t lo, int64_t hi) {

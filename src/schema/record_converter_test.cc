@@ -22,8 +22,8 @@ class ConverterTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(auto s, LoadConvertibleSchema(schema_json));
     schema_ = std::move(s);
     pq::WriterOptions o;
-    o.dictionary = false;       // PLAIN values are inspectable
-    o.page_size = 1LL << 40;    // never cut a page behind the test's back
+    o.dictionary = false;     // PLAIN values are inspectable
+    o.page_size = 1LL << 40;  // never cut a page behind the test's back
     o.row_group_size = 1LL << 40;
     o.codec = pq::Codec::kUncompressed;
     sink_ = std::make_unique<pq::StringOutputStream>(&file_);
@@ -39,9 +39,11 @@ class ConverterTest : public ::testing::Test {
 
   void ExpectReject(const std::string& json, RecordErrorCode code, const std::string& path) {
     std::vector<int64_t> before;
-    for (int i = 0; i < writer_->num_columns(); ++i) before.push_back(writer_->column(i).num_levels());
+    for (int i = 0; i < writer_->num_columns(); ++i)
+      before.push_back(writer_->column(i).num_levels());
     EXPECT_FALSE(Convert(json)) << json;
-    EXPECT_EQ(RecordErrorCodeName(error_.code), RecordErrorCodeName(code)) << json << ": " << error_.message;
+    EXPECT_EQ(RecordErrorCodeName(error_.code), RecordErrorCodeName(code))
+        << json << ": " << error_.message;
     EXPECT_EQ(error_.path, path) << json;
     for (int i = 0; i < writer_->num_columns(); ++i) {
       EXPECT_EQ(writer_->column(i).num_levels(), before[static_cast<size_t>(i)])
@@ -112,7 +114,7 @@ TEST_F(ConverterTest, EveryMappedTypeLandsInItsColumn) {
   EXPECT_EQ(static_cast<uint8_t>(dec.plain[14]), 0xfa);
   EXPECT_EQ(static_cast<uint8_t>(dec.plain[15]), 0x74);
   EXPECT_EQ(Values<double>(Page(9)), std::vector<double>{1e300});
-  EXPECT_EQ(Page(10).plain, std::string("\1", 1));
+  EXPECT_EQ(std::string_view(Page(10).plain), std::string("\1", 1));
   EXPECT_EQ(Strings(Page(11)), std::vector<std::string>{"green"});
 }
 
@@ -120,7 +122,8 @@ TEST_F(ConverterTest, ListLevelsFollowTheSpecExample) {
   // parquet-format / formats.md A.8: optional list of optional int32.
   Load(R"({"type":"struct","fields":[{"id":1,"name":"tags","required":false,"type":
       {"type":"list","element-id":2,"element-required":false,"element":"int"}}]})");
-  for (const char* r : {R"({"tags":[1,null,2]})", R"({"tags":null})", R"({"tags":[]})", R"({"tags":[3]})"}) {
+  for (const char* r :
+       {R"({"tags":[1,null,2]})", R"({"tags":null})", R"({"tags":[]})", R"({"tags":[3]})"}) {
     ASSERT_TRUE(Convert(r)) << r << error_.message;
   }
   auto p = Page(0);
@@ -165,15 +168,19 @@ TEST_F(ConverterTest, EveryRejectionCodeRollsBackTheRecord) {
     "e":{"enum":["a","b"]}}})");
   ASSERT_TRUE(Convert(R"({"id":1,"s":{"x":"a","l":[1,2]}})"));
   // Each of these fails late, after earlier members were written.
-  ExpectReject(R"({"id":2,"s":{"x":"a","l":[1,2,"three"]}})", RecordErrorCode::kTypeMismatch, "$.s.l[2]");
+  ExpectReject(R"({"id":2,"s":{"x":"a","l":[1,2,"three"]}})", RecordErrorCode::kTypeMismatch,
+               "$.s.l[2]");
   ExpectReject(R"({"id":2,"s":{"l":[1]}})", RecordErrorCode::kMissingRequiredField, "$.s.x");
   ExpectReject(R"({"s":{"x":"a"}})", RecordErrorCode::kMissingRequiredField, "$.id");
   ExpectReject(R"({"id":null,"s":{"x":"a"}})", RecordErrorCode::kMissingRequiredField, "$.id");
   ExpectReject(R"({"id":1001,"s":{"x":"a"}})", RecordErrorCode::kValueOutOfRange, "$.id");
-  ExpectReject(R"({"id":1,"s":{"x":"a"},"amount":0.001})", RecordErrorCode::kValueOutOfRange, "$.amount");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"amount":0.001})", RecordErrorCode::kValueOutOfRange,
+               "$.amount");
   ExpectReject(R"({"id":1,"s":{"x":"a"},"e":"c"})", RecordErrorCode::kValueOutOfRange, "$.e");
-  ExpectReject(R"({"id":1,"s":{"x":"a"},"ts":"2021-02-30T00:00:00Z"})", RecordErrorCode::kValueOutOfRange, "$.ts");
-  ExpectReject(R"({"id":1,"s":{"x":"a"},"ts":"yesterday"})", RecordErrorCode::kTypeMismatch, "$.ts");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"ts":"2021-02-30T00:00:00Z"})",
+               RecordErrorCode::kValueOutOfRange, "$.ts");
+  ExpectReject(R"({"id":1,"s":{"x":"a"},"ts":"yesterday"})", RecordErrorCode::kTypeMismatch,
+               "$.ts");
   ExpectReject(R"({"id":1.5,"s":{"x":"a"}})", RecordErrorCode::kTypeMismatch, "$.id");
   ExpectReject(R"({"id":"1","s":{"x":"a"}})", RecordErrorCode::kTypeMismatch, "$.id");
   ExpectReject(R"({"id":1,"s":{"x":"a"},"junk":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]})",
@@ -184,7 +191,8 @@ TEST_F(ConverterTest, EveryRejectionCodeRollsBackTheRecord) {
   ExpectReject(R"({"id":1,"id":2,"s":{"x":"a"}})", RecordErrorCode::kMalformedJson, "$.id");
   ExpectReject("not json", RecordErrorCode::kMalformedJson, "$");
   ExpectReject("[1]", RecordErrorCode::kTypeMismatch, "$");
-  ExpectReject(std::string("{\"id\":1,\"s\":{\"x\":\"\xff\"}}"), RecordErrorCode::kMalformedJson, "$");
+  ExpectReject(std::string("{\"id\":1,\"s\":{\"x\":\"\xff\"}}"), RecordErrorCode::kMalformedJson,
+               "$");
   ASSERT_TRUE(Convert(R"({"id":3,"s":{"x":"b"}})"));
   // Only the two accepted records reached the columns (id is an int: bounds fit).
   EXPECT_EQ(Values<int32_t>(Page(0)), (std::vector<int32_t>{1, 3}));
@@ -198,6 +206,89 @@ TEST_F(ConverterTest, IntegersAcceptIntegralNumbers) {
   ExpectReject(R"({"n":1e19})", RecordErrorCode::kValueOutOfRange, "$.n");
   ExpectReject(R"({"n":18446744073709551616})", RecordErrorCode::kValueOutOfRange, "$.n");
   EXPECT_EQ(Values<int64_t>(Page(0)), (std::vector<int64_t>{1, -2000}));
+}
+
+// Issue 19: a value is stored exactly or refused, never rounded. The long column's
+// neighbours of its range, integers that a double cannot hold, and fractions hidden in
+// the 17th digit (12345678901234567.5 rounds to an integer as a double).
+TEST_F(ConverterTest, IntegersAreExactOrRefused) {
+  Load(R"({"type":"object","properties":{"l":{"type":"integer"},
+    "i":{"type":"integer","minimum":-2147483648,"maximum":2147483647}}})");
+  ASSERT_TRUE(Convert(R"({"l":-9223372036854775808})"));
+  ASSERT_TRUE(Convert(R"({"l":9223372036854775807})"));
+  ASSERT_TRUE(Convert(R"({"l":9007199254740993})"));        // 2^53 + 1: no double holds it
+  ASSERT_TRUE(Convert(R"({"l":9223372036854775.807e3})"));  // exact, written with a fraction
+  ASSERT_TRUE(Convert(
+      R"({"l":1.00000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000e0})"));
+  ASSERT_TRUE(Convert(R"({"i":-2147483648})"));
+  ExpectReject(R"({"l":-9223372036854775809})", RecordErrorCode::kValueOutOfRange, "$.l");
+  ExpectReject(R"({"l":9223372036854775808})", RecordErrorCode::kValueOutOfRange, "$.l");
+  ExpectReject(R"({"l":9.223372036854775808e18})", RecordErrorCode::kValueOutOfRange, "$.l");
+  ExpectReject(R"({"l":12345678901234567.5})", RecordErrorCode::kTypeMismatch, "$.l");
+  ExpectReject(R"({"l":9007199254740993.0000000001})", RecordErrorCode::kTypeMismatch, "$.l");
+  ExpectReject(R"({"l":1e-400})", RecordErrorCode::kTypeMismatch, "$.l");
+  ExpectReject(R"({"l":1e400})", RecordErrorCode::kValueOutOfRange, "$.l");
+  ExpectReject(R"({"i":2147483648})", RecordErrorCode::kValueOutOfRange, "$.i");
+  ExpectReject(R"({"i":-2147483649})", RecordErrorCode::kValueOutOfRange, "$.i");
+  EXPECT_EQ(
+      Values<int64_t>(Page(0)),
+      (std::vector<int64_t>{INT64_MIN, INT64_MAX, 9007199254740993LL, 9223372036854775807LL, 1}));
+  EXPECT_EQ(Values<int32_t>(Page(1)), (std::vector<int32_t>{INT32_MIN}));
+}
+
+// Integer bounds and multipleOf of the schema hold exactly too.
+TEST_F(ConverterTest, IntegerConstraintsAreExact) {
+  Load(R"({"type":"object","properties":{
+    "b":{"type":"integer","minimum":9007199254740993,"maximum":9007199254740995},
+    "f":{"type":"integer","multipleOf":0.3}}})");
+  ASSERT_TRUE(Convert(R"({"b":9007199254740993})"));
+  ExpectReject(R"({"b":9007199254740992})", RecordErrorCode::kValueOutOfRange, "$.b");
+  ExpectReject(R"({"b":9007199254740996})", RecordErrorCode::kValueOutOfRange, "$.b");
+  // 3 * 10^17 + 1 is no multiple of 0.3 (as doubles the remainder vanishes in rounding).
+  ASSERT_TRUE(Convert(R"({"f":300000000000000000})"));
+  ExpectReject(R"({"f":300000000000000001})", RecordErrorCode::kValueOutOfRange, "$.f");
+  ExpectReject(R"({"f":1})", RecordErrorCode::kValueOutOfRange, "$.f");
+}
+
+// float and double: the nearest value of the type, read from the text; out of the type's
+// range (or a non-zero number that would become 0) is refused.
+TEST_F(ConverterTest, FloatingPointOutOfRangeIsRefused) {
+  Load(R"({"type":"struct","fields":[{"id":1,"name":"f","required":false,"type":"float"},
+    {"id":2,"name":"d","required":false,"type":"double"}]})");
+  ASSERT_TRUE(Convert(R"({"f":3.4028234e38,"d":1.7976931348623157e308})"));
+  ASSERT_TRUE(Convert(R"({"f":0.1,"d":-0.0})"));
+  // 1.00000005960464477539: a tie between two floats after rounding to double first (the
+  // nearest float of the decimal text is the upper one).
+  ASSERT_TRUE(Convert(R"({"f":1.000000059604644775390626})"));
+  ExpectReject(R"({"f":3.5e38})", RecordErrorCode::kValueOutOfRange, "$.f");
+  ExpectReject(R"({"f":1e-50})", RecordErrorCode::kValueOutOfRange, "$.f");
+  ExpectReject(R"({"d":1e309})", RecordErrorCode::kValueOutOfRange, "$.d");
+  ExpectReject(R"({"d":-1e400})", RecordErrorCode::kValueOutOfRange, "$.d");
+  ExpectReject(R"({"d":1e-400})", RecordErrorCode::kValueOutOfRange, "$.d");
+  ASSERT_TRUE(Convert(R"({"d":0e-400})"));
+  auto f = Values<float>(Page(0));
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0], 3.4028234e38f);
+  EXPECT_EQ(f[1], 0.1f);
+  EXPECT_EQ(f[2], 1.00000011920928955078125f);
+  auto d = Values<double>(Page(1));
+  EXPECT_EQ(d.size(), 3u);
+}
+
+// Decimals: exact at the column's scale and within its precision, or refused.
+TEST_F(ConverterTest, DecimalsAreExactOrRefused) {
+  Load(R"j({"type":"struct","fields":[{"id":1,"name":"a","required":false,"type":"decimal(9,2)"},
+    {"id":2,"name":"w","required":false,"type":"decimal(38,2)"}]})j");
+  ASSERT_TRUE(Convert(R"({"a":9999999.99,"w":123456789012345678901234567890123456.78})"));
+  ASSERT_TRUE(Convert(R"({"a":-0.10,"w":1.5e2})"));
+  ASSERT_TRUE(Convert(R"({"a":12.300000})"));
+  ExpectReject(R"({"a":10000000.00})", RecordErrorCode::kValueOutOfRange, "$.a");
+  ExpectReject(R"({"a":0.001})", RecordErrorCode::kValueOutOfRange, "$.a");
+  ExpectReject(R"({"a":12345678901234567.5})", RecordErrorCode::kValueOutOfRange, "$.a");
+  ExpectReject(R"({"w":1234567890123456789012345678901234567.8})",
+               RecordErrorCode::kValueOutOfRange, "$.w");
+  ExpectReject(R"({"w":0.125})", RecordErrorCode::kValueOutOfRange, "$.w");
+  EXPECT_EQ(Values<int32_t>(Page(0)), (std::vector<int32_t>{999999999, -10, 1230}));
 }
 
 TEST_F(ConverterTest, EnumMembersKeepTheirJsonKindAndDeclaredType) {
@@ -215,7 +306,7 @@ TEST_F(ConverterTest, EnumMembersKeepTheirJsonKindAndDeclaredType) {
   ExpectReject(R"({"s":1})", RecordErrorCode::kTypeMismatch, "$.s");
   ExpectReject(R"({"b":"true"})", RecordErrorCode::kTypeMismatch, "$.b");
   ExpectReject(R"({"u":"1"})", RecordErrorCode::kValueOutOfRange, "$.u");  // the number 1 is listed
-  ASSERT_TRUE(Convert(R"({"f":2.0,"u":1.0})"));                               // numbers by value
+  ASSERT_TRUE(Convert(R"({"f":2.0,"u":1.0})"));                            // numbers by value
   ASSERT_TRUE(Convert(R"({"f":1.50})"));
   ExpectReject(R"({"f":2.5})", RecordErrorCode::kValueOutOfRange, "$.f");
 }
@@ -262,7 +353,8 @@ TEST(ConverterRoutingTest, RecordsOutsideTheRangeComeBackWithTheirValue) {
   format::parquet::StringOutputStream out(&file);
   ASSERT_OK_AND_ASSIGN(
       auto w, format::parquet::FileWriter::Make(s->schema, &out, format::parquet::WriterOptions{}));
-  const int32_t ts_id = s->schema.fields[0].name == "ts" ? s->schema.fields[0].id : s->schema.fields[1].id;
+  const int32_t ts_id =
+      s->schema.fields[0].name == "ts" ? s->schema.fields[0].id : s->schema.fields[1].id;
   ConverterOptions o;
   o.route_field_id = ts_id;
   ASSERT_OK_AND_ASSIGN(auto c, RecordConverter::Make(*s, w.get(), o));

@@ -1,6 +1,13 @@
 // Strict parsers for the string formats and numbers the converter accepts.
 #include "schema/value_parsers.h"
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace icestream::schema {
 namespace {
 
@@ -28,8 +35,8 @@ int DaysInMonth(int y, int m) {
 // "YYYY-MM-DD" at the start of s (10 chars).
 ParseOutcome DatePart(std::string_view s, int64_t* days) {
   int y, m, d;
-  if (s.size() < 10 || !Digits(s, 0, 4, &y) || s[4] != '-' || !Digits(s, 5, 2, &m) ||
-      s[7] != '-' || !Digits(s, 8, 2, &d)) {
+  if (s.size() < 10 || !Digits(s, 0, 4, &y) || s[4] != '-' || !Digits(s, 5, 2, &m) || s[7] != '-' ||
+      !Digits(s, 8, 2, &d)) {
     return ParseOutcome::kBadSyntax;
   }
   if (m < 1 || m > 12 || d < 1 || d > DaysInMonth(y, m)) return ParseOutcome::kOutOfRange;
@@ -40,8 +47,8 @@ ParseOutcome DatePart(std::string_view s, int64_t* days) {
 // "HH:MM:SS[.frac]" at the start of s; *consumed = characters used.
 ParseOutcome TimePart(std::string_view s, int64_t* micros, size_t* consumed) {
   int h, mi, se;
-  if (s.size() < 8 || !Digits(s, 0, 2, &h) || s[2] != ':' || !Digits(s, 3, 2, &mi) ||
-      s[5] != ':' || !Digits(s, 6, 2, &se)) {
+  if (s.size() < 8 || !Digits(s, 0, 2, &h) || s[2] != ':' || !Digits(s, 3, 2, &mi) || s[5] != ':' ||
+      !Digits(s, 6, 2, &se)) {
     return ParseOutcome::kBadSyntax;
   }
   size_t pos = 8;
@@ -113,7 +120,102 @@ ParseOutcome ParseTime(std::string_view s, int64_t* micros) {
   return ParseOutcome::kOk;
 }
 
+namespace {
+
+uint64_t Load8(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// Whether the bytes of x selected by `mask` (0xFF per byte) are all ASCII digits.
+bool DigitsAt(uint64_t x, uint64_t mask) {
+  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ull, kLow = 0x0F0F0F0F0F0F0F0Full;
+  return (x & kHigh & mask) == (0x3030303030303030ull & mask) &&
+         (((x & kLow) + 0x0606060606060606ull) & kHigh & mask) == 0;
+}
+
+// The value of eight ASCII digits (checked), first digit most significant, in three
+// multiplies (pairs, then quads, then the two halves).
+int64_t EightDigits(uint64_t x) {
+  x -= 0x3030303030303030ull;
+  x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
+  x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;
+  x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;
+  return static_cast<int64_t>(x);
+}
+
+// The common shapes of a date-time, "YYYY-MM-DDTHH:MM:SS" then ".f…" and "Z" or
+// "+HH:MM", in straight-line code (three 8-byte loads checked as words); false for any
+// other shape (the general parser then decides, so both always agree).
+bool FastTimestamp(std::string_view s, int64_t* micros, ParseOutcome* outcome) {
+  if (s.size() < 20) return false;
+  const char* p = s.data();
+  const uint64_t a = Load8(p), b = Load8(p + 8), c = Load8(p + 11);
+  // a = "YYYY-MM-", b = "DD?HH:MM" (only DD and ? used), c = "HH:MM:SS".
+  constexpr uint64_t kDateDigits = 0x00FFFF00FFFFFFFFull, kDateSeps = 0x2D00002D00000000ull;
+  constexpr uint64_t kTimeDigits = 0xFFFF00FFFF00FFFFull, kTimeSeps = 0x00003A00003A0000ull;
+  if (!DigitsAt(a, kDateDigits) || (a & ~kDateDigits) != kDateSeps) return false;
+  if (!DigitsAt(b, 0xFFFF) || !DigitsAt(c, kTimeDigits) || (c & ~kTimeDigits) != kTimeSeps)
+    return false;
+  const char t = p[10];
+  if (t != 'T' && t != 't' && t != ' ') return false;
+  auto dg = [p](int i) { return p[i] - '0'; };
+  const int y = dg(0) * 1000 + dg(1) * 100 + dg(2) * 10 + dg(3);
+  const int m = dg(5) * 10 + dg(6), d = dg(8) * 10 + dg(9);
+  const int h = dg(11) * 10 + dg(12), mi = dg(14) * 10 + dg(15), se = dg(17) * 10 + dg(18);
+  size_t pos = 19;
+  int64_t frac = 0;
+  if (p[pos] == '.' && s.size() >= 27 && !Digit(p[26])) {
+    // ".ffffff": the eight bytes from s[18] with the two before the digits made '0'.
+    const uint64_t x = (Load8(p + 18) & ~0xFFFFull) | 0x3030;
+    if (!DigitsAt(x, ~0ull)) return false;
+    frac = EightDigits(x);
+    pos = 26;
+  } else if (p[pos] == '.') {
+    // Microseconds: the first six digits, scaled by a table (no division per digit).
+    static constexpr int32_t kScale[7] = {1000000, 100000, 10000, 1000, 100, 10, 1};
+    ++pos;
+    size_t start = pos;
+    int32_t v = 0;
+    while (pos < s.size() && Digit(p[pos])) {
+      if (pos - start < 6) v = v * 10 + (p[pos] - '0');
+      ++pos;
+    }
+    if (pos == start) return false;
+    frac = static_cast<int64_t>(v) * kScale[pos - start < 6 ? pos - start : 6];
+  }
+  int64_t off = 0;
+  if (pos + 1 == s.size() && (p[pos] == 'Z' || p[pos] == 'z')) {
+    // UTC
+  } else if (pos + 6 == s.size() && (p[pos] == '+' || p[pos] == '-') && p[pos + 3] == ':' &&
+             Digit(p[pos + 1]) && Digit(p[pos + 2]) && Digit(p[pos + 4]) && Digit(p[pos + 5])) {
+    const int oh = dg(static_cast<int>(pos) + 1) * 10 + dg(static_cast<int>(pos) + 2);
+    const int om = dg(static_cast<int>(pos) + 4) * 10 + dg(static_cast<int>(pos) + 5);
+    if (oh > 23 || om > 59) return false;
+    off = (oh * 60LL + om) * 60 * 1000000 * (p[pos] == '-' ? -1 : 1);
+  } else {
+    return false;
+  }
+  if (m < 1 || m > 12 || d < 1 || d > DaysInMonth(y, m) || h > 23 || mi > 59 || se > 59) {
+    *outcome = ParseOutcome::kOutOfRange;
+    return true;
+  }
+  const int64_t days = DaysFromCivil(y, static_cast<unsigned>(m), static_cast<unsigned>(d));
+  *micros = days * kMicrosPerDay + ((h * 60LL + mi) * 60 + se) * 1000000 + frac - off;
+  *outcome = ParseOutcome::kOk;
+  return true;
+}
+
+}  // namespace
+
 ParseOutcome ParseTimestamp(std::string_view s, int64_t* micros) {
+  ParseOutcome fast;
+  if (FastTimestamp(s, micros, &fast)) return fast;
+  return ParseTimestampGeneral(s, micros);
+}
+
+ParseOutcome ParseTimestampGeneral(std::string_view s, int64_t* micros) {
   int64_t days;
   if (s.size() < 19) return ParseOutcome::kBadSyntax;
   ParseOutcome o = DatePart(s, &days);
@@ -131,6 +233,7 @@ ParseOutcome ParseTimestamp(std::string_view s, int64_t* micros) {
 
 namespace {
 
+#if !defined(__SSE2__)
 // Hex digit values; 0xFF = not a hex digit.
 struct HexTable {
   uint8_t v[256];
@@ -144,6 +247,7 @@ struct HexTable {
   }
 };
 constexpr HexTable kHex;
+#endif
 
 }  // namespace
 
@@ -151,6 +255,38 @@ ParseOutcome ParseUuid(std::string_view s, uint8_t out[16]) {
   if (s.size() != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') {
     return ParseOutcome::kBadSyntax;
   }
+#if defined(__SSE2__)
+  // The 32 hex digits side by side, then 16 lanes at a time (SSE2, the x86-64 baseline):
+  // validity and nibble value per byte, then nibble pairs packed into bytes.
+  alignas(16) char hex[32];
+  std::memcpy(hex, s.data(), 8);
+  std::memcpy(hex + 8, s.data() + 9, 4);
+  std::memcpy(hex + 12, s.data() + 14, 4);
+  std::memcpy(hex + 16, s.data() + 19, 4);
+  std::memcpy(hex + 20, s.data() + 24, 12);
+  const __m128i lo_nibble = _mm_set1_epi16(0x00FF);
+  __m128i packed[2];
+  __m128i bad = _mm_setzero_si128();
+  for (int half = 0; half < 2; ++half) {
+    __m128i c = _mm_load_si128(reinterpret_cast<const __m128i*>(hex + 16 * half));
+    // Bytes >= 0x80 compare as negative: below '0' and below 'a', so invalid.
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(c, _mm_set1_epi8('0' - 1)),
+                                  _mm_cmplt_epi8(c, _mm_set1_epi8('9' + 1)));
+    __m128i lower = _mm_or_si128(c, _mm_set1_epi8(0x20));
+    __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(lower, _mm_set1_epi8('a' - 1)),
+                                  _mm_cmplt_epi8(lower, _mm_set1_epi8('f' + 1)));
+    bad = _mm_or_si128(bad, _mm_andnot_si128(_mm_or_si128(digit, alpha), _mm_set1_epi8(-1)));
+    // '0'..'9' -> 0..9 (low nibble); 'a'..'f' and 'A'..'F' -> low nibble 1..6, plus 9.
+    __m128i nib =
+        _mm_add_epi8(_mm_and_si128(c, _mm_set1_epi8(0x0F)), _mm_and_si128(alpha, _mm_set1_epi8(9)));
+    // Each 16-bit lane holds (first digit, second digit): first << 4 | second.
+    packed[half] =
+        _mm_or_si128(_mm_slli_epi16(_mm_and_si128(nib, lo_nibble), 4), _mm_srli_epi16(nib, 8));
+  }
+  if (_mm_movemask_epi8(bad) != 0) return ParseOutcome::kBadSyntax;
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(packed[0], packed[1]));
+  return ParseOutcome::kOk;
+#else
   // Byte i of the UUID starts at this offset of the text.
   static constexpr uint8_t kPos[16] = {0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
   uint8_t bad = 0;
@@ -161,6 +297,7 @@ ParseOutcome ParseUuid(std::string_view s, uint8_t out[16]) {
     out[i] = static_cast<uint8_t>((hi << 4) | (lo & 0x0F));
   }
   return (bad & 0xF0) ? ParseOutcome::kBadSyntax : ParseOutcome::kOk;
+#endif
 }
 
 bool IsJsonNumber(std::string_view s) {
@@ -190,64 +327,330 @@ bool IsJsonNumber(std::string_view s) {
   return i == s.size();
 }
 
-ParseOutcome ParseDecimal(std::string_view s, int32_t precision, int32_t scale, int128* unscaled) {
-  if (!IsJsonNumber(s)) return ParseOutcome::kBadSyntax;
-  bool negative = s[0] == '-';
-  size_t i = negative ? 1 : 0;
-  // Collect significant digits and the power of ten they are scaled by.
+namespace {
+
+// A JSON number's significant digits and the power of ten they are scaled by:
+// value = (negative ? -1 : 1) * digits * 10^exp10. Leading zeros are dropped; zeros
+// beyond the 128 digits kept are folded into exp10 when nothing but zeros follows, so
+// "1.000…0" of any length stays exact. `too_many`: a non-zero digit beyond the 128th.
+struct Significand {
   char digits[128];
   int nd = 0;
   int64_t exp10 = 0;
+  bool negative = false;
   bool too_many = false;
-  auto push = [&](char c) {
-    if (nd == 0 && c == '0') return;  // leading zeros carry nothing
-    if (nd < 128) {
-      digits[nd++] = c;
+};
+
+// Precondition: IsJsonNumber(s).
+void Decompose(std::string_view s, Significand* out) {
+  out->negative = s[0] == '-';
+  size_t i = out->negative ? 1 : 0;
+  int pending_zeros = 0;  // integer-part zeros not kept (the buffer was full)
+  auto push = [&](char c, bool fraction) {
+    if (out->nd == 0 && c == '0') {
+      if (fraction) --out->exp10;  // 0.05: the zero still scales the digits after it
+      return;
+    }
+    if (out->nd < 128) {
+      out->digits[out->nd++] = c;
+      if (fraction) --out->exp10;
+    } else if (c == '0') {
+      if (!fraction) ++pending_zeros;  // a dropped fraction zero changes nothing
     } else {
-      too_many = true;
+      out->too_many = true;
     }
   };
-  while (i < s.size() && Digit(s[i])) push(s[i++]);
+  while (i < s.size() && Digit(s[i])) push(s[i++], false);
   if (i < s.size() && s[i] == '.') {
     ++i;
-    while (i < s.size() && Digit(s[i])) {
-      push(s[i++]);
-      --exp10;
-    }
+    while (i < s.size() && Digit(s[i])) push(s[i++], true);
   }
+  out->exp10 += pending_zeros;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
     ++i;
     bool eneg = false;
     if (s[i] == '+' || s[i] == '-') eneg = s[i++] == '-';
     int64_t e = 0;
     while (i < s.size()) {
-      if (e < 100000) e = e * 10 + (s[i] - '0');
+      if (e < 100000) e = e * 10 + (s[i] - '0');  // larger exponents are out of every range
       ++i;
     }
-    exp10 += eneg ? -e : e;
+    out->exp10 += eneg ? -e : e;
   }
-  if (too_many) return ParseOutcome::kOutOfRange;
-  // value = digits * 10^exp10; unscaled = digits * 10^(exp10 + scale).
-  int64_t shift = exp10 + scale;
-  if (nd == 0) {
+}
+
+// Drops the digits that exp10 < 0 puts after the decimal point of the value scaled by
+// 10^scale; false when one of them is not zero (the value is not a multiple of
+// 10^-scale). *shift: the power of ten the kept digits are then multiplied by.
+bool ExactShift(Significand* d, int64_t scale, int64_t* shift) {
+  int64_t sh = d->exp10 + scale;
+  if (sh < 0) {
+    if (-sh > d->nd) return false;
+    for (int k = d->nd + static_cast<int>(sh); k < d->nd; ++k) {
+      if (d->digits[k] != '0') return false;
+    }
+    d->nd += static_cast<int>(sh);
+    sh = 0;
+  }
+  *shift = sh;
+  return true;
+}
+
+int128 DigitsValue(const Significand& d, int64_t shift) {
+  int128 v = 0;
+  for (int k = 0; k < d.nd; ++k) v = v * 10 + (d.digits[k] - '0');
+  for (int64_t k = 0; k < shift; ++k) v *= 10;
+  return d.negative ? -v : v;
+}
+
+constexpr uint64_t kPow10[20] = {1ull,
+                                 10ull,
+                                 100ull,
+                                 1000ull,
+                                 10000ull,
+                                 100000ull,
+                                 1000000ull,
+                                 10000000ull,
+                                 100000000ull,
+                                 1000000000ull,
+                                 10000000000ull,
+                                 100000000000ull,
+                                 1000000000000ull,
+                                 10000000000000ull,
+                                 100000000000000ull,
+                                 1000000000000000ull,
+                                 10000000000000000ull,
+                                 100000000000000000ull,
+                                 1000000000000000000ull,
+                                 10000000000000000000ull};
+
+// The common shape of decimal amounts ("-123.45": at most 19 characters, no exponent) in
+// two tight loops; false when the text is of another shape (the general path then
+// decides, so both always agree).
+bool FastDecimal(std::string_view s, int32_t precision, int32_t scale, int128* unscaled,
+                 ParseOutcome* outcome) {
+  const size_t n = s.size();
+  // 19 characters hold at most 19 digits: < 10^19, inside a uint64.
+  if (n == 0 || n > 19 || scale > 19) return false;
+  const char* p = s.data();
+  const char* const end = p + n;
+  const bool negative = *p == '-';
+  p += negative;
+  uint64_t v = 0;
+  const char* q = p;
+  while (q < end && static_cast<unsigned>(*q - '0') < 10)
+    v = v * 10 + static_cast<unsigned>(*q++ - '0');
+  if (q == p || (*p == '0' && q - p > 1)) return false;  // no digit, or "01"
+  int frac = 0;
+  if (q < end) {
+    if (*q != '.') return false;  // an exponent or junk
+    const char* f = ++q;
+    while (q < end && static_cast<unsigned>(*q - '0') < 10)
+      v = v * 10 + static_cast<unsigned>(*q++ - '0');
+    frac = static_cast<int>(q - f);
+    if (frac == 0 || q != end) return false;
+  }
+  // v = value * 10^frac exactly; bring it to the column's scale, exactly or not at all.
+  if (frac > scale) {
+    const uint64_t drop = kPow10[frac - scale];
+    if (v % drop != 0) {
+      *outcome = ParseOutcome::kOutOfRange;  // not exact at this scale
+      return true;
+    }
+    v /= drop;
+  } else if (frac < scale) {
+    const uint64_t mul = kPow10[scale - frac];
+    if (v > UINT64_MAX / mul) return false;
+    v *= mul;
+  }
+  // Precision counts the digits of the unscaled value.
+  if (precision <= 19 && v >= kPow10[precision]) {
+    *outcome = ParseOutcome::kOutOfRange;
+    return true;
+  }
+  *unscaled = negative ? -static_cast<int128>(v) : static_cast<int128>(v);
+  *outcome = ParseOutcome::kOk;
+  return true;
+}
+
+}  // namespace
+
+ParseOutcome ParseDecimal(std::string_view s, int32_t precision, int32_t scale, int128* unscaled) {
+  ParseOutcome fast;
+  if (FastDecimal(s, precision, scale, unscaled, &fast)) return fast;
+  return ParseDecimalGeneral(s, precision, scale, unscaled);
+}
+
+ParseOutcome ParseDecimalGeneral(std::string_view s, int32_t precision, int32_t scale,
+                                 int128* unscaled) {
+  if (!IsJsonNumber(s)) return ParseOutcome::kBadSyntax;
+  Significand d;
+  Decompose(s, &d);
+  if (d.too_many) return ParseOutcome::kOutOfRange;
+  if (d.nd == 0) {
     *unscaled = 0;
     return ParseOutcome::kOk;
   }
-  if (shift < 0) {
-    // The last -shift digits must be zeros (no rounding: an inexact value is refused).
-    if (-shift > nd) return ParseOutcome::kOutOfRange;
-    for (int k = nd + static_cast<int>(shift); k < nd; ++k) {
-      if (digits[k] != '0') return ParseOutcome::kOutOfRange;
-    }
-    nd += static_cast<int>(shift);
-    shift = 0;
-  }
-  if (nd + shift > precision) return ParseOutcome::kOutOfRange;
-  int128 v = 0;
-  for (int k = 0; k < nd; ++k) v = v * 10 + (digits[k] - '0');
-  for (int64_t k = 0; k < shift; ++k) v *= 10;
-  *unscaled = negative ? -v : v;
+  // unscaled = digits * 10^(exp10 + scale), exactly (no rounding: an inexact value is
+  // refused).
+  int64_t shift = 0;
+  if (!ExactShift(&d, scale, &shift)) return ParseOutcome::kOutOfRange;
+  if (d.nd + shift > precision) return ParseOutcome::kOutOfRange;
+  *unscaled = DigitsValue(d, shift);
   return ParseOutcome::kOk;
+}
+
+ParseOutcome ParseJsonInteger(std::string_view s, int128* value) {
+  if (!IsJsonNumber(s)) return ParseOutcome::kBadSyntax;
+  Significand d;
+  Decompose(s, &d);
+  if (d.nd == 0) {
+    *value = 0;
+    return ParseOutcome::kOk;
+  }
+  int64_t shift = 0;
+  if (!ExactShift(&d, 0, &shift)) return ParseOutcome::kNotInteger;
+  // A non-zero digit beyond the 128th: either 10^128 or more, or a fraction that 128
+  // digits cannot hold; refused either way.
+  if (d.too_many || d.nd + shift > 38) return ParseOutcome::kOutOfRange;
+  *value = DigitsValue(d, shift);
+  return ParseOutcome::kOk;
+}
+
+namespace {
+
+// Leading ASCII digits of the 8 bytes at p: how many (0..8), and their value.
+inline int LeadingDigits(const char* p, uint64_t* value) {
+  uint64_t x;
+  std::memcpy(&x, p, 8);
+  // A byte is a digit when its high nibble is 3 and its low nibble plus 6 stays below 16.
+  const uint64_t not_digit =
+      ((x & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
+      (((x & 0x0F0F0F0F0F0F0F0Full) + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull);
+  const int k = not_digit == 0 ? 8 : __builtin_ctzll(not_digit) / 8;
+  if (k == 0) {
+    *value = 0;
+    return 0;
+  }
+  // Keep the k digits in the high bytes, '0's below, and convert all eight.
+  const int shift = 8 * (8 - k);
+  const uint64_t digits = shift == 64 ? 0 : x << shift;
+  const uint64_t zeros = shift == 0 ? 0 : 0x3030303030303030ull >> (64 - shift);
+  *value = static_cast<uint64_t>(EightDigits(digits | zeros));
+  return k;
+}
+
+// The run of digits at p, eight bytes at a time: its length, and its value in *v
+// (meaningful while the length is at most 19). Reads up to 8 bytes past the run.
+inline size_t DigitRun(const char* p, uint64_t* v) {
+  size_t count = 0;
+  uint64_t acc = 0;
+  for (;;) {
+    uint64_t part;
+    const int k = LeadingDigits(p + count, &part);
+    acc = acc * kPow10[k] + part;  // (wraps beyond 19 digits: the callers refuse those)
+    count += static_cast<size_t>(k);
+    if (k < 8) break;
+  }
+  *v = acc;
+  return count;
+}
+
+}  // namespace
+
+bool ParseJsonInt64Fast(const char* p, size_t n, int64_t* out) {
+  const char* end = p + n;
+  const bool negative = n > 0 && *p == '-';
+  const char* q = p + negative;
+  if (q == end || (*q == '0' && q + 1 != end)) return false;  // empty, "-", "01", "0.5"
+  uint64_t v;
+  const size_t count = DigitRun(q, &v);
+  if (count == 0 || count > 19 || q + count != end) return false;
+  if (negative) {
+    if (v > 9223372036854775808ull) return false;
+    *out = static_cast<int64_t>(0 - v);
+  } else {
+    if (v > 9223372036854775807ull) return false;
+    *out = static_cast<int64_t>(v);
+  }
+  return true;
+}
+
+bool ParseJsonDoubleFast(const char* p, size_t n, double* out) {
+  const char* end = p + n;
+  const bool negative = n > 0 && *p == '-';
+  const char* q = p + negative;
+  if (q == end) return false;
+  uint64_t int_part;
+  const size_t int_digits = DigitRun(q, &int_part);
+  if (int_digits == 0 || int_digits > 19 || q + int_digits > end || (*q == '0' && int_digits > 1))
+    return false;
+  q += int_digits;
+  uint64_t v = int_part;
+  size_t digits = int_digits;
+  int64_t exp10 = 0;
+  if (q < end && *q == '.') {
+    ++q;
+    uint64_t frac;
+    const size_t frac_digits = DigitRun(q, &frac);
+    if (frac_digits == 0 || frac_digits > 19 || q + frac_digits > end) return false;
+    digits += frac_digits;
+    if (digits > 19) return false;
+    v = v * kPow10[frac_digits] + frac;
+    exp10 = -static_cast<int64_t>(frac_digits);
+    q += frac_digits;
+  }
+  if (digits > 19) return false;
+  if (q < end && (*q == 'e' || *q == 'E')) {
+    ++q;
+    bool eneg = false;
+    if (q < end && (*q == '+' || *q == '-')) eneg = *q++ == '-';
+    uint64_t e;
+    const size_t e_digits = DigitRun(q, &e);
+    if (e_digits == 0 || e_digits > 4 || q + e_digits > end) return false;
+    q += e_digits;
+    exp10 += eneg ? -static_cast<int64_t>(e) : static_cast<int64_t>(e);
+  }
+  if (q != end) return false;
+  if (v == 0) {
+    *out = negative ? -0.0 : 0.0;
+    return true;
+  }
+  static constexpr double kExact[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  double d;
+  if (v <= (uint64_t{1} << 53) && exp10 >= -22 && exp10 <= 22) {
+    // Clinger: both operands exact, one correctly rounded operation.
+    d = static_cast<double>(v);
+    d = exp10 < 0 ? d / kExact[-exp10] : d * kExact[exp10];
+  } else if (exp10 >= -27 && exp10 <= 27) {
+    // Extended precision (64-bit significand) holds v and 10^|exp10| exactly; its one
+    // rounding is within half a unit of its last place, so narrowing to double rounds
+    // correctly unless the extended result sits exactly half way between two doubles.
+    static_assert(std::numeric_limits<long double>::digits >= 64, "x87 extended precision");
+    long double pow = 1;
+    for (int64_t i = exp10 < 0 ? -exp10 : exp10; i > 0; --i) pow *= 10;  // exact (5^27 < 2^64)
+    long double r = static_cast<long double>(v);
+    r = exp10 < 0 ? r / pow : r * pow;
+    int e2;
+    const long double m = std::frexp(r, &e2);  // [0.5, 1): 64 significant bits
+    const auto bits = static_cast<uint64_t>(std::ldexp(m, 64));
+    if ((bits & 0x7FF) == 0x400) return false;  // a tie at double precision: ask the full parser
+    d = static_cast<double>(r);
+  } else {
+    return false;
+  }
+  *out = negative ? -d : d;
+  return true;
+}
+
+bool HasNonZeroDigit(std::string_view json_number) {
+  for (char c : json_number) {
+    if (c == 'e' || c == 'E') return false;
+    if (c >= '1' && c <= '9') return true;
+  }
+  return false;
 }
 
 }  // namespace icestream::schema

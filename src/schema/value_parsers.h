@@ -12,8 +12,9 @@ __extension__ typedef __int128 int128;
 
 enum class ParseOutcome : uint8_t {
   kOk,
-  kBadSyntax,    // not of the expected shape
-  kOutOfRange,   // well-formed, but not representable (day 31 of April, too many digits)
+  kBadSyntax,   // not of the expected shape
+  kOutOfRange,  // well-formed, but not representable (day 31 of April, too many digits)
+  kNotInteger,  // ParseJsonInteger: a number with a non-zero fraction
 };
 
 // "YYYY-MM-DD" -> days since 1970-01-01.
@@ -26,12 +27,34 @@ ParseOutcome ParseTime(std::string_view s, int64_t* micros);
 // a space, 'Z' may be 'z'); the offset is optional (absent = UTC). -> microseconds
 // since 1970-01-01T00:00:00Z.
 ParseOutcome ParseTimestamp(std::string_view s, int64_t* micros);
+// The same without the fast path for the common shapes (which must agree with it; for
+// tests).
+ParseOutcome ParseTimestampGeneral(std::string_view s, int64_t* micros);
 // "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (hex, any case) -> 16 bytes big-endian.
 ParseOutcome ParseUuid(std::string_view s, uint8_t out[16]);
 // A JSON number -> unscaled value at `scale` (value * 10^scale), which must be exact
 // and have at most `precision` digits (kOutOfRange otherwise).
 ParseOutcome ParseDecimal(std::string_view json_number, int32_t precision, int32_t scale,
                           int128* unscaled);
+// The same without the fast path for plain amounts (which must agree with it; for tests).
+ParseOutcome ParseDecimalGeneral(std::string_view json_number, int32_t precision, int32_t scale,
+                                 int128* unscaled);
+// A JSON number -> its exact value when it is an integer: 1.0, -2e3 and 1.50e1 are
+// (JSON Schema draft 6+); 12345678901234567.5 is not (kNotInteger), nor is anything
+// rounded. kOutOfRange: 10^38 or more in magnitude. The caller checks its column's range.
+ParseOutcome ParseJsonInteger(std::string_view json_number, int128* value);
+// Whether a JSON number's significand has a non-zero digit (the number is not zero).
+bool HasNonZeroDigit(std::string_view json_number);
+// Fast paths for JSON number tokens of the common shapes, for callers whose input is
+// padded: p[0, n + 8) must be readable. They return false, leaving *out untouched, for
+// any token they do not decide themselves (the caller then uses a full parser), and
+// never return a value that differs from the correctly rounded / exact one.
+//   Int64: -?(0|[1-9][0-9]*) that fits in int64.
+//   Double: at most 19 significant digits and a power of ten within +-27 (exact powers:
+//   one correctly rounded operation, checked for a tie before narrowing to double).
+bool ParseJsonInt64Fast(const char* p, size_t n, int64_t* out);
+bool ParseJsonDoubleFast(const char* p, size_t n, double* out);
+
 // Whether s is exactly one JSON number token (RFC 8259 §6 grammar).
 bool IsJsonNumber(std::string_view s);
 

@@ -3,6 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
 namespace icestream::schema {
 namespace {
 
@@ -81,6 +90,247 @@ std::string Str(int128 v) {
   return neg ? "-" + s : s;
 }
 
+// The word-at-a-time path for common date-times agrees with the general parser on
+// well-formed values of every shape it takes and on each of them with one byte changed.
+TEST(ValueParsersTest, TimestampFastPathAgreesWithTheGeneralPath) {
+  std::mt19937_64 rng(42);
+  const char* fracs[] = {"", ".1", ".123", ".123456", ".1234567", "."};
+  const char* offs[] = {"Z", "z", "+01:30", "-23:59", "+24:00", "-00:60", "", "+0130", "Z "};
+  const char kBytes[] = "0123456789-:TtZz+. \x80\xff/";
+  int checked = 0;
+  for (int n = 0; n < 20000; ++n) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%04d-%02d-%02d%c%02d:%02d:%02d",
+                  static_cast<int>(rng() % 10000), static_cast<int>(rng() % 14),
+                  static_cast<int>(rng() % 33), "Tt "[rng() % 3], static_cast<int>(rng() % 25),
+                  static_cast<int>(rng() % 61), static_cast<int>(rng() % 61));
+    std::string t = std::string(buf) + fracs[rng() % 6] + offs[rng() % 9];
+    for (int mutate = 0; mutate < 2; ++mutate) {
+      if (mutate) t[rng() % t.size()] = kBytes[rng() % (sizeof kBytes - 1)];
+      int64_t a = -1, b = -2;
+      ParseOutcome fa = ParseTimestamp(t, &a), fb = ParseTimestampGeneral(t, &b);
+      ASSERT_EQ(fa, fb) << t;
+      if (fa == ParseOutcome::kOk) {
+        ASSERT_EQ(a, b) << t;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+// The SSE2 path of ParseUuid against a byte-by-byte reading, on valid UUIDs in both cases
+// and on each with one byte changed (to any of the 256 values).
+TEST(ValueParsersTest, UuidAgreesWithAByteByByteReading) {
+  std::mt19937_64 rng(7);
+  auto reference = [](const std::string& s, uint8_t out[16]) {
+    if (s.size() != 36) return false;
+    int k = 0;
+    for (size_t i = 0; i < 36; ++i) {
+      if (i == 8 || i == 13 || i == 18 || i == 23) {
+        if (s[i] != '-') return false;
+        continue;
+      }
+      char c = s[i];
+      int v = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
+      if (v < 0) return false;
+      if (k % 2 == 0)
+        out[k / 2] = static_cast<uint8_t>(v << 4);
+      else
+        out[k / 2] = static_cast<uint8_t>(out[k / 2] | v);
+      ++k;
+    }
+    return true;
+  };
+  for (int n = 0; n < 20000; ++n) {
+    std::string s;
+    const char* hex = (n & 1) ? "0123456789abcdef" : "0123456789ABCDEF";
+    for (int i = 0; i < 36; ++i)
+      s.push_back(i == 8 || i == 13 || i == 18 || i == 23 ? '-' : hex[rng() % 16]);
+    if (n % 3) s[rng() % 36] = static_cast<char>(rng() % 256);
+    uint8_t a[16] = {}, b[16] = {};
+    bool ok = reference(s, b);
+    ASSERT_EQ(ParseUuid(s, a) == ParseOutcome::kOk, ok) << s;
+    if (ok) {
+      ASSERT_EQ(std::memcmp(a, b, 16), 0) << s;
+    }
+  }
+}
+
+TEST(ValueParsersTest, ExactIntegers) {
+  int128 v = -1;
+  EXPECT_EQ(ParseJsonInteger("0", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, 0);
+  EXPECT_EQ(ParseJsonInteger("-9223372036854775809", &v), ParseOutcome::kOk);
+  EXPECT_TRUE(v == -static_cast<int128>(9223372036854775807LL) - 2);
+  EXPECT_EQ(ParseJsonInteger("1.50e1", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, 15);
+  EXPECT_EQ(ParseJsonInteger("-2e3", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, -2000);
+  EXPECT_EQ(ParseJsonInteger("0.000e-5000", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, 0);
+  EXPECT_EQ(ParseJsonInteger("12345678901234567.5", &v), ParseOutcome::kNotInteger);
+  EXPECT_EQ(ParseJsonInteger("0.5", &v), ParseOutcome::kNotInteger);
+  EXPECT_EQ(ParseJsonInteger("1e-400", &v), ParseOutcome::kNotInteger);
+  EXPECT_EQ(ParseJsonInteger("1e38", &v), ParseOutcome::kOutOfRange);
+  EXPECT_EQ(ParseJsonInteger("99999999999999999999999999999999999999", &v), ParseOutcome::kOk);
+  EXPECT_EQ(ParseJsonInteger("1e400", &v), ParseOutcome::kOutOfRange);
+  EXPECT_EQ(ParseJsonInteger("1" + std::string(200, '0') + "e-200", &v), ParseOutcome::kOk);
+  EXPECT_EQ(v, 1);
+  EXPECT_EQ(ParseJsonInteger("1." + std::string(200, '0') + "1", &v), ParseOutcome::kOutOfRange);
+  EXPECT_EQ(ParseJsonInteger("01", &v), ParseOutcome::kBadSyntax);
+  EXPECT_EQ(ParseJsonInteger("1.", &v), ParseOutcome::kBadSyntax);
+  EXPECT_TRUE(HasNonZeroDigit("0.0001e-999"));
+  EXPECT_FALSE(HasNonZeroDigit("-0.000e5"));
+}
+
+// The one-pass path for plain amounts agrees with the general path on every shape near
+// its edges (lengths, scales, precisions).
+TEST(ValueParsersTest, DecimalFastPathAgreesWithTheGeneralPath) {
+  const char* cases[] = {"0",
+                         "-0",
+                         "0.00",
+                         "12.34",
+                         "-12.34",
+                         "12.345",
+                         "12.340",
+                         "1.",
+                         ".5",
+                         "01.5",
+                         "-",
+                         "1e2",
+                         "999999999999999999",
+                         "9999999999999999.99",
+                         "99999999999999999.99",
+                         "0.000000000000000001",
+                         "123456789.123456789",
+                         "-0.5",
+                         "5",
+                         "100"};
+  std::vector<std::string> all(std::begin(cases), std::end(cases));
+  // And random plain numbers: 1 to 21 characters, signs, leading zeros, a point anywhere.
+  std::mt19937_64 rng(3);
+  for (int n = 0; n < 3000; ++n) {
+    std::string t = (rng() % 4 == 0) ? "-" : "";
+    int len = 1 + static_cast<int>(rng() % 21);
+    for (int i = 0; i < len; ++i)
+      t.push_back(static_cast<char>('0' + (rng() % 3 == 0 ? 0 : rng() % 10)));
+    if (rng() % 3 != 0) t.insert(t.begin() + static_cast<long>(rng() % (t.size() + 1)), '.');
+    all.push_back(t);
+  }
+  for (const auto& c : all) {
+    for (int scale : {0, 1, 2, 3, 6, 18, 19, 20}) {
+      for (int precision : {1, 3, 9, 18, 19, 20, 38}) {
+        int128 a = 7, b = 7;
+        ParseOutcome fast = ParseDecimal(c, precision, scale, &a);
+        ParseOutcome slow = ParseDecimalGeneral(c, precision, scale, &b);
+        ASSERT_EQ(fast, slow) << c << " p" << precision << " s" << scale;
+        if (fast == ParseOutcome::kOk) {
+          ASSERT_TRUE(a == b) << c << " p" << precision << " s" << scale;
+        }
+      }
+    }
+  }
+}
+
+// The padded fast paths for number tokens against a full reading (strtod, correctly
+// rounded; from_chars for integers) on the shapes serializers print and on random digit
+// strings with exponents near the fast paths' edges, each followed by 8 bytes that may be
+// digits (the fast paths read past the token): when they decide, the value is exact.
+TEST(ValueParsersTest, NumberFastPathsAgreeWithAFullReading) {
+  std::mt19937_64 rng(11);
+  std::vector<std::string> tokens = {"0",
+                                     "-0",
+                                     "1",
+                                     "-1",
+                                     "0.5",
+                                     "1e22",
+                                     "1e23",
+                                     "1e-22",
+                                     "1e-23",
+                                     "1e27",
+                                     "1e28",
+                                     "01",
+                                     "1.",
+                                     "-",
+                                     ".5",
+                                     "1e",
+                                     "1e+",
+                                     "2.5e-3",
+                                     "9007199254740993",
+                                     "9223372036854775807",
+                                     "9223372036854775808",
+                                     "-9223372036854775808",
+                                     "-9223372036854775809",
+                                     "12345678901234567890",
+                                     "0.1234567890123456789",
+                                     "1.7976931348623157e308",
+                                     "4.9e-324",
+                                     "1E5",
+                                     "1e0005"};
+  char buf[64];
+  for (int n = 0; n < 40000; ++n) {
+    switch (n % 4) {
+      case 0: {  // shortest round-trip text of a random double (what JSON.stringify prints)
+        double d = static_cast<double>(rng() >> 11) * 0x1.0p-53 * std::pow(10.0, rng() % 40) *
+                   (rng() % 2 ? -1 : 1);
+        auto r = std::to_chars(buf, buf + sizeof buf, d);
+        tokens.emplace_back(buf, r.ptr);
+        break;
+      }
+      case 1: {  // 17 significant digits
+        double d = static_cast<double>(rng()) / static_cast<double>(1 + rng() % 1000000);
+        std::snprintf(buf, sizeof buf, "%.17g", d);
+        tokens.emplace_back(buf);
+        break;
+      }
+      case 2: {  // random digits, a point, an exponent in [-30, 30]
+        std::string t = rng() % 3 == 0 ? "-" : "";
+        int len = 1 + static_cast<int>(rng() % 22);
+        for (int i = 0; i < len; ++i) t.push_back(static_cast<char>('0' + rng() % 10));
+        if (rng() % 2) t.insert(t.begin() + static_cast<long>(1 + rng() % t.size()), '.');
+        if (rng() % 2) t += "e" + std::to_string(static_cast<int>(rng() % 61) - 30);
+        tokens.push_back(t);
+        break;
+      }
+      default: {  // integers of every length
+        std::snprintf(buf, sizeof buf, "%lld",
+                      static_cast<long long>(rng() >> (rng() % 64)) * (rng() % 2 ? -1 : 1));
+        tokens.emplace_back(buf);
+        break;
+      }
+    }
+  }
+  int decided_double = 0, decided_int = 0;
+  for (const auto& t : tokens) {
+    // The token, then 8 bytes that the fast paths may read (digits half of the time).
+    std::string padded = t + (rng() % 2 ? "12345678" : ",\"k\":1}  ");
+    const bool json_number = IsJsonNumber(t);
+    double d = -7;
+    if (ParseJsonDoubleFast(padded.data(), t.size(), &d)) {
+      ASSERT_TRUE(json_number) << t;
+      const double want = std::strtod(t.c_str(), nullptr);
+      ASSERT_EQ(std::memcmp(&d, &want, sizeof d), 0) << t << ": " << d << " vs " << want;
+      ++decided_double;
+    }
+    int64_t i = -7;
+    if (ParseJsonInt64Fast(padded.data(), t.size(), &i)) {
+      ASSERT_TRUE(json_number) << t;
+      int64_t want = 0;
+      auto r = std::from_chars(t.data(), t.data() + t.size(), want);
+      ASSERT_TRUE(r.ec == std::errc() && r.ptr == t.data() + t.size()) << t;
+      ASSERT_EQ(i, want) << t;
+      ++decided_int;
+    }
+  }
+  // Both paths decide most of what serializers print.
+  EXPECT_GT(decided_double, 12000);
+  EXPECT_GT(decided_int, 4000);
+}
+
 TEST(ValueParsersTest, Decimals) {
   int128 u = 0;
   EXPECT_EQ(ParseDecimal("14.20", 9, 2, &u), ParseOutcome::kOk);
@@ -99,7 +349,8 @@ TEST(ValueParsersTest, Decimals) {
   EXPECT_EQ(Str(u), "99999999999999999999999999999999999999");
   EXPECT_EQ(ParseDecimal("-9999999999999999999999999999999999.9999", 38, 4, &u), ParseOutcome::kOk);
   EXPECT_EQ(Str(u), "-99999999999999999999999999999999999999");
-  EXPECT_EQ(ParseDecimal("100000000000000000000000000000000000000", 38, 0, &u), ParseOutcome::kOutOfRange);
+  EXPECT_EQ(ParseDecimal("100000000000000000000000000000000000000", 38, 0, &u),
+            ParseOutcome::kOutOfRange);
   EXPECT_EQ(ParseDecimal("1.234", 9, 2, &u), ParseOutcome::kOutOfRange);
   EXPECT_EQ(ParseDecimal("1000", 3, 0, &u), ParseOutcome::kOutOfRange);
   EXPECT_EQ(ParseDecimal("1e400", 38, 0, &u), ParseOutcome::kOutOfRange);
@@ -108,7 +359,8 @@ TEST(ValueParsersTest, Decimals) {
 }
 
 TEST(ValueParsersTest, JsonNumbers) {
-  for (const char* ok : {"0", "-0", "1", "-12.5", "1e5", "1E+5", "1.0e-10", "123456789012345678901234567890"}) {
+  for (const char* ok :
+       {"0", "-0", "1", "-12.5", "1e5", "1E+5", "1.0e-10", "123456789012345678901234567890"}) {
     EXPECT_TRUE(IsJsonNumber(ok)) << ok;
   }
   for (const char* bad : {"", "-", "01", "1.", ".5", "+1", "1e", "1e+", "0x10", "NaN", "1 "}) {

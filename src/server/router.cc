@@ -207,6 +207,12 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
     respond = [inner = std::move(respond), model = svc ? svc->cbor : nullptr](http::Response r) {
       // An event stream keeps its own content type (its events are framed, not CBOR).
       if (r.stream || !model) return inner(std::move(r));
+      for (const auto& h : r.headers) {
+        // Encoded by the handler already (a direct CBOR path).
+        if (http::AsciiLower(h.name) == "content-type" && h.value == aws::kCborContentType) {
+          return inner(std::move(r));
+        }
+      }
       if (!r.body.empty()) r.body = aws::JsonResponseToCbor(r.body, *model);
       r.SetHeader("Content-Type", std::string(aws::kCborContentType));
       inner(std::move(r));
@@ -222,16 +228,35 @@ void Router::Handle(std::shared_ptr<http::Request> req, http::Responder respond)
   // services that take it.
   std::optional<aws::ApiError> auth_error;
   if (!IsInternal(*req, internal_token_)) auth_error = auth_->Check(*req, svc->signing_name);
-  if (cbor) {
+  if (cbor && !(svc->cbor_itself && svc->cbor_itself(op))) {
+    if (offload_ && req->body.size() >= kOffloadCborBytes) {
+      // `svc` and `op` point into this router and the request, which outlive the task.
+      return offload_([this, svc, op, req = std::move(req), respond = std::move(respond),
+                       auth_error = std::move(auth_error), request_id, flavor]() mutable {
+        std::string json_text;
+        if (auto e = aws::CborRequestToJson(req->body, *svc->cbor, &json_text)) {
+          return respond(aws::ErrorResponse(*e, request_id, flavor));
+        }
+        req->body = std::move(json_text);
+        Dispatch(*svc, op, std::move(req), std::move(respond), std::move(auth_error), request_id);
+      });
+    }
     std::string json_text;
     if (auto e = aws::CborRequestToJson(req->body, *svc->cbor, &json_text)) return fail(*e);
     req->body = std::move(json_text);
   }
-  if (svc->handle_auth) {
-    return svc->handle_auth(op, std::move(req), std::move(respond), std::move(auth_error));
+  Dispatch(*svc, op, std::move(req), std::move(respond), std::move(auth_error), request_id);
+}
+
+void Router::Dispatch(const JsonService& svc, std::string_view op,
+                      std::shared_ptr<http::Request> req, http::Responder respond,
+                      std::optional<aws::ApiError> auth_error,
+                      const std::string& request_id) const {
+  if (svc.handle_auth) {
+    return svc.handle_auth(op, std::move(req), std::move(respond), std::move(auth_error));
   }
-  if (auth_error) return fail(*auth_error);
-  svc->handle(op, std::move(req), std::move(respond));
+  if (auth_error) return respond(aws::ErrorResponse(*auth_error, request_id, svc.flavor));
+  svc.handle(op, std::move(req), std::move(respond));
 }
 
 }  // namespace icestream::server

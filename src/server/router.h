@@ -23,6 +23,8 @@ namespace icestream::server {
 // `cbor`: the service also speaks application/x-amz-cbor-1.1; the router decodes CBOR
 // bodies into JSON 1.1 text and encodes every answer back (aws/cbor.h), so `handle` sees
 // JSON only. Null: CBOR requests get UnknownOperationException like any other type.
+// `cbor_itself(op)`: operations whose CBOR bodies reach `handle` untouched (they read
+// CBOR themselves); an answer whose Content-Type is already CBOR goes out as it is.
 //
 // `handle_auth`: when set, the service takes the authentication result itself and
 // reports it at its place in AWS's order (after the body's type and model checks,
@@ -36,6 +38,7 @@ struct JsonService {
   std::function<bool(std::string_view op)> knows;
   std::function<void(std::string_view op, std::shared_ptr<http::Request>, http::Responder)> handle;
   const aws::CborModel* cbor = nullptr;
+  std::function<bool(std::string_view op)> cbor_itself;
   std::function<void(std::string_view op, std::shared_ptr<http::Request>, http::Responder,
                      AuthResult auth_error)>
       handle_auth = nullptr;
@@ -65,11 +68,18 @@ struct CallRecord {
   int64_t latency_ns = 0;
 };
 using CallObserver = std::function<void(const CallRecord&)>;
+// Runs a task off the I/O threads (see Router::SetOffload).
+using Executor = std::function<void(std::function<void()>)>;
 
 class Router {
  public:
   // `auth` must outlive the router.
   explicit Router(const aws::Authenticator* auth) : auth_(auth) {}
+  // CBOR bodies of at least kOffloadCborBytes are transcoded by `offload` (a task that
+  // then calls the handler there), so that a few large bodies cannot hold the I/O threads
+  // that every other connection needs. Unset: on the calling thread.
+  void SetOffload(Executor offload) { offload_ = std::move(offload); }
+  static constexpr size_t kOffloadCborBytes = 256 << 10;
   void AddService(JsonService service) { services_.push_back(std::move(service)); }
   void AddPath(PathRoute route) { paths_.push_back(std::move(route)); }
   // Called once for every JSON 1.1 call answered, on the thread that answers it.
@@ -87,12 +97,17 @@ class Router {
   void Handle(std::shared_ptr<http::Request> req, http::Responder respond) const;
 
  private:
+  void Dispatch(const JsonService& svc, std::string_view op, std::shared_ptr<http::Request> req,
+                http::Responder respond, std::optional<aws::ApiError> auth_error,
+                const std::string& request_id) const;
+
   const aws::Authenticator* auth_;
   std::vector<JsonService> services_;
   std::vector<PathRoute> paths_;
   CallObserver observer_;
   std::string root_redirect_;
   std::string internal_token_;
+  Executor offload_;
 };
 
 }  // namespace icestream::server

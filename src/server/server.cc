@@ -28,6 +28,7 @@
 #include "server/delivery_wiring.h"
 #include "server/router.h"
 #include "server/surface_auth.h"
+#include "server/task_thread.h"
 #include "source/local/local_source.h"
 #include "stream/model.h"
 #include "stream/stream_manager.h"
@@ -51,6 +52,8 @@ struct IcestreamServer::Parts {
   std::unique_ptr<console::Console> console;  // uses everything above
   std::unique_ptr<aws::Authenticator> auth;
   std::unique_ptr<SurfaceAuth> surface_auth;
+  // Large CBOR transcodes (Router::SetOffload); outlives the router and the HTTP server.
+  std::unique_ptr<TaskThread> offload;
   std::unique_ptr<Router> router;
   std::unique_ptr<http::Server> http;
   std::atomic<http::Server*> http_raw{nullptr};
@@ -262,12 +265,18 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
     requests->Observe(c.service, c.operation, c.error_code, c.http_status, c.message, c.latency_ns,
                       SystemClock::Default()->NowMillis());
   });
+  p->offload = std::make_unique<TaskThread>("cbor-offload");
+  p->router->SetOffload(
+      [t = p->offload.get()](std::function<void()> task) { t->Post(std::move(task)); });
   kinesis::KinesisApi* k = p->kinesis.get();
   // Kinesis speaks JSON 1.1 and CBOR, and reports authentication failures in AWS's
   // order (after the body's type and model checks).
   JsonService kinesis_service{"Kinesis_20131202.", "kinesis", aws::ErrorFlavor::kKinesis,
                               [k](std::string_view op) { return k->Knows(op); }, nullptr};
   kinesis_service.cbor = &kinesis::KinesisApi::CborModel();
+  kinesis_service.cbor_itself = [](std::string_view op) {
+    return kinesis::KinesisApi::DecodesCborItself(op);
+  };
   kinesis_service.handle_auth = [k](std::string_view op, std::shared_ptr<http::Request> req,
                                     http::Responder respond, JsonService::AuthResult auth_error) {
     k->Handle(op, std::move(req), std::move(respond), std::move(auth_error));
@@ -397,6 +406,7 @@ void IcestreamServer::Stop() {
   // log threads), then flush and close the logs.
   if (parts_->http) parts_->http->Stop();
   parts_->http_raw.store(nullptr);
+  if (parts_->offload) parts_->offload->Stop();
   // SubscribeToShard threads read the logs: end them before the logs close.
   if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
   if (parts_->channels) parts_->channels->Stop();

@@ -308,6 +308,110 @@ class CborCompat(unittest.TestCase):
         self.assertEqual(st, 200, c)
         self.assertEqual(json_call("DescribeStreamSummary", {"StreamName": "cb2"})[0], 200)
 
+    # PutRecords and GetRecords take direct paths (no JSON in between): the same records
+    # and the same answers as through JSON, in both length styles, with every record's
+    # bytes intact; and the same refusals, in the same order of checks.
+    def test_put_records_and_get_records_direct_paths(self):
+        import random
+        rng = random.Random(7)
+        st, _ = json_call("CreateStream", {"StreamName": "direct", "ShardCount": 3})
+        self.assertEqual(st, 200)
+        time.sleep(0.2)
+        records = []
+        for i in range(500):
+            data = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 3000)))
+            rec = {"Data": data, "PartitionKey": f"k{i}\u00e9"}
+            if i % 7 == 0:
+                rec["ExplicitHashKey"] = str(rng.randrange(2 ** 128))
+            records.append(rec)
+        pr = self.ok("PutRecords", {"StreamName": "direct", "Records": records})
+        self.assertEqual(pr["FailedRecordCount"], 0)
+        self.assertEqual(len(pr["Records"]), 500)
+        self.assertEqual(pr["EncryptionType"], "NONE")
+        # Jackson's style: indefinite maps, arrays and chunked strings.
+        def text(s):
+            b = s.encode()
+            return bytes([0x60 + len(b)]) + b if len(b) < 24 else cbor2.dumps(s)
+        jackson = (b"\xbf" + text("StreamName") + b"\x7f" + text("dir") + text("ect") + b"\xff" +
+                   text("Records") + b"\x9f" +
+                   b"\xbf" + text("Data") + b"\x5f\x42\x00\xff\x41\x7f\xff" + text("PartitionKey") +
+                   b"\x7f" + text("chun") + text("ked") + b"\xff" + text("Extra") + b"\x9f\x01\xff\xff" +
+                   b"\xbf" + text("PartitionKey") + text("p2") + text("Data") + b"\x40\xff" +
+                   b"\xff\xff")
+        st, _, jr = cbor_call("PutRecords", None, raw=jackson)
+        self.assertEqual(st, 200, jr)
+        self.assertEqual(jr["FailedRecordCount"], 0)
+        want = sorted([(bytes(r["Data"]), r["PartitionKey"]) for r in records] +
+                      [(b"\x00\xff\x7f", "chunked"), (b"", "p2")])
+        shards = [s["ShardId"] for s in json_call("ListShards", {"StreamName": "direct"})[1]["Shards"]]
+        got_c, got_j = [], []
+        for shard in shards:
+            it = self.ok("GetShardIterator", {"StreamName": "direct", "ShardId": shard,
+                                              "ShardIteratorType": "TRIM_HORIZON"})["ShardIterator"]
+            st, hdrs, c = cbor_call("GetRecords", {"ShardIterator": it, "Limit": 10000})
+            self.assertEqual(st, 200, c)
+            self.assertEqual(hdrs["Content-Type"], CBOR)
+            self.assertEqual(set(c), {"Records", "MillisBehindLatest", "NextShardIterator"})
+            st, j = json_call("GetRecords", {"ShardIterator": it, "Limit": 10000})
+            self.assertEqual(st, 200)
+            for r in c["Records"]:
+                self.assertIsInstance(r["Data"], bytes)
+                self.assertIsInstance(r["ApproximateArrivalTimestamp"], Millis)
+            cm = to_json_model(c)
+            cm.pop("NextShardIterator")
+            j.pop("NextShardIterator")
+            self.assertEqual(round_timestamps(cm), round_timestamps(j), shard)
+            got_c += [(bytes(r["Data"]), r["PartitionKey"]) for r in c["Records"]]
+            got_j += [(base64.b64decode(r["Data"]), r["PartitionKey"]) for r in j["Records"]]
+        self.assertEqual(sorted(got_c), want)
+        self.assertEqual(sorted(got_j), want)
+        # Sequence numbers and shards of the answer name where each record went.
+        by_seq = {r["SequenceNumber"]: r["ShardId"] for r in pr["Records"]}
+        self.assertEqual(len(by_seq), 500)
+
+        # Refusals: the same type (and, for the model's checks, the same text) as JSON.
+        def same_refusal(cbor_body, json_body, same_message=True):
+            st_c, _, c = cbor_call("PutRecords", cbor_body)
+            st_j, j = json_call("PutRecords", json_body)
+            self.assertEqual((st_c, c["__type"]), (st_j, j["__type"]), (c, j))
+            if same_message:
+                self.assertEqual(c.get("message"), j.get("message"))
+            return c
+        b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        same_refusal({"StreamName": "direct", "Records": [{"Data": b"x"}]},
+                     {"StreamName": "direct", "Records": [{"Data": b64(b"x")}]})
+        same_refusal({"StreamName": "direct", "Records": [{"Data": b"x", "PartitionKey": "k"}] * 501},
+                     {"StreamName": "direct", "Records": [{"Data": b64(b"x"), "PartitionKey": "k"}] * 501})
+        same_refusal({"StreamName": "direct", "Records": []}, {"StreamName": "direct", "Records": []})
+        same_refusal({"Records": [{"Data": b"x", "PartitionKey": "k"}]},
+                     {"Records": [{"Data": b64(b"x"), "PartitionKey": "k"}]})
+        same_refusal({"StreamName": "direct", "Records": [{"Data": b"x", "PartitionKey": "k",
+                                                           "ExplicitHashKey": "-1"}]},
+                     {"StreamName": "direct", "Records": [{"Data": b64(b"x"), "PartitionKey": "k",
+                                                           "ExplicitHashKey": "-1"}]})
+        same_refusal({"StreamName": "nope", "Records": [{"Data": b"x", "PartitionKey": "k"}]},
+                     {"StreamName": "nope", "Records": [{"Data": b64(b"x"), "PartitionKey": "k"}]})
+        same_refusal({"StreamName": "direct", "Records": [{"Data": b"x", "PartitionKey": 5}]},
+                     {"StreamName": "direct", "Records": [{"Data": b64(b"x"), "PartitionKey": 5}]})
+        same_refusal({"StreamName": "direct", "Records": {"a": 1}}, {"StreamName": "direct", "Records": {"a": 1}})
+        same_refusal({"StreamName": "direct", "Records": [5]}, {"StreamName": "direct", "Records": [5]})
+        for bad in ({"StreamName": "direct", "Records": [{"Data": "eA==", "PartitionKey": "k"}]},
+                    {"StreamName": b"direct", "Records": [{"Data": b"x", "PartitionKey": "k"}]},
+                    {"StreamName": "direct", "Records": [{"Data": b"x", "PartitionKey": b"k"}]},
+                    {"StreamName": "direct", "Other": b"bytes", "Records": [{"Data": b"x", "PartitionKey": "k"}]},
+                    {"StreamName": "direct", "Records": [{"Data": b"x", "PartitionKey": "k", "N": float("nan")}]}):
+            st, _, c = cbor_call("PutRecords", bad)
+            self.assertEqual((st, c["__type"]), (400, "SerializationException"), (bad, c))
+        # Invalid UTF-8 in a partition key, and a truncated body.
+        raw = cbor2.dumps({"StreamName": "direct", "Records": [{"Data": b"x", "PartitionKey": "k"}]})
+        for broken in (raw.replace(b"\x61k", b"\x61\xff"), raw[:-1]):
+            st, _, c = cbor_call("PutRecords", None, raw=broken)
+            self.assertEqual((st, c["__type"]), (400, "SerializationException"), c)
+        # Unauthenticated: refused after the body checks, as AWS orders them.
+        st, _, c = cbor_call("PutRecords", {"StreamName": "direct", "Records": [{"Data": b"x", "PartitionKey": "k"}]},
+                             sign=False)
+        self.assertEqual((st, c["__type"]), (400, "MissingAuthenticationTokenException"), c)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

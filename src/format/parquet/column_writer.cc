@@ -22,7 +22,7 @@ void ColumnWriter::Rollback() {
   page_.num_values = mark_values_;
   if (column_->max_rep > 0) page_.rep.resize(static_cast<size_t>(mark_levels_));
   if (column_->max_def > 0) page_.def.resize(static_cast<size_t>(mark_levels_));
-  page_.plain.resize(mark_plain_);
+  page_.plain.truncate(mark_plain_);
   // Dictionary entries added by the dropped values stay (unreferenced entries are
   // harmless); indices are per value.
   if (use_dictionary_) page_.indices.resize(static_cast<size_t>(mark_values_));
@@ -76,19 +76,51 @@ void ChunkBuilder::UpdatePlainStats(const PageData& page) {
   const char* p = page.plain.data();
   auto n = static_cast<size_t>(page.num_values);
   if (n == 0) return;
+  // Typed loops over the page (min/max once per page), not a call per value.
+  auto load = [p](size_t i, auto* v) { std::memcpy(v, p + i * sizeof(*v), sizeof(*v)); };
   switch (column_->physical) {
+    case PhysicalType::kBoolean:
     case PhysicalType::kInt32: {
-      std::vector<int32_t> v(n);
-      std::memcpy(v.data(), p, n * 4);
-      stats_.UpdateInts(v.data(), n);
+      if (column_->physical == PhysicalType::kBoolean) {  // one byte 0/1 per value here
+        bool any_true = std::memchr(p, 1, n) != nullptr,
+             any_false = std::memchr(p, 0, n) != nullptr;
+        if (any_false) stats_.UpdateBool(false);
+        if (any_true) stats_.UpdateBool(true);
+        break;
+      }
+      int32_t lo, hi;
+      load(0, &lo);
+      hi = lo;
+      for (size_t i = 1; i < n; ++i) {
+        int32_t v;
+        load(i, &v);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      stats_.UpdateInt(lo);
+      stats_.UpdateInt(hi);
       break;
     }
     case PhysicalType::kInt64: {
-      std::vector<int64_t> v(n);
-      std::memcpy(v.data(), p, n * 8);
-      stats_.UpdateInts(v.data(), n);
+      int64_t lo, hi;
+      load(0, &lo);
+      hi = lo;
+      for (size_t i = 1; i < n; ++i) {
+        int64_t v;
+        load(i, &v);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+      }
+      stats_.UpdateInt(lo);
+      stats_.UpdateInt(hi);
       break;
     }
+    case PhysicalType::kFloat:
+      stats_.UpdateFloats<float>(p, n);
+      break;
+    case PhysicalType::kDouble:
+      stats_.UpdateFloats<double>(p, n);
+      break;
     case PhysicalType::kByteArray: {
       size_t pos = 0;
       for (size_t i = 0; i < n; ++i) {
@@ -98,12 +130,11 @@ void ChunkBuilder::UpdatePlainStats(const PageData& page) {
       }
       break;
     }
-    default: {
-      // Fixed-width values: BOOLEAN (one byte each here), FLOAT, DOUBLE, FLBA.
-      size_t w = page.plain.size() / n;
-      for (size_t i = 0; i < n; ++i) stats_.UpdatePlain(std::string_view(p + i * w, w));
+    case PhysicalType::kFixedLenByteArray:
+      stats_.UpdateFixed(p, n, static_cast<size_t>(column_->type_length));
       break;
-    }
+    case PhysicalType::kInt96:
+      break;  // never written
   }
 }
 
@@ -187,8 +218,8 @@ Status ChunkBuilder::Finish(const Dictionary& dictionary, Compressor* compressor
     h.type = PageType::kDictionaryPage;
     h.uncompressed_page_size = static_cast<int32_t>(dictionary.plain().size());
     h.compressed_page_size = static_cast<int32_t>(compressed_.size());
-    h.dictionary_page_header = DictionaryPageHeader{static_cast<int32_t>(dictionary.size()),
-                                                    Encoding::kPlain};
+    h.dictionary_page_header =
+        DictionaryPageHeader{static_cast<int32_t>(dictionary.size()), Encoding::kPlain};
     SerializePageHeader(h, dict_page_out);
     auto header_size = static_cast<int64_t>(dict_page_out->size());
     dict_page_out->append(compressed_);
@@ -212,7 +243,8 @@ Status ChunkBuilder::Finish(const Dictionary& dictionary, Compressor* compressor
     m.encoding_stats.push_back({PageType::kDictionaryPage, Encoding::kPlain, 1});
     m.encoding_stats.push_back({PageType::kDataPage, Encoding::kRleDictionary, dict_pages_});
   }
-  if (plain_pages_ > 0) m.encoding_stats.push_back({PageType::kDataPage, Encoding::kPlain, plain_pages_});
+  if (plain_pages_ > 0)
+    m.encoding_stats.push_back({PageType::kDataPage, Encoding::kPlain, plain_pages_});
 
   m.statistics = stats_.ToParquet(null_count_, options_->statistics_truncate_bytes);
   file_stats->Merge(stats_);

@@ -18,6 +18,7 @@
 #include "format/parquet/compression.h"
 #include "format/parquet/dictionary.h"
 #include "format/parquet/metadata.h"
+#include "format/parquet/pod_buffer.h"
 #include "format/parquet/schema_mapping.h"
 #include "format/parquet/statistics.h"
 #include "format/parquet/writer_options.h"
@@ -28,10 +29,10 @@ namespace icestream::format::parquet {
 struct PageData {
   std::vector<uint16_t> rep;
   std::vector<uint16_t> def;
-  std::string plain;              // PLAIN values (BOOLEAN: one byte 0/1 per value)
+  PodBuffer plain;                // PLAIN values (BOOLEAN: one byte 0/1 per value)
   std::vector<uint32_t> indices;  // dictionary indices when `dictionary`
   int64_t num_levels = 0;
-  int64_t num_values = 0;         // non-null values
+  int64_t num_values = 0;  // non-null values
   bool dictionary = false;
   int dict_bit_width = 0;
 };
@@ -62,8 +63,8 @@ class ChunkBuilder {
 
   const ColumnDescriptor* column_;
   const WriterOptions* options_;
-  std::string data_;   // data pages, headers included
-  std::string body_;   // scratch: uncompressed page body
+  std::string data_;  // data pages, headers included
+  std::string body_;  // scratch: uncompressed page body
   std::string compressed_;
   int64_t num_values_ = 0;
   int64_t uncompressed_bytes_ = 0;
@@ -104,7 +105,7 @@ class ColumnWriter {
     }
     if (column_->physical == PhysicalType::kByteArray) {
       auto len = static_cast<uint32_t>(v.size());
-      page_.plain.append(reinterpret_cast<const char*>(&len), 4);
+      page_.plain.append(&len, 4);
     }
     page_.plain.append(v.data(), v.size());
   }
@@ -157,7 +158,7 @@ class ColumnWriter {
     if (use_dictionary_) {
       page_.indices.push_back(dictionary_.Insert(static_cast<const char*>(v), n));
     } else {
-      page_.plain.append(static_cast<const char*>(v), n);
+      page_.plain.append(v, n);
     }
   }
 

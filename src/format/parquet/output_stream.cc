@@ -21,28 +21,32 @@ FileOutputStream::~FileOutputStream() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status FileOutputStream::FlushBuffer() {
+Status FileOutputStream::WriteAll(const char* p, size_t n) {
   size_t done = 0;
-  while (done < buffer_.size()) {
-    ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-    if (n < 0) {
+  while (done < n) {
+    ssize_t w = ::write(fd_, p + done, n - done);
+    if (w < 0) {
       if (errno == EINTR) continue;
       return ErrnoError("write " + path_, errno);
     }
-    done += static_cast<size_t>(n);
+    done += static_cast<size_t>(w);
   }
-  buffer_.clear();
   return Status::OK();
+}
+
+Status FileOutputStream::FlushBuffer() {
+  Status st = WriteAll(buffer_.data(), buffer_.size());
+  buffer_.clear();
+  return st;
 }
 
 Status FileOutputStream::Write(std::string_view data) {
   if (fd_ < 0) return FailedPrecondition(path_ + " is closed");
   offset_ += static_cast<int64_t>(data.size());
   if (buffer_.size() + data.size() > kBufferSize) RETURN_IF_ERROR(FlushBuffer());
-  if (data.size() >= kBufferSize) {
-    buffer_.assign(data);
-    return FlushBuffer();
-  }
+  // Large writes (row groups) go straight to the file: copying them into the buffer
+  // first cost a pass over every byte written and kept the buffer that large.
+  if (data.size() >= kBufferSize) return WriteAll(data.data(), data.size());
   buffer_.append(data);
   return Status::OK();
 }

@@ -50,6 +50,7 @@ class FileOutputStream final : public OutputStream {
  private:
   FileOutputStream(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   Status FlushBuffer();
+  Status WriteAll(const char* p, size_t n);
 
   int fd_;
   std::string path_;

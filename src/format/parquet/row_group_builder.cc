@@ -9,7 +9,8 @@ Result<std::unique_ptr<RowGroupBuilder>> RowGroupBuilder::Make(const ParquetSche
   std::unique_ptr<RowGroupBuilder> b(new RowGroupBuilder(schema, options));
   ASSIGN_OR_RETURN(b->compressor_, MakeCompressor(options->codec, options->compression_level));
   if (background_pages) {
-    ASSIGN_OR_RETURN(b->worker_compressor_, MakeCompressor(options->codec, options->compression_level));
+    ASSIGN_OR_RETURN(b->worker_compressor_,
+                     MakeCompressor(options->codec, options->compression_level));
     b->worker_ = std::make_unique<BackgroundWorker>();
   }
   return b;
@@ -17,7 +18,8 @@ Result<std::unique_ptr<RowGroupBuilder>> RowGroupBuilder::Make(const ParquetSche
 
 RowGroupBuilder::RowGroupBuilder(const ParquetSchema* schema, const WriterOptions* options)
     : schema_(schema), options_(options) {
-  for (const auto& c : schema_->columns()) columns_.push_back(std::make_unique<ColumnWriter>(&c, options_));
+  for (const auto& c : schema_->columns())
+    columns_.push_back(std::make_unique<ColumnWriter>(&c, options_));
 }
 
 RowGroupBuilder::~RowGroupBuilder() {
@@ -47,8 +49,9 @@ Status RowGroupBuilder::EndRecord() {
   if ((rows_ & 7) == 0) {
     const bool check_dictionaries = (rows_ & 4095) == 0;
     for (auto& c : columns_) {
-      if (c->EstimatedPageBytes() >= options_->page_size || c->num_levels() >= options_->max_page_levels ||
-          c->DictionaryFull() || (check_dictionaries && c->DictionaryNotPaying())) {
+      if (c->EstimatedPageBytes() >= options_->page_size ||
+          c->num_levels() >= options_->max_page_levels || c->DictionaryFull() ||
+          (check_dictionaries && c->DictionaryNotPaying())) {
         error_ = CutPage(*c);
         if (!error_.ok()) return error_;
       }
@@ -73,6 +76,14 @@ Status RowGroupBuilder::Finish(RowGroupData* out) {
   out->bytes.clear();
   out->chunks.clear();
   out->stats.clear();
+  // One allocation for the row group's bytes (appending chunk after chunk regrew and
+  // copied them several times); dictionary pages are at most their limit each.
+  size_t total = 0;
+  for (const auto& c : columns_) {
+    total += c->builder().data().size();
+    if (c->dictionary().size() > 0) total += c->dictionary().plain().size() + 64;
+  }
+  out->bytes.reserve(total);
   std::string dict_page;
   for (auto& c : columns_) {
     ColumnChunk chunk;

@@ -12,12 +12,6 @@ using iceberg::TypeId;
 
 namespace {
 
-// Total order on doubles with -0.0 < +0.0 (NaN excluded by the caller).
-bool FloatLess(double a, double b) {
-  if (a == b) return std::signbit(a) && !std::signbit(b);
-  return a < b;
-}
-
 std::string Le32(int32_t v) {
   std::string s(4, '\0');
   PutFixed32(s.data(), static_cast<uint32_t>(v));
@@ -81,7 +75,8 @@ uint32_t DecodeUtf8(std::string_view s) {
   auto c = static_cast<unsigned char>(s[0]);
   size_t n = Utf8SeqLen(c);
   uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-  for (size_t i = 1; i < n && i < s.size(); ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
+  for (size_t i = 1; i < n && i < s.size(); ++i)
+    cp = (cp << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
   return cp;
 }
 
@@ -181,6 +176,45 @@ bool StatsAccumulator::BytesLess(std::string_view a, std::string_view b) const {
   return a < b;  // std::string_view compares as unsigned char (char_traits<char>::lt)
 }
 
+void StatsAccumulator::UpdateFixed(const char* values, size_t n, size_t width) {
+  if (n == 0) return;
+  if (width != 16) {
+    for (size_t i = 0; i < n; ++i) UpdateBytes(std::string_view(values + i * width, width));
+    return;
+  }
+  // UUIDs and wide decimals: each value as two big-endian words, compared as unsigned
+  // (decimals: the sign bit flipped first, so two's complement orders as unsigned).
+  const uint64_t flip = column_->type.id == TypeId::kDecimal ? 0x8000000000000000ull : 0;
+  auto key = [&](size_t i, uint64_t* hi, uint64_t* lo) {
+    uint64_t a, b;
+    std::memcpy(&a, values + 16 * i, 8);
+    std::memcpy(&b, values + 16 * i + 8, 8);
+    *hi = __builtin_bswap64(a) ^ flip;
+    *lo = __builtin_bswap64(b);
+  };
+  size_t imin = 0, imax = 0;
+  uint64_t min_hi, min_lo, max_hi, max_lo;
+  key(0, &min_hi, &min_lo);
+  max_hi = min_hi;
+  max_lo = min_lo;
+  for (size_t i = 1; i < n; ++i) {
+    uint64_t h, l;
+    key(i, &h, &l);
+    if (h < min_hi || (h == min_hi && l < min_lo)) {
+      min_hi = h;
+      min_lo = l;
+      imin = i;
+    }
+    if (h > max_hi || (h == max_hi && l > max_lo)) {
+      max_hi = h;
+      max_lo = l;
+      imax = i;
+    }
+  }
+  UpdateBytes(std::string_view(values + 16 * imin, 16));
+  UpdateBytes(std::string_view(values + 16 * imax, 16));
+}
+
 void StatsAccumulator::UpdateBytes(std::string_view v) {
   if (!has_) {
     smin_.assign(v);
@@ -246,7 +280,8 @@ Statistics StatsAccumulator::ToParquet(int64_t null_count, size_t truncate_bytes
       }
       break;
     }
-    case PhysicalType::kInt96: return s;  // never written
+    case PhysicalType::kInt96:
+      return s;  // never written
     case PhysicalType::kFixedLenByteArray:
       lo = smin_;
       hi = smax_;
@@ -300,33 +335,47 @@ std::optional<std::string> StatsAccumulator::IcebergBound(bool upper) const {
   const double d = upper ? dmax_ : dmin_;
   const std::string& b = upper ? smax_ : smin_;
   switch (column_->type.id) {
-    case TypeId::kBoolean: return std::string(1, static_cast<char>(i));
+    case TypeId::kBoolean:
+      return std::string(1, static_cast<char>(i));
     case TypeId::kInt:
-    case TypeId::kDate: return Le32(static_cast<int32_t>(i));
+    case TypeId::kDate:
+      return Le32(static_cast<int32_t>(i));
     case TypeId::kLong:
     case TypeId::kTime:
     case TypeId::kTimestamp:
-    case TypeId::kTimestampTz: return Le64(i);
-    case TypeId::kFloat: return LeFloat(static_cast<float>(d));
-    case TypeId::kDouble: return LeDouble(d);
+    case TypeId::kTimestampTz:
+      return Le64(i);
+    case TypeId::kFloat:
+      return LeFloat(static_cast<float>(d));
+    case TypeId::kDouble:
+      return LeDouble(d);
     case TypeId::kDecimal:
       return MinimalBigEndian(column_->physical == PhysicalType::kFixedLenByteArray ? b : Be64(i));
     case TypeId::kString:
       return upper ? TruncateUtf8Upper(b, kIcebergTruncate, SIZE_MAX)
                    : TruncateUtf8Lower(b, kIcebergTruncate, SIZE_MAX);
     case TypeId::kBinary:
-      return upper ? TruncateBinaryUpper(b, kIcebergTruncate) : TruncateBinaryLower(b, kIcebergTruncate);
+      return upper ? TruncateBinaryUpper(b, kIcebergTruncate)
+                   : TruncateBinaryLower(b, kIcebergTruncate);
     case TypeId::kUuid:
-    case TypeId::kFixed: return b;
-    default: return std::nullopt;
+    case TypeId::kFixed:
+      return b;
+    default:
+      return std::nullopt;
   }
 }
 
 void StatsAccumulator::UpdatePlain(std::string_view v) {
   switch (column_->physical) {
-    case PhysicalType::kBoolean: UpdateBool(v[0] != 0); break;
-    case PhysicalType::kInt32: UpdateInt(static_cast<int32_t>(GetFixed32(v.data()))); break;
-    case PhysicalType::kInt64: UpdateInt(static_cast<int64_t>(GetFixed64(v.data()))); break;
+    case PhysicalType::kBoolean:
+      UpdateBool(v[0] != 0);
+      break;
+    case PhysicalType::kInt32:
+      UpdateInt(static_cast<int32_t>(GetFixed32(v.data())));
+      break;
+    case PhysicalType::kInt64:
+      UpdateInt(static_cast<int64_t>(GetFixed64(v.data())));
+      break;
     case PhysicalType::kFloat: {
       float f;
       std::memcpy(&f, v.data(), 4);
@@ -340,8 +389,11 @@ void StatsAccumulator::UpdatePlain(std::string_view v) {
       break;
     }
     case PhysicalType::kByteArray:
-    case PhysicalType::kFixedLenByteArray: UpdateBytes(v); break;
-    case PhysicalType::kInt96: break;  // never written
+    case PhysicalType::kFixedLenByteArray:
+      UpdateBytes(v);
+      break;
+    case PhysicalType::kInt96:
+      break;  // never written
   }
 }
 

@@ -4,7 +4,9 @@
 // single-value serialization (Iceberg spec Appendix D).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +40,11 @@ class StatsAccumulator {
     UpdateInt(hi);
   }
   void UpdateFloat(double v);
+  // n PLAIN floats or doubles (T) at `plain` (NaNs counted, not bounds).
+  template <typename T>
+  void UpdateFloats(const char* plain, size_t n);
+  // n FIXED_LEN_BYTE_ARRAY values of `width` bytes, back to back.
+  void UpdateFixed(const char* values, size_t n, size_t width);
   // BYTE_ARRAY and FIXED_LEN_BYTE_ARRAY values (decimal FLBA compares as signed
   // big-endian two's complement, everything else as unsigned bytes).
   void UpdateBytes(std::string_view v);
@@ -62,6 +69,9 @@ class StatsAccumulator {
 
  private:
   std::optional<std::string> IcebergBound(bool upper) const;
+  static bool FloatLess(double a, double b) {  // -0.0 < +0.0; no NaN
+    return a == b ? (std::signbit(a) && !std::signbit(b)) : a < b;
+  }
   bool BytesLess(std::string_view a, std::string_view b) const;
 
   const ColumnDescriptor* column_;
@@ -71,6 +81,31 @@ class StatsAccumulator {
   std::string smin_, smax_;
   int64_t nan_count_ = 0;
 };
+
+template <typename T>
+void StatsAccumulator::UpdateFloats(const char* plain, size_t n) {
+  auto at = [plain](size_t i) {
+    T v;
+    std::memcpy(&v, plain + i * sizeof(T), sizeof(T));
+    return static_cast<double>(v);
+  };
+  size_t i = 0;
+  while (i < n && std::isnan(at(i))) ++i;
+  nan_count_ += static_cast<int64_t>(i);
+  if (i == n) return;
+  double lo = at(i), hi = lo;
+  for (++i; i < n; ++i) {
+    const double x = at(i);
+    if (std::isnan(x)) {
+      ++nan_count_;
+      continue;
+    }
+    if (FloatLess(x, lo)) lo = x;
+    if (FloatLess(hi, x)) hi = x;
+  }
+  UpdateFloat(lo);
+  UpdateFloat(hi);
+}
 
 // Truncation of bounds (parquet.thrift Statistics; Iceberg's truncate(N) metrics).
 // Lower: the longest prefix of at most max_code_points code points and max_bytes

@@ -5,7 +5,9 @@
 #include <simdjson.h>
 
 #include <cstring>
+#include <deque>
 
+#include "aws/cbor.h"
 #include "common/base64.h"
 #include "common/time_format.h"
 #include "kinesis/context.h"
@@ -178,30 +180,57 @@ void PutRecord(Context& ctx, Call& call, aws::Params& p) {
   if (!st.ok()) call.Fail(st);
 }
 
-void PutRecordsRaw(Context& ctx, Call& call) {
-  int64_t start_ns = MonotonicNanos();
-  // simdjson needs SIMDJSON_PADDING readable bytes after the document. The DOM API is
-  // used (not on-demand) because the packaged library dispatches it at run time to the
-  // best kernel for the CPU, while on-demand would be compiled for the baseline only.
-  std::string& body = call.req->body;
+namespace {
+
+// A PutRecords request as read from either wire format: the members the operation uses,
+// with every payload already decoded. Views point into the request body (CBOR), into
+// `arena` (payloads decoded from base64) or into `copies`; all live as long as the input.
+struct PutRecordsInput {
+  struct Entry {
+    std::string_view data, pk, ehk;
+    bool has_data = false, has_pk = false, has_ehk = false;
+  };
+  std::optional<std::string> name, arn;
+  bool has_records = false;
+  // The first kMaxKept records; `count` counts them all (more than 500 is a validation
+  // error that names the count, and keeping them would let one body of tiny records
+  // cost dozens of bytes each).
+  std::vector<Entry> entries;
+  size_t count = 0;
+  std::unique_ptr<char[]> arena;
+  std::deque<std::string> copies;
+};
+
+constexpr size_t kMaxKept = 501;
+
+// What AWS says for a member holding another type (aws::Params::TypeMessage), for a CBOR
+// item: the JSON value the generic CBOR transcoding would have handed the JSON path.
+std::string CborFound(aws::CborReader::Kind k, aws::MemberType t) {
+  using Kind = aws::CborReader::Kind;
+  json like = k == Kind::kArray                       ? json::array()
+              : k == Kind::kMap                       ? json::object()
+              : k == Kind::kTrue || k == Kind::kFalse ? json(true)
+              : k == Kind::kText                      ? json("")
+                                                      : json(0);
+  return aws::Params::TypeMessage(like, t);
+}
+
+// JSON 1.1: simdjson needs SIMDJSON_PADDING readable bytes after the document. The DOM API
+// is used (not on-demand) because the packaged library dispatches it at run time to the
+// best kernel for the CPU, while on-demand would be compiled for the baseline only.
+// Returns the SerializationException message of a malformed body.
+std::optional<std::string> ReadPutRecordsJson(std::string& body, PutRecordsInput* in) {
   size_t len = body.size();
   body.reserve(len + simdjson::SIMDJSON_PADDING);
   thread_local simdjson::dom::parser parser;
-
-  std::optional<std::string> name, arn;
-  struct Entry {
-    std::string_view data_b64;
-    std::string_view pk;
-    std::string_view ehk;
+  struct Raw {
+    std::string_view data_b64, pk, ehk;
     bool has_data = false, has_pk = false, has_ehk = false;
     size_t data_size = 0;
   };
-  std::vector<Entry> entries;
-  bool has_records = false;
+  std::vector<Raw> raws;
   // simdjson string views point into the parser's buffer, valid until the next parse on
   // this thread: small strings are copied, payloads decoded before this function returns.
-  auto fail_ser = [&](std::string msg) { call.Fail(aws::SerializationError(std::move(msg))); };
-
   // What AWS says for a member holding another JSON type (aws::Params::TypeMessage).
   auto found = [](simdjson::dom::element v, aws::MemberType t) {
     simdjson::dom::element_type k = v.type();
@@ -212,43 +241,44 @@ void PutRecordsRaw(Context& ctx, Call& call) {
                                                            : json(0);
     return aws::Params::TypeMessage(like, t);
   };
-
   simdjson::dom::element doc;
   // A body that is not a JSON object: no message (as AWS answers).
-  if (parser.parse(body.data(), len, false).get(doc)) return fail_ser("");
+  if (parser.parse(body.data(), len, false).get(doc)) return std::string();
   simdjson::dom::object obj;
-  if (doc.get_object().get(obj)) return fail_ser("");
+  if (doc.get_object().get(obj)) return std::string();
   for (auto field : obj) {
     std::string_view key = field.key;
     simdjson::dom::element v = field.value;
     if (v.is_null()) continue;
     if (key == "StreamName" || key == "StreamARN") {
       std::string_view sv;
-      if (v.get_string().get(sv)) return fail_ser(found(v, aws::MemberType::kString));
-      (key == "StreamName" ? name : arn) = std::string(sv);
+      if (v.get_string().get(sv)) return found(v, aws::MemberType::kString);
+      (key == "StreamName" ? in->name : in->arn) = std::string(sv);
     } else if (key == "Records") {
       simdjson::dom::array arr;
-      if (v.get_array().get(arr)) return fail_ser(found(v, aws::MemberType::kList));
-      has_records = true;
-      entries.reserve(arr.size());
+      if (v.get_array().get(arr)) return found(v, aws::MemberType::kList);
+      in->has_records = true;
+      in->count = 0;
+      raws.clear();
+      raws.reserve(std::min<size_t>(arr.size(), kMaxKept));
       for (auto elem : arr) {
         simdjson::dom::object rec;
-        if (elem.get_object().get(rec)) return fail_ser(found(elem, aws::MemberType::kStructure));
-        Entry e;
+        if (elem.get_object().get(rec)) return found(elem, aws::MemberType::kStructure);
+        Raw e;
         for (auto rf : rec) {
           std::string_view rk = rf.key;
           if (rf.value.is_null()) continue;
           if (rk != "Data" && rk != "PartitionKey" && rk != "ExplicitHashKey") continue;
           std::string_view sv;
           if (rf.value.get_string().get(sv)) {
-            return fail_ser(
-                found(rf.value, rk == "Data" ? aws::MemberType::kBlob : aws::MemberType::kString));
+            return found(rf.value,
+                         rk == "Data" ? aws::MemberType::kBlob : aws::MemberType::kString);
           }
           if (rk == "Data") {
             e.data_b64 = sv;  // decoded below, before the parser is reused
             e.has_data = true;
             auto sz = base64::DecodedSize(sv);
-            if (!sz) return fail_ser(BlobDecodeError(sv));
+            if (!sz) return BlobDecodeError(sv);
             e.data_size = *sz;
           } else if (rk == "PartitionKey") {
             e.pk = sv;
@@ -258,32 +288,239 @@ void PutRecordsRaw(Context& ctx, Call& call) {
             e.has_ehk = true;
           }
         }
-        entries.push_back(e);
+        if (++in->count <= kMaxKept) raws.push_back(e);
       }
     }
   }
-
   // Decode every payload into one arena (base64 is longer than its bytes, so the body size
   // bounds the arena) while the parser's strings are still alive.
   size_t total_data = 0;
-  for (const auto& e : entries) total_data += e.data_size;
-  std::unique_ptr<char[]> arena(new char[total_data + 1]);
-  std::vector<std::string_view> data(entries.size());
-  std::vector<std::string> pks(entries.size());
-  std::vector<std::string> ehks(entries.size());
+  for (const auto& e : raws) total_data += e.data_size;
+  in->arena.reset(new char[total_data + 1]);
+  in->entries.resize(raws.size());
   size_t at = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    auto& e = entries[i];
-    if (e.has_data) {
-      if (!base64::DecodeTo(e.data_b64, reinterpret_cast<uint8_t*>(arena.get() + at))) {
-        return fail_ser(BlobDecodeError(e.data_b64));
+  for (size_t i = 0; i < raws.size(); ++i) {
+    const auto& r = raws[i];
+    auto& e = in->entries[i];
+    if (r.has_data) {
+      if (!base64::DecodeTo(r.data_b64, reinterpret_cast<uint8_t*>(in->arena.get() + at))) {
+        return BlobDecodeError(r.data_b64);
       }
-      data[i] = std::string_view(arena.get() + at, e.data_size);
-      at += e.data_size;
+      e.data = std::string_view(in->arena.get() + at, r.data_size);
+      at += r.data_size;
     }
-    pks[i] = std::string(e.pk);
-    ehks[i] = std::string(e.ehk);
+    e.has_data = r.has_data;
+    e.has_pk = r.has_pk;
+    e.has_ehk = r.has_ehk;
+    if (r.has_pk) e.pk = in->copies.emplace_back(r.pk);
+    if (r.has_ehk) e.ehk = in->copies.emplace_back(r.ehk);
   }
+  return std::nullopt;
+}
+
+// CBOR, read in place: payloads are byte strings, so `Data` is a view into the body (no
+// base64, no copy). Checks and messages are those of the generic CBOR transcoding
+// (aws/cbor.h) followed by the JSON path's: a member the operation does not read is
+// checked as the transcoder would and skipped.
+std::optional<std::string> ReadPutRecordsCbor(std::string_view body, PutRecordsInput* in) {
+  using Kind = aws::CborReader::Kind;
+  const aws::CborModel& model = KinesisApi::CborModel();
+  const std::string kMalformed =
+      "Request body is not a well-formed CBOR data item (or nests more than 64 levels).";
+  if (auto e = aws::CborCheckRequest(body)) return e->message;
+  aws::CborReader r(body);
+  aws::CborReader::Item item;
+  std::string scratch;
+  auto bytes_error = [](std::string_view member) {
+    return "A CBOR byte string is only allowed for blob members; '" + std::string(member) +
+           "' is not one.";
+  };
+  // The body of a text item (chunks joined into a stable copy).
+  auto text = [&](const aws::CborReader::Item& it,
+                  std::string_view* out) -> std::optional<std::string> {
+    std::string_view v;
+    if (!r.StringBody(it, &scratch, &v)) return kMalformed;
+    if (!IsValidUtf8(v)) return std::string("A CBOR text string is not valid UTF-8.");
+    *out = it.indefinite ? std::string_view(in->copies.emplace_back(v)) : v;
+    return std::nullopt;
+  };
+  auto skip = [&](const aws::CborReader::Item& it,
+                  std::string_view member) -> std::optional<std::string> {
+    if (auto e = aws::CborCheckValue(&r, it, member, model)) return e->message;
+    return std::nullopt;
+  };
+  // Map entries: calls `member(key, value item)` for each; definite or indefinite.
+  auto each_member = [&](const aws::CborReader::Item& map,
+                         auto&& member) -> std::optional<std::string> {
+    for (uint64_t i = 0; map.indefinite || i < map.length; ++i) {
+      if (map.indefinite && r.TakeBreak()) break;
+      aws::CborReader::Item k;
+      if (!r.Next(&k)) return kMalformed;
+      if (k.kind != Kind::kText)
+        return std::string("Request body is not valid CBOR for this service.");
+      std::string_view key;
+      if (auto e = text(k, &key)) return e;
+      aws::CborReader::Item v;
+      if (!r.Next(&v)) return kMalformed;
+      if (auto e = member(key, v)) return e;
+    }
+    return std::nullopt;
+  };
+  if (!r.Next(&item)) return kMalformed;
+  if (item.kind != Kind::kMap) return std::string("Expected a CBOR map.");
+  return each_member(
+      item,
+      [&](std::string_view key, const aws::CborReader::Item& v) -> std::optional<std::string> {
+        if (v.kind == Kind::kNull) return std::nullopt;
+        if (key == "StreamName" || key == "StreamARN") {
+          if (v.kind == Kind::kBytes) return bytes_error(key);
+          if (v.kind != Kind::kText) {
+            if (auto e = skip(v, key)) return e;
+            return CborFound(v.kind, aws::MemberType::kString);
+          }
+          std::string_view sv;
+          if (auto e = text(v, &sv)) return e;
+          (key == "StreamName" ? in->name : in->arn) = std::string(sv);
+          return std::nullopt;
+        }
+        if (key != "Records") return skip(v, key);
+        if (v.kind == Kind::kBytes) return bytes_error(key);
+        if (v.kind != Kind::kArray) {
+          if (auto e = skip(v, key)) return e;
+          return CborFound(v.kind, aws::MemberType::kList);
+        }
+        in->has_records = true;
+        in->entries.clear();  // a repeated member: the last one counts, as in a JSON object
+        in->count = 0;
+        if (!v.indefinite) in->entries.reserve(std::min<uint64_t>(v.length, kMaxKept));
+        for (uint64_t i = 0; v.indefinite || i < v.length; ++i) {
+          if (v.indefinite && r.TakeBreak()) break;
+          aws::CborReader::Item rec;
+          if (!r.Next(&rec)) return kMalformed;
+          if (rec.kind == Kind::kBytes) return bytes_error("Records");
+          if (rec.kind != Kind::kMap) {
+            if (auto e = skip(rec, "Records")) return e;
+            return CborFound(rec.kind, aws::MemberType::kStructure);
+          }
+          PutRecordsInput::Entry e;
+          if (auto err = each_member(
+                  rec,
+                  [&](std::string_view rk,
+                      const aws::CborReader::Item& rv) -> std::optional<std::string> {
+                    if (rv.kind == Kind::kNull) return std::nullopt;
+                    if (rk == "Data") {
+                      if (rv.kind != Kind::kBytes) {
+                        return "Member 'Data' is a blob: it must be a CBOR byte string.";
+                      }
+                      std::string_view d;
+                      if (!r.StringBody(rv, &scratch, &d)) return kMalformed;
+                      e.data = rv.indefinite ? std::string_view(in->copies.emplace_back(d)) : d;
+                      e.has_data = true;
+                      return std::nullopt;
+                    }
+                    if (rk != "PartitionKey" && rk != "ExplicitHashKey") return skip(rv, rk);
+                    if (rv.kind == Kind::kBytes) return bytes_error(rk);
+                    if (rv.kind != Kind::kText) {
+                      if (auto err2 = skip(rv, rk)) return err2;
+                      return CborFound(rv.kind, aws::MemberType::kString);
+                    }
+                    std::string_view sv;
+                    if (auto err2 = text(rv, &sv)) return err2;
+                    (rk == "PartitionKey" ? e.pk : e.ehk) = sv;
+                    (rk == "PartitionKey" ? e.has_pk : e.has_ehk) = true;
+                    return std::nullopt;
+                  })) {
+            return err;
+          }
+          if (++in->count <= kMaxKept) in->entries.push_back(e);
+        }
+        return std::nullopt;
+      });
+}
+
+// The PutRecords answer, JSON 1.1 or CBOR (same members; CBOR needs no transcoding).
+std::string PutRecordsAnswer(const stream::PutResult& r, const std::string& stream_name,
+                             const std::string& account, bool cbor) {
+  std::string out;
+  int failed = 0;
+  for (const auto& it : r.items) failed += it.error.ok() ? 0 : 1;
+  auto error_text = [&](const stream::PutOutcome& it) {
+    return it.error.code() == StatusCode::kThrottled
+               ? ShardRateExceeded(account, it.shard_index, stream_name).message
+               : (it.error.message().empty() ? std::string("Internal service failure.")
+                                             : it.error.message());
+  };
+  auto error_code = [](const stream::PutOutcome& it) {
+    return it.error.code() == StatusCode::kThrottled ? "ProvisionedThroughputExceededException"
+                                                     : "InternalFailure";
+  };
+  if (cbor) {
+    out.reserve(64 + r.items.size() * 80);
+    std::string field;
+    aws::CborAppendHead(&out, 5, 3);
+    aws::CborAppendText(&out, "Records");
+    aws::CborAppendHead(&out, 4, r.items.size());
+    for (const auto& it : r.items) {
+      aws::CborAppendHead(&out, 5, 2);
+      if (it.error.ok()) {
+        aws::CborAppendText(&out, "SequenceNumber");
+        field.clear();
+        SequenceNumber::ForRecord(r.stream_uid, it.shard_index, it.offset).AppendTo(&field);
+        aws::CborAppendText(&out, field);
+        aws::CborAppendText(&out, "ShardId");
+        field.clear();
+        stream::AppendShardId(&field, it.shard_index);
+        aws::CborAppendText(&out, field);
+      } else {
+        aws::CborAppendText(&out, "ErrorCode");
+        aws::CborAppendText(&out, error_code(it));
+        aws::CborAppendText(&out, "ErrorMessage");
+        aws::CborAppendText(&out, error_text(it));
+      }
+    }
+    aws::CborAppendText(&out, "FailedRecordCount");
+    aws::CborAppendInt(&out, failed);
+    aws::CborAppendText(&out, "EncryptionType");
+    aws::CborAppendText(&out, "NONE");
+    return out;
+  }
+  out.reserve(40 + r.items.size() * 110);
+  out += R"({"Records":[)";
+  for (size_t i = 0; i < r.items.size(); ++i) {
+    const auto& it = r.items[i];
+    if (i) out.push_back(',');
+    if (it.error.ok()) {
+      out += R"({"SequenceNumber":")";
+      SequenceNumber::ForRecord(r.stream_uid, it.shard_index, it.offset).AppendTo(&out);
+      out += R"(","ShardId":")";
+      stream::AppendShardId(&out, it.shard_index);
+      out += "\"}";
+    } else {
+      out += R"({"ErrorCode":")";
+      out += error_code(it);
+      out += R"(","ErrorMessage":)";
+      AppendJsonString(&out, error_text(it));
+      out += "}";
+    }
+  }
+  out += R"(],"FailedRecordCount":)" + std::to_string(failed) + R"(,"EncryptionType":"NONE"})";
+  return out;
+}
+
+}  // namespace
+
+void PutRecordsRaw(Context& ctx, Call& call) {
+  int64_t start_ns = MonotonicNanos();
+  const bool cbor = RequestIsCbor(call);
+  // Everything `items` points at below lives in `in` (or the body) until Put() returns:
+  // Put copies the records into the log's write batch.
+  PutRecordsInput in;
+  std::optional<std::string> bad =
+      cbor ? ReadPutRecordsCbor(call.req->body, &in) : ReadPutRecordsJson(call.req->body, &in);
+  if (bad) return call.Fail(aws::SerializationError(std::move(*bad)));
+  const auto& entries = in.entries;
+  const auto& name = in.name;
+  const auto& arn = in.arn;
 
   // Model validation (ValidationException), then service checks (InvalidArgument).
   json empty = json::object();
@@ -291,37 +528,37 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   p.SetAuthError(call.auth_error);
   // Members in the order AWS checks them: Records (each entry's PartitionKey,
   // ExplicitHashKey, Data), then the stream (kinesalite's validations, recorded against AWS).
-  p.Required("records", has_records);
-  if (has_records) {
+  p.Required("records", in.has_records);
+  if (in.has_records) {
     // AWS renders each entry by its Java class and hash (kinesalite's suite).
     std::string rendered = "[";
-    for (size_t i = 0; i < entries.size() && i < 1000; ++i) {
+    for (size_t i = 0; i < in.count && i < 1000; ++i) {
       rendered += (i ? ", " : "") + std::string(kEntryName);
     }
-    rendered += entries.size() > 1000 ? ", ...]" : "]";
-    p.ListLength("records", entries.size(), rendered, 1, 500);
+    rendered += in.count > 1000 ? ", ...]" : "]";
+    p.ListLength("records", in.count, rendered, 1, 500);
   }
   for (size_t i = 0; i < entries.size() && i < 500; ++i) {
     const auto& e = entries[i];
     // Most entries are plainly valid: skip building the member names for them. Anything
     // else (including a multi-byte key longer than 256 bytes) takes the exact checks.
-    if (e.has_data && e.has_pk && !e.has_ehk && !pks[i].empty() &&
-        pks[i].size() <= kPartitionKeyMaxChars && e.data_size <= (10u << 20)) {
+    if (e.has_data && e.has_pk && !e.has_ehk && !e.pk.empty() &&
+        e.pk.size() <= kPartitionKeyMaxChars && e.data.size() <= (10u << 20)) {
       continue;
     }
     std::string base = fmt::format("records.{}.member.", i + 1);
     p.Required(base + "partitionKey", e.has_pk);
-    if (e.has_pk) p.Length(base + "partitionKey", pks[i], 1, kPartitionKeyMaxChars);
+    if (e.has_pk) p.Length(base + "partitionKey", e.pk, 1, kPartitionKeyMaxChars);
     if (e.has_ehk) {
-      p.Pattern(base + "explicitHashKey", ehks[i], aws::MatchesDecimal(ehks[i], 39),
+      p.Pattern(base + "explicitHashKey", e.ehk, aws::MatchesDecimal(e.ehk, 39),
                 "0|([1-9]\\d{0,38})");
     }
     p.Required(base + "data", e.has_data);
-    if (e.data_size > (10u << 20)) {
+    if (e.data.size() > (10u << 20)) {
       p.AddViolation(fmt::format(
           "Value 'java.nio.HeapByteBuffer[pos=0 lim={0} cap={0}]' at '{1}data' failed to satisfy "
           "constraint: Member must have length less than or equal to 10485760",
-          e.data_size, base));
+          e.data.size(), base));
     }
   }
   if (name) {
@@ -344,21 +581,22 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   std::vector<uint32_t> sizes(ctx.metrics ? entries.size() : 0);  // data bytes, for metrics
   size_t total = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (data[i].size() + pks[i].size() > limits->max_record_bytes) {
+    const auto& e = entries[i];
+    if (e.data.size() + e.pk.size() > limits->max_record_bytes) {
       return call.Fail(aws::InvalidArgumentError(
-          RecordTooLarge(data[i].size() + pks[i].size(), limits->max_record_bytes)));
+          RecordTooLarge(e.data.size() + e.pk.size(), limits->max_record_bytes)));
     }
-    total += data[i].size() + pks[i].size();
+    total += e.data.size() + e.pk.size();
     uint128 hash;
-    if (entries[i].has_ehk) {
-      auto h = ParseDecimal128(ehks[i]);
-      if (!h) return call.Fail(aws::InvalidArgumentError(HashKeyRangeError(ehks[i])));
+    if (e.has_ehk) {
+      auto h = ParseDecimal128(e.ehk);
+      if (!h) return call.Fail(aws::InvalidArgumentError(HashKeyRangeError(e.ehk)));
       hash = *h;
     } else {
-      hash = stream::PartitionKeyHash(pks[i]);
+      hash = stream::PartitionKeyHash(e.pk);
     }
-    items[i] = {pks[i], data[i], hash};
-    if (ctx.metrics) sizes[i] = static_cast<uint32_t>(data[i].size());
+    items[i] = {e.pk, e.data, hash};
+    if (ctx.metrics) sizes[i] = static_cast<uint32_t>(e.data.size());
   }
   if (total > limits->max_request_bytes) {
     return call.Fail(aws::InvalidArgumentError(
@@ -369,9 +607,9 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   std::string account = ctx.options.account;
   Status st = ctx.streams->Put(
       stream_name, items,
-      [call, post, stream_name, account, metrics = ctx.metrics, sizes = std::move(sizes),
+      [call, post, stream_name, account, cbor, metrics = ctx.metrics, sizes = std::move(sizes),
        start_ns](stream::PutResult r) mutable {
-        post([call, r = std::move(r), stream_name, account, metrics, sizes = std::move(sizes),
+        post([call, r = std::move(r), stream_name, account, cbor, metrics, sizes = std::move(sizes),
               start_ns] {
           if (metrics) {
             metrics::PutTally tally;
@@ -387,37 +625,8 @@ void PutRecordsRaw(Context& ctx, Call& call) {
             all_unavailable &= it.error.code() == StatusCode::kUnavailable;
           }
           if (all_unavailable) return call.Fail(r.items[0].error);
-          std::string out;
-          out.reserve(40 + r.items.size() * 110);
-          int failed = 0;
-          out += R"({"Records":[)";
-          for (size_t i = 0; i < r.items.size(); ++i) {
-            const auto& it = r.items[i];
-            if (i) out.push_back(',');
-            if (it.error.ok()) {
-              out += R"({"SequenceNumber":")";
-              SequenceNumber::ForRecord(r.stream_uid, it.shard_index, it.offset).AppendTo(&out);
-              out += R"(","ShardId":")";
-              stream::AppendShardId(&out, it.shard_index);
-              out += "\"}";
-            } else {
-              ++failed;
-              if (it.error.code() == StatusCode::kThrottled) {
-                out += R"({"ErrorCode":"ProvisionedThroughputExceededException","ErrorMessage":)";
-                AppendJsonString(&out,
-                                 ShardRateExceeded(account, it.shard_index, stream_name).message);
-                out += "}";
-              } else {
-                out += R"({"ErrorCode":"InternalFailure","ErrorMessage":)";
-                AppendJsonString(&out, it.error.message().empty() ? "Internal service failure."
-                                                                  : it.error.message());
-                out += "}";
-              }
-            }
-          }
-          out +=
-              R"(],"FailedRecordCount":)" + std::to_string(failed) + R"(,"EncryptionType":"NONE"})";
-          call.ReplyRaw(std::move(out));
+          std::string out = PutRecordsAnswer(r, stream_name, account, cbor);
+          cbor ? call.ReplyCbor(std::move(out)) : call.ReplyRaw(std::move(out));
         });
       });
   if (!st.ok()) call.Fail(st);
@@ -599,13 +808,34 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
     ctx.metrics->OnGetRecords(t->stream_uid, t->stream_name, t->shard_index, r->records.size(),
                               data_bytes, r->millis_behind_latest, MonotonicNanos() - start_ns);
   }
-  std::string out = "{";
-  AppendRecordsJson(&out, *r, t->stream_uid, t->shard_index);
+  std::string next_iterator;
   if (!r->shard_end) {
     IteratorToken next = *t;
     next.offset = r->next_offset;
     next.issued_ms = now;
-    out += R"(,"NextShardIterator":")" + ctx.tokens.EncodeIterator(next) + "\"";
+    next_iterator = ctx.tokens.EncodeIterator(next);
+  }
+  if (RequestIsCbor(call)) {
+    // Straight to CBOR: the records' bytes are copied once, with no base64 and no JSON
+    // tree in between (up to 10 MB per answer).
+    std::string out;
+    aws::CborAppendHead(&out, 5, 3);
+    AppendRecordsCbor(&out, *r, t->stream_uid, t->shard_index);
+    if (!r->shard_end) {
+      aws::CborAppendText(&out, "NextShardIterator");
+      aws::CborAppendText(&out, next_iterator);
+    } else {
+      aws::CborAppendText(&out, "ChildShards");
+      out += aws::JsonResponseToCbor(ChildShardsJson(r->children).dump(), KinesisApi::CborModel());
+    }
+    aws::CborAppendText(&out, "MillisBehindLatest");
+    aws::CborAppendInt(&out, r->millis_behind_latest);
+    return call.ReplyCbor(std::move(out));
+  }
+  std::string out = "{";
+  AppendRecordsJson(&out, *r, t->stream_uid, t->shard_index);
+  if (!r->shard_end) {
+    out += R"(,"NextShardIterator":")" + next_iterator + "\"";
   } else {
     out += R"(,"ChildShards":)" + ChildShardsJson(r->children).dump();
   }
