@@ -32,7 +32,7 @@ std::string Hex(std::string_view s) {
   return out;
 }
 
-TEST(CborRequest, BlobBecomesBase64AndTimestampMillisBecomeSeconds) {
+TEST(CborRequestTest, BlobBecomesBase64AndTimestampMillisBecomeSeconds) {
   // {"Data": h'68656c6c6f', "Timestamp": 1(1700000000123), "Limit": 5}
   json in = {{"Data", json::binary({'h', 'e', 'l', 'l', 'o'})}, {"Limit", 5}};
   std::string cbor;
@@ -49,7 +49,7 @@ TEST(CborRequest, BlobBecomesBase64AndTimestampMillisBecomeSeconds) {
   EXPECT_NEAR(j["Timestamp"].get<double>(), 1700000000.123, 1e-6);
 }
 
-TEST(CborRequest, SmallTimestampIsSeconds) {
+TEST(CborRequestTest, SmallTimestampIsSeconds) {
   // {"Timestamp": 1(1700000000.5)} as RFC 8949 writes it (double).
   std::string cbor = Bytes({0xa1, 0x69}) + "Timestamp" +
                      Bytes({0xc1, 0xfb, 0x41, 0xd9, 0x54, 0xfc, 0x40, 0x20, 0x00, 0x00});
@@ -58,7 +58,7 @@ TEST(CborRequest, SmallTimestampIsSeconds) {
   EXPECT_NEAR(json::parse(out)["Timestamp"].get<double>(), 1700000000.5, 1e-6);
 }
 
-TEST(CborRequest, IndefiniteLengthsAreAccepted) {
+TEST(CborRequestTest, IndefiniteLengthsAreAccepted) {
   // {_ "StreamName": (_ "ab", "c"), "Records": [_ {_ "Data": (_ h'01', h'02') } ] }
   std::string cbor = Bytes({0xbf, 0x6a}) + "StreamName" + Bytes({0x7f, 0x62}) + "ab" +
                      Bytes({0x61}) + "c" + Bytes({0xff, 0x67}) + "Records" +
@@ -72,7 +72,7 @@ TEST(CborRequest, IndefiniteLengthsAreAccepted) {
   EXPECT_EQ(j["Records"][0]["Data"], "AQI=");
 }
 
-TEST(CborRequest, MalformedInputIsASerializationError) {
+TEST(CborRequestTest, MalformedInputIsASerializationError) {
   const std::string cases[] = {
       "",                                     // nothing
       Bytes({0xa1, 0x64}) + "Da",             // truncated key
@@ -96,7 +96,7 @@ TEST(CborRequest, MalformedInputIsASerializationError) {
   }
 }
 
-TEST(CborRequest, DeepNestingIsRefusedBeforeParsing) {
+TEST(CborRequestTest, DeepNestingIsRefusedBeforeParsing) {
   std::string cbor = Bytes({0xa1, 0x61}) + "A";
   cbor += std::string(100000, static_cast<char>(0x81));  // [[[[...
   cbor += Bytes({0x00});
@@ -106,7 +106,7 @@ TEST(CborRequest, DeepNestingIsRefusedBeforeParsing) {
   EXPECT_EQ(err->type, "SerializationException");
 }
 
-TEST(CborRequest, TypeConfusionOfBlobsIsRefused) {
+TEST(CborRequestTest, TypeConfusionOfBlobsIsRefused) {
   std::string out;
   // Data as a text string.
   auto e1 = CborRequestToJson(Bytes({0xa1, 0x64}) + "Data" + Bytes({0x61}) + "x", Model(), &out);
@@ -123,7 +123,7 @@ TEST(CborRequest, TypeConfusionOfBlobsIsRefused) {
   ASSERT_TRUE(e3.has_value());
 }
 
-TEST(CborResponse, EncodesBlobsTimestampsAndScalarsExactly) {
+TEST(CborResponseTest, EncodesBlobsTimestampsAndScalarsExactly) {
   std::string cbor = JsonResponseToCbor(
       R"({"Records":[{"Data":"aGk=","ApproximateArrivalTimestamp":1700000000.123}],"N":-2,"T":true})",
       Model());
@@ -136,7 +136,7 @@ TEST(CborResponse, EncodesBlobsTimestampsAndScalarsExactly) {
   EXPECT_EQ(Hex(cbor), Hex(want));
 }
 
-TEST(CborResponse, ErrorBodyAndEmptyBody) {
+TEST(CborResponseTest, ErrorBodyAndEmptyBody) {
   std::string cbor = JsonResponseToCbor(R"({"__type":"X","message":"m"})", Model());
   json j = json::from_cbor(cbor);
   EXPECT_EQ(j["__type"], "X");
@@ -144,7 +144,7 @@ TEST(CborResponse, ErrorBodyAndEmptyBody) {
   EXPECT_EQ(JsonResponseToCbor("", Model()), "");
 }
 
-TEST(CborRoundTrip, ResponseDecodesBackToTheSameJsonModel) {
+TEST(CborRoundTripTest, ResponseDecodesBackToTheSameJsonModel) {
   std::string text = R"({"Data":"AAECAw==","Timestamp":1441215410.867,"S":"x","L":[1,2.5]})";
   std::string cbor = JsonResponseToCbor(text, Model());
   std::string back;

@@ -6,12 +6,12 @@
 namespace icestream::aws {
 namespace {
 
-TEST(EventStream, Crc32IsTheIeeeCrc) {
+TEST(EventStreamTest, Crc32IsTheIeeeCrc) {
   EXPECT_EQ(Crc32("123456789"), 0xcbf43926u);  // the standard check value
   EXPECT_EQ(Crc32(""), 0u);
 }
 
-TEST(EventStream, EncodesPreludeHeadersPayloadAndCrcs) {
+TEST(EventStreamTest, EncodesPreludeHeadersPayloadAndCrcs) {
   std::string m = EncodeEventMessage({{":message-type", "event"}}, "{}");
   // total = 12 + (1+13+1+2+5) + 2 + 4 = 40; headers = 22.
   ASSERT_EQ(m.size(), 40u);
@@ -28,7 +28,7 @@ TEST(EventStream, EncodesPreludeHeadersPayloadAndCrcs) {
   EXPECT_EQ(d->payload, "{}");
 }
 
-TEST(EventStream, DamagedMessagesAreRefused) {
+TEST(EventStreamTest, DamagedMessagesAreRefused) {
   std::string m = EncodeEventMessage({{":event-type", "SubscribeToShardEvent"}, {"a", "b"}},
                                      std::string(300, 'x'));
   size_t used = 0;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/json_depth.h"
+#include "common/testing/status_assertions.h"
 
 namespace icestream {
 namespace {
@@ -24,19 +25,18 @@ Status Check(int v) {
 }
 
 TEST(StatusTest, OkAndErrors) {
-  EXPECT_TRUE(Status::OK().ok());
+  EXPECT_OK(Status::OK());
   Status s = NotFound("x");
-  EXPECT_FALSE(s.ok());
-  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_STATUS(kNotFound, s);
   EXPECT_EQ(s.ToString(), "NotFound: x");
   EXPECT_EQ(s.WithContext("ctx").message(), "ctx: x");
 }
 
 TEST(StatusTest, ResultPropagation) {
   EXPECT_EQ(*Quarter(8), 2);
-  EXPECT_EQ(Quarter(6).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_TRUE(Check(2).ok());
-  EXPECT_FALSE(Check(3).ok());
+  EXPECT_STATUS(kInvalidArgument, Quarter(6));
+  EXPECT_OK(Check(2));
+  EXPECT_STATUS(kInvalidArgument, Check(3));
 }
 
 TEST(StatusTest, RedactPaths) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <thread>
 
+#include "common/testing/status_assertions.h"
 #include "http/server.h"
 
 namespace icestream::http {
@@ -14,39 +15,36 @@ namespace {
 
 TEST(HttpClientTest, MethodsHeadersBodiesAndReuse) {
   std::atomic<int> calls{0};
-  auto server = Server::Start({.port = 0}, [&](std::shared_ptr<Request> req, Responder respond) {
-    calls++;
-    Response r;
-    r.status = req->path == "/missing" ? 404 : 200;
-    r.SetHeader("X-Method", req->method);
-    r.SetHeader("X-Got-Type", std::string(req->GetHeader("content-type")));
-    r.SetHeader("X-Expect", std::string(req->GetHeader("expect")));
-    if (req->method != "HEAD") r.body = req->method + ":" + req->query + ":" + req->body;
-    respond(std::move(r));
-  });
-  ASSERT_TRUE(server.ok());
-  std::string base = "http://127.0.0.1:" + std::to_string((*server)->port());
+  ASSERT_OK_AND_ASSIGN(
+      auto server, Server::Start({.port = 0}, [&](std::shared_ptr<Request> req, Responder respond) {
+        calls++;
+        Response r;
+        r.status = req->path == "/missing" ? 404 : 200;
+        r.SetHeader("X-Method", req->method);
+        r.SetHeader("X-Got-Type", std::string(req->GetHeader("content-type")));
+        r.SetHeader("X-Expect", std::string(req->GetHeader("expect")));
+        if (req->method != "HEAD") r.body = req->method + ":" + req->query + ":" + req->body;
+        respond(std::move(r));
+      }));
+  std::string base = "http://127.0.0.1:" + std::to_string(server->port());
   HttpClient client;
-  auto get = client.Send({.url = base + "/a?x=1"});
-  ASSERT_TRUE(get.ok()) << get.status().ToString();
-  EXPECT_EQ(get->status, 200);
-  EXPECT_EQ(get->body, "GET:x=1:");
-  EXPECT_EQ(get->GetHeader("x-method"), "GET");
+  ASSERT_OK_AND_ASSIGN(auto get, client.Send({.url = base + "/a?x=1"}));
+  EXPECT_EQ(get.status, 200);
+  EXPECT_EQ(get.body, "GET:x=1:");
+  EXPECT_EQ(get.GetHeader("x-method"), "GET");
   std::string big(3 << 20, 'b');
-  auto put = client.Send({.method = "PUT", .url = base + "/o", .body = big});
-  ASSERT_TRUE(put.ok());
-  EXPECT_EQ(put->body.size(), std::string("PUT::").size() + big.size());
-  EXPECT_EQ(put->GetHeader("x-got-type"), "");  // no default form content type
-  EXPECT_EQ(put->GetHeader("x-expect"), "");    // no 100-continue round trip
+  ASSERT_OK_AND_ASSIGN(auto put, client.Send({.method = "PUT", .url = base + "/o", .body = big}));
+  EXPECT_EQ(put.body.size(), std::string("PUT::").size() + big.size());
+  EXPECT_EQ(put.GetHeader("x-got-type"), "");  // no default form content type
+  EXPECT_EQ(put.GetHeader("x-expect"), "");    // no 100-continue round trip
   auto post = client.Send({.method = "POST",
                            .url = base + "/p",
                            .headers = {{"Content-Type", "application/xml"}},
                            .body = "<x/>"});
   EXPECT_EQ(post->GetHeader("x-got-type"), "application/xml");
-  auto head = client.Send({.method = "HEAD", .url = base + "/h"});
-  ASSERT_TRUE(head.ok());
-  EXPECT_EQ(head->status, 200);
-  EXPECT_EQ(head->body, "");
+  ASSERT_OK_AND_ASSIGN(auto head, client.Send({.method = "HEAD", .url = base + "/h"}));
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
   auto del = client.Send({.method = "DELETE", .url = base + "/missing"});
   EXPECT_EQ(del->status, 404);
   EXPECT_EQ(calls.load(), 5);
@@ -60,8 +58,8 @@ TEST(HttpClientTest, TransportErrorsAreUnavailable) {
   (*server)->Stop();
   server->reset();
   auto r = client.Send({.url = url});
-  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(client.Send({.url = "nope://x"}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kUnavailable, r);
+  EXPECT_STATUS(kInvalidArgument, client.Send({.url = "nope://x"}));
 }
 
 TEST(HttpClientTest, TimeoutIsUnavailable) {
@@ -75,7 +73,7 @@ TEST(HttpClientTest, TimeoutIsUnavailable) {
   HttpClient client;
   auto r = client.Send(
       {.url = "http://127.0.0.1:" + std::to_string((*server)->port()) + "/", .timeout_ms = 300});
-  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_STATUS(kUnavailable, r);
   late.join();  // the server must outlive the answer it was promised
 }
 

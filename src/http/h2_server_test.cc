@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 #include "http/server.h"
 #include "http/server_test_util.h"
 
@@ -138,10 +140,8 @@ TEST_F(H2ServerTest, StreamedBodyFromAnotherThread) {
 }
 
 TEST_F(H2ServerTest, TlsWithAlpnBesidePlaintext) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("h2tls-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
-              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-  std::filesystem::create_directories(dir);
+  testing::TempDir tmp;
+  const std::filesystem::path& dir = tmp.path();
   std::string cert, key;
   WriteSelfSigned(dir, &cert, &key);
   ServerOptions o;
@@ -169,13 +169,12 @@ TEST_F(H2ServerTest, TlsWithAlpnBesidePlaintext) {
   bad.port = 0;
   bad.tls_key_file = (dir / "missing.pem").string();
   auto s = Server::Start(bad, Echo);
-  ASSERT_FALSE(s.ok());
+  ASSERT_STATUS(kInvalidArgument, s);
   EXPECT_NE(s.status().message().find("missing.pem"), std::string::npos) << s.status().ToString();
   bad.tls_key_file = cert;  // a certificate where the key should be
   s = Server::Start(bad, Echo);
-  ASSERT_FALSE(s.ok());
+  ASSERT_STATUS(kInvalidArgument, s);
   EXPECT_NE(s.status().message().find("cert.pem"), std::string::npos) << s.status().ToString();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

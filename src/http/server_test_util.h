@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/status_assertions.h"
 #include "http/server.h"
 
 namespace icestream::http {
@@ -52,9 +53,7 @@ class ServerFixture : public ::testing::Test {
  protected:
   void StartServer(Handler h, ServerOptions o = {}) {
     o.port = 0;
-    auto s = Server::Start(o, std::move(h));
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(*s);
+    ASSERT_OK_AND_ASSIGN(server_, Server::Start(o, std::move(h)));
     url_ = "http://127.0.0.1:" + std::to_string(server_->port());
   }
   std::unique_ptr<Server> server_;

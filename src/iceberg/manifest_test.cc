@@ -1,12 +1,12 @@
 // Manifests and manifest lists: write, read back, inheritance of snapshot ids and
 // sequence numbers, partition summaries, header metadata and schema attributes.
-#include "iceberg/manifest_avro.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "common/testing/status_assertions.h"
 #include "format/avro/container.h"
+#include "iceberg/manifest_avro.h"
 
 namespace icestream::iceberg {
 namespace {
@@ -48,29 +48,28 @@ DataFile File(const std::string& path, int32_t day, std::optional<std::string> k
   return f;
 }
 
-TEST(Manifest, WritesAndReadsEveryField) {
-  auto w = ManifestWriter::Make(TestSchema(), TestSpec(), ManifestContent::kData, 77);
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
-  ASSERT_TRUE((*w)->AddAdded(File("s3://b/t/data/a.parquet", 19000, "x", 10)).ok());
+TEST(ManifestTest, WritesAndReadsEveryField) {
+  ASSERT_OK_AND_ASSIGN(auto w,
+                       ManifestWriter::Make(TestSchema(), TestSpec(), ManifestContent::kData, 77));
+  ASSERT_OK(w->AddAdded(File("s3://b/t/data/a.parquet", 19000, "x", 10)));
   ManifestEntry existing;
   existing.status = EntryStatus::kExisting;
   existing.snapshot_id = 55;
   existing.sequence_number = 4;
   existing.file_sequence_number = 5;
   existing.data_file = File("s3://b/t/data/b.parquet", 18999, std::nullopt, 7);
-  ASSERT_TRUE((*w)->Add(existing).ok());
+  ASSERT_OK(w->Add(existing));
   ManifestEntry deleted = existing;
   deleted.status = EntryStatus::kDeleted;
   deleted.snapshot_id = 77;
   deleted.sequence_number = 2;
   deleted.data_file = File("s3://b/t/data/c.parquet", 19005, "a", 3);
-  ASSERT_TRUE((*w)->Add(deleted).ok());
+  ASSERT_OK(w->Add(deleted));
   ManifestFile mf;
-  auto bytes = (*w)->Finish(&mf);
-  ASSERT_TRUE(bytes.ok());
+  ASSERT_OK_AND_ASSIGN(auto bytes, w->Finish(&mf));
   mf.manifest_path = "s3://b/t/metadata/m0.avro";
 
-  EXPECT_EQ(mf.manifest_length, static_cast<int64_t>(bytes->size()));
+  EXPECT_EQ(mf.manifest_length, static_cast<int64_t>(bytes.size()));
   EXPECT_EQ(mf.partition_spec_id, 2);
   EXPECT_EQ(mf.added_snapshot_id, 77);
   EXPECT_EQ(mf.added_files_count, 1);
@@ -90,48 +89,43 @@ TEST(Manifest, WritesAndReadsEveryField) {
   EXPECT_EQ(mf.partitions[1].upper_bound, "x");
 
   // Through a manifest list: the unassigned sequence number becomes the snapshot's.
-  auto list = WriteManifestList(77, 55, 9, {mf});
-  ASSERT_TRUE(list.ok());
-  auto files = ReadManifestList(*list);
-  ASSERT_TRUE(files.ok()) << files.status().ToString();
-  ASSERT_EQ(files->size(), 1u);
+  ASSERT_OK_AND_ASSIGN(auto list, WriteManifestList(77, 55, 9, {mf}));
+  ASSERT_OK_AND_ASSIGN(auto files, ReadManifestList(list));
+  ASSERT_EQ(files.size(), 1u);
   ManifestFile expected = mf;
   expected.sequence_number = 9;
   expected.min_sequence_number = 4;
   expected.partitions[0].contains_nan = false;
   expected.partitions[1].contains_nan = false;
   expected.partitions[2].contains_nan = false;
-  EXPECT_EQ((*files)[0], expected);
+  EXPECT_EQ(files[0], expected);
 
-  auto contents = ReadManifest(*bytes, &(*files)[0]);
-  ASSERT_TRUE(contents.ok()) << contents.status().ToString();
-  EXPECT_EQ(contents->format_version, 2);
-  EXPECT_EQ(contents->spec_id, 2);
-  ASSERT_EQ(contents->entries.size(), 3u);
-  const ManifestEntry& a = contents->entries[0];
+  ASSERT_OK_AND_ASSIGN(auto contents, ReadManifest(bytes, &files[0]));
+  EXPECT_EQ(contents.format_version, 2);
+  EXPECT_EQ(contents.spec_id, 2);
+  ASSERT_EQ(contents.entries.size(), 3u);
+  const ManifestEntry& a = contents.entries[0];
   EXPECT_EQ(a.status, EntryStatus::kAdded);
   EXPECT_EQ(a.snapshot_id, 77);
   EXPECT_EQ(a.sequence_number, 9);  // inherited
   EXPECT_EQ(a.file_sequence_number, 9);
   EXPECT_EQ(a.data_file, File("s3://b/t/data/a.parquet", 19000, "x", 10));
-  EXPECT_EQ(contents->entries[1], existing);
-  EXPECT_EQ(contents->entries[2], deleted);
+  EXPECT_EQ(contents.entries[1], existing);
+  EXPECT_EQ(contents.entries[2], deleted);
 }
 
-TEST(Manifest, HeaderAndSchemaKeepIcebergAttributes) {
-  auto w = ManifestWriter::Make(TestSchema(), TestSpec(), ManifestContent::kData, 1);
-  ASSERT_TRUE(w.ok());
+TEST(ManifestTest, HeaderAndSchemaKeepIcebergAttributes) {
+  ASSERT_OK_AND_ASSIGN(auto w,
+                       ManifestWriter::Make(TestSchema(), TestSpec(), ManifestContent::kData, 1));
   ManifestFile mf;
-  auto bytes = (*w)->Finish(&mf);
-  ASSERT_TRUE(bytes.ok());
-  auto r = format::avro::ContainerReader::Open(*bytes);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ((*r)->Meta("format-version"), "2");
-  EXPECT_EQ((*r)->Meta("content"), "data");
-  EXPECT_EQ((*r)->Meta("partition-spec-id"), "2");
-  EXPECT_EQ((*r)->Meta("schema-id"), "3");
-  EXPECT_EQ(nlohmann::json::parse((*r)->Meta("partition-spec"))[0]["field-id"], 1000);
-  auto schema = nlohmann::json::parse((*r)->schema_json());
+  ASSERT_OK_AND_ASSIGN(auto bytes, w->Finish(&mf));
+  ASSERT_OK_AND_ASSIGN(auto r, format::avro::ContainerReader::Open(bytes));
+  EXPECT_EQ(r->Meta("format-version"), "2");
+  EXPECT_EQ(r->Meta("content"), "data");
+  EXPECT_EQ(r->Meta("partition-spec-id"), "2");
+  EXPECT_EQ(r->Meta("schema-id"), "3");
+  EXPECT_EQ(nlohmann::json::parse(r->Meta("partition-spec"))[0]["field-id"], 1000);
+  auto schema = nlohmann::json::parse(r->schema_json());
   EXPECT_EQ(schema["name"], "manifest_entry");
   const auto& df = schema["fields"][4];
   EXPECT_EQ(df["field-id"], 2);
@@ -148,32 +142,32 @@ TEST(Manifest, HeaderAndSchemaKeepIcebergAttributes) {
   EXPECT_EQ(df["type"]["fields"][13]["type"][1]["element-id"], 133);
 }
 
-TEST(Manifest, RefusesMismatchedEntries) {
-  auto w = ManifestWriter::Make(TestSchema(), TestSpec(), ManifestContent::kData, 1);
-  ASSERT_TRUE(w.ok());
+TEST(ManifestTest, RefusesMismatchedEntries) {
+  ASSERT_OK_AND_ASSIGN(auto w,
+                       ManifestWriter::Make(TestSchema(), TestSpec(), ManifestContent::kData, 1));
   DataFile f = File("p", 1, "k", 1);
   f.partition.pop_back();
-  EXPECT_EQ((*w)->AddAdded(f).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, w->AddAdded(f));
   f = File("p", 1, "k", 1);
   f.partition[0] = Literal::Long(3);  // long where the day transform gives a date
-  EXPECT_EQ((*w)->AddAdded(f).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, w->AddAdded(f));
   // Some writers store day partitions as plain ints: accepted when rewriting them.
   f.partition[0] = Literal::Int(3);
-  EXPECT_TRUE((*w)->AddAdded(f).ok());
+  EXPECT_OK(w->AddAdded(f));
   f = File("p", 1, "k", 1);
   f.partition[1] = Literal::Int(3);  // int where identity of a string needs a string
-  EXPECT_EQ((*w)->AddAdded(f).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, w->AddAdded(f));
   f = File("p", 1, "k", 1);
   f.content = FileContent::kPositionDeletes;
-  EXPECT_EQ((*w)->AddAdded(f).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, w->AddAdded(f));
   ManifestEntry e;
   e.status = EntryStatus::kExisting;
   e.data_file = File("p", 1, "k", 1);
-  EXPECT_EQ((*w)->Add(e).code(), StatusCode::kInvalidArgument);  // no sequence numbers
-  EXPECT_EQ((*w)->entry_count(), 1);
+  EXPECT_STATUS(kInvalidArgument, w->Add(e));  // no sequence numbers
+  EXPECT_EQ(w->entry_count(), 1);
 }
 
-TEST(Manifest, AvroSchemaOfNestedTypes) {
+TEST(ManifestTest, AvroSchemaOfNestedTypes) {
   std::vector<NestedField> fields = {
       {1, "a-b", false, Struct({{2, "x", true, Primitive(TypeId::kUuid), ""},
                                 {3, "y", true, Primitive(TypeId::kUuid), ""}}), ""},
@@ -191,7 +185,7 @@ TEST(Manifest, AvroSchemaOfNestedTypes) {
   EXPECT_EQ(j["fields"][2]["type"]["key-id"], 7);
   EXPECT_EQ(j["fields"][3]["type"]["logicalType"], "map");
   EXPECT_EQ(j["fields"][3]["type"]["items"]["name"], "k10_v11");
-  EXPECT_TRUE(format::avro::Schema::Parse(j.dump()).ok());
+  EXPECT_OK(format::avro::Schema::Parse(j.dump()));
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
 // Table metadata JSON: hand-written fixtures in the shapes of the spec's examples
 // (Appendix C), v1 and v2, read, written and read again; invalid documents refused.
-#include "iceberg/table_metadata_json.h"
-
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <nlohmann/json.hpp>
+
+#include "common/testing/status_assertions.h"
+#include "iceberg/table_metadata_json.h"
 
 namespace icestream::iceberg {
 namespace {
@@ -85,51 +86,48 @@ const char* kV1 = R"json({
      "summary": {"operation": "overwrite"}, "manifest-list": "s3://b/snap-2.avro"}]
 })json";
 
-TEST(TableMetadataJson, ReadsV2FromTheSpecExamples) {
-  auto m = TableMetadataFromJson(kV2);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ(m->format_version, 2);
-  EXPECT_EQ(m->last_sequence_number, 34);
-  EXPECT_EQ(m->CurrentSchema()->fields.size(), 4u);
-  EXPECT_EQ(m->CurrentSchema()->identifier_field_ids, std::vector<int32_t>{1});
-  EXPECT_EQ(m->DefaultSpec()->fields[1].transform, Transform::Bucket(16));
-  EXPECT_EQ(m->SortOrderById(1)->fields[1].direction, SortDirection::kDesc);
-  EXPECT_EQ(m->CurrentSnapshot()->parent_snapshot_id, 3051729675574597004);
-  EXPECT_EQ(m->CurrentSnapshot()->operation(), "append");
-  EXPECT_EQ(m->CurrentSnapshot()->schema_id, 1);
-  EXPECT_EQ(m->refs.at("test").type, RefType::kTag);
-  EXPECT_EQ(m->refs.at("main").max_snapshot_age_ms, 86400000);
-  EXPECT_EQ(m->SnapshotForRef("test")->snapshot_id, 3051729675574597004);
-  EXPECT_EQ(m->statistics.size(), 1u);
-  EXPECT_EQ(m->metadata_log[0].metadata_file, "s3://bucket/.../v1.json");
-  EXPECT_EQ(PropertyAsInt(*m, "commit.retry.num-retries", 0), 4);
+TEST(TableMetadataJsonTest, ReadsV2FromTheSpecExamples) {
+  ASSERT_OK_AND_ASSIGN(auto m, TableMetadataFromJson(kV2));
+  EXPECT_EQ(m.format_version, 2);
+  EXPECT_EQ(m.last_sequence_number, 34);
+  EXPECT_EQ(m.CurrentSchema()->fields.size(), 4u);
+  EXPECT_EQ(m.CurrentSchema()->identifier_field_ids, std::vector<int32_t>{1});
+  EXPECT_EQ(m.DefaultSpec()->fields[1].transform, Transform::Bucket(16));
+  EXPECT_EQ(m.SortOrderById(1)->fields[1].direction, SortDirection::kDesc);
+  EXPECT_EQ(m.CurrentSnapshot()->parent_snapshot_id, 3051729675574597004);
+  EXPECT_EQ(m.CurrentSnapshot()->operation(), "append");
+  EXPECT_EQ(m.CurrentSnapshot()->schema_id, 1);
+  EXPECT_EQ(m.refs.at("test").type, RefType::kTag);
+  EXPECT_EQ(m.refs.at("main").max_snapshot_age_ms, 86400000);
+  EXPECT_EQ(m.SnapshotForRef("test")->snapshot_id, 3051729675574597004);
+  EXPECT_EQ(m.statistics.size(), 1u);
+  EXPECT_EQ(m.metadata_log[0].metadata_file, "s3://bucket/.../v1.json");
+  EXPECT_EQ(PropertyAsInt(m, "commit.retry.num-retries", 0), 4);
 }
 
-TEST(TableMetadataJson, ReadsV1WithDeprecatedFields) {
-  auto m = TableMetadataFromJson(kV1);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ(m->format_version, 1);
-  EXPECT_EQ(m->schemas.size(), 1u);
-  EXPECT_EQ(m->CurrentSchema()->fields[1].doc, "comment");
-  ASSERT_EQ(m->DefaultSpec()->fields.size(), 1u);
-  EXPECT_EQ(m->DefaultSpec()->fields[0].field_id, 1000);  // v1: assigned from 1000
-  EXPECT_EQ(m->last_partition_id, 1000);
-  EXPECT_EQ(m->sort_orders.size(), 1u);
-  EXPECT_TRUE(m->sort_orders[0].is_unsorted());
-  EXPECT_EQ(m->snapshots[0].manifests, std::vector<std::string>{"s3://b/m1.avro"});
-  EXPECT_EQ(m->snapshots[0].operation(), "append");
-  EXPECT_EQ(m->snapshots[1].sequence_number, 0);
-  EXPECT_EQ(m->refs.at("main").snapshot_id, 2);  // implied by current-snapshot-id
+TEST(TableMetadataJsonTest, ReadsV1WithDeprecatedFields) {
+  ASSERT_OK_AND_ASSIGN(auto m, TableMetadataFromJson(kV1));
+  EXPECT_EQ(m.format_version, 1);
+  EXPECT_EQ(m.schemas.size(), 1u);
+  EXPECT_EQ(m.CurrentSchema()->fields[1].doc, "comment");
+  ASSERT_EQ(m.DefaultSpec()->fields.size(), 1u);
+  EXPECT_EQ(m.DefaultSpec()->fields[0].field_id, 1000);  // v1: assigned from 1000
+  EXPECT_EQ(m.last_partition_id, 1000);
+  EXPECT_EQ(m.sort_orders.size(), 1u);
+  EXPECT_TRUE(m.sort_orders[0].is_unsorted());
+  EXPECT_EQ(m.snapshots[0].manifests, std::vector<std::string>{"s3://b/m1.avro"});
+  EXPECT_EQ(m.snapshots[0].operation(), "append");
+  EXPECT_EQ(m.snapshots[1].sequence_number, 0);
+  EXPECT_EQ(m.refs.at("main").snapshot_id, 2);  // implied by current-snapshot-id
 }
 
-TEST(TableMetadataJson, RoundTripsV1AndV2) {
+TEST(TableMetadataJsonTest, RoundTripsV1AndV2) {
   for (const char* text : {kV1, kV2}) {
-    auto a = TableMetadataFromJson(text);
-    ASSERT_TRUE(a.ok()) << a.status().ToString();
-    std::string written = TableMetadataToJson(*a);
+    ASSERT_OK_AND_ASSIGN(auto a, TableMetadataFromJson(text));
+    std::string written = TableMetadataToJson(a);
     auto b = TableMetadataFromJson(written);
-    ASSERT_TRUE(b.ok()) << b.status().ToString() << "\n" << written;
-    EXPECT_EQ(*a, *b);
+    ASSERT_OK(b) << "\n" << written;
+    EXPECT_EQ(a, *b);
     EXPECT_EQ(TableMetadataToJson(*b), written);
   }
   // Written v1 keeps the fields a v1 reader requires.
@@ -143,7 +141,7 @@ TEST(TableMetadataJson, RoundTripsV1AndV2) {
   EXPECT_FALSE(v2.contains("schema"));
 }
 
-TEST(TableMetadataJson, ReadsGzipAndMinusOneSnapshot) {
+TEST(TableMetadataJsonTest, ReadsGzipAndMinusOneSnapshot) {
   auto j = nlohmann::json::parse(kV2);
   j["current-snapshot-id"] = -1;
   j["refs"] = nlohmann::json::object();
@@ -158,38 +156,43 @@ TEST(TableMetadataJson, ReadsGzipAndMinusOneSnapshot) {
   ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
   gz.resize(zs.total_out);
   deflateEnd(&zs);
-  auto m = TableMetadataFromJson(gz);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_FALSE(m->current_snapshot_id.has_value());
-  EXPECT_EQ(m->CurrentSnapshot(), nullptr);
-  EXPECT_EQ(m->refs.count("main"), 0u);
+  ASSERT_OK_AND_ASSIGN(auto m, TableMetadataFromJson(gz));
+  EXPECT_FALSE(m.current_snapshot_id.has_value());
+  EXPECT_EQ(m.CurrentSnapshot(), nullptr);
+  EXPECT_EQ(m.refs.count("main"), 0u);
 }
 
-TEST(TableMetadataJson, RefusesBrokenDocuments) {
+TEST(TableMetadataJsonTest, RefusesBrokenDocuments) {
   auto with = [](auto edit) {
     auto j = nlohmann::json::parse(kV2);
     edit(j);
     return TableMetadataFromJson(j.dump()).status();
   };
   using J = nlohmann::json;
-  EXPECT_FALSE(with([](J& j) { j["format-version"] = 3; }).ok());
-  EXPECT_FALSE(with([](J& j) { j.erase("table-uuid"); }).ok());
-  EXPECT_FALSE(with([](J& j) { j.erase("last-sequence-number"); }).ok());
-  EXPECT_FALSE(with([](J& j) { j["current-schema-id"] = 7; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["default-spec-id"] = 7; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["current-snapshot-id"] = 12; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["refs"]["x"] = {{"snapshot-id", 99}, {"type", "tag"}}; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["refs"]["main"]["snapshot-id"] = 3051729675574597004; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["snapshots"][1] = j["snapshots"][0]; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["last-column-id"] = 2; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["last-partition-id"] = 1000; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["location"] = 5; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["sort-orders"][1]["fields"][0]["direction"] = "up"; }).ok());
-  EXPECT_FALSE(with([](J& j) { j["snapshots"][0].erase("manifest-list"); }).ok());
-  EXPECT_FALSE(with([](J& j) { j["partition-specs"][1]["fields"][0]["transform"] = "bucket[0]"; }).ok());
-  EXPECT_TRUE(with([](J& j) { j["unknown-member"] = {1, 2}; }).ok());
-  EXPECT_FALSE(TableMetadataFromJson("{").ok());
-  EXPECT_FALSE(TableMetadataFromJson("[]").ok());
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["format-version"] = 3; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j.erase("table-uuid"); }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j.erase("last-sequence-number"); }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["current-schema-id"] = 7; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["default-spec-id"] = 7; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["current-snapshot-id"] = 12; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) {
+                  j["refs"]["x"] = {{"snapshot-id", 99}, {"type", "tag"}};
+                }));
+  EXPECT_STATUS(kInvalidArgument,
+                with([](J& j) { j["refs"]["main"]["snapshot-id"] = 3051729675574597004; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["snapshots"][1] = j["snapshots"][0]; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["last-column-id"] = 2; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["last-partition-id"] = 1000; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["location"] = 5; }));
+  EXPECT_STATUS(kInvalidArgument,
+                with([](J& j) { j["sort-orders"][1]["fields"][0]["direction"] = "up"; }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) { j["snapshots"][0].erase("manifest-list"); }));
+  EXPECT_STATUS(kInvalidArgument, with([](J& j) {
+                  j["partition-specs"][1]["fields"][0]["transform"] = "bucket[0]";
+                }));
+  EXPECT_OK(with([](J& j) { j["unknown-member"] = {1, 2}; }));
+  EXPECT_STATUS(kInvalidArgument, TableMetadataFromJson("{"));
+  EXPECT_STATUS(kInvalidArgument, TableMetadataFromJson("[]"));
 }
 
 }  // namespace

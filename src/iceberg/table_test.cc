@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "common/testing/status_assertions.h"
 #include "iceberg/table_files.h"
 #include "iceberg/test_env.h"
 
@@ -20,7 +21,7 @@ class TableTest : public CatalogEnv {
  protected:
   void SetUp() override {
     CatalogEnv::SetUp();
-    ASSERT_TRUE(catalog_->CreateNamespace({"db"}, {}).ok());
+    ASSERT_OK(catalog_->CreateNamespace({"db"}, {}));
     CreateTableRequest r;
     r.name = "events";
     r.schema.fields = {{1, "id", true, Primitive(TypeId::kLong), ""},
@@ -29,12 +30,12 @@ class TableTest : public CatalogEnv {
     PartitionSpec spec;
     spec.fields = {{2, 0, "ts_day", Transform::Day()}, {3, 0, "kind", Transform::Identity()}};
     r.spec = spec;
-    ASSERT_TRUE(catalog_->CreateTable({"db"}, r).ok());
+    ASSERT_OK(catalog_->CreateTable({"db"}, r));
   }
 
   std::unique_ptr<Table> Open(TableOptions o = {}) {
     auto t = Table::Load(catalog_.get(), io_.get(), id_, SystemClock::Default(), o);
-    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_OK(t);
     return std::move(t).value();
   }
 
@@ -47,17 +48,17 @@ class TableTest : public CatalogEnv {
     f.record_count = rows;
     f.file_size_in_bytes = rows * 3;
     f.spec_id = t.metadata().default_spec_id;
-    EXPECT_TRUE(io_->Write(f.file_path, std::string(static_cast<size_t>(f.file_size_in_bytes), 'x')).ok());
+    EXPECT_OK(io_->Write(f.file_path, std::string(static_cast<size_t>(f.file_size_in_bytes), 'x')));
     return f;
   }
 
   std::multiset<std::string> LivePaths(Table& t) {
     std::multiset<std::string> out;
-    EXPECT_TRUE(t.Refresh().ok());
+    EXPECT_OK(t.Refresh());
     const Snapshot* s = t.metadata().CurrentSnapshot();
     if (s == nullptr) return out;
     auto entries = LiveEntries(*io_, *s);
-    EXPECT_TRUE(entries.ok()) << entries.status().ToString();
+    EXPECT_OK(entries);
     for (const auto& e : *entries) out.insert(e.data_file.file_path);
     return out;
   }
@@ -70,14 +71,13 @@ TEST_F(TableTest, AppendsBuildSnapshotsWithSummariesAndSequenceNumbers) {
   EXPECT_NE(t->NewDataFileLocation({Literal::Date(19000), Literal::String("a b")}, "f.parquet")
                 .find("/data/ts_day=2022-01-08/kind=a+b/f.parquet"),
             std::string::npos);
-  auto r1 = t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10), NewFile(*t, "b.parquet", 19001, "a", 5)},
-                           {{"icestream.checkpoint", "shard-0:42"}});
-  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
-  EXPECT_EQ(r1->sequence_number, 1);
-  auto r2 = t->AppendFiles({NewFile(*t, "c.parquet", 19001, "b", 7)});
-  ASSERT_TRUE(r2.ok());
-  EXPECT_EQ(r2->sequence_number, 2);
-  EXPECT_EQ(r2->manifests_kept, 1);  // the first commit's manifest is reused, not rewritten
+  ASSERT_OK_AND_ASSIGN(auto r1, t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10),
+                                                NewFile(*t, "b.parquet", 19001, "a", 5)},
+                                               {{"icestream.checkpoint", "shard-0:42"}}));
+  EXPECT_EQ(r1.sequence_number, 1);
+  ASSERT_OK_AND_ASSIGN(auto r2, t->AppendFiles({NewFile(*t, "c.parquet", 19001, "b", 7)}));
+  EXPECT_EQ(r2.sequence_number, 2);
+  EXPECT_EQ(r2.manifests_kept, 1);  // the first commit's manifest is reused, not rewritten
 
   const TableMetadata& m = t->metadata();
   ASSERT_EQ(m.snapshots.size(), 2u);
@@ -98,17 +98,17 @@ TEST_F(TableTest, AppendsBuildSnapshotsWithSummariesAndSequenceNumbers) {
   EXPECT_EQ(m.refs.at("main").snapshot_id, s2.snapshot_id);
 
   // Entries inherit the sequence number of the manifest that added them.
-  auto entries = LiveEntries(*io_, s2);
-  ASSERT_TRUE(entries.ok());
-  ASSERT_EQ(entries->size(), 3u);
+  ASSERT_OK_AND_ASSIGN(auto entries, LiveEntries(*io_, s2));
+  ASSERT_EQ(entries.size(), 3u);
   std::map<std::string, int64_t> seq;
-  for (const auto& e : *entries) seq[e.data_file.file_path.substr(e.data_file.file_path.rfind('/') + 1)] = *e.sequence_number;
+  for (const auto& e : entries)
+    seq[e.data_file.file_path.substr(e.data_file.file_path.rfind('/') + 1)] = *e.sequence_number;
   EXPECT_EQ(seq["a.parquet"], 1);
   EXPECT_EQ(seq["b.parquet"], 1);
   EXPECT_EQ(seq["c.parquet"], 2);
-  EXPECT_EQ(t->AppendFiles({}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, t->AppendFiles({}));
   DataFile dup = NewFile(*t, "d.parquet", 1, "a", 1);
-  EXPECT_EQ(t->AppendFiles({dup, dup}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, t->AppendFiles({dup, dup}));
 }
 
 // Forwards everything to a real catalog; tests override CommitTable to inject a race.
@@ -184,14 +184,12 @@ class RollbackDuringExpiryCatalog : public ForwardingCatalog {
 
 TEST_F(TableTest, ACommitThatLandedButWasAnsweredWithAConflictKeepsItsFiles) {
   ApplyThenConflictCatalog lying(catalog_.get());
-  auto t = Table::Load(&lying, io_.get(), id_, SystemClock::Default());
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
-  auto r = (*t)->AppendFiles({NewFile(**t, "a.parquet", 19000, "a", 10)});
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->attempts, 1);  // recognized as landed, not committed a second time
+  ASSERT_OK_AND_ASSIGN(auto t, Table::Load(&lying, io_.get(), id_, SystemClock::Default()));
+  ASSERT_OK_AND_ASSIGN(auto r, t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}));
+  EXPECT_EQ(r.attempts, 1);  // recognized as landed, not committed a second time
   auto fresh = Open();
   ASSERT_EQ(fresh->metadata().snapshots.size(), 1u);
-  EXPECT_EQ(fresh->metadata().CurrentSnapshot()->snapshot_id, r->snapshot_id);
+  EXPECT_EQ(fresh->metadata().CurrentSnapshot()->snapshot_id, r.snapshot_id);
   // The snapshot's manifest list and manifests are all still there.
   EXPECT_EQ(LivePaths(*fresh).size(), 1u);
 }
@@ -202,7 +200,8 @@ TEST_F(TableTest, TheCommitCheckRunsAgainOnTheVersionARetryBuildsOn) {
   // stops the commit before anything is committed twice.
   auto a = Open();
   auto b = Open();
-  ASSERT_TRUE(b->AppendFiles({NewFile(*b, "b.parquet", 19000, "x", 3)}, {{"icestream.checkpoint.s0", "10"}}).ok());
+  ASSERT_OK(b->AppendFiles({NewFile(*b, "b.parquet", 19000, "x", 3)},
+                           {{"icestream.checkpoint.s0", "10"}}));
   std::vector<std::string> seen;
   auto check = [&](const TableMetadata& m) -> Status {
     const Snapshot* cur = m.CurrentSnapshot();
@@ -213,33 +212,30 @@ TEST_F(TableTest, TheCommitCheckRunsAgainOnTheVersionARetryBuildsOn) {
     return Status::OK();
   };
   auto r = a->AppendFiles({NewFile(*a, "a.parquet", 19000, "x", 3)}, {{"icestream.checkpoint.s0", "10"}}, check);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_STATUS(kAlreadyExists, r);
   EXPECT_EQ(seen, (std::vector<std::string>{"none", "10"}));
   // Only B's file is live; A's attempt left no manifest behind.
   EXPECT_EQ(LivePaths(*a), (std::multiset<std::string>{b->NewDataFileLocation({Literal::Date(19000), Literal::String("x")},
                                                                                "b.parquet")}));
-  auto listed = io_->List(a->metadata().location + "/metadata/");
-  ASSERT_TRUE(listed.ok());
+  ASSERT_OK_AND_ASSIGN(auto listed, io_->List(a->metadata().location + "/metadata/"));
   int manifests = 0;
-  for (const auto& f : *listed) manifests += f.location.find("-m0.avro") != std::string::npos ? 1 : 0;
+  for (const auto& f : listed)
+    manifests += f.location.find("-m0.avro") != std::string::npos ? 1 : 0;
   EXPECT_EQ(manifests, 1);  // B's
 }
 
 TEST_F(TableTest, ExpiryRechecksWhenARefMovesToASnapshotBeingExpired) {
   auto t = Open();
-  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}).ok());
+  ASSERT_OK(t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}));
   int64_t first = t->metadata().CurrentSnapshot()->snapshot_id;
-  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "b.parquet", 19000, "a", 20)}).ok());
+  ASSERT_OK(t->AppendFiles({NewFile(*t, "b.parquet", 19000, "a", 20)}));
   RollbackDuringExpiryCatalog racing(catalog_.get());
   racing.rollback_to = first;
-  auto rt = Table::Load(&racing, io_.get(), id_, SystemClock::Default());
-  ASSERT_TRUE(rt.ok());
+  ASSERT_OK_AND_ASSIGN(auto rt, Table::Load(&racing, io_.get(), id_, SystemClock::Default()));
   ExpireOptions eo;
   eo.older_than_ms = SystemClock::Default()->NowMillis() + 60000;
   eo.retain_last = 1;  // chooses to expire `first`, which main is rolled back to meanwhile
-  auto r = (*rt)->ExpireSnapshots(eo);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(rt->ExpireSnapshots(eo));
   ASSERT_TRUE(racing.done);
   auto fresh = Open();
   ASSERT_NE(fresh->metadata().CurrentSnapshot(), nullptr);
@@ -251,14 +247,14 @@ TEST_F(TableTest, ManifestsAreRewrittenAfterThePartitionSourceWasPromoted) {
   // Partitioned by identity(bucket_no int); files added; then int -> long, a legal
   // promotion. Rewriting the old manifests (replace, merge) must write the old int
   // partition values as longs.
-  ASSERT_TRUE(catalog_->CreateNamespace({"p"}, {}).ok());
+  ASSERT_OK(catalog_->CreateNamespace({"p"}, {}));
   CreateTableRequest r;
   r.name = "promo";
   r.schema.fields = {{1, "bucket_no", false, Primitive(TypeId::kInt), ""}};
   PartitionSpec spec;
   spec.fields = {{1, 0, "bucket_no", Transform::Identity()}};
   r.spec = spec;
-  ASSERT_TRUE(catalog_->CreateTable({"p"}, r).ok());
+  ASSERT_OK(catalog_->CreateTable({"p"}, r));
   TableIdentifier id{{"p"}, "promo"};
   TableOptions o;
   o.manifest_min_count_to_merge = 3;
@@ -269,45 +265,45 @@ TEST_F(TableTest, ManifestsAreRewrittenAfterThePartitionSourceWasPromoted) {
     f.file_path = t->NewDataFileLocation(f.partition, name);
     f.record_count = 1;
     f.file_size_in_bytes = 1;
-    EXPECT_TRUE(io_->Write(f.file_path, "x").ok());
+    EXPECT_OK(io_->Write(f.file_path, "x"));
     return f;
   };
   DataFile a = file("a.parquet", 1), b = file("b.parquet", 2);
-  ASSERT_TRUE(t->AppendFiles({a}).ok());
-  ASSERT_TRUE(t->AppendFiles({b}).ok());
+  ASSERT_OK(t->AppendFiles({a}));
+  ASSERT_OK(t->AppendFiles({b}));
   Schema wider = *t->metadata().CurrentSchema();
   wider.fields[0].type = Primitive(TypeId::kLong);
-  ASSERT_TRUE(catalog_->CommitTable(id, {}, {update::AddSchema{wider, {}}, update::SetCurrentSchema{-1}}).ok());
-  ASSERT_TRUE(t->Refresh().ok());
+  ASSERT_OK(
+      catalog_->CommitTable(id, {}, {update::AddSchema{wider, {}}, update::SetCurrentSchema{-1}}));
+  ASSERT_OK(t->Refresh());
   DataFile ab = file("ab.parquet", 1);
   ab.partition = {Literal::Long(1)};
-  auto rep = t->ReplaceFiles({a.file_path}, {ab});
-  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_OK(t->ReplaceFiles({a.file_path}, {ab}));
   DataFile c = file("c.parquet", 3);
   c.partition = {Literal::Long(3)};
   auto app = t->AppendFiles({c});  // enough small manifests now: they are merged
-  ASSERT_TRUE(app.ok()) << app.status().ToString();
-  auto entries = LiveEntries(*io_, *t->metadata().CurrentSnapshot());
-  ASSERT_TRUE(entries.ok()) << entries.status().ToString();
+  ASSERT_OK(app);
+  ASSERT_OK_AND_ASSIGN(auto entries, LiveEntries(*io_, *t->metadata().CurrentSnapshot()));
   std::set<int64_t> buckets;
-  for (const auto& e : *entries) buckets.insert(e.data_file.partition[0]->type.id == TypeId::kLong
-                                                    ? e.data_file.partition[0]->as_long()
-                                                    : e.data_file.partition[0]->as_int());
+  for (const auto& e : entries)
+    buckets.insert(e.data_file.partition[0]->type.id == TypeId::kLong
+                       ? e.data_file.partition[0]->as_long()
+                       : e.data_file.partition[0]->as_int());
   EXPECT_EQ(buckets, (std::set<int64_t>{1, 2, 3}));
-  EXPECT_EQ(entries->size(), 3u);
+  EXPECT_EQ(entries.size(), 3u);
 }
 
 TEST_F(TableTest, AddedDeleteFilesAreNotAnAppend) {
   auto t = Open();
-  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}).ok());
+  ASSERT_OK(t->AppendFiles({NewFile(*t, "a.parquet", 19000, "a", 10)}));
   EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("operation"), "append");
   DataFile del = NewFile(*t, "a-deletes.parquet", 19000, "a", 2);
   del.content = FileContent::kPositionDeletes;
-  ASSERT_TRUE(t->AppendFiles({del}).ok());
+  ASSERT_OK(t->AppendFiles({del}));
   EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("operation"), "delete");
   DataFile del2 = NewFile(*t, "b-deletes.parquet", 19000, "a", 1);
   del2.content = FileContent::kPositionDeletes;
-  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "b.parquet", 19000, "a", 5), del2}).ok());
+  ASSERT_OK(t->AppendFiles({NewFile(*t, "b.parquet", 19000, "a", 5), del2}));
   EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("operation"), "overwrite");
 }
 
@@ -323,22 +319,19 @@ TEST_F(TableTest, MergesTakeManifestsOfOneSizeTier) {
     bulk.push_back(NewFile(*t, "bulk" + std::to_string(i) + ".parquet", 19000 + i % 7, "k", 1));
     expected.insert(bulk.back().file_path);
   }
-  ASSERT_TRUE(t->AppendFiles(bulk).ok());
-  auto first = SnapshotManifests(*io_, *t->metadata().CurrentSnapshot());
-  ASSERT_TRUE(first.ok());
-  ASSERT_EQ(first->size(), 1u);
-  const ManifestFile big = first->front();
+  ASSERT_OK(t->AppendFiles(bulk));
+  ASSERT_OK_AND_ASSIGN(auto first, SnapshotManifests(*io_, *t->metadata().CurrentSnapshot()));
+  ASSERT_EQ(first.size(), 1u);
+  const ManifestFile big = first.front();
   ASSERT_GT(big.manifest_length, 16 << 10) << "the bulk manifest must be two tiers up";
   for (int i = 0; i < 12; ++i) {
     DataFile f = NewFile(*t, "small" + std::to_string(i) + ".parquet", 19000, "k", 1);
     expected.insert(f.file_path);
-    auto r = t->AppendFiles({f});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    auto manifests = SnapshotManifests(*io_, *t->metadata().CurrentSnapshot());
-    ASSERT_TRUE(manifests.ok());
+    ASSERT_OK(t->AppendFiles({f}));
+    ASSERT_OK_AND_ASSIGN(auto manifests, SnapshotManifests(*io_, *t->metadata().CurrentSnapshot()));
     int small_count = 0;
     bool big_kept = false;
-    for (const auto& mf : *manifests) {
+    for (const auto& mf : manifests) {
       if (mf.manifest_path == big.manifest_path) big_kept = true;
       else ++small_count;
     }
@@ -356,17 +349,14 @@ TEST_F(TableTest, ManifestsAreMergedOnceThereAreMany) {
   for (int i = 0; i < 23; ++i) {
     DataFile f = NewFile(*t, "f" + std::to_string(i) + ".parquet", 19000 + i % 3, "k", i + 1);
     expected.insert(f.file_path);
-    auto r = t->AppendFiles({f});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    auto manifests = SnapshotManifests(*io_, *t->metadata().CurrentSnapshot());
-    ASSERT_TRUE(manifests.ok());
-    EXPECT_LE(manifests->size(), 5u) << "commit " << i;
+    ASSERT_OK(t->AppendFiles({f}));
+    ASSERT_OK_AND_ASSIGN(auto manifests, SnapshotManifests(*io_, *t->metadata().CurrentSnapshot()));
+    EXPECT_LE(manifests.size(), 5u) << "commit " << i;
   }
   EXPECT_EQ(LivePaths(*t), expected);
   // Merged entries keep their original sequence numbers.
-  auto entries = LiveEntries(*io_, *t->metadata().CurrentSnapshot());
-  ASSERT_TRUE(entries.ok());
-  for (const auto& e : *entries) {
+  ASSERT_OK_AND_ASSIGN(auto entries, LiveEntries(*io_, *t->metadata().CurrentSnapshot()));
+  for (const auto& e : entries) {
     EXPECT_EQ(*e.sequence_number, e.data_file.record_count) << e.data_file.file_path;
   }
 }
@@ -376,11 +366,10 @@ TEST_F(TableTest, ReplaceSwapsFilesAndChecksTheyAreLive) {
   DataFile a = NewFile(*t, "a.parquet", 19000, "a", 10);
   DataFile b = NewFile(*t, "b.parquet", 19000, "a", 20);
   DataFile c = NewFile(*t, "c.parquet", 19005, "z", 1);
-  ASSERT_TRUE(t->AppendFiles({a}).ok());
-  ASSERT_TRUE(t->AppendFiles({b, c}).ok());
+  ASSERT_OK(t->AppendFiles({a}));
+  ASSERT_OK(t->AppendFiles({b, c}));
   DataFile ab = NewFile(*t, "ab.parquet", 19000, "a", 30);
-  auto r = t->ReplaceFiles({a.file_path, b.file_path}, {ab});
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_OK(t->ReplaceFiles({a.file_path, b.file_path}, {ab}));
   EXPECT_EQ(LivePaths(*t), (std::multiset<std::string>{ab.file_path, c.file_path}));
   const Snapshot* s = t->metadata().CurrentSnapshot();
   EXPECT_EQ(s->operation(), "replace");
@@ -389,8 +378,8 @@ TEST_F(TableTest, ReplaceSwapsFilesAndChecksTheyAreLive) {
   EXPECT_EQ(s->summary.at("total-records"), "31");
   EXPECT_EQ(s->summary.at("total-data-files"), "2");
   // The file is gone now: replacing it again is a conflict to re-plan.
-  EXPECT_EQ(t->ReplaceFiles({a.file_path}, {NewFile(*t, "x.parquet", 19000, "a", 10)}).status().code(),
-            StatusCode::kConflict);
+  EXPECT_STATUS(kConflict,
+                t->ReplaceFiles({a.file_path}, {NewFile(*t, "x.parquet", 19000, "a", 10)}));
 }
 
 TEST_F(TableTest, TwoWritersCommitConcurrentlyWithoutLosingFiles) {
@@ -432,8 +421,8 @@ TEST_F(TableTest, TwoWritersCommitConcurrentlyWithoutLosingFiles) {
     });
   }
   for (auto& th : threads) th.join();
-  ASSERT_TRUE(errors[0].ok()) << errors[0].ToString();
-  ASSERT_TRUE(errors[1].ok()) << errors[1].ToString();
+  ASSERT_OK(errors[0]);
+  ASSERT_OK(errors[1]);
   auto t = Open();
   EXPECT_EQ(LivePaths(*t), expected);  // nothing lost, nothing twice
   EXPECT_EQ(t->metadata().snapshots.size(), 2u * kCommits);
@@ -458,39 +447,38 @@ TEST_F(TableTest, OrphanListingMatchesFileLocationsSpelledJavaStyle) {
   r.name = "javaish";
   r.schema.fields = {{1, "id", true, Primitive(TypeId::kLong), ""}};
   r.location = "file:/" + io_->root().substr(8) + "/db/javaish";
-  ASSERT_TRUE(catalog_->CreateTable({"db"}, r).ok());
-  auto t = Table::Load(catalog_.get(), io_.get(), {{"db"}, "javaish"}, SystemClock::Default());
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
-  ASSERT_EQ((*t)->metadata().location.rfind("file:/", 0), 0u);
-  ASSERT_NE((*t)->metadata().location.rfind("file:///", 0), 0u);
+  ASSERT_OK(catalog_->CreateTable({"db"}, r));
+  ASSERT_OK_AND_ASSIGN(
+      auto t, Table::Load(catalog_.get(), io_.get(), {{"db"}, "javaish"}, SystemClock::Default()));
+  ASSERT_EQ(t->metadata().location.rfind("file:/", 0), 0u);
+  ASSERT_NE(t->metadata().location.rfind("file:///", 0), 0u);
   DataFile f;
-  f.file_path = (*t)->NewDataFileLocation({}, "a.parquet");
+  f.file_path = t->NewDataFileLocation({}, "a.parquet");
   f.record_count = 1;
   f.file_size_in_bytes = 4;
-  ASSERT_TRUE(io_->Write(f.file_path, "data").ok());
-  ASSERT_TRUE((*t)->AppendFiles({f}).ok());
-  std::string stray = (*t)->NewDataFileLocation({}, "stray.parquet");
-  ASSERT_TRUE(io_->Write(stray, "junk").ok());
-  auto orphans = (*t)->ListOrphanFiles(SystemClock::Default()->NowMillis() + 60000);
-  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
-  ASSERT_EQ(orphans->size(), 1u);  // only the stray file: not the data, manifests or metadata
-  EXPECT_EQ(*io_->KeyOf((*orphans)[0].location), *io_->KeyOf(stray));
+  ASSERT_OK(io_->Write(f.file_path, "data"));
+  ASSERT_OK(t->AppendFiles({f}));
+  std::string stray = t->NewDataFileLocation({}, "stray.parquet");
+  ASSERT_OK(io_->Write(stray, "junk"));
+  ASSERT_OK_AND_ASSIGN(auto orphans,
+                       t->ListOrphanFiles(SystemClock::Default()->NowMillis() + 60000));
+  ASSERT_EQ(orphans.size(), 1u);  // only the stray file: not the data, manifests or metadata
+  EXPECT_EQ(*io_->KeyOf(orphans[0].location), *io_->KeyOf(stray));
 }
 
 TEST_F(TableTest, ExpiryKeepsTheSnapshotsItIsToldToKeep) {
   auto t = Open();
-  auto first = t->AppendFiles({NewFile(*t, "k1.parquet", 19000, "a", 1)}, {{"icestream.checkpoint.s0", "1"}});
-  ASSERT_TRUE(first.ok());
-  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "k2.parquet", 19000, "a", 1)}).ok());
-  ASSERT_TRUE(t->AppendFiles({NewFile(*t, "k3.parquet", 19000, "a", 1)}).ok());
+  ASSERT_OK_AND_ASSIGN(auto first, t->AppendFiles({NewFile(*t, "k1.parquet", 19000, "a", 1)},
+                                                  {{"icestream.checkpoint.s0", "1"}}));
+  ASSERT_OK(t->AppendFiles({NewFile(*t, "k2.parquet", 19000, "a", 1)}));
+  ASSERT_OK(t->AppendFiles({NewFile(*t, "k3.parquet", 19000, "a", 1)}));
   ExpireOptions eo;
   eo.older_than_ms = SystemClock::Default()->NowMillis() + 60000;
   eo.retain_last = 1;
-  eo.keep = {first->snapshot_id};
-  auto r = t->ExpireSnapshots(eo);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->expired_snapshot_ids.size(), 1u);  // only the middle one
-  EXPECT_NE(t->metadata().SnapshotById(first->snapshot_id), nullptr);
+  eo.keep = {first.snapshot_id};
+  ASSERT_OK_AND_ASSIGN(auto r, t->ExpireSnapshots(eo));
+  EXPECT_EQ(r.expired_snapshot_ids.size(), 1u);  // only the middle one
+  EXPECT_NE(t->metadata().SnapshotById(first.snapshot_id), nullptr);
   EXPECT_EQ(t->metadata().snapshots.size(), 2u);
 }
 
@@ -498,42 +486,39 @@ TEST_F(TableTest, ExpiryDeletesOnlyUnreachableFilesAndOrphansAreListed) {
   auto t = Open();
   DataFile a = NewFile(*t, "a.parquet", 19000, "a", 10);
   DataFile b = NewFile(*t, "b.parquet", 19000, "a", 20);
-  ASSERT_TRUE(t->AppendFiles({a}).ok());
-  ASSERT_TRUE(t->AppendFiles({b}).ok());
+  ASSERT_OK(t->AppendFiles({a}));
+  ASSERT_OK(t->AppendFiles({b}));
   DataFile ab = NewFile(*t, "ab.parquet", 19000, "a", 30);
-  ASSERT_TRUE(t->ReplaceFiles({a.file_path, b.file_path}, {ab}).ok());
+  ASSERT_OK(t->ReplaceFiles({a.file_path, b.file_path}, {ab}));
   DataFile c = NewFile(*t, "c.parquet", 19001, "a", 1);
-  ASSERT_TRUE(t->AppendFiles({c}).ok());
+  ASSERT_OK(t->AppendFiles({c}));
   // A file no commit references (a crashed writer's).
   std::string stray = t->NewDataFileLocation({Literal::Date(19000), Literal::String("a")}, "stray.parquet");
-  ASSERT_TRUE(io_->Write(stray, "junk").ok());
+  ASSERT_OK(io_->Write(stray, "junk"));
 
   int64_t future = SystemClock::Default()->NowMillis() + 60000;
-  auto orphans = t->ListOrphanFiles(future);
-  ASSERT_TRUE(orphans.ok()) << orphans.status().ToString();
-  ASSERT_EQ(orphans->size(), 1u);
-  EXPECT_EQ((*orphans)[0].location, stray);
+  ASSERT_OK_AND_ASSIGN(auto orphans, t->ListOrphanFiles(future));
+  ASSERT_EQ(orphans.size(), 1u);
+  EXPECT_EQ(orphans[0].location, stray);
   EXPECT_TRUE(t->ListOrphanFiles(0)->empty());  // too young to be called orphans
 
   ExpireOptions eo;
   eo.older_than_ms = future;
   eo.retain_last = 1;
-  auto r = t->ExpireSnapshots(eo);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->expired_snapshot_ids.size(), 3u);
-  EXPECT_EQ(r->deleted_content_files, 2);  // a and b, replaced by ab
-  EXPECT_EQ(r->deleted_manifest_lists, 3);
+  ASSERT_OK_AND_ASSIGN(auto r, t->ExpireSnapshots(eo));
+  EXPECT_EQ(r.expired_snapshot_ids.size(), 3u);
+  EXPECT_EQ(r.deleted_content_files, 2);  // a and b, replaced by ab
+  EXPECT_EQ(r.deleted_manifest_lists, 3);
   EXPECT_EQ(t->metadata().snapshots.size(), 1u);
-  EXPECT_EQ(io_->Read(a.file_path).status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(io_->Read(b.file_path).status().code(), StatusCode::kNotFound);
-  EXPECT_TRUE(io_->Read(ab.file_path).ok());
-  EXPECT_TRUE(io_->Read(c.file_path).ok());
+  EXPECT_STATUS(kNotFound, io_->Read(a.file_path));
+  EXPECT_STATUS(kNotFound, io_->Read(b.file_path));
+  EXPECT_OK(io_->Read(ab.file_path));
+  EXPECT_OK(io_->Read(c.file_path));
   EXPECT_EQ(LivePaths(*t), (std::multiset<std::string>{ab.file_path, c.file_path}));
   // Expiry made no new orphans besides the stray file.
-  orphans = t->ListOrphanFiles(future);
-  ASSERT_TRUE(orphans.ok());
-  ASSERT_EQ(orphans->size(), 1u);
-  EXPECT_EQ((*orphans)[0].location, stray);
+  ASSERT_OK_AND_ASSIGN(orphans, t->ListOrphanFiles(future));
+  ASSERT_EQ(orphans.size(), 1u);
+  EXPECT_EQ(orphans[0].location, stray);
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 // a SQLite database and a catalog over one warehouse bucket.
 #pragma once
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,6 +10,8 @@
 
 #include "common/clock.h"
 #include "common/sqlite.h"
+#include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 #include "iceberg/file_io.h"
 #include "iceberg/sqlite_catalog.h"
 #include "objectstore/local_store.h"
@@ -21,27 +21,19 @@ namespace icestream::iceberg::testing {
 class CatalogEnv : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() /
-            ("iceberg-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_);
     store_ = std::make_unique<objectstore::LocalObjectStore>((root_ / "buckets").string());
     io_ = std::make_unique<FileIO>(store_.get(), "wh");
-    auto db = Database::Open((root_ / "meta.db").string());
-    ASSERT_TRUE(db.ok()) << db.status().ToString();
-    db_ = std::move(db).value();
-    auto cat = SqliteCatalog::Open(db_.get(), io_.get(), SystemClock::Default());
-    ASSERT_TRUE(cat.ok()) << cat.status().ToString();
-    catalog_ = std::move(cat).value();
+    ASSERT_OK_AND_ASSIGN(db_, Database::Open((root_ / "meta.db").string()));
+    ASSERT_OK_AND_ASSIGN(catalog_,
+                         SqliteCatalog::Open(db_.get(), io_.get(), SystemClock::Default()));
   }
   void TearDown() override {
     catalog_.reset();
     db_.reset();
-    std::filesystem::remove_all(root_);
   }
 
-  std::filesystem::path root_;
+  ::icestream::testing::TempDir tmp_;  // first: outlives the store, database and catalog
+  std::filesystem::path root_ = tmp_.path();
   std::unique_ptr<objectstore::LocalObjectStore> store_;
   std::unique_ptr<FileIO> io_;
   std::unique_ptr<Database> db_;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/crypto.h"
+#include "common/testing/status_assertions.h"
 #include "iceberg/partition_spec.h"
 
 namespace icestream::iceberg {
@@ -24,7 +25,7 @@ std::string UuidBytes(std::string_view canonical) {
   return out;
 }
 
-TEST(BucketHash, SpecAppendixBVectors) {
+TEST(BucketHashTest, SpecAppendixBVectors) {
   EXPECT_EQ(BucketHash(Literal::Int(34)), 2017239379);
   EXPECT_EQ(BucketHash(Literal::Long(34)), 2017239379);
   EXPECT_EQ(BucketHash(Literal::DecimalValue(4, 2, 1420)), -500754589);
@@ -37,7 +38,7 @@ TEST(BucketHash, SpecAppendixBVectors) {
   EXPECT_EQ(BucketHash(Literal::Binary(std::string("\x00\x01\x02\x03", 4))), -188683207);
 }
 
-TEST(Transforms, TemporalTransformsFloorBefore1970) {
+TEST(TransformsTest, TemporalTransformsFloorBefore1970) {
   auto apply = [](Transform t, Literal v) { return **ApplyTransform(t, v); };
   // 2017-11-16T22:31:08Z
   Literal ts = Literal::TimestampTz(1510871468000000LL);
@@ -58,7 +59,7 @@ TEST(Transforms, TemporalTransformsFloorBefore1970) {
   EXPECT_EQ(TransformHumanString(Transform::Day(), std::nullopt), "null");
 }
 
-TEST(Transforms, TruncateAndBucketAndNulls) {
+TEST(TransformsTest, TruncateAndBucketAndNulls) {
   auto apply = [](Transform t, Literal v) { return **ApplyTransform(t, v); };
   EXPECT_EQ(apply(Transform::Truncate(10), Literal::Int(-1)).as_int(), -10);
   EXPECT_EQ(apply(Transform::Truncate(10), Literal::Long(19)).as_long(), 10);
@@ -68,25 +69,26 @@ TEST(Transforms, TruncateAndBucketAndNulls) {
   EXPECT_EQ(apply(Transform::Bucket(16), Literal::Int(34)).as_int(), (2017239379 & 0x7FFFFFFF) % 16);
   EXPECT_FALSE(ApplyTransform(Transform::Day(), std::nullopt)->has_value());
   EXPECT_FALSE(ApplyTransform(Transform::Void(), Literal::Int(3))->has_value());
-  EXPECT_FALSE(ApplyTransform(Transform::Hour(), Literal::Date(3)).ok());
+  EXPECT_STATUS(kInvalidArgument, ApplyTransform(Transform::Hour(), Literal::Date(3)));
 }
 
-TEST(Transforms, ParseAndName) {
+TEST(TransformsTest, ParseAndName) {
   for (std::string n : {"identity", "bucket[16]", "truncate[4]", "year", "month", "day", "hour", "void"}) {
     auto t = ParseTransform(n);
-    ASSERT_TRUE(t.ok()) << n;
+    ASSERT_OK(t) << n;
     EXPECT_EQ(TransformName(*t), n);
   }
   EXPECT_EQ(ParseTransform("bucket[ 8 ]")->param, 8);
-  EXPECT_FALSE(ParseTransform("bucket[0]").ok());
-  EXPECT_FALSE(ParseTransform("truncate[x]").ok());
+  EXPECT_STATUS(kInvalidArgument, ParseTransform("bucket[0]"));
+  EXPECT_STATUS(kInvalidArgument, ParseTransform("truncate[x]"));
   EXPECT_EQ(ParseTransform("zorder")->kind, TransformKind::kUnknown);
   EXPECT_EQ(TransformResultType(Transform::Day(), Primitive(TypeId::kTimestamp))->id, TypeId::kDate);
   EXPECT_EQ(TransformResultType(Transform::Bucket(4), Primitive(TypeId::kString))->id, TypeId::kInt);
-  EXPECT_FALSE(TransformResultType(Transform::Bucket(4), Primitive(TypeId::kDouble)).ok());
+  EXPECT_STATUS(kInvalidArgument,
+                TransformResultType(Transform::Bucket(4), Primitive(TypeId::kDouble)));
 }
 
-TEST(SingleValue, AppendixDBytes) {
+TEST(SingleValueTest, AppendixDBytes) {
   EXPECT_EQ(Hex(ToBytes(Literal::Boolean(true))), "01");
   EXPECT_EQ(Hex(ToBytes(Literal::Int(1))), "01000000");
   EXPECT_EQ(Hex(ToBytes(Literal::Long(-2))), "feffffffffffffff");
@@ -101,20 +103,19 @@ TEST(SingleValue, AppendixDBytes) {
                            Literal::Float(2.5f), Literal::Double(1e300), Literal::Date(-5),
                            Literal::TimestampTz(-1), Literal::String("x"),
                            Literal::DecimalValue(20, 3, -123456789012345LL)}) {
-    auto back = FromBytes(l.type, ToBytes(l));
-    ASSERT_TRUE(back.ok());
-    EXPECT_EQ(*back, l);
+    ASSERT_OK_AND_ASSIGN(auto back, FromBytes(l.type, ToBytes(l)));
+    EXPECT_EQ(back, l);
   }
   // A 4-byte bound on a long column (written before an int -> long promotion).
   EXPECT_EQ(FromBytes(Primitive(TypeId::kLong), ToBytes(Literal::Int(-3)))->as_long(), -3);
-  EXPECT_FALSE(FromBytes(Primitive(TypeId::kInt), "abc").ok());
-  EXPECT_FALSE(FromBytes(Primitive(TypeId::kUuid), "abc").ok());
+  EXPECT_STATUS(kInvalidArgument, FromBytes(Primitive(TypeId::kInt), "abc"));
+  EXPECT_STATUS(kInvalidArgument, FromBytes(Primitive(TypeId::kUuid), "abc"));
   EXPECT_EQ(DecimalRequiredBytes(9), 4);
   EXPECT_EQ(DecimalRequiredBytes(10), 5);
   EXPECT_EQ(DecimalRequiredBytes(38), 16);
 }
 
-TEST(SingleValue, OrderingRules) {
+TEST(SingleValueTest, OrderingRules) {
   EXPECT_LT(Compare(Literal::Double(-0.0), Literal::Double(0.0)), 0);
   EXPECT_LT(Compare(Literal::String("a"), Literal::String("\xc3\xa9")), 0);  // unsigned bytes
   EXPECT_GT(Compare(Literal::Long(5), Literal::Long(-5)), 0);
@@ -122,7 +123,7 @@ TEST(SingleValue, OrderingRules) {
   EXPECT_EQ(ToHumanString(Literal::TimestampTz(1510871468000001LL)), "2017-11-16T22:31:08.000001+00:00");
 }
 
-TEST(PartitionSpecs, TypeAndPath) {
+TEST(PartitionSpecsTest, TypeAndPath) {
   Schema schema;
   schema.fields = {{1, "id", true, Primitive(TypeId::kLong), ""},
                    {2, "ts", false, Primitive(TypeId::kTimestampTz), ""},
@@ -130,20 +131,19 @@ TEST(PartitionSpecs, TypeAndPath) {
   PartitionSpec spec;
   spec.fields = {{2, 1000, "ts_day", Transform::Day()}, {3, 1001, "kind", Transform::Identity()},
                  {1, 1002, "id_bucket", Transform::Bucket(8)}};
-  ASSERT_TRUE(ValidatePartitionSpec(spec, schema).ok());
-  auto type = PartitionType(spec, schema);
-  ASSERT_TRUE(type.ok());
-  EXPECT_EQ((*type)[0].type.id, TypeId::kDate);
-  EXPECT_EQ((*type)[0].id, 1000);
-  EXPECT_FALSE((*type)[0].required);
+  ASSERT_OK(ValidatePartitionSpec(spec, schema));
+  ASSERT_OK_AND_ASSIGN(auto type, PartitionType(spec, schema));
+  EXPECT_EQ(type[0].type.id, TypeId::kDate);
+  EXPECT_EQ(type[0].id, 1000);
+  EXPECT_FALSE(type[0].required);
   EXPECT_EQ(PartitionPath(spec, {Literal::Date(17486), Literal::String("a/b c"), std::nullopt}),
             "ts_day=2017-11-16/kind=a%2Fb+c/id_bucket=null");
   PartitionSpec clash = spec;
   clash.fields[0].name = "kind";
-  EXPECT_FALSE(ValidatePartitionSpec(clash, schema).ok());
+  EXPECT_STATUS(kInvalidArgument, ValidatePartitionSpec(clash, schema));
   PartitionSpec wrong;
   wrong.fields = {{3, 1000, "kind_hour", Transform::Hour()}};
-  EXPECT_FALSE(ValidatePartitionSpec(wrong, schema).ok());
+  EXPECT_STATUS(kInvalidArgument, ValidatePartitionSpec(wrong, schema));
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "common/testing/status_assertions.h"
+
 namespace icestream::log {
 namespace {
 
@@ -55,7 +57,7 @@ TEST(FormatTest, SegmentHeader) {
   ASSERT_EQ(h.size(), kSegmentHeaderSize);
   EXPECT_EQ(*DecodeSegmentHeader(h), 12345u);
   h[17] ^= 1;
-  EXPECT_EQ(DecodeSegmentHeader(h).status().code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, DecodeSegmentHeader(h));
 }
 
 TEST(FormatTest, IndexRoundTripAndDamage) {
@@ -66,15 +68,14 @@ TEST(FormatTest, IndexRoundTripAndDamage) {
   idx.last_arrival_ms = 777;
   idx.entries = {{100, 32, 5}, {180, 65600, 6}};
   std::string b = EncodeIndex(idx);
-  auto back = DecodeIndex(b);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(back->end_offset, 250u);
-  EXPECT_EQ(back->valid_bytes, 123456u);
-  ASSERT_EQ(back->entries.size(), 2u);
-  EXPECT_EQ(back->entries[1].position, 65600u);
+  ASSERT_OK_AND_ASSIGN(auto back, DecodeIndex(b));
+  EXPECT_EQ(back.end_offset, 250u);
+  EXPECT_EQ(back.valid_bytes, 123456u);
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[1].position, 65600u);
   b[40] ^= 4;
-  EXPECT_FALSE(DecodeIndex(b).ok());
-  EXPECT_FALSE(DecodeIndex(std::string_view(b).substr(0, b.size() - 1)).ok());
+  EXPECT_STATUS(kCorruption, DecodeIndex(b));
+  EXPECT_STATUS(kCorruption, DecodeIndex(std::string_view(b).substr(0, b.size() - 1)));
 }
 
 }  // namespace

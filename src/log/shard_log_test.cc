@@ -20,6 +20,8 @@
 #include <thread>
 
 #include "common/fs.h"
+#include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 #include "log/committer.h"
 
 namespace icestream::log {
@@ -27,24 +29,15 @@ namespace {
 
 class ShardLogTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("shardlog-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    committer_ = std::make_unique<Committer>(2);
-  }
+  void SetUp() override { committer_ = std::make_unique<Committer>(2); }
   void TearDown() override {
     log_.reset();
     committer_->Stop();
-    std::filesystem::remove_all(dir_);
   }
 
   void Open(LogOptions opts = {}) {
     log_.reset();
-    auto r = ShardLog::Open(dir_.string(), opts, &clock_, committer_.get());
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    log_ = *r;
+    ASSERT_OK_AND_ASSIGN(log_, ShardLog::Open(dir_.string(), opts, &clock_, committer_.get()));
   }
 
   // Appends and waits until durable.
@@ -53,9 +46,9 @@ class ShardLogTest : public ::testing::Test {
     for (const auto& [k, d] : recs) in.push_back({k, d});
     std::promise<Status> done;
     auto info = log_->Append(in, [&](const Status& st) { done.set_value(st); });
-    EXPECT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_OK(info);
     Status st = done.get_future().get();
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return *info;
   }
 
@@ -68,7 +61,8 @@ class ShardLogTest : public ::testing::Test {
     return (dir_ / last).string();
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_;  // first: outlives everything that writes into it
+  std::filesystem::path dir_ = tmp_.path();
   ManualClock clock_{1'700'000'000'000};
   std::unique_ptr<Committer> committer_;
   std::shared_ptr<ShardLog> log_;
@@ -81,14 +75,13 @@ TEST_F(ShardLogTest, AppendReadRoundTrip) {
   auto b = AppendSync({{"k3", ""}, {"k4", std::string(100000, 'x')}});
   EXPECT_EQ(b.first_offset, 2u);
   EXPECT_EQ(log_->committed_end(), 4u);
-  auto r = log_->Read(0, 100, 10 << 20);
-  ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r->records.size(), 4u);
-  EXPECT_EQ(r->records[0].partition_key, "k1");
-  EXPECT_EQ(r->records[1].data, "two");
-  EXPECT_EQ(r->records[2].data, "");
-  EXPECT_EQ(r->records[3].data.size(), 100000u);
-  EXPECT_EQ(r->next_offset, 4u);
+  ASSERT_OK_AND_ASSIGN(auto r, log_->Read(0, 100, 10 << 20));
+  ASSERT_EQ(r.records.size(), 4u);
+  EXPECT_EQ(r.records[0].partition_key, "k1");
+  EXPECT_EQ(r.records[1].data, "two");
+  EXPECT_EQ(r.records[2].data, "");
+  EXPECT_EQ(r.records[3].data.size(), 100000u);
+  EXPECT_EQ(r.next_offset, 4u);
   auto mid = log_->Read(1, 2, 10 << 20);
   ASSERT_EQ(mid->records.size(), 2u);
   EXPECT_EQ(mid->records[0].offset, 1u);
@@ -105,13 +98,11 @@ TEST_F(ShardLogTest, RecordsAFrameCannotHoldAreRefused) {
   std::string too_long = max_key + "k";
   std::vector<AppendRecord> in = {{too_long, "x"}};
   auto info = log_->Append(in, [](const Status&) { ADD_FAILURE() << "must not be queued"; });
-  EXPECT_FALSE(info.ok());
-  EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument);
-  auto r = log_->Read(0, 100, 1 << 20);
-  ASSERT_TRUE(r.ok());
-  ASSERT_EQ(r->records.size(), 1u);
-  EXPECT_EQ(r->records[0].partition_key, max_key);
-  EXPECT_EQ(r->records[0].data, "fits");
+  EXPECT_STATUS(kInvalidArgument, info);
+  ASSERT_OK_AND_ASSIGN(auto r, log_->Read(0, 100, 1 << 20));
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_EQ(r.records[0].partition_key, max_key);
+  EXPECT_EQ(r.records[0].data, "fits");
 }
 
 TEST_F(ShardLogTest, ReopenKeepsEverything) {
@@ -134,7 +125,7 @@ TEST_F(ShardLogTest, TornTailIsTruncatedAtEveryCut) {
   std::string whole = *fs::ReadFile(path);
   size_t third = whole.size() - FrameSize(1, 20);
   for (size_t cut = third; cut < whole.size(); ++cut) {
-    ASSERT_TRUE(fs::WriteFileAtomic(path, whole.substr(0, cut)).ok());
+    ASSERT_OK(fs::WriteFileAtomic(path, whole.substr(0, cut)));
     Open();
     EXPECT_EQ(log_->committed_end(), 2u) << "cut at " << cut;
     auto r = log_->Read(0, 10, 1 << 20);
@@ -159,17 +150,16 @@ TEST_F(ShardLogTest, FlippedByteInDurableRecordRefusesTheShardAndCutsNothing) {
   std::string bytes = *fs::ReadFile(path);
   size_t second = kSegmentHeaderSize + FrameSize(1, 4);
   bytes[second + kFrameHeaderSize + 2] ^= 0x40;  // inside the second record's data
-  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  ASSERT_OK(fs::WriteFileAtomic(path, bytes));
   auto r = ShardLog::Open(dir_.string(), {}, &clock_, committer_.get());
-  ASSERT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+  ASSERT_STATUS(kCorruption, r);
   EXPECT_NE(r.status().message().find("offset 1"), std::string::npos) << r.status().message();
   EXPECT_EQ(*fs::ReadFile(path), bytes);  // untouched
-  auto scan = Segment::Examine(path, 0, /*active=*/true, 1 << 16);
-  ASSERT_TRUE(scan.ok());
-  EXPECT_EQ(scan->kind, SegmentScan::Kind::kCorrupt);
-  EXPECT_EQ(scan->end_offset, 1u);
-  ASSERT_EQ(scan->intact_runs.size(), 1u);
-  EXPECT_EQ(scan->intact_runs[0].first_offset, 2u);
+  ASSERT_OK_AND_ASSIGN(auto scan, Segment::Examine(path, 0, /*active=*/true, 1 << 16));
+  EXPECT_EQ(scan.kind, SegmentScan::Kind::kCorrupt);
+  EXPECT_EQ(scan.end_offset, 1u);
+  ASSERT_EQ(scan.intact_runs.size(), 1u);
+  EXPECT_EQ(scan.intact_runs[0].first_offset, 2u);
 }
 
 // Within the last write (one pwrite, several frames) a damaged frame followed by intact
@@ -185,7 +175,7 @@ TEST_F(ShardLogTest, HoleInsideTheLastWriteIsATornTail) {
   size_t second = kSegmentHeaderSize + FrameSize(1, 4);
   std::fill(bytes.begin() + static_cast<long>(second) + 4,
             bytes.begin() + static_cast<long>(second) + 20, '\0');
-  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  ASSERT_OK(fs::WriteFileAtomic(path, bytes));
   Open();
   EXPECT_EQ(log_->committed_end(), 1u);
   EXPECT_EQ(std::filesystem::file_size(path), second);
@@ -204,11 +194,11 @@ TEST_F(ShardLogTest, UnmarkedFramesAfterDamageAreCorruption) {
   }
   bytes[kSegmentHeaderSize + FrameSize(1, 4) + kFrameHeaderSize + 1] ^= 1;
   std::string path = (dir_ / Segment::FileName(0)).string();
-  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  ASSERT_OK(fs::WriteFileAtomic(path, bytes));
   auto r = ShardLog::Open(dir_.string(), {}, &clock_, committer_.get());
-  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, r);
   // Without anything intact after the damage it is still a torn tail.
-  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes.substr(0, bytes.size() - FrameSize(1, 4))).ok());
+  ASSERT_OK(fs::WriteFileAtomic(path, bytes.substr(0, bytes.size() - FrameSize(1, 4))));
   Open();
   EXPECT_EQ(log_->committed_end(), 1u);
 }
@@ -223,10 +213,9 @@ TEST_F(ShardLogTest, DamageInASealedSegmentStopsReadsWithAClearError) {
   for (int i = 0; i < 30; ++i)
     AppendSync({{"k", std::string(300, static_cast<char>('a' + i % 26))}});
   log_.reset();
-  auto listing = fs::ListDir(dir_.string());
-  ASSERT_TRUE(listing.ok());
+  ASSERT_OK_AND_ASSIGN(auto listing, fs::ListDir(dir_.string()));
   std::string first;
-  for (auto& n : *listing) {
+  for (auto& n : listing) {
     if (n.ends_with(".log")) {
       first = n;
       break;
@@ -236,25 +225,23 @@ TEST_F(ShardLogTest, DamageInASealedSegmentStopsReadsWithAClearError) {
   std::string bytes = *fs::ReadFile(path);
   size_t third = kSegmentHeaderSize + 2 * FrameSize(1, 300);
   bytes[third + kFrameHeaderSize + 10] ^= 0x08;  // record at offset 2
-  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  ASSERT_OK(fs::WriteFileAtomic(path, bytes));
   for (bool with_index : {true, false}) {
     if (!with_index) {
-      ASSERT_TRUE(fs::RemoveFile((dir_ / (first.substr(0, 20) + ".idx")).string()).ok());
+      ASSERT_OK(fs::RemoveFile((dir_ / (first.substr(0, 20) + ".idx")).string()));
     }
     Open(opts);
-    auto r = log_->Read(0, 1000, 1 << 20);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    EXPECT_EQ(r->records.size(), 2u);
-    EXPECT_EQ(r->next_offset, 2u);
+    ASSERT_OK_AND_ASSIGN(auto r, log_->Read(0, 1000, 1 << 20));
+    EXPECT_EQ(r.records.size(), 2u);
+    EXPECT_EQ(r.next_offset, 2u);
     auto at = log_->Read(2, 1000, 1 << 20);
-    ASSERT_EQ(at.status().code(), StatusCode::kCorruption) << (with_index ? "index" : "no index");
+    ASSERT_STATUS(kCorruption, at) << (with_index ? "index" : "no index");
     EXPECT_NE(at.status().message().find("offset 2"), std::string::npos) << at.status().message();
     EXPECT_EQ(at.status().message().find('/'), std::string::npos) << at.status().message();
     auto past = log_->Read(3, 1000, 1 << 20);  // the same segment, after the damage
     EXPECT_FALSE(past.ok() && !past->records.empty() && past->records[0].offset != 3);
-    auto later = log_->Read(25, 1000, 1 << 20);
-    ASSERT_TRUE(later.ok()) << later.status().ToString();
-    EXPECT_EQ(later->records.front().offset, 25u);
+    ASSERT_OK_AND_ASSIGN(auto later, log_->Read(25, 1000, 1 << 20));
+    EXPECT_EQ(later.records.front().offset, 25u);
   }
 }
 
@@ -274,13 +261,13 @@ TEST_F(ShardLogTest, FailedWriteHealsWithoutRestart) {
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   std::promise<Status> failed;
   std::vector<AppendRecord> recs = {{"k", std::string(1000, 'x')}};
-  auto info = log_->Append(recs, [&](const Status& st) { failed.set_value(st); });
-  ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->first_offset, 1u);
+  ASSERT_OK_AND_ASSIGN(auto info,
+                       log_->Append(recs, [&](const Status& st) { failed.set_value(st); }));
+  EXPECT_EQ(info.first_offset, 1u);
   Status st = failed.get_future().get();
   ::setrlimit(RLIMIT_FSIZE, &old);
   ::signal(SIGXFSZ, old_handler);
-  EXPECT_FALSE(st.ok());
+  EXPECT_STATUS(kIOError, st);
   EXPECT_EQ(st.message().find('/'), std::string::npos) << st.message();  // no path for clients
   EXPECT_TRUE(log_->write_error().has_value());
   EXPECT_EQ(std::filesystem::file_size(path), size);  // the partial write was cut
@@ -299,7 +286,7 @@ TEST_F(ShardLogTest, FailedWriteHealsWithoutRestart) {
 TEST_F(ShardLogTest, DrainReturnsTheDurableEnd) {
   Open();
   std::vector<AppendRecord> recs = {{"k", "v"}};
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(log_->Append(recs, [](const Status&) {}).ok());
+  for (int i = 0; i < 50; ++i) ASSERT_OK(log_->Append(recs, [](const Status&) {}));
   EXPECT_EQ(log_->Drain(), 50u);
 }
 
@@ -318,9 +305,8 @@ TEST_F(ShardLogTest, SealedSegmentsAreOpenedOnDemand) {
   };
   size_t before = open_fds();
   for (int round = 0; round < 3; ++round) {
-    auto r = log_->Read(0, 1000, 1 << 20);
-    ASSERT_TRUE(r.ok());
-    EXPECT_EQ(r->records.size(), 40u);
+    ASSERT_OK_AND_ASSIGN(auto r, log_->Read(0, 1000, 1 << 20));
+    EXPECT_EQ(r.records.size(), 40u);
   }
   EXPECT_LE(opts.file_cache->size(), 2u);
   EXPECT_LE(open_fds(), before + 2);
@@ -337,7 +323,7 @@ TEST_F(ShardLogTest, GarbageAfterTailIsRemoved) {
   std::string bytes = *fs::ReadFile(path);
   size_t good = bytes.size();
   bytes += std::string(1000, '\0');
-  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  ASSERT_OK(fs::WriteFileAtomic(path, bytes));
   Open();
   EXPECT_EQ(log_->committed_end(), 1u);
   EXPECT_EQ(std::filesystem::file_size(path), good);
@@ -358,11 +344,10 @@ TEST_F(ShardLogTest, SegmentsRollAndIndexesSurviveOrRebuild) {
   EXPECT_GT(log_->segment_count(), 10u);
   auto check = [&] {
     for (uint64_t o : {0ull, 1ull, 57ull, 123ull, 250ull, 299ull}) {
-      auto r = log_->Read(o, 1, 1 << 20);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      ASSERT_EQ(r->records.size(), 1u);
-      EXPECT_EQ(r->records[0].offset, o);
-      EXPECT_EQ(r->records[0].data, expect[o]);
+      ASSERT_OK_AND_ASSIGN(auto r, log_->Read(o, 1, 1 << 20));
+      ASSERT_EQ(r.records.size(), 1u);
+      EXPECT_EQ(r.records[0].offset, o);
+      EXPECT_EQ(r.records[0].data, expect[o]);
     }
     auto all = log_->Read(0, 10000, 64 << 20);
     EXPECT_EQ(all->records.size(), 300u);
@@ -377,10 +362,10 @@ TEST_F(ShardLogTest, SegmentsRollAndIndexesSurviveOrRebuild) {
     if (n.ends_with(".idx")) idx.push_back(n);
   }
   ASSERT_GE(idx.size(), 2u);
-  ASSERT_TRUE(fs::RemoveFile((dir_ / idx[0]).string()).ok());
+  ASSERT_OK(fs::RemoveFile((dir_ / idx[0]).string()));
   std::string b = *fs::ReadFile((dir_ / idx[1]).string());
   b[b.size() / 2] ^= 0x10;
-  ASSERT_TRUE(fs::WriteFileAtomic((dir_ / idx[1]).string(), b).ok());
+  ASSERT_OK(fs::WriteFileAtomic((dir_ / idx[1]).string(), b));
   Open(opts);
   check();
 }
@@ -424,19 +409,17 @@ TEST_F(ShardLogTest, OnlyTheNewestWindowStaysInThePageCache) {
   }
   EXPECT_GE(log_->segment_count(), 3u);
   uint64_t resident = 0;
-  auto names = fs::ListDir(dir_.string());
-  ASSERT_TRUE(names.ok());
-  for (const auto& n : *names) {
+  ASSERT_OK_AND_ASSIGN(auto names, fs::ListDir(dir_.string()));
+  for (const auto& n : names) {
     if (n.ends_with(".log")) resident += ResidentBytes((dir_ / n).string());
   }
   // The window plus the 4 MiB drop step (and a page of slack per file); without the
   // drop-behind all 60 MiB would be cached on a machine with free memory.
   EXPECT_LE(resident, (8ull << 20) + (4ull << 20) + (64ull << 10));
   // Dropped pages are still data: everything reads back.
-  auto all = log_->Read(0, 1000, 256ull << 20);
-  ASSERT_TRUE(all.ok());
-  ASSERT_EQ(all->records.size(), 120u);
-  for (int i = 0; i < 120; ++i) EXPECT_EQ(static_cast<uint8_t>(all->records[i].data[0]), i);
+  ASSERT_OK_AND_ASSIGN(auto all, log_->Read(0, 1000, 256ull << 20));
+  ASSERT_EQ(all.records.size(), 120u);
+  for (int i = 0; i < 120; ++i) EXPECT_EQ(static_cast<uint8_t>(all.records[i].data[0]), i);
 }
 
 TEST_F(ShardLogTest, DamagedSegmentHeaderRefusesToOpenAndDeletesNothing) {
@@ -456,9 +439,9 @@ TEST_F(ShardLogTest, DamagedSegmentHeaderRefusesToOpenAndDeletesNothing) {
   std::string path = (dir_ / first).string();
   std::string bytes = *fs::ReadFile(path);
   bytes[8] = 9;  // version
-  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes).ok());
+  ASSERT_OK(fs::WriteFileAtomic(path, bytes));
   auto r = ShardLog::Open(dir_.string(), opts, &clock_, committer_.get());
-  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, r);
   EXPECT_EQ(*fs::ListDir(dir_.string()), names);  // every file still there
 }
 
@@ -467,7 +450,7 @@ TEST_F(ShardLogTest, InterruptedSegmentCreationLeavesOnlyATempFile) {
   AppendSync({{"k", "v"}});
   log_.reset();
   // A segment that was being created when the process died: header not yet renamed in.
-  ASSERT_TRUE(fs::WriteFileAtomic((dir_ / "00000000000000000001.log.tmp").string(), "ISLO").ok());
+  ASSERT_OK(fs::WriteFileAtomic((dir_ / "00000000000000000001.log.tmp").string(), "ISLO"));
   Open();
   EXPECT_EQ(log_->committed_end(), 1u);
   EXPECT_FALSE(fs::Exists((dir_ / "00000000000000000001.log.tmp").string()));
@@ -490,14 +473,13 @@ TEST_F(ShardLogTest, SealedSegmentShorterThanItsIndexIsRescanned) {
   }
   std::string path = (dir_ / first).string();
   std::string bytes = *fs::ReadFile(path);
-  ASSERT_TRUE(fs::WriteFileAtomic(path, bytes.substr(0, bytes.size() - 100)).ok());
+  ASSERT_OK(fs::WriteFileAtomic(path, bytes.substr(0, bytes.size() - 100)));
   Open(opts);
   // The records before the damage are read; reading stops there and does not hang.
-  auto r = log_->Read(0, 1000, 1 << 20);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_GT(r->records.size(), 0u);
-  auto at = log_->Read(r->next_offset, 1000, 1 << 20);
-  EXPECT_EQ(at.status().code(), StatusCode::kCorruption);
+  ASSERT_OK_AND_ASSIGN(auto r, log_->Read(0, 1000, 1 << 20));
+  EXPECT_GT(r.records.size(), 0u);
+  auto at = log_->Read(r.next_offset, 1000, 1 << 20);
+  EXPECT_STATUS(kCorruption, at);
 }
 
 TEST_F(ShardLogTest, SmallByteBudgetStillReturnsOneRecordAtATime) {
@@ -612,9 +594,8 @@ TEST_F(ShardLogTest, ConcurrentAppendsAreGroupCommittedInOrder) {
       for (int i = 0; i < kPer; ++i) {
         std::string d = std::to_string(t) + ":" + std::to_string(i);
         std::promise<Status> p;
-        auto r = log_->Append({{"k", d}}, [&](const Status& st) { p.set_value(st); });
-        ASSERT_TRUE(r.ok());
-        ASSERT_TRUE(p.get_future().get().ok());
+        ASSERT_OK(log_->Append({{"k", d}}, [&](const Status& st) { p.set_value(st); }));
+        ASSERT_OK(p.get_future().get());
         acked++;
       }
     });

@@ -1,33 +1,28 @@
 #include "objectstore/local_store.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <thread>
+
+#include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 
 namespace icestream::objectstore {
 namespace {
 
 class LocalStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() /
-            ("objstore-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(root_);
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-  std::filesystem::path root_;
+  testing::TempDir tmp_;
+  std::filesystem::path root_ = tmp_.path();
 };
 
 TEST_F(LocalStoreTest, PutGetHeadListDelete) {
   LocalObjectStore s(root_.string());
-  ASSERT_TRUE(s.CheckBucket("b").ok());
-  ASSERT_TRUE(s.Put("b", "a/x.json", "hello").ok());
-  ASSERT_TRUE(s.Put("b", "a/y.json", "world!").ok());
-  ASSERT_TRUE(s.Put("b", "c.json", "z").ok());
+  ASSERT_OK(s.CheckBucket("b"));
+  ASSERT_OK(s.Put("b", "a/x.json", "hello"));
+  ASSERT_OK(s.Put("b", "a/y.json", "world!"));
+  ASSERT_OK(s.Put("b", "c.json", "z"));
   EXPECT_EQ(*s.Get("b", "a/x.json"), "hello");
   EXPECT_EQ(*s.GetRange("b", "a/y.json", 1, 3), "orl");
   EXPECT_EQ(*s.GetRange("b", "a/y.json", 4, 100), "d!");
@@ -36,25 +31,25 @@ TEST_F(LocalStoreTest, PutGetHeadListDelete) {
   ASSERT_EQ(l.size(), 2u);
   EXPECT_EQ(l[0].key, "a/x.json");
   EXPECT_EQ(s.List("b", "")->size(), 3u);
-  ASSERT_TRUE(s.Put("b", "a/x.json", "again").ok());
+  ASSERT_OK(s.Put("b", "a/x.json", "again"));
   EXPECT_EQ(*s.Get("b", "a/x.json"), "again");
-  ASSERT_TRUE(s.Delete("b", "a/x.json").ok());
-  ASSERT_TRUE(s.Delete("b", "a/x.json").ok());
-  EXPECT_EQ(s.Get("b", "a/x.json").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(s.Head("b", "nope").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(s.List("nobucket", "").status().code(), StatusCode::kNotFound);
+  ASSERT_OK(s.Delete("b", "a/x.json"));
+  ASSERT_OK(s.Delete("b", "a/x.json"));
+  EXPECT_STATUS(kNotFound, s.Get("b", "a/x.json"));
+  EXPECT_STATUS(kNotFound, s.Head("b", "nope"));
+  EXPECT_STATUS(kNotFound, s.List("nobucket", ""));
   EXPECT_EQ(s.Uri("b", "k"), "file://" + (root_ / "b" / "k").string());
 }
 
 TEST_F(LocalStoreTest, IfNoneMatchAndBadKeys) {
   LocalObjectStore s(root_.string());
-  ASSERT_TRUE(s.Put("b", "k", "1", {.if_none_match = true}).ok());
-  EXPECT_EQ(s.Put("b", "k", "2", {.if_none_match = true}).code(), StatusCode::kConflict);
+  ASSERT_OK(s.Put("b", "k", "1", {.if_none_match = true}));
+  EXPECT_STATUS(kConflict, s.Put("b", "k", "2", {.if_none_match = true}));
   EXPECT_EQ(*s.Get("b", "k"), "1");
   for (std::string bad : {"../x", "a/../../x", "/abs", "a//b", ""}) {
-    EXPECT_EQ(s.Put("b", bad, "x").code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_STATUS(kInvalidArgument, s.Put("b", bad, "x")) << bad;
   }
-  EXPECT_EQ(s.Put("..", "k", "x").code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, s.Put("..", "k", "x"));
 }
 
 TEST_F(LocalStoreTest, ConcurrentConditionalWritesHaveOneWinner) {
@@ -73,8 +68,8 @@ TEST_F(LocalStoreTest, ConcurrentConditionalWritesHaveOneWinner) {
 TEST(BucketArnTest, Parses) {
   EXPECT_EQ(*BucketFromArn("arn:aws:s3:::my-bucket"), "my-bucket");
   EXPECT_EQ(*BucketFromArn("plain.bucket"), "plain.bucket");
-  EXPECT_FALSE(BucketFromArn("arn:aws:s3:::Bad_Bucket").ok());
-  EXPECT_FALSE(BucketFromArn("a/b").ok());
+  EXPECT_STATUS(kInvalidArgument, BucketFromArn("arn:aws:s3:::Bad_Bucket"));
+  EXPECT_STATUS(kInvalidArgument, BucketFromArn("a/b"));
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ bool Ok(Compatibility mode, const char* now, const char* before, DataFormat f = 
 
 const char* kV1 = R"({"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"}},"required":["id"]})";
 
-TEST(JsonCompatibility, RequiredFields) {
+TEST(JsonCompatibilityTest, RequiredFields) {
   // Adding an optional property: fine everywhere.
   const char* add_opt = R"({"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"},
       "extra":{"type":"boolean"}},"required":["id"]})";
@@ -31,7 +31,7 @@ TEST(JsonCompatibility, RequiredFields) {
   EXPECT_TRUE(Ok(Compatibility::kNone, drop_req, kV1));
 }
 
-TEST(JsonCompatibility, TypesEnumsAndBounds) {
+TEST(JsonCompatibilityTest, TypesEnumsAndBounds) {
   // integer -> number widens (reader number reads integers) but not the other way.
   const char* number = R"({"type":"object","properties":{"id":{"type":"number"},"name":{"type":"string"}},"required":["id"]})";
   EXPECT_TRUE(Ok(Compatibility::kBackward, number, kV1));
@@ -68,7 +68,7 @@ TEST(JsonCompatibility, TypesEnumsAndBounds) {
   EXPECT_TRUE(Ok(Compatibility::kForward, closed, kV1));
 }
 
-TEST(AvroCompatibility, SchemaResolution) {
+TEST(AvroCompatibilityTest, SchemaResolution) {
   auto f = DataFormat::kAvro;
   const char* v1 = R"({"type":"record","name":"U","fields":[{"name":"id","type":"int"}]})";
   const char* with_default = R"({"type":"record","name":"U","fields":[{"name":"id","type":"int"},

@@ -3,14 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include "common/testing/status_assertions.h"
+
 namespace icestream::registry {
 namespace {
 
-TEST(Definition, JsonSchema) {
-  EXPECT_TRUE(CheckDefinition(DataFormat::kJson, R"({"$schema":"http://json-schema.org/draft-07/schema#",
+TEST(DefinitionTest, JsonSchema) {
+  EXPECT_OK(
+      CheckDefinition(DataFormat::kJson, R"({"$schema":"http://json-schema.org/draft-07/schema#",
       "type":"object","properties":{"a":{"type":["integer","null"],"minimum":0},"b":{"type":"array","items":{"type":"string","pattern":"^x+$"}}},
-      "required":["a"],"additionalProperties":false,"definitions":{"d":true}})").ok());
-  EXPECT_TRUE(CheckDefinition(DataFormat::kJson, "true").ok());
+      "required":["a"],"additionalProperties":false,"definitions":{"d":true}})"));
+  EXPECT_OK(CheckDefinition(DataFormat::kJson, "true"));
   const char* bad[] = {
       "{", "[]", R"({"type":"strng"})", R"({"type":[]})", R"({"type":["string","string"]})",
       R"({"properties":[]})", R"({"properties":{"a":5}})", R"({"required":"a"})", R"({"required":["a","a"]})",
@@ -18,7 +21,7 @@ TEST(Definition, JsonSchema) {
       R"({"pattern":"("})", R"({"not":"x"})", R"({"properties":{"a":{"properties":{"b":{"type":1}}}}})"};
   for (const char* b : bad) {
     Status st = CheckDefinition(DataFormat::kJson, b);
-    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << b;
+    EXPECT_STATUS(kInvalidArgument, st) << b;
     EXPECT_EQ(st.message().rfind("Schema definition of JSON data format is invalid: ", 0), 0u) << st.message();
   }
   EXPECT_NE(CheckDefinition(DataFormat::kJson, R"({"properties":{"a":{"properties":{"b":{"type":1}}}}})")
@@ -27,27 +30,30 @@ TEST(Definition, JsonSchema) {
             std::string::npos);
 }
 
-TEST(Definition, Avro) {
-  EXPECT_TRUE(CheckDefinition(DataFormat::kAvro, R"({"type":"record","name":"ns.User","fields":[
+TEST(DefinitionTest, Avro) {
+  EXPECT_OK(CheckDefinition(DataFormat::kAvro, R"({"type":"record","name":"ns.User","fields":[
       {"name":"id","type":"long"},{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}},
-      {"name":"opt","type":["null","string"],"default":null}]})").ok());
-  EXPECT_TRUE(CheckDefinition(DataFormat::kAvro, R"("string")").ok());
+      {"name":"opt","type":["null","string"],"default":null}]})"));
+  EXPECT_OK(CheckDefinition(DataFormat::kAvro, R"("string")"));
   const char* bad[] = {
       R"({"type":"nonsense"})", R"({"type":"record","name":"1x","fields":[]})",
       R"({"type":"record","name":"r","fields":[{"name":"a-b","type":"int"}]})",
       R"({"type":"enum","name":"E","symbols":["A","A"]})", R"(["int","int"])",
       R"({"type":"record","name":"r","fields":[{"name":"a","type":"int"},{"name":"a","type":"int"}]})"};
-  for (const char* b : bad) EXPECT_EQ(CheckDefinition(DataFormat::kAvro, b).code(), StatusCode::kInvalidArgument) << b;
+  for (const char* b : bad)
+    EXPECT_STATUS(kInvalidArgument, CheckDefinition(DataFormat::kAvro, b)) << b;
 }
 
-TEST(Definition, Protobuf) {
-  EXPECT_TRUE(CheckDefinition(DataFormat::kProtobuf, "syntax = \"proto3\";\n// {\nmessage Foo { int32 a = 1; }").ok());
-  EXPECT_EQ(CheckDefinition(DataFormat::kProtobuf, "message Foo { int32 a = 1;").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckDefinition(DataFormat::kProtobuf, "hello").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckDefinition(DataFormat::kProtobuf, "messages Foo {}").code(), StatusCode::kInvalidArgument);
+TEST(DefinitionTest, Protobuf) {
+  EXPECT_OK(CheckDefinition(DataFormat::kProtobuf,
+                            "syntax = \"proto3\";\n// {\nmessage Foo { int32 a = 1; }"));
+  EXPECT_STATUS(kInvalidArgument,
+                CheckDefinition(DataFormat::kProtobuf, "message Foo { int32 a = 1;"));
+  EXPECT_STATUS(kInvalidArgument, CheckDefinition(DataFormat::kProtobuf, "hello"));
+  EXPECT_STATUS(kInvalidArgument, CheckDefinition(DataFormat::kProtobuf, "messages Foo {}"));
 }
 
-TEST(Definition, CanonicalForms) {
+TEST(DefinitionTest, CanonicalForms) {
   EXPECT_EQ(CanonicalDefinition(DataFormat::kJson, R"({ "type" : "object", "a" : 1 })"),
             CanonicalDefinition(DataFormat::kJson, R"({"a":1,"type":"object"})"));
   EXPECT_NE(CanonicalDefinition(DataFormat::kProtobuf, "message A {}"), CanonicalDefinition(DataFormat::kProtobuf, "message A{}"));

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/testing/status_assertions.h"
 #include "iceberg/schema/schema_json.h"
 
 namespace icestream::schema {
@@ -15,12 +16,12 @@ using iceberg::TypeId;
 iceberg::NestedField One(const std::string& prop, const std::string& required = "[]") {
   std::string text = R"({"type":"object","required":)" + required + R"(,"properties":{"f":)" + prop + "}}";
   auto s = JsonSchemaToIceberg(text);
-  EXPECT_TRUE(s.ok()) << prop << " -> " << s.status().ToString();
+  EXPECT_OK(s) << prop << " -> ";
   if (!s.ok()) return {};
   return s->schema.fields.at(0);
 }
 
-TEST(JsonSchema, EveryRowOfTheMappingTable) {
+TEST(JsonSchemaTest, EveryRowOfTheMappingTable) {
   EXPECT_EQ(One(R"({"type":"string"})").type.id, TypeId::kString);
   EXPECT_EQ(One(R"({"type":"string","format":"date-time"})").type.id, TypeId::kTimestampTz);
   EXPECT_EQ(One(R"({"type":"string","format":"date"})").type.id, TypeId::kDate);
@@ -60,24 +61,24 @@ TEST(JsonSchema, EveryRowOfTheMappingTable) {
   EXPECT_EQ(One(R"({"type":"integer","enum":[1,2]})").type.id, TypeId::kString);
 }
 
-TEST(JsonSchema, RequiredAndNullable) {
+TEST(JsonSchemaTest, RequiredAndNullable) {
   EXPECT_TRUE(One(R"({"type":"string"})", R"(["f"])").required);
   EXPECT_FALSE(One(R"({"type":"string"})").required);
   // Listed as required but typed nullable: an optional column whose member must exist.
   auto s = JsonSchemaToIceberg(
       R"({"type":"object","required":["f"],"properties":{"f":{"type":["string","null"]}}})");
-  ASSERT_TRUE(s.ok());
+  ASSERT_OK(s);
   EXPECT_FALSE(s->schema.fields[0].required);
   EXPECT_TRUE(s->constraints.at(1).must_be_present);
   EXPECT_TRUE(s->constraints.at(1).nullable);
 }
 
-TEST(JsonSchema, Bounds) {
+TEST(JsonSchemaTest, Bounds) {
   auto s = JsonSchemaToIceberg(R"({"type":"object","properties":{
       "d4":{"type":"integer","minimum":0,"exclusiveMinimum":true,"maximum":10,"exclusiveMaximum":true},
       "d7":{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":10},
       "n":{"type":"number","minimum":-1.5,"exclusiveMaximum":2.5}}})");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_OK(s);
   for (int id : {1, 2}) {
     EXPECT_EQ(s->constraints.at(id).min_int, 1);
     EXPECT_EQ(s->constraints.at(id).max_int, 9);
@@ -89,13 +90,13 @@ TEST(JsonSchema, Bounds) {
   EXPECT_TRUE(s->constraints.at(3).exclusive_max_number);
 }
 
-TEST(JsonSchema, FieldIdsFollowIcebergJava) {
+TEST(JsonSchemaTest, FieldIdsFollowIcebergJava) {
   auto s = JsonSchemaToIceberg(R"({"type":"object","properties":{
       "a":{"type":"object","properties":{"x":{"type":"integer"},"y":{"type":"integer"}}},
       "b":{"type":"array","items":{"type":"string"}},
       "c":{"type":"object","additionalProperties":{"type":"string"}},
       "d":{"type":"string"}}})");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_OK(s);
   const auto& f = s->schema.fields;
   EXPECT_EQ(f[0].id, 1);  // a struct's fields get ids first ...
   EXPECT_EQ(f[1].id, 2);
@@ -109,14 +110,14 @@ TEST(JsonSchema, FieldIdsFollowIcebergJava) {
   EXPECT_EQ(iceberg::HighestFieldId(s->schema), 9);
 }
 
-TEST(JsonSchema, Refusals) {
+TEST(JsonSchemaTest, Refusals) {
   std::string deep = R"({"type":"string"})";
   for (int i = 0; i < 17; ++i) deep = R"({"type":"array","items":)" + deep + "}";
   std::string ok_deep = R"({"type":"string"})";
   for (int i = 0; i < 16; ++i) ok_deep = R"({"type":"array","items":)" + ok_deep + "}";
-  EXPECT_TRUE(JsonSchemaToIceberg(R"({"type":"object","properties":{"f":)" + ok_deep + "}}").ok());
+  EXPECT_OK(JsonSchemaToIceberg(R"({"type":"object","properties":{"f":)" + ok_deep + "}}"));
   auto too_deep = JsonSchemaToIceberg(R"({"type":"object","properties":{"f":)" + deep + "}}");
-  EXPECT_FALSE(too_deep.ok());
+  EXPECT_STATUS(kInvalidArgument, too_deep);
   EXPECT_NE(too_deep.status().message().find("nesting"), std::string::npos);
   for (const char* bad : {
            R"({"type":"array","items":{"type":"string"}})",
@@ -130,14 +131,14 @@ TEST(JsonSchema, Refusals) {
            R"({"type":"object","properties":{}})",
            R"(not json)",
        }) {
-    EXPECT_FALSE(JsonSchemaToIceberg(bad).ok()) << bad;
+    EXPECT_NOT_OK(JsonSchemaToIceberg(bad)) << bad;
   }
 }
 
-TEST(JsonSchema, LoadDetectsIcebergSchemas) {
+TEST(JsonSchemaTest, LoadDetectsIcebergSchemas) {
   auto s = LoadConvertibleSchema(
       R"({"type":"struct","schema-id":0,"fields":[{"id":4,"name":"x","required":true,"type":"fixed[3]"}]})");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_OK(s);
   EXPECT_EQ(s->schema.fields[0].id, 4);
   EXPECT_EQ(s->schema.fields[0].type, iceberg::Fixed(3));
   EXPECT_TRUE(s->constraints.at(4).must_be_present);

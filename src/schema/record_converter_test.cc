@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "common/testing/status_assertions.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
 
@@ -18,26 +19,21 @@ namespace pq = format::parquet;
 class ConverterTest : public ::testing::Test {
  protected:
   void Load(const std::string& schema_json) {
-    auto s = LoadConvertibleSchema(schema_json);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    schema_ = std::move(*s);
+    ASSERT_OK_AND_ASSIGN(auto s, LoadConvertibleSchema(schema_json));
+    schema_ = std::move(s);
     pq::WriterOptions o;
     o.dictionary = false;       // PLAIN values are inspectable
     o.page_size = 1LL << 40;    // never cut a page behind the test's back
     o.row_group_size = 1LL << 40;
     o.codec = pq::Codec::kUncompressed;
     sink_ = std::make_unique<pq::StringOutputStream>(&file_);
-    auto w = pq::FileWriter::Make(schema_.schema, sink_.get(), o);
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
-    writer_ = std::move(*w);
-    auto c = RecordConverter::Make(schema_, writer_.get());
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    conv_ = std::move(*c);
+    ASSERT_OK_AND_ASSIGN(writer_, pq::FileWriter::Make(schema_.schema, sink_.get(), o));
+    ASSERT_OK_AND_ASSIGN(conv_, RecordConverter::Make(schema_, writer_.get()));
   }
 
   bool Convert(const std::string& json) {
     auto r = conv_->Convert(json, &error_);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_OK(r);
     return r.ok() && *r;
   }
 
@@ -258,44 +254,43 @@ namespace {
 // Routing: a valid record whose routed value falls outside the converter's range is rolled
 // back (nothing stays in the columns) and reported with its value; inside the range it is
 // written; invalid records are rejected as usual whatever their value.
-TEST(ConverterRouting, RecordsOutsideTheRangeComeBackWithTheirValue) {
+TEST(ConverterRoutingTest, RecordsOutsideTheRangeComeBackWithTheirValue) {
   auto s = LoadConvertibleSchema(R"({"type":"object","required":["ts"],"properties":{
       "ts":{"type":"string","format":"date-time"},"n":{"type":"integer"}}})");
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_OK(s);
   std::string file;
   format::parquet::StringOutputStream out(&file);
-  auto w = format::parquet::FileWriter::Make(s->schema, &out, format::parquet::WriterOptions{});
-  ASSERT_TRUE(w.ok());
+  ASSERT_OK_AND_ASSIGN(
+      auto w, format::parquet::FileWriter::Make(s->schema, &out, format::parquet::WriterOptions{}));
   const int32_t ts_id = s->schema.fields[0].name == "ts" ? s->schema.fields[0].id : s->schema.fields[1].id;
   ConverterOptions o;
   o.route_field_id = ts_id;
-  auto c = RecordConverter::Make(*s, w->get(), o);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_OK_AND_ASSIGN(auto c, RecordConverter::Make(*s, w.get(), o));
   const int64_t hour = 3600LL * 1000000;
   const int64_t t0 = 1788431399LL * 1000000;  // 2026-09-03T10:29:59Z
-  (*c)->SetRoute(t0 / hour * hour, t0 / hour * hour + hour);
+  c->SetRoute(t0 / hour * hour, t0 / hour * hour + hour);
   RecordError e;
-  auto r = (*c)->Convert(R"({"ts":"2026-09-03T10:29:59Z","n":1})", &e);
+  auto r = c->Convert(R"({"ts":"2026-09-03T10:29:59Z","n":1})", &e);
   ASSERT_TRUE(r.ok() && *r) << e.message;
-  EXPECT_EQ((*w)->num_rows(), 1);
-  r = (*c)->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":2})", &e);
-  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(w->num_rows(), 1);
+  r = c->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":2})", &e);
+  ASSERT_OK(r);
   EXPECT_FALSE(*r);
   EXPECT_EQ(e.code, RecordErrorCode::kOutsideRoute);
   ASSERT_TRUE(e.route_value.has_value());
   EXPECT_EQ(*e.route_value, (t0 / hour * hour + hour));
-  for (int i = 0; i < (*w)->num_columns(); ++i) EXPECT_EQ((*w)->column(i).num_levels(), 1) << i;
+  for (int i = 0; i < w->num_columns(); ++i) EXPECT_EQ(w->column(i).num_levels(), 1) << i;
   // An invalid record is rejected for what is wrong with it, not routed.
-  r = (*c)->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":"x"})", &e);
-  ASSERT_TRUE(r.ok());
+  r = c->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":"x"})", &e);
+  ASSERT_OK(r);
   EXPECT_FALSE(*r);
   EXPECT_EQ(e.code, RecordErrorCode::kTypeMismatch);
   EXPECT_FALSE(e.route_value.has_value());
   // Widening the range takes it.
-  (*c)->SetRoute(INT64_MIN, INT64_MAX);
-  r = (*c)->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":2})", &e);
+  c->SetRoute(INT64_MIN, INT64_MAX);
+  r = c->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":2})", &e);
   ASSERT_TRUE(r.ok() && *r);
-  EXPECT_EQ((*w)->num_rows(), 2);
+  EXPECT_EQ(w->num_rows(), 2);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 namespace icestream::schema {
 namespace {
 
-TEST(ValueParsers, Dates) {
+TEST(ValueParsersTest, Dates) {
   int32_t d = -1;
   EXPECT_EQ(ParseDate("1970-01-01", &d), ParseOutcome::kOk);
   EXPECT_EQ(d, 0);
@@ -22,7 +22,7 @@ TEST(ValueParsers, Dates) {
   EXPECT_EQ(ParseDate("", &d), ParseOutcome::kBadSyntax);
 }
 
-TEST(ValueParsers, Times) {
+TEST(ValueParsersTest, Times) {
   int64_t t = -1;
   EXPECT_EQ(ParseTime("22:31:08", &t), ParseOutcome::kOk);
   EXPECT_EQ(t, (22 * 3600 + 31 * 60 + 8) * 1000000LL);
@@ -38,7 +38,7 @@ TEST(ValueParsers, Times) {
   EXPECT_EQ(ParseTime("12:00:00.", &t), ParseOutcome::kBadSyntax);
 }
 
-TEST(ValueParsers, Timestamps) {
+TEST(ValueParsersTest, Timestamps) {
   int64_t ts = 0;
   EXPECT_EQ(ParseTimestamp("2017-11-16T22:31:08Z", &ts), ParseOutcome::kOk);
   EXPECT_EQ(ts, 1510871468000000LL);
@@ -60,7 +60,7 @@ TEST(ValueParsers, Timestamps) {
   EXPECT_EQ(ParseTimestamp("2017-11-16T22:61:08Z", &ts), ParseOutcome::kOutOfRange);
 }
 
-TEST(ValueParsers, Uuids) {
+TEST(ValueParsersTest, Uuids) {
   uint8_t b[16];
   ASSERT_EQ(ParseUuid("f79c3e09-677c-4bbd-a479-3f349cb785e7", b), ParseOutcome::kOk);
   EXPECT_EQ(b[0], 0xf7);
@@ -81,7 +81,7 @@ std::string Str(int128 v) {
   return neg ? "-" + s : s;
 }
 
-TEST(ValueParsers, Decimals) {
+TEST(ValueParsersTest, Decimals) {
   int128 u = 0;
   EXPECT_EQ(ParseDecimal("14.20", 9, 2, &u), ParseOutcome::kOk);
   EXPECT_EQ(Str(u), "1420");
@@ -107,7 +107,7 @@ TEST(ValueParsers, Decimals) {
   EXPECT_EQ(ParseDecimal("1.", 9, 0, &u), ParseOutcome::kBadSyntax);
 }
 
-TEST(ValueParsers, JsonNumbers) {
+TEST(ValueParsersTest, JsonNumbers) {
   for (const char* ok : {"0", "-0", "1", "-12.5", "1e5", "1E+5", "1.0e-10", "123456789012345678901234567890"}) {
     EXPECT_TRUE(IsJsonNumber(ok)) << ok;
   }

@@ -1,47 +1,38 @@
 // StreamManager on real files and a real SQLite database.
 #include "stream/stream_manager.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
-#include <filesystem>
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <thread>
 
 #include "common/fs.h"
+#include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 
 namespace icestream::stream {
 namespace {
 
 class StreamManagerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("streams-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    Reopen();
-  }
+  void SetUp() override { Reopen(); }
   void TearDown() override {
     mgr_.reset();
     db_.reset();
-    std::filesystem::remove_all(dir_);
   }
   void Reopen() {
     mgr_.reset();
     db_.reset();
-    db_ = std::move(*Database::Open((dir_ / "meta.db").string()));
+    ASSERT_OK_AND_ASSIGN(db_, Database::Open((dir_ / "meta.db").string()));
     StreamManagerOptions o;
     o.data_dir = dir_.string();
     o.retention_check_interval_ms = 3600 * 1000;
     o.shard_limit = 50;
-    auto m = StreamManager::Open(o, &clock_, db_.get());
-    ASSERT_TRUE(m.ok()) << m.status().ToString();
-    mgr_ = std::move(*m);
+    ASSERT_OK_AND_ASSIGN(mgr_, StreamManager::Open(o, &clock_, db_.get()));
   }
   PutResult PutSync(const std::string& name, const std::vector<std::string>& keys) {
     std::vector<PutItem> items;
@@ -52,7 +43,7 @@ class StreamManagerTest : public ::testing::Test {
     }
     std::promise<PutResult> p;
     Status st = mgr_->Put(name, items, [&](PutResult r) { p.set_value(std::move(r)); });
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return p.get_future().get();
   }
   uint32_t ShardFor(const StreamInfo& info, const std::string& key) {
@@ -63,39 +54,36 @@ class StreamManagerTest : public ::testing::Test {
     return UINT32_MAX;
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir tmp_;  // first: outlives the manager and its database
+  std::filesystem::path dir_ = tmp_.path();
   ManualClock clock_{1'700'000'000'000};
   std::unique_ptr<Database> db_;
   std::unique_ptr<StreamManager> mgr_;
 };
 
 TEST_F(StreamManagerTest, CreateDescribeDeleteAndRestart) {
-  auto info = mgr_->CreateStream({.name = "s1", .shard_count = 3});
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
-  EXPECT_EQ(info->shards.size(), 3u);
-  EXPECT_EQ(info->arn, "arn:aws:kinesis:us-east-1:000000000000:stream/s1");
-  EXPECT_EQ(mgr_->CreateStream({.name = "s1", .shard_count = 1}).status().code(),
-            StatusCode::kAlreadyExists);
-  auto od = mgr_->CreateStream({.name = "od", .mode = StreamMode::kOnDemand});
-  ASSERT_TRUE(od.ok());
-  EXPECT_EQ(od->shards.size(), 4u);
+  ASSERT_OK_AND_ASSIGN(auto info, mgr_->CreateStream({.name = "s1", .shard_count = 3}));
+  EXPECT_EQ(info.shards.size(), 3u);
+  EXPECT_EQ(info.arn, "arn:aws:kinesis:us-east-1:000000000000:stream/s1");
+  EXPECT_STATUS(kAlreadyExists, mgr_->CreateStream({.name = "s1", .shard_count = 1}));
+  ASSERT_OK_AND_ASSIGN(auto od, mgr_->CreateStream({.name = "od", .mode = StreamMode::kOnDemand}));
+  EXPECT_EQ(od.shards.size(), 4u);
   EXPECT_EQ(mgr_->Totals().open_shards, 7u);
   Reopen();
-  auto again = mgr_->Describe("s1");
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->uid, info->uid);
+  ASSERT_OK_AND_ASSIGN(auto again, mgr_->Describe("s1"));
+  EXPECT_EQ(again.uid, info.uid);
   EXPECT_EQ(mgr_->ListStreams().size(), 2u);
-  ASSERT_TRUE(mgr_->DeleteStream("s1").ok());
-  EXPECT_EQ(mgr_->Describe("s1").status().code(), StatusCode::kNotFound);
-  EXPECT_FALSE(fs::Exists((dir_ / "streams" / std::to_string(info->uid)).string()));
+  ASSERT_OK(mgr_->DeleteStream("s1"));
+  EXPECT_STATUS(kNotFound, mgr_->Describe("s1"));
+  EXPECT_FALSE(fs::Exists((dir_ / "streams" / std::to_string(info.uid)).string()));
   Reopen();
   EXPECT_EQ(mgr_->ListStreams().size(), 1u);
 }
 
 TEST_F(StreamManagerTest, ShardQuotaIsEnforced) {
-  ASSERT_TRUE(mgr_->CreateStream({.name = "a", .shard_count = 48}).ok());
+  ASSERT_OK(mgr_->CreateStream({.name = "a", .shard_count = 48}));
   auto r = mgr_->CreateStream({.name = "b", .shard_count = 3});
-  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_STATUS(kResourceExhausted, r);
   EXPECT_NE(r.status().message().find("shard limit"), std::string::npos);
 }
 
@@ -107,33 +95,31 @@ TEST_F(StreamManagerTest, PutRoutesByHashAndReadsBack) {
   ASSERT_EQ(res.items.size(), keys.size());
   std::map<uint32_t, std::vector<std::string>> per_shard;
   for (size_t i = 0; i < keys.size(); ++i) {
-    ASSERT_TRUE(res.items[i].error.ok());
+    ASSERT_OK(res.items[i].error);
     EXPECT_EQ(res.items[i].shard_index, ShardFor(info, keys[i]));
     per_shard[res.items[i].shard_index].push_back(keys[i]);
   }
   EXPECT_EQ(per_shard.size(), 4u);
   for (auto& [shard, ks] : per_shard) {
-    auto r = mgr_->Read("s", info.uid, shard, 0, 10000, 10 << 20);
-    ASSERT_TRUE(r.ok());
-    ASSERT_EQ(r->records.size(), ks.size());
+    ASSERT_OK_AND_ASSIGN(auto r, mgr_->Read("s", info.uid, shard, 0, 10000, 10 << 20));
+    ASSERT_EQ(r.records.size(), ks.size());
     for (size_t i = 0; i < ks.size(); ++i) {
-      EXPECT_EQ(r->records[i].partition_key, ks[i]);
-      EXPECT_EQ(r->records[i].data, "data-" + ks[i]);
+      EXPECT_EQ(r.records[i].partition_key, ks[i]);
+      EXPECT_EQ(r.records[i].data, "data-" + ks[i]);
     }
-    EXPECT_FALSE(r->shard_end);
-    EXPECT_EQ(r->millis_behind_latest, 0);
+    EXPECT_FALSE(r.shard_end);
+    EXPECT_EQ(r.millis_behind_latest, 0);
   }
   // A reader of the wrong incarnation of the stream is refused.
-  EXPECT_EQ(mgr_->Read("s", info.uid + 1, 0, 0, 1, 1).status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(kNotFound, mgr_->Read("s", info.uid + 1, 0, 0, 1, 1));
 }
 
 TEST_F(StreamManagerTest, SplitAndMerge) {
   auto info = *mgr_->CreateStream({.name = "s", .shard_count = 2});
   PutSync("s", {"a", "b", "c", "d"});
   uint128 mid = info.shards[0].range.end / 2;
-  EXPECT_EQ(mgr_->SplitShard("s", 0, info.shards[0].range.start + 1).code(),
-            StatusCode::kInvalidArgument);
-  ASSERT_TRUE(mgr_->SplitShard("s", 0, mid).ok());
+  EXPECT_STATUS(kInvalidArgument, mgr_->SplitShard("s", 0, info.shards[0].range.start + 1));
+  ASSERT_OK(mgr_->SplitShard("s", 0, mid));
   auto after = *mgr_->Describe("s");
   ASSERT_EQ(after.shards.size(), 4u);
   EXPECT_FALSE(after.FindShard(0)->open());
@@ -141,7 +127,7 @@ TEST_F(StreamManagerTest, SplitAndMerge) {
   EXPECT_EQ(*after.FindShard(2)->parent, 0u);
   EXPECT_EQ(after.FindShard(2)->range.end, mid - 1);
   EXPECT_EQ(after.FindShard(3)->range.start, mid);
-  EXPECT_EQ(mgr_->SplitShard("s", 0, mid).code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(kFailedPrecondition, mgr_->SplitShard("s", 0, mid));
   // Reading the closed parent to its end reports the children.
   auto r = *mgr_->Read("s", after.uid, 0, 0, 1000, 1 << 20);
   uint64_t n = r.records.size();
@@ -150,10 +136,10 @@ TEST_F(StreamManagerTest, SplitAndMerge) {
   EXPECT_EQ(end.children.size(), 2u);
   // Non-adjacent merge fails; so does an adjacent pair given upper shard first (AWS:
   // ShardToMerge is the lower-range shard).
-  EXPECT_EQ(mgr_->MergeShards("s", 2, 1).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(mgr_->MergeShards("s", 3, 2).code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, mgr_->MergeShards("s", 2, 1));
+  EXPECT_STATUS(kInvalidArgument, mgr_->MergeShards("s", 3, 2));
   EXPECT_EQ(mgr_->Describe("s")->OpenShardCount(), 3u);
-  ASSERT_TRUE(mgr_->MergeShards("s", 2, 3).ok());
+  ASSERT_OK(mgr_->MergeShards("s", 2, 3));
   auto merged = *mgr_->Describe("s");
   const ShardInfo* child = merged.FindShard(4);
   ASSERT_TRUE(child);
@@ -169,12 +155,12 @@ TEST_F(StreamManagerTest, SplitAndMerge) {
 }
 
 TEST_F(StreamManagerTest, UpdateShardCountKeepsSpaceCoveredAndParentsValid) {
-  for (auto [from, to] : std::vector<std::pair<uint32_t, uint32_t>>{{4, 8}, {8, 4}, {3, 5}, {5, 3}, {4, 7}}) {
+  for (auto [from, to] :
+       std::vector<std::pair<uint32_t, uint32_t>>{{4, 8}, {8, 4}, {3, 5}, {5, 3}, {4, 7}}) {
     std::string name = "s" + std::to_string(from) + "-" + std::to_string(to);
-    ASSERT_TRUE(mgr_->CreateStream({.name = name, .shard_count = from}).ok());
-    auto prev = mgr_->UpdateShardCount(name, to);
-    ASSERT_TRUE(prev.ok()) << prev.status().ToString();
-    EXPECT_EQ(*prev, from);
+    ASSERT_OK(mgr_->CreateStream({.name = name, .shard_count = from}));
+    ASSERT_OK_AND_ASSIGN(auto prev, mgr_->UpdateShardCount(name, to));
+    EXPECT_EQ(prev, from);
     auto info = *mgr_->Describe(name);
     std::vector<HashRange> open;
     for (const auto& s : info.shards) {
@@ -190,11 +176,11 @@ TEST_F(StreamManagerTest, UpdateShardCountKeepsSpaceCoveredAndParentsValid) {
     std::sort(open.begin(), open.end(),
               [](const HashRange& a, const HashRange& b) { return a.start < b.start; });
     EXPECT_EQ(open, EvenSplit(to)) << name;
-    ASSERT_TRUE(mgr_->DeleteStream(name).ok());
+    ASSERT_OK(mgr_->DeleteStream(name));
   }
-  ASSERT_TRUE(mgr_->CreateStream({.name = "x", .shard_count = 4}).ok());
-  EXPECT_EQ(mgr_->UpdateShardCount("x", 9).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(mgr_->UpdateShardCount("x", 1).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_OK(mgr_->CreateStream({.name = "x", .shard_count = 4}));
+  EXPECT_STATUS(kInvalidArgument, mgr_->UpdateShardCount("x", 9));
+  EXPECT_STATUS(kInvalidArgument, mgr_->UpdateShardCount("x", 1));
 }
 
 // UpdateStreamMode once took the manager's lock while holding a stream's lock, the
@@ -210,8 +196,8 @@ TEST_F(StreamManagerTest, ModeChangesDoNotDeadlockWithReaders) {
     }
   });
   for (int i = 0; i < 300; ++i) {
-    ASSERT_TRUE(mgr_->UpdateStreamMode("m", i % 2 ? StreamMode::kOnDemand
-                                                  : StreamMode::kProvisioned).ok());
+    ASSERT_OK(
+        mgr_->UpdateStreamMode("m", i % 2 ? StreamMode::kOnDemand : StreamMode::kProvisioned));
   }
   stop = true;
   readers.join();
@@ -220,7 +206,7 @@ TEST_F(StreamManagerTest, ModeChangesDoNotDeadlockWithReaders) {
 TEST_F(StreamManagerTest, RetentionExpiresClosedShards) {
   auto info = *mgr_->CreateStream({.name = "s", .shard_count = 1});
   PutSync("s", {"a"});
-  ASSERT_TRUE(mgr_->SplitShard("s", 0, kUint128Max / 2).ok());
+  ASSERT_OK(mgr_->SplitShard("s", 0, kUint128Max / 2));
   mgr_->RunRetention();
   EXPECT_EQ(mgr_->Describe("s")->shards.size(), 3u);
   clock_.Advance(25 * 3600 * 1000LL);
@@ -232,7 +218,7 @@ TEST_F(StreamManagerTest, RetentionExpiresClosedShards) {
   mgr_->RunRetention();
   auto after = *mgr_->Describe("s");
   EXPECT_EQ(after.shards.size(), 2u);
-  EXPECT_EQ(mgr_->Bounds("s", info.uid, 0).status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(kNotFound, mgr_->Bounds("s", info.uid, 0));
 }
 
 TEST(StreamArnTest, ParsesPartsAndRefusesOtherResources) {
@@ -247,6 +233,42 @@ TEST(StreamArnTest, ParsesPartsAndRefusesOtherResources) {
   EXPECT_FALSE(ParseStreamArn("arn:aws:s3:us-east-1:000000000000:stream/x"));
   EXPECT_FALSE(ParseStreamArn("arn:aws:kinesis:us-east-1:000000000000:stream/"));
   EXPECT_FALSE(ParseStreamArn("orders"));
+}
+
+// Tip readers wait per shard: a Put wakes the readers of the shards it wrote to and
+// nobody else (issue 19: every Put used to wake every subscriber of every stream).
+TEST_F(StreamManagerTest, AppendsWakeOnlyTheirShardsReaders) {
+  ASSERT_TRUE(mgr_->CreateStream({.name = "a", .shard_count = 2}).ok());
+  ASSERT_TRUE(mgr_->CreateStream({.name = "b", .shard_count = 1}).ok());
+  auto a = *mgr_->Describe("a");
+  auto b = *mgr_->Describe("b");
+  std::string key0, key1;
+  for (int i = 0; key0.empty() || key1.empty(); ++i) {
+    std::string k = "k" + std::to_string(i);
+    (ShardFor(a, k) == 0 ? key0 : key1) = k;
+  }
+  auto log0 = *mgr_->ShardLogFor(a.uid, 0);
+  auto log1 = *mgr_->ShardLogFor(a.uid, 1);
+  std::atomic<int> woke0{0}, woke1{0};
+  mgr_->WhenAppended(a.uid, 0, *log0, log0->committed_end(), [&] { ++woke0; });
+  mgr_->WhenAppended(a.uid, 1, *log1, log1->committed_end(), [&] { ++woke1; });
+  PutSync("b", {"x", "y", "z"});  // another stream
+  PutSync("a", {key1});           // the other shard
+  EXPECT_EQ(woke0.load(), 0);
+  EXPECT_EQ(woke1.load(), 1);
+  PutSync("a", {key0});
+  EXPECT_EQ(woke0.load(), 1);
+  // Once: a callback is spent by the append that fired it.
+  PutSync("a", {key0, key1});
+  EXPECT_EQ(woke0.load(), 1);
+  EXPECT_EQ(woke1.load(), 1);
+  // Already past the known end: called at once.
+  mgr_->WhenAppended(a.uid, 0, *log0, 0, [&] { ++woke0; });
+  EXPECT_EQ(woke0.load(), 2);
+  // Deleting the stream wakes its readers (they then see it gone).
+  mgr_->WhenAppended(a.uid, 1, *log1, log1->committed_end(), [&] { ++woke1; });
+  ASSERT_TRUE(mgr_->DeleteStream("a").ok());
+  EXPECT_EQ(woke1.load(), 2);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/testing/status_assertions.h"
 #include "format/avro/encoding.h"
 
 namespace icestream::format::avro {
@@ -49,9 +50,8 @@ Status ReadAll(std::string_view file, int* rows) {
   }
 }
 
-TEST(AvroContainer, HeaderLayoutIsExact) {
-  auto file = WriteRows(Codec::kNull, 0);
-  ASSERT_TRUE(file.ok());
+TEST(AvroContainerTest, HeaderLayoutIsExact) {
+  ASSERT_OK_AND_ASSIGN(auto file, WriteRows(Codec::kNull, 0));
   std::string want = "Obj\x01";
   PutLong(&want, 3);
   PutString(&want, "avro.schema");
@@ -62,78 +62,70 @@ TEST(AvroContainer, HeaderLayoutIsExact) {
   PutString(&want, "2");
   PutLong(&want, 0);
   want += Sync();
-  EXPECT_EQ(*file, want);  // no block for zero objects
+  EXPECT_EQ(file, want);  // no block for zero objects
 }
 
-TEST(AvroContainer, KeepsTheSchemaTextVerbatim) {
-  auto file = WriteRows(Codec::kDeflate, 3);
-  ASSERT_TRUE(file.ok());
-  auto r = ContainerReader::Open(*file);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ((*r)->schema_json(), kSchema);
-  EXPECT_EQ((*r)->Meta("format-version"), "2");
-  EXPECT_EQ((*r)->codec(), Codec::kDeflate);
-  EXPECT_EQ((*r)->schema().root().fields[1].field_id, 501);
-  EXPECT_EQ((*r)->schema().root().fields[1].type->branches[1]->logical_type, "map");
+TEST(AvroContainerTest, KeepsTheSchemaTextVerbatim) {
+  ASSERT_OK_AND_ASSIGN(auto file, WriteRows(Codec::kDeflate, 3));
+  ASSERT_OK_AND_ASSIGN(auto r, ContainerReader::Open(file));
+  EXPECT_EQ(r->schema_json(), kSchema);
+  EXPECT_EQ(r->Meta("format-version"), "2");
+  EXPECT_EQ(r->codec(), Codec::kDeflate);
+  EXPECT_EQ(r->schema().root().fields[1].field_id, 501);
+  EXPECT_EQ(r->schema().root().fields[1].type->branches[1]->logical_type, "map");
 }
 
-TEST(AvroContainer, RoundTripsAcrossBlocksAndCodecs) {
+TEST(AvroContainerTest, RoundTripsAcrossBlocksAndCodecs) {
   for (Codec c : {Codec::kNull, Codec::kDeflate}) {
     for (size_t block : {size_t{1}, size_t{100}, size_t{1 << 20}}) {
-      auto file = WriteRows(c, 500, block);
-      ASSERT_TRUE(file.ok());
+      ASSERT_OK_AND_ASSIGN(auto file, WriteRows(c, 500, block));
       int rows = 0;
-      Status st = ReadAll(*file, &rows);
-      EXPECT_TRUE(st.ok()) << st.ToString();
+      Status st = ReadAll(file, &rows);
+      EXPECT_OK(st);
       EXPECT_EQ(rows, 500);
     }
   }
 }
 
-TEST(AvroContainer, DeflateIsRawWithoutZlibHeader) {
-  auto file = WriteRows(Codec::kDeflate, 1);
-  ASSERT_TRUE(file.ok());
-  auto r = ContainerReader::Open(*file);
-  ASSERT_TRUE(r.ok());
+TEST(AvroContainerTest, DeflateIsRawWithoutZlibHeader) {
+  ASSERT_OK_AND_ASSIGN(auto file, WriteRows(Codec::kDeflate, 1));
+  ASSERT_OK(ContainerReader::Open(file));
   // The block data starts right after the header: count, size, then deflate bytes.
-  size_t header_end = file->find(Sync()) + 16;
-  Decoder d(std::string_view(*file).substr(header_end));
+  size_t header_end = file.find(Sync()) + 16;
+  Decoder d(std::string_view(file).substr(header_end));
   EXPECT_EQ(*d.ReadLong(), 1);
-  auto data = d.ReadBytes();
-  ASSERT_TRUE(data.ok());
-  ASSERT_GE(data->size(), 2u);
-  EXPECT_FALSE(static_cast<unsigned char>((*data)[0]) == 0x78);  // no zlib CMF byte
+  ASSERT_OK_AND_ASSIGN(auto data, d.ReadBytes());
+  ASSERT_GE(data.size(), 2u);
+  EXPECT_FALSE(static_cast<unsigned char>(data[0]) == 0x78);  // no zlib CMF byte
 }
 
-TEST(AvroContainer, DetectsDamage) {
-  auto file = WriteRows(Codec::kDeflate, 50, 200);
-  ASSERT_TRUE(file.ok());
+TEST(AvroContainerTest, DetectsDamage) {
+  ASSERT_OK_AND_ASSIGN(auto file, WriteRows(Codec::kDeflate, 50, 200));
   int rows = 0;
   // A flipped byte in the last sync marker.
-  std::string bad = *file;
+  std::string bad = file;
   bad[bad.size() - 3] ^= 0x40;
-  EXPECT_EQ(ReadAll(bad, &rows).code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ReadAll(bad, &rows));
   // Truncated tail.
-  EXPECT_EQ(ReadAll(std::string_view(*file).substr(0, file->size() - 20), &rows).code(),
-            StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ReadAll(std::string_view(file).substr(0, file.size() - 20), &rows));
   // Bad magic.
-  bad = *file;
+  bad = file;
   bad[0] = 'X';
-  EXPECT_EQ(ReadAll(bad, &rows).code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ReadAll(bad, &rows));
   // Garbage instead of deflate data in the first block.
-  bad = *file;
+  bad = file;
   size_t header_end = bad.find(Sync()) + 16;
   for (size_t i = header_end + 4; i < header_end + 30 && i < bad.size(); ++i) bad[i] = '\xff';
-  EXPECT_EQ(ReadAll(bad, &rows).code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ReadAll(bad, &rows));
 }
 
-TEST(AvroContainer, RefusesReservedMetadataAndBadSync) {
+TEST(AvroContainerTest, RefusesReservedMetadataAndBadSync) {
   ContainerWriterOptions o;
   o.metadata = {{"avro.x", "1"}};
-  EXPECT_EQ(ContainerWriter::Make(kSchema, o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, ContainerWriter::Make(kSchema, o));
   ContainerWriterOptions o2;
   o2.sync_marker = "short";
-  EXPECT_EQ(ContainerWriter::Make(kSchema, o2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, ContainerWriter::Make(kSchema, o2));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <limits>
 
+#include "common/testing/status_assertions.h"
 #include "format/avro/datum.h"
 #include "format/avro/schema.h"
 
@@ -29,7 +30,7 @@ std::string LongBytes(int64_t v) {
   return s;
 }
 
-TEST(AvroEncoding, ZigZagVarintsFromTheSpec) {
+TEST(AvroEncodingTest, ZigZagVarintsFromTheSpec) {
   EXPECT_EQ(Hex(LongBytes(0)), "00");
   EXPECT_EQ(Hex(LongBytes(-1)), "01");
   EXPECT_EQ(Hex(LongBytes(1)), "02");
@@ -41,7 +42,7 @@ TEST(AvroEncoding, ZigZagVarintsFromTheSpec) {
   EXPECT_EQ(LongBytes(std::numeric_limits<int64_t>::min()).size(), 10u);
 }
 
-TEST(AvroEncoding, StringsRecordsArraysUnions) {
+TEST(AvroEncodingTest, StringsRecordsArraysUnions) {
   std::string s;
   PutString(&s, "foo");
   EXPECT_EQ(Hex(s), "06 66 6f 6f");
@@ -65,7 +66,7 @@ TEST(AvroEncoding, StringsRecordsArraysUnions) {
   EXPECT_EQ(Hex(s), "00 02 02 61");
 }
 
-TEST(AvroEncoding, RoundTripsExtremesAndFloats) {
+TEST(AvroEncodingTest, RoundTripsExtremesAndFloats) {
   std::string s;
   const int64_t longs[] = {0, 1, -1, 63, -64, 64, 1 << 20, -(1LL << 40),
                            std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
@@ -85,25 +86,27 @@ TEST(AvroEncoding, RoundTripsExtremesAndFloats) {
   EXPECT_TRUE(d.at_end());
 }
 
-TEST(AvroEncoding, DecoderRefusesDamagedInput) {
-  EXPECT_EQ(Decoder("\x80").ReadLong().status().code(), StatusCode::kCorruption);  // truncated
-  EXPECT_EQ(Decoder(std::string(11, '\xff')).ReadLong().status().code(), StatusCode::kCorruption);
+TEST(AvroEncodingTest, DecoderRefusesDamagedInput) {
+  EXPECT_STATUS(kCorruption, Decoder("\x80").ReadLong());  // truncated
+  EXPECT_STATUS(kCorruption, Decoder(std::string(11, '\xff')).ReadLong());
   // 2^32 does not fit an int.
-  EXPECT_EQ(Decoder(LongBytes(1LL << 32)).ReadInt().status().code(), StatusCode::kCorruption);
-  EXPECT_EQ(Decoder("\x02").ReadBoolean().status().code(), StatusCode::kCorruption);
-  EXPECT_EQ(Decoder("\x01").ReadBytes().status().code(), StatusCode::kCorruption);  // length -1
-  EXPECT_EQ(Decoder("\x08" "ab").ReadBytes().status().code(), StatusCode::kCorruption);  // 4 > 2
-  EXPECT_EQ(Decoder("abc").ReadDouble().status().code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, Decoder(LongBytes(1LL << 32)).ReadInt());
+  EXPECT_STATUS(kCorruption, Decoder("\x02").ReadBoolean());
+  EXPECT_STATUS(kCorruption, Decoder("\x01").ReadBytes());  // length -1
+  EXPECT_STATUS(kCorruption, Decoder("\x08"
+                                     "ab")
+                                 .ReadBytes());  // 4 > 2
+  EXPECT_STATUS(kCorruption, Decoder("abc").ReadDouble());
 }
 
-TEST(AvroDatum, DecodesNestedValuesWithTheWriterSchema) {
+TEST(AvroDatumTest, DecodesNestedValuesWithTheWriterSchema) {
   auto schema = Schema::Parse(R"({"type":"record","name":"r","fields":[
       {"name":"id","type":"long","field-id":1},
       {"name":"tags","type":["null",{"type":"array","items":"string","element-id":3}],"field-id":2},
       {"name":"m","type":{"type":"map","values":"int"}},
       {"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}},
       {"name":"f","type":{"type":"fixed","name":"F","size":2}}]})");
-  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  ASSERT_OK(schema);
   const Node& root = (*schema)->root();
   EXPECT_EQ(root.fields[0].field_id, 1);
   EXPECT_EQ(root.fields[1].type->branches[1]->element_id, 3);
@@ -122,53 +125,52 @@ TEST(AvroDatum, DecodesNestedValuesWithTheWriterSchema) {
   PutInt(&s, 1);
   PutFixed(&s, "zz");
   Decoder d(s);
-  auto v = DecodeDatum(root, &d);
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  ASSERT_OK_AND_ASSIGN(auto v, DecodeDatum(root, &d));
   EXPECT_TRUE(d.at_end());
-  EXPECT_EQ(v->Field("id")->integer, 42);
-  ASSERT_EQ(v->Field("tags")->type(), AvroType::kArray);
-  ASSERT_EQ(v->Field("tags")->children.size(), 2u);
-  EXPECT_EQ(v->Field("tags")->children[1].bytes, "y");
-  EXPECT_EQ(v->Field("m")->keys, std::vector<std::string>{"k"});
-  EXPECT_EQ(v->Field("m")->children[0].integer, 7);
-  EXPECT_EQ(v->Field("e")->integer, 1);
-  EXPECT_EQ(v->Field("f")->bytes, "zz");
-  EXPECT_EQ(v->Field("nope"), nullptr);
+  EXPECT_EQ(v.Field("id")->integer, 42);
+  ASSERT_EQ(v.Field("tags")->type(), AvroType::kArray);
+  ASSERT_EQ(v.Field("tags")->children.size(), 2u);
+  EXPECT_EQ(v.Field("tags")->children[1].bytes, "y");
+  EXPECT_EQ(v.Field("m")->keys, std::vector<std::string>{"k"});
+  EXPECT_EQ(v.Field("m")->children[0].integer, 7);
+  EXPECT_EQ(v.Field("e")->integer, 1);
+  EXPECT_EQ(v.Field("f")->bytes, "zz");
+  EXPECT_EQ(v.Field("nope"), nullptr);
 }
 
-TEST(AvroDatum, RefusesLyingCountsAndEndlessRecursion) {
+TEST(AvroDatumTest, RefusesLyingCountsAndEndlessRecursion) {
   auto arr = Schema::Parse(R"({"type":"array","items":"long"})");
-  ASSERT_TRUE(arr.ok());
+  ASSERT_OK(arr);
   std::string s;
   PutLong(&s, 1LL << 40);  // claims 2^40 items in a few bytes
   PutLong(&s, 1);
   Decoder d(s);
-  EXPECT_EQ(DecodeDatum((*arr)->root(), &d).status().code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, DecodeDatum((*arr)->root(), &d));
 
   auto nulls = Schema::Parse(R"({"type":"array","items":"null"})");
-  ASSERT_TRUE(nulls.ok());
+  ASSERT_OK(nulls);
   s.clear();
   PutLong(&s, 1LL << 40);
   Decoder d2(s);
-  EXPECT_EQ(DecodeDatum((*nulls)->root(), &d2).status().code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, DecodeDatum((*nulls)->root(), &d2));
 
   // A record that contains itself without a union encodes infinitely deep values.
   auto rec = Schema::Parse(R"({"type":"record","name":"R","fields":[{"name":"r","type":"R"}]})");
-  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  ASSERT_OK(rec);
   Decoder d3("");
-  EXPECT_EQ(DecodeDatum((*rec)->root(), &d3).status().code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, DecodeDatum((*rec)->root(), &d3));
 }
 
-TEST(AvroSchema, RejectsMalformedSchemas) {
-  EXPECT_FALSE(Schema::Parse("{").ok());
-  EXPECT_FALSE(Schema::Parse(R"({"type":"nonsense"})").ok());
-  EXPECT_FALSE(Schema::Parse(R"({"type":"record","name":"a"})").ok());
-  EXPECT_FALSE(Schema::Parse(R"(["null",["int"]])").ok());
-  EXPECT_FALSE(Schema::Parse(R"({"type":"record","name":"a","fields":[
-      {"name":"x","type":{"type":"fixed","name":"a","size":1}}]})").ok());
-  EXPECT_TRUE(Schema::Parse(R"({"type":"record","name":"n.a","fields":[
+TEST(AvroSchemaTest, RejectsMalformedSchemas) {
+  EXPECT_STATUS(kInvalidArgument, Schema::Parse("{"));
+  EXPECT_STATUS(kInvalidArgument, Schema::Parse(R"({"type":"nonsense"})"));
+  EXPECT_STATUS(kInvalidArgument, Schema::Parse(R"({"type":"record","name":"a"})"));
+  EXPECT_STATUS(kInvalidArgument, Schema::Parse(R"(["null",["int"]])"));
+  EXPECT_STATUS(kInvalidArgument, Schema::Parse(R"({"type":"record","name":"a","fields":[
+      {"name":"x","type":{"type":"fixed","name":"a","size":1}}]})"));
+  EXPECT_OK(Schema::Parse(R"({"type":"record","name":"n.a","fields":[
       {"name":"x","type":{"type":"fixed","name":"b","size":1}},{"name":"y","type":"n.b"},
-      {"name":"z","type":"b"}]})").ok());
+      {"name":"z","type":"b"}]})"));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/bytes.h"
+#include "common/testing/status_assertions.h"
 #include "format/parquet/rle_encoder.h"
 #include "format/parquet/test_hex.h"
 
@@ -94,13 +95,10 @@ class ColumnWriterTest : public ::testing::Test {
   void SetUp() override {
     iceberg::Schema s;
     s.fields.push_back({1, "c", false, P::Type(), ""});
-    auto ps = ParquetSchema::Make(s);
-    ASSERT_TRUE(ps.ok());
-    schema_ = std::make_unique<ParquetSchema>(std::move(*ps));
+    ASSERT_OK_AND_ASSIGN(auto ps, ParquetSchema::Make(s));
+    schema_ = std::make_unique<ParquetSchema>(std::move(ps));
     options_.codec = Codec::kUncompressed;
-    auto c = MakeCompressor(Codec::kUncompressed);
-    ASSERT_TRUE(c.ok());
-    compressor_ = std::move(*c);
+    ASSERT_OK_AND_ASSIGN(compressor_, MakeCompressor(Codec::kUncompressed));
   }
 
   // Rows: value, null, value, value, null, value, value (the 5 values in order).
@@ -149,7 +147,7 @@ TYPED_TEST(ColumnWriterTest, PlainPageBytesAndStatistics) {
   const ColumnDescriptor& col = this->schema_->columns()[0];
   ColumnWriter w(&col, &this->options_);
   this->Fill(w);
-  ASSERT_TRUE(w.builder().AddPage(w.CutPage(), this->compressor_.get()).ok());
+  ASSERT_OK(w.builder().AddPage(w.CutPage(), this->compressor_.get()));
   std::string expect = this->Page(PageType::kDataPage, Encoding::kPlain,
                                   this->Levels() + TypeParam::Plain(TypeParam::Values()), 7);
   EXPECT_EQ(testing::Hexdump(w.builder().data()), testing::Hexdump(expect));
@@ -158,7 +156,8 @@ TYPED_TEST(ColumnWriterTest, PlainPageBytesAndStatistics) {
   ColumnChunk chunk;
   StatsAccumulator file_stats(&col);
   int64_t data_size = static_cast<int64_t>(w.builder().data().size());
-  ASSERT_TRUE(w.builder().Finish(w.dictionary(), this->compressor_.get(), 4, &dict_page, &chunk, &file_stats).ok());
+  ASSERT_OK(w.builder().Finish(w.dictionary(), this->compressor_.get(), 4, &dict_page, &chunk,
+                               &file_stats));
   EXPECT_TRUE(dict_page.empty());
   const ColumnMetaData& m = chunk.meta_data;
   EXPECT_EQ(m.num_values, 7);
@@ -177,11 +176,12 @@ TYPED_TEST(ColumnWriterTest, DictionaryPagesAndFallbackFreeSmallDictionaries) {
   const ColumnDescriptor& col = this->schema_->columns()[0];
   ColumnWriter w(&col, &this->options_);
   this->Fill(w);
-  ASSERT_TRUE(w.builder().AddPage(w.CutPage(), this->compressor_.get()).ok());
+  ASSERT_OK(w.builder().AddPage(w.CutPage(), this->compressor_.get()));
   std::string dict_page;
   ColumnChunk chunk;
   StatsAccumulator file_stats(&col);
-  ASSERT_TRUE(w.builder().Finish(w.dictionary(), this->compressor_.get(), 100, &dict_page, &chunk, &file_stats).ok());
+  ASSERT_OK(w.builder().Finish(w.dictionary(), this->compressor_.get(), 100, &dict_page, &chunk,
+                               &file_stats));
   auto values = TypeParam::Values();
   if (col.physical == PhysicalType::kBoolean) {
     EXPECT_TRUE(dict_page.empty());  // booleans are never dictionary-encoded

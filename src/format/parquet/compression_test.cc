@@ -3,10 +3,11 @@
 #include "format/parquet/compression.h"
 
 #include <gtest/gtest.h>
-
 #include <zstd.h>
 
 #include <random>
+
+#include "common/testing/status_assertions.h"
 
 namespace icestream::format::parquet {
 namespace {
@@ -18,14 +19,13 @@ std::string Sample(size_t n) {
   return s;
 }
 
-TEST(Compression, FramingAndRoundTrip) {
+TEST(CompressionTest, FramingAndRoundTrip) {
   for (size_t n : {size_t{0}, size_t{1}, size_t{1000}, size_t{300000}}) {
     std::string in = Sample(n);
     for (Codec codec : {Codec::kUncompressed, Codec::kSnappy, Codec::kGzip, Codec::kZstd}) {
-      auto c = MakeCompressor(codec);
-      ASSERT_TRUE(c.ok());
+      ASSERT_OK_AND_ASSIGN(auto c, MakeCompressor(codec));
       std::string out = "prefix";  // Compress appends
-      ASSERT_TRUE((*c)->Compress(in, &out).ok());
+      ASSERT_OK(c->Compress(in, &out));
       ASSERT_EQ(out.substr(0, 6), "prefix");
       std::string body = out.substr(6);
       switch (codec) {
@@ -44,14 +44,14 @@ TEST(Compression, FramingAndRoundTrip) {
           break;
       }
       auto back = Decompress(codec, body, n);
-      ASSERT_TRUE(back.ok()) << CodecName(codec) << " " << back.status().ToString();
+      ASSERT_OK(back) << CodecName(codec) << " ";
       EXPECT_EQ(*back, in);
-      EXPECT_FALSE(Decompress(codec, body, n + 1).ok()) << CodecName(codec);
+      EXPECT_STATUS(kCorruption, Decompress(codec, body, n + 1)) << CodecName(codec);
     }
   }
 }
 
-TEST(Compression, Names) {
+TEST(CompressionTest, Names) {
   Codec c;
   EXPECT_TRUE(ParseCodec("zstd", &c));
   EXPECT_EQ(c, Codec::kZstd);

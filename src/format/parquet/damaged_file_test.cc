@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/bytes.h"
+#include "common/testing/status_assertions.h"
 #include "format/parquet/file_reader.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/json_rows.h"
@@ -44,12 +45,12 @@ std::string SmallFile(Codec codec) {
   o.codec = codec;
   o.max_row_group_rows = 20;
   auto w = FileWriter::Make(schema, &out, o);
-  EXPECT_TRUE(w.ok());
+  EXPECT_OK(w);
   for (int i = 0; i < 40; ++i) {
     testing::ShredRow((*w)->schema(), gen.Row(schema), **w);
-    EXPECT_TRUE((*w)->EndRecord().ok());
+    EXPECT_OK((*w)->EndRecord());
   }
-  EXPECT_TRUE((*w)->Close().ok());
+  EXPECT_OK((*w)->Close());
   return bytes;
 }
 
@@ -67,23 +68,23 @@ Status ReadEverything(std::string_view file, ReaderOptions options = {}) {
   return w->Close().status();
 }
 
-TEST(DamagedFile, IntactFilesRead) {
+TEST(DamagedFileTest, IntactFilesRead) {
   for (Codec c : {Codec::kUncompressed, Codec::kZstd}) {
     Status st = ReadEverything(SmallFile(c));
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
   }
 }
 
-TEST(DamagedFile, EveryTruncationIsCorruption) {
+TEST(DamagedFileTest, EveryTruncationIsCorruption) {
   const std::string f = SmallFile(Codec::kSnappy);
   for (size_t n = 0; n < f.size(); ++n) {
     auto r = ParquetFileReader::Open(std::string_view(f).substr(0, n));
-    ASSERT_FALSE(r.ok()) << "prefix of " << n << " bytes";
-    EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
+    ASSERT_STATUS(kCorruption, r) << "prefix of " << n << " bytes";
+    EXPECT_STATUS(kCorruption, r);
   }
 }
 
-TEST(DamagedFile, DataCutOutOfTheMiddle) {
+TEST(DamagedFileTest, DataCutOutOfTheMiddle) {
   // The footer is intact but the chunks it points at moved: offsets outside the data
   // area or pages that do not parse.
   const std::string f = SmallFile(Codec::kUncompressed);
@@ -93,12 +94,12 @@ TEST(DamagedFile, DataCutOutOfTheMiddle) {
     std::string g =
         f.substr(0, 4) + f.substr(4 + cut, footer_start - 4 - cut) + f.substr(footer_start);
     Status st = ReadEverything(g);
-    ASSERT_FALSE(st.ok()) << "cut " << cut;
-    EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.ToString();
+    ASSERT_STATUS(kCorruption, st) << "cut " << cut;
+    EXPECT_STATUS(kCorruption, st);
   }
 }
 
-TEST(DamagedFile, EveryFlippedByteEndsCleanly) {
+TEST(DamagedFileTest, EveryFlippedByteEndsCleanly) {
   for (Codec c : {Codec::kUncompressed, Codec::kGzip, Codec::kZstd}) {
     const std::string f = SmallFile(c);
     const uint32_t footer_len = GetFixed32(f.data() + f.size() - 8);
@@ -205,14 +206,14 @@ Status ReadJson(const std::string& f, std::string* json, ReaderOptions o = {}) {
   return Status::OK();
 }
 
-TEST(HandMadeFile, BaselineReads) {
+TEST(HandMadeFileTest, BaselineReads) {
   std::string json;
   Status st = ReadJson(MakeFile({}, Page(V1(3), kDefs + Ints())), &json);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   EXPECT_EQ(json, "{\"a\":7}\n{\"a\":8}\n{\"a\":9}\n");
 }
 
-TEST(HandMadeFile, ColumnsWithoutPositiveFieldIdsReadAsThemselves) {
+TEST(HandMadeFileTest, ColumnsWithoutPositiveFieldIdsReadAsThemselves) {
   // DuckDB's FIELD_IDS 'auto' starts at 0; other writers set none. Such columns get
   // synthetic ids: shown by cat and copied into the file's own schema, never matched to
   // a table's field.
@@ -222,37 +223,34 @@ TEST(HandMadeFile, ColumnsWithoutPositiveFieldIdsReadAsThemselves) {
     std::string f = MakeFile(c, Page(V1(3), kDefs + Ints()));
     std::string json;
     Status st = ReadJson(f, &json);
-    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_OK(st);
     EXPECT_EQ(json, "{\"a\":7}\n{\"a\":8}\n{\"a\":9}\n");
-    auto r = ParquetFileReader::Open(f);
-    ASSERT_TRUE(r.ok());
-    const iceberg::Schema& own = (*r)->schema().iceberg_schema();
-    EXPECT_TRUE((*r)->schema().is_synthetic(own.fields[0].id));
+    ASSERT_OK_AND_ASSIGN(auto r, ParquetFileReader::Open(f));
+    const iceberg::Schema& own = r->schema().iceberg_schema();
+    EXPECT_TRUE(r->schema().is_synthetic(own.fields[0].id));
     std::string copy;
     StringOutputStream out(&copy);
-    auto w = FileWriter::Make(own, &out, WriterOptions());
-    ASSERT_TRUE(w.ok());
-    ASSERT_TRUE((*r)->CopyRows(w->get()).ok());
-    ASSERT_TRUE((*w)->Close().ok());
+    ASSERT_OK_AND_ASSIGN(auto w, FileWriter::Make(own, &out, WriterOptions()));
+    ASSERT_OK(r->CopyRows(w.get()));
+    ASSERT_OK(w->Close());
     json.clear();
-    ASSERT_TRUE(ReadJson(copy, &json).ok());
+    ASSERT_OK(ReadJson(copy, &json));
     EXPECT_EQ(json, "{\"a\":7}\n{\"a\":8}\n{\"a\":9}\n");
     // A table schema whose field carries the same number is another field: nulls.
     iceberg::Schema table = own;
     table.fields[0].name = "other";
     std::string copy2;
     StringOutputStream out2(&copy2);
-    auto w2 = FileWriter::Make(table, &out2, WriterOptions());
-    ASSERT_TRUE(w2.ok());
-    ASSERT_TRUE((*r)->CopyRows(w2->get()).ok());
-    ASSERT_TRUE((*w2)->Close().ok());
+    ASSERT_OK_AND_ASSIGN(auto w2, FileWriter::Make(table, &out2, WriterOptions()));
+    ASSERT_OK(r->CopyRows(w2.get()));
+    ASSERT_OK(w2->Close());
     json.clear();
-    ASSERT_TRUE(ReadJson(copy2, &json).ok());
+    ASSERT_OK(ReadJson(copy2, &json));
     EXPECT_EQ(json, "{\"other\":null}\n{\"other\":null}\n{\"other\":null}\n");
   }
 }
 
-TEST(HandMadeFile, AbsurdLengthsAndCounts) {
+TEST(HandMadeFileTest, AbsurdLengthsAndCounts) {
   std::string json;
   auto expect = [&](const std::string& f, StatusCode code, const std::string& what,
                     ReaderOptions o = {}) {
@@ -347,14 +345,13 @@ TEST(HandMadeFile, AbsurdLengthsAndCounts) {
     OneColumn c;
     c.type = PhysicalType::kInt96;
     std::string f = MakeFile(c, Page(V1(3), kDefs + std::string(36, '\0')));
-    auto r = ParquetFileReader::Open(f);
-    ASSERT_TRUE(r.ok());
-    EXPECT_EQ((*r)->schema().skipped().size(), 1u);
+    ASSERT_OK_AND_ASSIGN(auto r, ParquetFileReader::Open(f));
+    EXPECT_EQ(r->schema().skipped().size(), 1u);
     expect(f, StatusCode::kUnimplemented, "INT96 only");
   }
 }
 
-TEST(HandMadeFile, DataPageV2AndCrc) {
+TEST(HandMadeFileTest, DataPageV2AndCrc) {
   // v2: levels outside the (here uncompressed) values; CRC checked when set.
   PageHeader h;
   h.type = PageType::kDataPageV2;
@@ -363,14 +360,14 @@ TEST(HandMadeFile, DataPageV2AndCrc) {
   std::string body = defs + Ints();
   std::string json;
   Status st = ReadJson(MakeFile({}, Page(h, body)), &json);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   EXPECT_EQ(json, "{\"a\":7}\n{\"a\":8}\n{\"a\":9}\n");
   h.crc = 12345;
   json.clear();
-  EXPECT_EQ(ReadJson(MakeFile({}, Page(h, body)), &json).code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ReadJson(MakeFile({}, Page(h, body)), &json));
   h.data_page_header_v2->definition_levels_byte_length = 1000;
   h.crc.reset();
-  EXPECT_EQ(ReadJson(MakeFile({}, Page(h, body)), &json).code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ReadJson(MakeFile({}, Page(h, body)), &json));
 }
 
 }  // namespace

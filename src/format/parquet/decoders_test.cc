@@ -7,6 +7,7 @@
 #include <random>
 
 #include "common/bytes.h"
+#include "common/testing/status_assertions.h"
 #include "format/parquet/delta_decoder.h"
 #include "format/parquet/rle_decoder.h"
 #include "format/parquet/rle_encoder.h"
@@ -18,25 +19,25 @@ namespace {
 
 using testing::Unhex;
 
-TEST(RleDecoder, SpecExamples) {
+TEST(RleDecoderTest, SpecExamples) {
   // Formats.md A.7: 100 x 1 with width 1 -> C8 01 01; [1,1,0,1,1] bit-packed -> 03 1B.
   std::vector<uint16_t> out(100);
   // The decoders view their input: keep it alive.
   const std::string ea = Unhex("C8 01 01"), eb = Unhex("03 1B"), ec = Unhex("03 88 C6 FA");
   RleDecoder a(ea, 1);
-  ASSERT_TRUE(a.Get(out.data(), 100).ok());
+  ASSERT_OK(a.Get(out.data(), 100));
   for (auto v : out) EXPECT_EQ(v, 1);
   RleDecoder b(eb, 1);
-  ASSERT_TRUE(b.Get(out.data(), 5).ok());
+  ASSERT_OK(b.Get(out.data(), 5));
   EXPECT_EQ(std::vector<uint16_t>(out.begin(), out.begin() + 5),
             (std::vector<uint16_t>{1, 1, 0, 1, 1}));
   // Encodings.md: 0..7 with width 3 bit-packed = 88 C6 FA.
   RleDecoder c(ec, 3);
-  ASSERT_TRUE(c.Get(out.data(), 8).ok());
+  ASSERT_OK(c.Get(out.data(), 8));
   for (uint16_t i = 0; i < 8; ++i) EXPECT_EQ(out[i], i);
 }
 
-TEST(RleDecoder, RoundTripsTheEncoderAtEveryWidth) {
+TEST(RleDecoderTest, RoundTripsTheEncoderAtEveryWidth) {
   std::mt19937 rng(7);
   for (int width = 0; width <= 32; ++width) {
     for (int trial = 0; trial < 20; ++trial) {
@@ -55,7 +56,7 @@ TEST(RleDecoder, RoundTripsTheEncoderAtEveryWidth) {
       size_t at = 0;
       while (at < n) {
         size_t take = std::min<size_t>(n - at, 1 + rng() % 37);
-        ASSERT_TRUE(d.Get(got.data() + at, take).ok()) << "width " << width;
+        ASSERT_OK(d.Get(got.data() + at, take)) << "width " << width;
         at += take;
       }
       ASSERT_EQ(got, values) << "width " << width;
@@ -63,21 +64,23 @@ TEST(RleDecoder, RoundTripsTheEncoderAtEveryWidth) {
       if (width > 0) {
         // Past the end only padding of the last group remains, then nothing.
         std::vector<uint32_t> lots(16);
-        EXPECT_FALSE(d.Get(lots.data(), 16).ok());
+        EXPECT_STATUS(kCorruption, d.Get(lots.data(), 16));
       }
     }
   }
 }
 
-TEST(RleDecoder, RefusesDamage) {
+TEST(RleDecoderTest, RefusesDamage) {
   std::vector<uint32_t> out(10);
-  EXPECT_FALSE(RleDecoder("", 3).Get(out.data(), 1).ok());  // empty
-  EXPECT_FALSE(
-      RleDecoder(Unhex("FF FF FF FF FF FF FF FF FF FF FF"), 3).Get(out.data(), 1).ok());  // varint
-  EXPECT_FALSE(RleDecoder(Unhex("08"), 9).Get(out.data(), 1).ok());     // value bytes missing
-  EXPECT_FALSE(RleDecoder(Unhex("08 07"), 2).Get(out.data(), 1).ok());  // value wider than 2 bits
+  EXPECT_STATUS(kCorruption, RleDecoder("", 3).Get(out.data(), 1));  // empty
+  EXPECT_STATUS(
+      kCorruption,
+      RleDecoder(Unhex("FF FF FF FF FF FF FF FF FF FF FF"), 3).Get(out.data(), 1));  // varint
+  EXPECT_STATUS(kCorruption, RleDecoder(Unhex("08"), 9).Get(out.data(), 1));  // value bytes missing
+  EXPECT_STATUS(kCorruption,
+                RleDecoder(Unhex("08 07"), 2).Get(out.data(), 1));  // value wider than 2 bits
   // A huge RLE run decodes lazily: asking for 10 values costs nothing.
-  EXPECT_TRUE(RleDecoder(Unhex("FE FF FF FF 0F 01"), 1).Get(out.data(), 10).ok());
+  EXPECT_OK(RleDecoder(Unhex("FE FF FF FF 0F 01"), 1).Get(out.data(), 10));
 }
 
 // ---------------------------------------------------------------- delta encodings
@@ -134,15 +137,16 @@ std::string EncodeDelta(const std::vector<int64_t>& v) {
   return out;
 }
 
-TEST(DeltaBinaryPacked, HandMadeExampleAndRandomRoundTrips) {
+TEST(DeltaBinaryPackedTest, HandMadeExampleAndRandomRoundTrips) {
   // 1..5: header 128, 4 miniblocks, 5 values, first 1; block: min delta 1, widths 0.
   std::string ex = Unhex("80 01 04 05 02 02 00 00 00 00");
   std::vector<int64_t> out(5);
   size_t consumed = 0;
-  ASSERT_TRUE(DecodeDeltaBinaryPacked(ex, 5, out.data(), &consumed).ok());
+  ASSERT_OK(DecodeDeltaBinaryPacked(ex, 5, out.data(), &consumed));
   EXPECT_EQ(out, (std::vector<int64_t>{1, 2, 3, 4, 5}));
   EXPECT_EQ(consumed, ex.size());
-  EXPECT_FALSE(DecodeDeltaBinaryPacked(ex, 6, out.data(), &consumed).ok()) << "count differs";
+  EXPECT_STATUS(kCorruption, DecodeDeltaBinaryPacked(ex, 6, out.data(), &consumed))
+      << "count differs";
 
   std::mt19937_64 rng(3);
   for (int trial = 0; trial < 200; ++trial) {
@@ -166,7 +170,7 @@ TEST(DeltaBinaryPacked, HandMadeExampleAndRandomRoundTrips) {
     }
     std::string enc = EncodeDelta(v) + "trailing";
     std::vector<int64_t> got(v.size());
-    ASSERT_TRUE(DecodeDeltaBinaryPacked(enc, v.size(), got.data(), &consumed).ok());
+    ASSERT_OK(DecodeDeltaBinaryPacked(enc, v.size(), got.data(), &consumed));
     EXPECT_EQ(got, v);
     EXPECT_EQ(enc.substr(consumed), "trailing");
     // Every truncation fails cleanly.
@@ -176,68 +180,68 @@ TEST(DeltaBinaryPacked, HandMadeExampleAndRandomRoundTrips) {
           !v.empty() && cut < consumed);
     }
   }
-  EXPECT_FALSE(DecodeDeltaBinaryPacked(Unhex("81 01 04 01 00"), 1, out.data(), &consumed).ok())
+  EXPECT_STATUS(kCorruption,
+                DecodeDeltaBinaryPacked(Unhex("81 01 04 01 00"), 1, out.data(), &consumed))
       << "block size 129";
-  EXPECT_FALSE(DecodeDeltaBinaryPacked(Unhex("80 01 03 01 00"), 1, out.data(), &consumed).ok())
+  EXPECT_STATUS(kCorruption,
+                DecodeDeltaBinaryPacked(Unhex("80 01 03 01 00"), 1, out.data(), &consumed))
       << "3 miniblocks";
 }
 
-TEST(DeltaByteArrays, LengthAndPrefixEncodings) {
+TEST(DeltaByteArraysTest, LengthAndPrefixEncodings) {
   // Encodings.md examples: "Hello", "World", "Foobar", "ABCDEF".
   std::string dlba = EncodeDelta({5, 5, 6, 6}) + "HelloWorldFoobarABCDEF";
   std::vector<std::string_view> got;
-  ASSERT_TRUE(DecodeDeltaLengthByteArray(dlba, 4, &got).ok());
+  ASSERT_OK(DecodeDeltaLengthByteArray(dlba, 4, &got));
   EXPECT_EQ(got, (std::vector<std::string_view>{"Hello", "World", "Foobar", "ABCDEF"}));
   got.clear();
-  EXPECT_FALSE(DecodeDeltaLengthByteArray(dlba.substr(0, dlba.size() - 1), 4, &got).ok());
+  EXPECT_STATUS(kCorruption, DecodeDeltaLengthByteArray(dlba.substr(0, dlba.size() - 1), 4, &got));
   // "axis", "axle", "babble", "babyhood": prefixes 0 2 0 3, suffixes axis le babble yhood.
   std::string dba = EncodeDelta({0, 2, 0, 3}) + EncodeDelta({4, 2, 6, 5}) + "axislebabbleyhood";
   std::string storage;
   got.clear();
-  ASSERT_TRUE(DecodeDeltaByteArray(dba, 4, 1 << 20, &storage, &got).ok());
+  ASSERT_OK(DecodeDeltaByteArray(dba, 4, 1 << 20, &storage, &got));
   EXPECT_EQ(got, (std::vector<std::string_view>{"axis", "axle", "babble", "babyhood"}));
   got.clear();
-  EXPECT_EQ(DecodeDeltaByteArray(dba, 4, 10, &storage, &got).code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_STATUS(kResourceExhausted, DecodeDeltaByteArray(dba, 4, 10, &storage, &got));
   std::string bad = EncodeDelta({0, 5}) + EncodeDelta({1, 0}) + "a";
   got.clear();
-  EXPECT_EQ(DecodeDeltaByteArray(bad, 2, 1 << 20, &storage, &got).code(), StatusCode::kCorruption)
+  EXPECT_STATUS(kCorruption, DecodeDeltaByteArray(bad, 2, 1 << 20, &storage, &got))
       << "prefix longer than the previous value";
   std::string neg = EncodeDelta({-1}) + "";
   got.clear();
-  EXPECT_FALSE(DecodeDeltaLengthByteArray(neg, 1, &got).ok());
+  EXPECT_STATUS(kCorruption, DecodeDeltaLengthByteArray(neg, 1, &got));
 }
 
-TEST(ByteStreamSplit, SpecExampleAndSizes) {
+TEST(ByteStreamSplitTest, SpecExampleAndSizes) {
   std::string fixed;
-  ASSERT_TRUE(
-      DecodeByteStreamSplit(Unhex("AA 00 A3 BB 11 B4 CC 22 C5 DD 33 D6"), 4, 3, &fixed).ok());
+  ASSERT_OK(DecodeByteStreamSplit(Unhex("AA 00 A3 BB 11 B4 CC 22 C5 DD 33 D6"), 4, 3, &fixed));
   EXPECT_EQ(fixed, Unhex("AA BB CC DD 00 11 22 33 A3 B4 C5 D6"));
-  EXPECT_FALSE(DecodeByteStreamSplit(Unhex("AA 00 A3"), 4, 3, &fixed).ok());
+  EXPECT_STATUS(kCorruption, DecodeByteStreamSplit(Unhex("AA 00 A3"), 4, 3, &fixed));
 }
 
-TEST(Plain, EveryPhysicalTypeAndShortPages) {
+TEST(PlainTest, EveryPhysicalTypeAndShortPages) {
   std::string fixed;
   std::vector<std::string_view> bytes;
-  ASSERT_TRUE(DecodePlain(Unhex("05"), PhysicalType::kBoolean, 0, 3, &fixed, &bytes).ok());
+  ASSERT_OK(DecodePlain(Unhex("05"), PhysicalType::kBoolean, 0, 3, &fixed, &bytes));
   EXPECT_EQ(fixed, std::string("\x01\x00\x01", 3));
   fixed.clear();
-  ASSERT_TRUE(
-      DecodePlain(Unhex("01000000 FFFFFFFF"), PhysicalType::kInt32, 0, 2, &fixed, &bytes).ok());
+  ASSERT_OK(DecodePlain(Unhex("01000000 FFFFFFFF"), PhysicalType::kInt32, 0, 2, &fixed, &bytes));
   EXPECT_EQ(fixed.size(), 8u);
-  EXPECT_FALSE(DecodePlain(Unhex("010000"), PhysicalType::kInt32, 0, 1, &fixed, &bytes).ok());
-  EXPECT_FALSE(
-      DecodePlain(Unhex("0102"), PhysicalType::kFixedLenByteArray, 3, 1, &fixed, &bytes).ok());
+  EXPECT_STATUS(kCorruption,
+                DecodePlain(Unhex("010000"), PhysicalType::kInt32, 0, 1, &fixed, &bytes));
+  EXPECT_STATUS(kCorruption,
+                DecodePlain(Unhex("0102"), PhysicalType::kFixedLenByteArray, 3, 1, &fixed, &bytes));
   const std::string page = Unhex("02000000 6869 00000000");  // the views point into it
-  ASSERT_TRUE(DecodePlain(page, PhysicalType::kByteArray, 0, 2, &fixed, &bytes).ok());
+  ASSERT_OK(DecodePlain(page, PhysicalType::kByteArray, 0, 2, &fixed, &bytes));
   EXPECT_EQ(bytes, (std::vector<std::string_view>{"hi", ""}));
-  EXPECT_FALSE(
-      DecodePlain(Unhex("FFFFFF7F 6869"), PhysicalType::kByteArray, 0, 1, &fixed, &bytes).ok());
-  EXPECT_EQ(DecodePlain(std::string(12, 'x'), PhysicalType::kInt96, 0, 1, &fixed, &bytes).code(),
-            StatusCode::kUnimplemented);
+  EXPECT_STATUS(kCorruption, DecodePlain(Unhex("FFFFFF7F 6869"), PhysicalType::kByteArray, 0, 1,
+                                         &fixed, &bytes));
+  EXPECT_STATUS(kUnimplemented,
+                DecodePlain(std::string(12, 'x'), PhysicalType::kInt96, 0, 1, &fixed, &bytes));
   std::vector<uint32_t> idx;
-  EXPECT_FALSE(DecodeDictionaryIndices(Unhex("21 02 00"), 1, &idx).ok()) << "bit width 33";
-  ASSERT_TRUE(DecodeDictionaryIndices(Unhex("02 03 64 00"), 4, &idx).ok());
+  EXPECT_STATUS(kCorruption, DecodeDictionaryIndices(Unhex("21 02 00"), 1, &idx)) << "bit width 33";
+  ASSERT_OK(DecodeDictionaryIndices(Unhex("02 03 64 00"), 4, &idx));
   EXPECT_EQ(idx, (std::vector<uint32_t>{0, 1, 2, 1}));
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <tuple>
 
+#include "common/testing/status_assertions.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/json_rows.h"
 #include "format/parquet/output_stream.h"
@@ -27,13 +28,13 @@ std::string WriteRows(const iceberg::Schema& schema, const std::vector<Value>& r
   std::string bytes;
   StringOutputStream out(&bytes);
   auto w = FileWriter::Make(schema, &out, o);
-  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_OK(w);
   for (const Value& r : rows) {
     testing::ShredRow((*w)->schema(), r, **w);
-    EXPECT_TRUE((*w)->EndRecord().ok());
+    EXPECT_OK((*w)->EndRecord());
   }
   auto m = (*w)->Close();
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_OK(m);
   return bytes;
 }
 
@@ -67,9 +68,9 @@ Result<std::string> Copy(const std::string& file, const iceberg::Schema& schema,
   return bytes;
 }
 
-class RoundTrip : public ::testing::TestWithParam<std::tuple<Codec, bool>> {};
+class RoundTripTest : public ::testing::TestWithParam<std::tuple<Codec, bool>> {};
 
-TEST_P(RoundTrip, RandomSchemasAndRows) {
+TEST_P(RoundTripTest, RandomSchemasAndRows) {
   const auto [codec, dictionary] = GetParam();
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     RowGen gen(seed * 7919 + static_cast<uint32_t>(codec) * 31 + (dictionary ? 1 : 0));
@@ -90,17 +91,15 @@ TEST_P(RoundTrip, RandomSchemasAndRows) {
     o.max_page_levels = 100;
     o.dictionary_page_size_limit = 600;  // chunks that switch from dictionary to PLAIN pages
     std::string a = WriteRows(schema, rows, o);
-    auto reader = ParquetFileReader::Open(a);
-    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-    EXPECT_GT((*reader)->num_row_groups(), 1) << "seed " << seed;
-    EXPECT_EQ((*reader)->num_rows(), n);
-    EXPECT_EQ((*reader)->schema().iceberg_schema().fields, schema.fields)
-        << "field ids, names, types";
-    EXPECT_TRUE((*reader)->FindKeyValue("iceberg.schema").has_value());
+    ASSERT_OK_AND_ASSIGN(auto reader, ParquetFileReader::Open(a));
+    EXPECT_GT(reader->num_row_groups(), 1) << "seed " << seed;
+    EXPECT_EQ(reader->num_rows(), n);
+    EXPECT_EQ(reader->schema().iceberg_schema().fields, schema.fields) << "field ids, names, types";
+    EXPECT_TRUE(reader->FindKeyValue("iceberg.schema").has_value());
     if (dictionary) {
       // Some chunk holds dictionary pages followed by PLAIN ones (the writer's fallback).
       bool mixed = false;
-      for (const auto& rg : (*reader)->metadata().row_groups) {
+      for (const auto& rg : reader->metadata().row_groups) {
         for (const auto& c : rg.columns) {
           int kinds = 0;
           for (const auto& e : c.meta_data.encoding_stats) {
@@ -119,18 +118,17 @@ TEST_P(RoundTrip, RandomSchemasAndRows) {
     o2.codec = codec == Codec::kZstd ? Codec::kSnappy : Codec::kZstd;
     o2.dictionary = !dictionary;
     o2.row_group_size = 64 << 10;
-    auto b = Copy(a, schema, o2);
-    ASSERT_TRUE(b.ok()) << b.status().ToString();
-    ASSERT_EQ(ReadJson(*b), expected) << "seed " << seed;
+    ASSERT_OK_AND_ASSIGN(auto b, Copy(a, schema, o2));
+    ASSERT_EQ(ReadJson(b), expected) << "seed " << seed;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Codecs, RoundTrip,
+INSTANTIATE_TEST_SUITE_P(Codecs, RoundTripTest,
                          ::testing::Combine(::testing::Values(Codec::kUncompressed, Codec::kSnappy,
                                                               Codec::kGzip, Codec::kZstd),
                                             ::testing::Bool()));
 
-TEST(FileReader, CopiesIntoARowGroupBuilder) {
+TEST(FileReaderTest, CopiesIntoARowGroupBuilder) {
   RowGen gen(99);
   iceberg::Schema schema = gen.Schema(10);
   std::vector<Value> rows;
@@ -140,39 +138,34 @@ TEST(FileReader, CopiesIntoARowGroupBuilder) {
     expected += testing::ExpectedRow(schema, rows.back());
   }
   std::string a = WriteRows(schema, rows, WriterOptions());
-  auto reader = ParquetFileReader::Open(a);
-  ASSERT_TRUE(reader.ok());
+  ASSERT_OK_AND_ASSIGN(auto reader, ParquetFileReader::Open(a));
   std::string bytes;
   StringOutputStream out(&bytes);
-  auto w = FileWriter::Make(schema, &out, WriterOptions());
-  ASSERT_TRUE(w.ok());
-  auto builder = (*w)->NewRowGroupBuilder();
-  ASSERT_TRUE(builder.ok());
-  ASSERT_TRUE((*reader)->CopyRowGroup(0, builder->get()).ok());
-  EXPECT_EQ((*builder)->num_rows(), 200);
+  ASSERT_OK_AND_ASSIGN(auto w, FileWriter::Make(schema, &out, WriterOptions()));
+  ASSERT_OK_AND_ASSIGN(auto builder, w->NewRowGroupBuilder());
+  ASSERT_OK(reader->CopyRowGroup(0, builder.get()));
+  EXPECT_EQ(builder->num_rows(), 200);
   RowGroupData data;
-  ASSERT_TRUE((*builder)->Finish(&data).ok());
-  ASSERT_TRUE((*w)->AppendRowGroup(&data).ok());
-  ASSERT_TRUE((*w)->Close().ok());
+  ASSERT_OK(builder->Finish(&data));
+  ASSERT_OK(w->AppendRowGroup(&data));
+  ASSERT_OK(w->Close());
   EXPECT_EQ(ReadJson(bytes), expected);
 }
 
-TEST(FileReader, EmptyFileAndEmptyRowGroups) {
+TEST(FileReaderTest, EmptyFileAndEmptyRowGroups) {
   iceberg::Schema schema;
   schema.fields.push_back({1, "a", false, iceberg::Primitive(iceberg::TypeId::kLong), ""});
   std::string a = WriteRows(schema, {}, WriterOptions());
-  auto reader = ParquetFileReader::Open(a);
-  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  EXPECT_EQ((*reader)->num_rows(), 0);
-  EXPECT_EQ((*reader)->num_row_groups(), 0);
-  auto b = Copy(a, schema, WriterOptions());
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(ReadJson(*b), "");
+  ASSERT_OK_AND_ASSIGN(auto reader, ParquetFileReader::Open(a));
+  EXPECT_EQ(reader->num_rows(), 0);
+  EXPECT_EQ(reader->num_row_groups(), 0);
+  ASSERT_OK_AND_ASSIGN(auto b, Copy(a, schema, WriterOptions()));
+  EXPECT_EQ(ReadJson(b), "");
 }
 
 // Copying should run at the writer's order of magnitude: a smoke figure, not a benchmark
 // (bench/ holds those); the bound only catches a pathological slowdown.
-TEST(FileReader, CopySpeedIsOfTheWritersOrder) {
+TEST(FileReaderTest, CopySpeedIsOfTheWritersOrder) {
   iceberg::Schema schema;
   using iceberg::TypeId;
   schema.fields.push_back({1, "id", true, iceberg::Primitive(TypeId::kLong), ""});
@@ -188,7 +181,7 @@ TEST(FileReader, CopySpeedIsOfTheWritersOrder) {
   auto t1 = std::chrono::steady_clock::now();
   auto b = Copy(a, schema, WriterOptions());
   auto t2 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(b.ok());
+  ASSERT_OK(b);
   double write_s = std::chrono::duration<double>(t1 - t0).count();
   double copy_s = std::chrono::duration<double>(t2 - t1).count();
   std::printf("write %.3f s, copy (read + write) %.3f s for %zu rows\n", write_s, copy_s,

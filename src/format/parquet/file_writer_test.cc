@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/bytes.h"
+#include "common/testing/status_assertions.h"
 #include "format/parquet/output_stream.h"
 #include "format/parquet/test_hex.h"
 #include "iceberg/schema/schema_json.h"
@@ -52,13 +53,13 @@ Written Write(WriterOptions options, int64_t rows) {
   Written out;
   StringOutputStream sink(&out.bytes);
   auto w = FileWriter::Make(TestSchema(), &sink, options);
-  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_OK(w);
   for (int64_t i = 0; i < rows; ++i) {
     AddRow(**w, i);
-    EXPECT_TRUE((*w)->EndRecord().ok());
+    EXPECT_OK((*w)->EndRecord());
   }
   auto m = (*w)->Close();
-  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_OK(m);
   out.metrics = *m;
   return out;
 }
@@ -71,7 +72,7 @@ void ExpectLayout(const std::string& f) {
   EXPECT_LE(footer + 12u, f.size());
 }
 
-TEST(FileWriter, LayoutAndMetrics) {
+TEST(FileWriterTest, LayoutAndMetrics) {
   WriterOptions o;
   o.row_group_size = 4096;  // several row groups
   o.page_size = 512;        // several pages per chunk
@@ -110,7 +111,7 @@ TEST(FileWriter, LayoutAndMetrics) {
   EXPECT_LT(sizes, m.file_size);
 }
 
-TEST(FileWriter, RowGroupsAreCutWhilePagesAreStillOpen) {
+TEST(FileWriterTest, RowGroupsAreCutWhilePagesAreStillOpen) {
   // Pages far larger than the row-group target: the row group is cut on the size of the
   // pages being filled, not only of pages already cut (memory stays near row_group_size).
   WriterOptions o;
@@ -122,7 +123,7 @@ TEST(FileWriter, RowGroupsAreCutWhilePagesAreStillOpen) {
   EXPECT_GT(w.metrics.split_offsets.size(), 1u);  // one, before the open pages counted
 }
 
-TEST(FileWriter, EmptyFileIsValid) {
+TEST(FileWriterTest, EmptyFileIsValid) {
   Written w = Write(WriterOptions(), 0);
   ExpectLayout(w.bytes);
   EXPECT_EQ(w.metrics.record_count, 0);
@@ -130,7 +131,7 @@ TEST(FileWriter, EmptyFileIsValid) {
   EXPECT_FALSE(w.metrics.columns[0].lower_bound.has_value());
 }
 
-TEST(FileWriter, PageWorkerDoesNotChangeTheBytes) {
+TEST(FileWriterTest, PageWorkerDoesNotChangeTheBytes) {
   for (Codec codec : {Codec::kZstd, Codec::kSnappy, Codec::kGzip, Codec::kUncompressed}) {
     WriterOptions o;
     o.codec = codec;
@@ -143,90 +144,88 @@ TEST(FileWriter, PageWorkerDoesNotChangeTheBytes) {
   }
 }
 
-TEST(FileWriter, RowGroupsFromIndependentBuilders) {
+TEST(FileWriterTest, RowGroupsFromIndependentBuilders) {
   WriterOptions o;
   Written reference = Write(o, 300);  // rows 0..299 in one row group
   std::string bytes;
   StringOutputStream sink(&bytes);
-  auto w = FileWriter::Make(TestSchema(), &sink, o);
-  ASSERT_TRUE(w.ok());
-  auto a = (*w)->NewRowGroupBuilder();
-  auto b = (*w)->NewRowGroupBuilder();
-  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_OK_AND_ASSIGN(auto w, FileWriter::Make(TestSchema(), &sink, o));
+  auto a = w->NewRowGroupBuilder();
+  auto b = w->NewRowGroupBuilder();
+  ASSERT_OK(a);
+  ASSERT_OK(b);
   // Builder b fills rows 100..299 first; a fills 0..99 (with an aborted record).
   for (int64_t i = 100; i < 300; ++i) {
     AddRow(**b, i);
-    ASSERT_TRUE((*b)->EndRecord().ok());
+    ASSERT_OK((*b)->EndRecord());
   }
   for (int64_t i = 0; i < 100; ++i) {
     AddRow(**a, i);
-    ASSERT_TRUE((*a)->EndRecord().ok());
+    ASSERT_OK((*a)->EndRecord());
     AddRow(**a, 12345);
     (*a)->AbortRecord();
   }
   RowGroupData ga, gb;
-  ASSERT_TRUE((*a)->Finish(&ga).ok());
-  ASSERT_TRUE((*b)->Finish(&gb).ok());
+  ASSERT_OK((*a)->Finish(&ga));
+  ASSERT_OK((*b)->Finish(&gb));
   EXPECT_EQ(ga.num_rows, 100);
-  ASSERT_TRUE((*w)->AppendRowGroup(&ga).ok());
-  ASSERT_TRUE((*w)->AppendRowGroup(&gb).ok());
-  auto m = (*w)->Close();
-  ASSERT_TRUE(m.ok());
+  ASSERT_OK(w->AppendRowGroup(&ga));
+  ASSERT_OK(w->AppendRowGroup(&gb));
+  ASSERT_OK_AND_ASSIGN(auto m, w->Close());
   ExpectLayout(bytes);
-  EXPECT_EQ(m->record_count, 300);
-  EXPECT_EQ(m->split_offsets.size(), 2u);
+  EXPECT_EQ(m.record_count, 300);
+  EXPECT_EQ(m.split_offsets.size(), 2u);
   // Same rows and statistics as the single-group file.
   for (size_t c = 0; c < 3; ++c) {
-    EXPECT_EQ(m->columns[c].value_count, reference.metrics.columns[c].value_count);
-    EXPECT_EQ(m->columns[c].null_count, reference.metrics.columns[c].null_count);
-    EXPECT_EQ(m->columns[c].lower_bound, reference.metrics.columns[c].lower_bound);
-    EXPECT_EQ(m->columns[c].upper_bound, reference.metrics.columns[c].upper_bound);
+    EXPECT_EQ(m.columns[c].value_count, reference.metrics.columns[c].value_count);
+    EXPECT_EQ(m.columns[c].null_count, reference.metrics.columns[c].null_count);
+    EXPECT_EQ(m.columns[c].lower_bound, reference.metrics.columns[c].lower_bound);
+    EXPECT_EQ(m.columns[c].upper_bound, reference.metrics.columns[c].upper_bound);
   }
 }
 
-TEST(FileWriter, LargeDistinctValuesKeepPagesAndDictionariesBounded) {
+TEST(FileWriterTest, LargeDistinctValuesKeepPagesAndDictionariesBounded) {
   // 2000 distinct 10 KB strings: the dictionary passes its 1 MiB limit within a few
   // records, the page is cut and the chunk goes on in PLAIN; nothing buffers 20 MB.
   WriterOptions o;
   o.codec = Codec::kUncompressed;
   std::string bytes;
   StringOutputStream sink(&bytes);
-  auto w = FileWriter::Make(TestSchema(), &sink, o);
-  ASSERT_TRUE(w.ok());
+  ASSERT_OK_AND_ASSIGN(auto w, FileWriter::Make(TestSchema(), &sink, o));
   for (int i = 0; i < 2000; ++i) {
-    (*w)->column(0).AddInt64(0, i);
-    (*w)->column(1).AddBytes(0, std::string(10000, static_cast<char>('a' + i % 26)) + std::to_string(i));
-    (*w)->column(2).AddDouble(0, i);
-    (*w)->column(3).AddNull(0, 1);
-    ASSERT_TRUE((*w)->EndRecord().ok());
-    EXPECT_LE((*w)->column(1).EstimatedPageBytes(), (1 << 20) + 9 * 10010);
-    EXPECT_FALSE((*w)->column(1).dictionary().plain().size() > (1 << 20) + 9 * 10010u);
+    w->column(0).AddInt64(0, i);
+    w->column(1).AddBytes(0,
+                          std::string(10000, static_cast<char>('a' + i % 26)) + std::to_string(i));
+    w->column(2).AddDouble(0, i);
+    w->column(3).AddNull(0, 1);
+    ASSERT_OK(w->EndRecord());
+    EXPECT_LE(w->column(1).EstimatedPageBytes(), (1 << 20) + 9 * 10010);
+    EXPECT_FALSE(w->column(1).dictionary().plain().size() > (1 << 20) + 9 * 10010u);
   }
-  auto m = (*w)->Close();
-  ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->record_count, 2000);
-  EXPECT_GT(m->file_size, 20000000);
+  ASSERT_OK_AND_ASSIGN(auto m, w->Close());
+  EXPECT_EQ(m.record_count, 2000);
+  EXPECT_GT(m.file_size, 20000000);
 }
 
-TEST(FileWriter, IcebergSchemaInFooter) {
+TEST(FileWriterTest, IcebergSchemaInFooter) {
   Written w = Write(WriterOptions(), 3);
   std::string json = iceberg::SchemaToJson(TestSchema());
   EXPECT_NE(w.bytes.find("iceberg.schema"), std::string::npos);
   EXPECT_NE(w.bytes.find(json), std::string::npos);
 }
 
-TEST(FileWriter, RejectsBadOptions) {
+TEST(FileWriterTest, RejectsBadOptions) {
   std::string bytes;
   StringOutputStream sink(&bytes);
   WriterOptions o;
   o.threads = 3;
-  EXPECT_FALSE(FileWriter::Make(TestSchema(), &sink, o).ok());
+  EXPECT_STATUS(kInvalidArgument, FileWriter::Make(TestSchema(), &sink, o));
   o.threads = 1;
   o.page_size = 0;
-  EXPECT_FALSE(FileWriter::Make(TestSchema(), &sink, o).ok());
+  EXPECT_STATUS(kInvalidArgument, FileWriter::Make(TestSchema(), &sink, o));
   iceberg::Schema empty_struct;
   empty_struct.fields.push_back({1, "s", false, iceberg::Struct({}), ""});
-  EXPECT_FALSE(FileWriter::Make(empty_struct, &sink, WriterOptions()).ok());
+  EXPECT_STATUS(kInvalidArgument, FileWriter::Make(empty_struct, &sink, WriterOptions()));
 }
 
 }  // namespace

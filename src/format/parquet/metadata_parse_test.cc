@@ -4,6 +4,7 @@
 // input.
 #include <gtest/gtest.h>
 
+#include "common/testing/status_assertions.h"
 #include "format/parquet/metadata.h"
 #include "format/parquet/test_hex.h"
 #include "format/parquet/thrift_compact.h"
@@ -14,7 +15,7 @@ namespace {
 
 using testing::Unhex;
 
-TEST(CompactReader, VerifiedExamples) {
+TEST(CompactReaderTest, VerifiedExamples) {
   // SchemaElement{type=INT64, repetition=OPTIONAL, name="ts", converted=TIMESTAMP_MICROS,
   // field_id=5, logicalType=TIMESTAMP(true, MICROS)} inside a FileMetaData's schema list.
   std::string elem = Unhex("15 04 25 02 18 02 74 73 25 14 35 0A 1C 8C 11 1C 2C 00 00 00 00 00");
@@ -27,10 +28,9 @@ TEST(CompactReader, VerifiedExamples) {
   w.FieldI64(3, 0);
   w.FieldListBegin(4, CType::kStruct, 0);
   w.EndStruct();
-  auto m = ParseFileMetaData(footer);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  ASSERT_EQ(m->schema.size(), 1u);
-  const SchemaElement& e = m->schema[0];
+  ASSERT_OK_AND_ASSIGN(auto m, ParseFileMetaData(footer));
+  ASSERT_EQ(m.schema.size(), 1u);
+  const SchemaElement& e = m.schema[0];
   EXPECT_EQ(e.type, PhysicalType::kInt64);
   EXPECT_EQ(e.repetition_type, Repetition::kOptional);
   EXPECT_EQ(e.name, "ts");
@@ -44,28 +44,28 @@ TEST(CompactReader, VerifiedExamples) {
   // the long form (05, zigzag id 28).
   const std::string bytes = Unhex("19 31 01 02 01 75 00 05 28 01 00");  // outlives the reader
   CompactReader r(bytes);
-  ASSERT_TRUE(r.BeginStruct().ok());
+  ASSERT_OK(r.BeginStruct());
   int16_t id;
   CType t;
   bool stop;
-  ASSERT_TRUE(r.ReadFieldHeader(&id, &t, &stop).ok());
+  ASSERT_OK(r.ReadFieldHeader(&id, &t, &stop));
   EXPECT_EQ(id, 1);
   CType elem_type;
   uint32_t n;
-  ASSERT_TRUE(r.BeginList(&elem_type, &n).ok());
+  ASSERT_OK(r.BeginList(&elem_type, &n));
   EXPECT_EQ(n, 3u);
   bool b[3];
-  for (bool& x : b) ASSERT_TRUE(r.ReadBoolElement(&x).ok());
+  for (bool& x : b) ASSERT_OK(r.ReadBoolElement(&x));
   EXPECT_TRUE(b[0] && !b[1] && b[2]);
   r.EndList();
-  ASSERT_TRUE(r.ReadFieldHeader(&id, &t, &stop).ok());
+  ASSERT_OK(r.ReadFieldHeader(&id, &t, &stop));
   EXPECT_EQ(id, 8);
   int32_t i32;
-  ASSERT_TRUE(r.ReadI32(&i32).ok());
+  ASSERT_OK(r.ReadI32(&i32));
   EXPECT_EQ(i32, 0);
-  ASSERT_TRUE(r.ReadFieldHeader(&id, &t, &stop).ok());  // long form: id 20
+  ASSERT_OK(r.ReadFieldHeader(&id, &t, &stop));  // long form: id 20
   EXPECT_EQ(id, 20);
-  ASSERT_TRUE(r.ReadI32(&i32).ok());
+  ASSERT_OK(r.ReadI32(&i32));
   EXPECT_EQ(i32, -1);
 }
 
@@ -134,22 +134,21 @@ FileMetaData FullMetaData() {
   return m;
 }
 
-TEST(MetadataParse, FileMetaDataRoundTrip) {
+TEST(MetadataParseTest, FileMetaDataRoundTrip) {
   FileMetaData m = FullMetaData();
   std::string bytes;
   SerializeFileMetaData(m, &bytes);
-  auto back = ParseFileMetaData(bytes);
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(*back, m);
+  ASSERT_OK_AND_ASSIGN(auto back, ParseFileMetaData(bytes));
+  EXPECT_EQ(back, m);
   // Every truncation is a clean corruption error.
   for (size_t n = 0; n < bytes.size(); ++n) {
     auto r = ParseFileMetaData(std::string_view(bytes).substr(0, n));
-    ASSERT_FALSE(r.ok()) << n;
-    EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+    ASSERT_STATUS(kCorruption, r) << n;
+    EXPECT_STATUS(kCorruption, r);
   }
 }
 
-TEST(MetadataParse, PageHeaderRoundTrips) {
+TEST(MetadataParseTest, PageHeaderRoundTrips) {
   PageHeader v1;
   v1.type = PageType::kDataPage;
   v1.uncompressed_page_size = 100;
@@ -171,13 +170,13 @@ TEST(MetadataParse, PageHeaderRoundTrips) {
     bytes += "page body";
     PageHeader back;
     size_t size = 0;
-    ASSERT_TRUE(ParsePageHeader(bytes, &back, &size).ok());
+    ASSERT_OK(ParsePageHeader(bytes, &back, &size));
     EXPECT_EQ(back, h);
     EXPECT_EQ(bytes.substr(size), "page body");
   }
 }
 
-TEST(MetadataParse, SkipsUnknownFieldsOfEveryType) {
+TEST(MetadataParseTest, SkipsUnknownFieldsOfEveryType) {
   // A page header with unknown fields 9..21 of every wire type before the known ones.
   std::string bytes;
   CompactWriter w(&bytes);
@@ -214,30 +213,28 @@ TEST(MetadataParse, SkipsUnknownFieldsOfEveryType) {
   PageHeader h;
   size_t size;
   Status st = ParsePageHeader(bytes, &h, &size);
-  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_OK(st);
   EXPECT_EQ(h.type, PageType::kDataPage);
   EXPECT_EQ(h.uncompressed_page_size, 1);
   EXPECT_EQ(h.compressed_page_size, 2);
   EXPECT_EQ(size, bytes.size());
 }
 
-TEST(MetadataParse, RefusesAbsurdLengthsAndDepth) {
+TEST(MetadataParseTest, RefusesAbsurdLengthsAndDepth) {
   PageHeader h;
   size_t size;
   // Binary field of 2^40 bytes.
-  EXPECT_EQ(ParsePageHeader(Unhex("18 80 80 80 80 80 20 00"), &h, &size).code(),
-            StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ParsePageHeader(Unhex("18 80 80 80 80 80 20 00"), &h, &size));
   // List of a billion elements.
-  EXPECT_EQ(ParsePageHeader(Unhex("19 F5 80 94 EB DC 03 00"), &h, &size).code(),
-            StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ParsePageHeader(Unhex("19 F5 80 94 EB DC 03 00"), &h, &size));
   // 1000 nested structs in an unknown field.
   std::string deep;
   for (int i = 0; i < 1000; ++i) deep += "\x1C";
-  EXPECT_EQ(ParsePageHeader(deep, &h, &size).code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ParsePageHeader(deep, &h, &size));
   // A required field missing.
-  EXPECT_EQ(ParsePageHeader(Unhex("15 00 00"), &h, &size).code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ParsePageHeader(Unhex("15 00 00"), &h, &size));
   // Unknown wire type.
-  EXPECT_EQ(ParsePageHeader(Unhex("1E 00"), &h, &size).code(), StatusCode::kCorruption);
+  EXPECT_STATUS(kCorruption, ParsePageHeader(Unhex("1E 00"), &h, &size));
   // Encrypted footer fields are refused as unimplemented.
   std::string enc;
   CompactWriter w(&enc);
@@ -245,7 +242,7 @@ TEST(MetadataParse, RefusesAbsurdLengthsAndDepth) {
   w.FieldStructBegin(8);
   w.EndStruct();
   w.EndStruct();
-  EXPECT_EQ(ParseFileMetaData(enc).status().code(), StatusCode::kUnimplemented);
+  EXPECT_STATUS(kUnimplemented, ParseFileMetaData(enc));
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ std::string Enc(std::vector<T> v, int w) {
   return out;
 }
 
-TEST(Rle, SpecExamples) {
+TEST(RleTest, SpecExamples) {
   EXPECT_BYTES_EQ("c8 01 01", Enc(std::vector<uint16_t>(100, 1), 1));
   EXPECT_BYTES_EQ("03 1b", Enc(std::vector<uint16_t>{1, 1, 0, 1, 1}, 1));
   // Dictionary indices [0,1,2,1] with width 2 (formats.md A.7: "02 03 64 00" with the
@@ -29,7 +29,7 @@ TEST(Rle, SpecExamples) {
   EXPECT_BYTES_EQ("03 88 c6 fa", Enc(std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}, 3));
 }
 
-TEST(Rle, MixedRunsKeepGroupsWhole) {
+TEST(RleTest, MixedRunsKeepGroupsWhole) {
   // 3 literals, then 10 x 5: three of the fives top the group up, 7 remain -> bit-packed
   // with them (a run of 7 is not worth an RLE run); total 13 -> 2 groups.
   std::vector<uint32_t> v{1, 2, 3};
@@ -46,7 +46,7 @@ TEST(Rle, MixedRunsKeepGroupsWhole) {
   EXPECT_BYTES_EQ("", Enc(std::vector<uint32_t>{}, 4));
 }
 
-TEST(Rle, BitWidth) {
+TEST(RleTest, BitWidth) {
   EXPECT_EQ(BitWidth(0), 0);
   EXPECT_EQ(BitWidth(1), 1);
   EXPECT_EQ(BitWidth(2), 2);
@@ -95,7 +95,7 @@ std::vector<uint32_t> Decode(const std::string& s, int w, size_t n) {
   return out;
 }
 
-TEST(Rle, RandomRoundTrip) {
+TEST(RleTest, RandomRoundTrip) {
   std::mt19937 rng(42);
   for (int iter = 0; iter < 300; ++iter) {
     int w = static_cast<int>(rng() % 33);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/bytes.h"
+#include "common/testing/status_assertions.h"
 #include "format/parquet/file_reader.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/json_rows.h"
@@ -51,12 +52,12 @@ std::string Write(const iceberg::Schema& schema, const std::vector<Value>& rows)
   WriterOptions o;
   o.max_row_group_rows = 2;  // several row groups
   auto w = FileWriter::Make(schema, &out, o);
-  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_OK(w);
   for (const Value& r : rows) {
     testing::ShredRow((*w)->schema(), r, **w);
-    EXPECT_TRUE((*w)->EndRecord().ok());
+    EXPECT_OK((*w)->EndRecord());
   }
-  EXPECT_TRUE((*w)->Close().ok());
+  EXPECT_OK((*w)->Close());
   return bytes;
 }
 
@@ -84,7 +85,7 @@ std::string Json(const std::string& file) {
 // The definition levels stored for one leaf of a file.
 std::vector<int16_t> DefLevels(const std::string& file, int leaf) {
   auto r = ParquetFileReader::Open(file);
-  EXPECT_TRUE(r.ok());
+  EXPECT_OK(r);
   std::vector<int16_t> out;
   const SourceLeaf& l = (*r)->schema().leaves()[static_cast<size_t>(leaf)];
   for (int g = 0; g < (*r)->num_row_groups(); ++g) {
@@ -97,7 +98,7 @@ std::vector<int16_t> DefLevels(const std::string& file, int leaf) {
         file, footer_start,
         (*r)->metadata().row_groups[static_cast<size_t>(g)].columns[static_cast<size_t>(leaf)], l,
         true, &d, &budget, &c);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     out.insert(out.end(), c.def.begin(), c.def.end());
   }
   return out;
@@ -107,7 +108,7 @@ NestedField F(int32_t id, std::string name, bool required, iceberg::Type t) {
   return NestedField{id, std::move(name), required, std::move(t), ""};
 }
 
-TEST(SchemaEvolution, AddedColumnsArePromotedTypesAreConverted) {
+TEST(SchemaEvolutionTest, AddedColumnsArePromotedTypesAreConverted) {
   iceberg::Schema v1;
   v1.fields = {
       F(1, "id", true, iceberg::Primitive(TypeId::kLong)),
@@ -134,9 +135,8 @@ TEST(SchemaEvolution, AddedColumnsArePromotedTypesAreConverted) {
       F(6, "d", false, iceberg::Decimal(18, 2)),
       F(11, "added", false, iceberg::Primitive(TypeId::kString)),
       F(12, "added_list", false, iceberg::List(13, false, iceberg::Primitive(TypeId::kInt)))};
-  auto b = Copy(a, v2);
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
-  EXPECT_EQ(Json(*b),
+  ASSERT_OK_AND_ASSIGN(auto b, Copy(a, v2));
+  EXPECT_EQ(Json(b),
             "{\"id\":1,\"a\":-5,\"f\":1.5,\"s\":{\"x\":10,\"y\":null},\"d\":\"123.45\",\"added\":"
             "null,\"added_list\":null}\n"
             "{\"id\":2,\"a\":null,\"f\":null,\"s\":null,\"d\":\"-0.01\",\"added\":null,\"added_"
@@ -144,25 +144,23 @@ TEST(SchemaEvolution, AddedColumnsArePromotedTypesAreConverted) {
             "{\"id\":3,\"a\":2147483647,\"f\":-0.25,\"s\":{\"x\":null,\"y\":null},\"d\":null,"
             "\"added\":null,\"added_list\":null}\n");
   // s.y is null (def 1) where s is present and absent with s (def 0) where s is null.
-  auto reader = ParquetFileReader::Open(*b);
-  ASSERT_TRUE(reader.ok());
-  EXPECT_EQ(DefLevels(*b, 4), (std::vector<int16_t>{1, 0, 1}));
-  EXPECT_EQ(DefLevels(*b, 3), (std::vector<int16_t>{2, 0, 1}));
+  ASSERT_OK(ParquetFileReader::Open(b));
+  EXPECT_EQ(DefLevels(b, 4), (std::vector<int16_t>{1, 0, 1}));
+  EXPECT_EQ(DefLevels(b, 3), (std::vector<int16_t>{2, 0, 1}));
 
   // decimal(18,2) -> decimal(38,2): INT64 -> FIXED[16].
   iceberg::Schema v3 = v2;
   v3.fields[4].type = iceberg::Decimal(38, 2);
-  auto c = Copy(*b, v3);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(Json(*c), Json(*b));
+  ASSERT_OK_AND_ASSIGN(auto c, Copy(b, v3));
+  EXPECT_EQ(Json(c), Json(b));
   // And straight from decimal(9,2) INT32 to decimal(38,2), and to decimal(12,2) (INT64).
-  EXPECT_EQ(Json(*Copy(a, v3)), Json(*b));
+  EXPECT_EQ(Json(*Copy(a, v3)), Json(b));
   iceberg::Schema v4 = v2;
   v4.fields[4].type = iceberg::Decimal(12, 2);
-  EXPECT_EQ(Json(*Copy(a, v4)), Json(*b));
+  EXPECT_EQ(Json(*Copy(a, v4)), Json(b));
 }
 
-TEST(SchemaEvolution, AddedFieldsInsideListsAndNextToDeeperLists) {
+TEST(SchemaEvolutionTest, AddedFieldsInsideListsAndNextToDeeperLists) {
   // list<struct<x int, inner list<int>>> and struct<xs list<int>>.
   iceberg::Schema v1;
   v1.fields = {
@@ -187,10 +185,9 @@ TEST(SchemaEvolution, AddedFieldsInsideListsAndNextToDeeperLists) {
   v2.fields[0].type.fields[0].type.fields.push_back(
       F(20, "y", false, iceberg::Primitive(TypeId::kString)));
   v2.fields[1].type.fields.push_back(F(21, "z", false, iceberg::Primitive(TypeId::kLong)));
-  auto b = Copy(a, v2);
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_OK_AND_ASSIGN(auto b, Copy(a, v2));
   EXPECT_EQ(
-      Json(*b),
+      Json(b),
       "{\"l\":[{\"x\":1,\"inner\":[1,2,3],\"y\":null},null,{\"x\":null,\"inner\":[],\"y\":null}],"
       "\"s\":{\"xs\":[4,5],\"z\":null}}\n"
       "{\"l\":null,\"s\":null}\n"
@@ -198,7 +195,7 @@ TEST(SchemaEvolution, AddedFieldsInsideListsAndNextToDeeperLists) {
       "{\"l\":[{\"x\":9,\"inner\":null,\"y\":null}],\"s\":{\"xs\":null,\"z\":null}}\n");
 }
 
-TEST(SchemaEvolution, RequiredBecomesOptionalAndDroppedColumnsAreNotRead) {
+TEST(SchemaEvolutionTest, RequiredBecomesOptionalAndDroppedColumnsAreNotRead) {
   iceberg::Schema v1;
   v1.fields = {
       F(1, "id", true, iceberg::Primitive(TypeId::kLong)),
@@ -209,13 +206,12 @@ TEST(SchemaEvolution, RequiredBecomesOptionalAndDroppedColumnsAreNotRead) {
   v2.fields = {
       F(2, "s", false, iceberg::Struct({F(3, "x", false, iceberg::Primitive(TypeId::kInt))})),
       F(1, "id", false, iceberg::Primitive(TypeId::kLong))};
-  auto b = Copy(a, v2);
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
-  EXPECT_EQ(Json(*b), "{\"s\":{\"x\":7},\"id\":1}\n{\"s\":{\"x\":8},\"id\":2}\n");
-  EXPECT_EQ(DefLevels(*b, 0), (std::vector<int16_t>{2, 2}));
+  ASSERT_OK_AND_ASSIGN(auto b, Copy(a, v2));
+  EXPECT_EQ(Json(b), "{\"s\":{\"x\":7},\"id\":1}\n{\"s\":{\"x\":8},\"id\":2}\n");
+  EXPECT_EQ(DefLevels(b, 0), (std::vector<int16_t>{2, 2}));
 }
 
-TEST(SchemaEvolution, RefusesChangesIcebergDoesNotAllow) {
+TEST(SchemaEvolutionTest, RefusesChangesIcebergDoesNotAllow) {
   iceberg::Schema v1;
   v1.fields = {
       F(1, "a", false, iceberg::Primitive(TypeId::kInt)), F(2, "d", false, iceberg::Decimal(10, 2)),
@@ -224,8 +220,8 @@ TEST(SchemaEvolution, RefusesChangesIcebergDoesNotAllow) {
   std::string a = Write(v1, {N({I(1), I(100), N({I(1)}), I(0)})});
   auto refused = [&](iceberg::Schema target, const std::string& why) {
     auto r = Copy(a, target);
-    ASSERT_FALSE(r.ok()) << why;
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    ASSERT_STATUS(kInvalidArgument, r) << why;
+    EXPECT_STATUS(kInvalidArgument, r);
   };
   iceberg::Schema t = v1;
   t.fields[0].required = true;

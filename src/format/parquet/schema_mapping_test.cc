@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "common/testing/status_assertions.h"
+
 namespace icestream::format::parquet {
 namespace {
 
 using iceberg::TypeId;
 
-TEST(SchemaMapping, LevelsOfTheSpecExamples) {
+TEST(SchemaMappingTest, LevelsOfTheSpecExamples) {
   iceberg::Schema s;
   s.fields.push_back({1, "tags", false, iceberg::List(2, false, iceberg::Primitive(TypeId::kInt)), ""});
   s.fields.push_back({3, "m", false,
@@ -18,9 +20,8 @@ TEST(SchemaMapping, LevelsOfTheSpecExamples) {
                       ""});
   s.fields.push_back({6, "s", false, iceberg::Struct({{7, "a", false, iceberg::Primitive(TypeId::kInt), ""}}), ""});
   s.fields.push_back({8, "r", true, iceberg::Primitive(TypeId::kLong), ""});
-  auto ps = ParquetSchema::Make(s);
-  ASSERT_TRUE(ps.ok()) << ps.status().ToString();
-  const auto& c = ps->columns();
+  ASSERT_OK_AND_ASSIGN(auto ps, ParquetSchema::Make(s));
+  const auto& c = ps.columns();
   ASSERT_EQ(c.size(), 5u);
   // parquet-format LogicalTypes.md / formats.md A.8.
   EXPECT_EQ(c[0].path, (std::vector<std::string>{"tags", "list", "element"}));
@@ -37,7 +38,7 @@ TEST(SchemaMapping, LevelsOfTheSpecExamples) {
   EXPECT_FALSE(c[3].inside_repeated);
   EXPECT_EQ(c[4].max_def, 0);
 
-  const auto& e = ps->elements();
+  const auto& e = ps.elements();
   ASSERT_EQ(e.size(), 11u);  // root, tags, list, element, m, key_value, key, value, s, a, r
   EXPECT_EQ(e[0].num_children, 4);
   EXPECT_FALSE(e[0].field_id.has_value());
@@ -58,15 +59,15 @@ TEST(SchemaMapping, LevelsOfTheSpecExamples) {
   EXPECT_EQ(e[10].repetition_type, Repetition::kRequired);
 
   // The shredding tree: levels at which nulls and empty lists are recorded.
-  const ShredNode& tags = ps->root().children[0];
+  const ShredNode& tags = ps.root().children[0];
   EXPECT_EQ(tags.def, 1);
   EXPECT_EQ(tags.rep, 1);
   EXPECT_EQ(tags.children[0].def, 3);
-  EXPECT_EQ(ps->root().children[2].leaf_begin, 3);
-  EXPECT_EQ(ps->root().children[2].leaf_end, 4);
+  EXPECT_EQ(ps.root().children[2].leaf_begin, 3);
+  EXPECT_EQ(ps.root().children[2].leaf_end, 4);
 }
 
-TEST(SchemaMapping, PhysicalTypesAndAnnotations) {
+TEST(SchemaMappingTest, PhysicalTypesAndAnnotations) {
   struct Case {
     iceberg::Type type;
     PhysicalType physical;
@@ -90,15 +91,14 @@ TEST(SchemaMapping, PhysicalTypesAndAnnotations) {
   for (const auto& k : cases) {
     iceberg::Schema s;
     s.fields.push_back({1, "c", false, k.type, ""});
-    auto ps = ParquetSchema::Make(s);
-    ASSERT_TRUE(ps.ok());
-    EXPECT_EQ(ps->columns()[0].physical, k.physical) << iceberg::PrimitiveTypeName(k.type);
-    EXPECT_EQ(ps->columns()[0].type_length, k.length) << iceberg::PrimitiveTypeName(k.type);
-    EXPECT_EQ(ps->elements()[1].logical_type.kind, k.logical) << iceberg::PrimitiveTypeName(k.type);
+    ASSERT_OK_AND_ASSIGN(auto ps, ParquetSchema::Make(s));
+    EXPECT_EQ(ps.columns()[0].physical, k.physical) << iceberg::PrimitiveTypeName(k.type);
+    EXPECT_EQ(ps.columns()[0].type_length, k.length) << iceberg::PrimitiveTypeName(k.type);
+    EXPECT_EQ(ps.elements()[1].logical_type.kind, k.logical) << iceberg::PrimitiveTypeName(k.type);
   }
 }
 
-TEST(SchemaMapping, DecimalWidths) {
+TEST(SchemaMappingTest, DecimalWidths) {
   // formats.md A.5: P 1-2 -> 1, 3-4 -> 2, 5-6 -> 3, 7-9 -> 4, 10-11 -> 5, ..., 36-38 -> 16.
   int expect[39] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4, 5, 5, 6, 6, 6, 7, 7, 8, 8, 9,
                     9, 9, 10, 10, 11, 11, 11, 12, 12, 13, 13, 13, 14, 14, 15, 15, 16, 16, 16};

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/testing/status_assertions.h"
 #include "format/parquet/test_hex.h"
 
 namespace icestream::format::parquet {
@@ -21,7 +22,7 @@ class StatsTest : public ::testing::Test {
     iceberg::Schema s;
     s.fields.push_back({1, "c", false, t, ""});
     auto ps = ParquetSchema::Make(s);
-    EXPECT_TRUE(ps.ok());
+    EXPECT_OK(ps);
     schemas_.push_back(std::make_unique<ParquetSchema>(std::move(*ps)));
     return schemas_.back()->columns()[0];
   }
@@ -67,7 +68,7 @@ TEST_F(StatsTest, LongStringBoundsAreTruncated) {
   EXPECT_EQ(*a.IcebergUpper(), std::string(15, 'z') + "{");
 }
 
-TEST(Truncate, Utf8) {
+TEST(TruncateTest, Utf8) {
   EXPECT_EQ(TruncateUtf8Lower("h\xc3\xa9llo", 2, SIZE_MAX), "h\xc3\xa9");
   EXPECT_EQ(*TruncateUtf8Upper("h\xc3\xa9llo", 2, SIZE_MAX), "h\xc3\xaa");
   EXPECT_EQ(*TruncateUtf8Upper("abc", 5, SIZE_MAX), "abc");  // within limits: unchanged
@@ -80,14 +81,14 @@ TEST(Truncate, Utf8) {
   EXPECT_EQ(TruncateUtf8Lower("abc\xc3\xa9", SIZE_MAX, 4), "abc");
 }
 
-TEST(Truncate, Binary) {
+TEST(TruncateTest, Binary) {
   EXPECT_EQ(TruncateBinaryLower("abcdef", 3), "abc");
   EXPECT_EQ(*TruncateBinaryUpper("abcdef", 3), "abd");
   EXPECT_EQ(*TruncateBinaryUpper(std::string("a\xff\xff\xff", 4), 3), "b");
   EXPECT_FALSE(TruncateBinaryUpper(std::string("\xff\xff\xff\xff", 4), 3).has_value());
 }
 
-TEST(Decimal, MinimalBigEndian) {
+TEST(DecimalTest, MinimalBigEndian) {
   using testing::Unhex;
   EXPECT_BYTES_EQ("7f", MinimalBigEndian(Unhex("00 00 7f")));
   EXPECT_BYTES_EQ("00 80", MinimalBigEndian(Unhex("00 00 80")));

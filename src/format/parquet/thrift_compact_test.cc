@@ -11,7 +11,7 @@
 namespace icestream::format::parquet {
 namespace {
 
-TEST(CompactWriter, Varints) {
+TEST(CompactWriterTest, Varints) {
   std::string out;
   CompactWriter w(&out);
   w.Varint(50399);
@@ -28,7 +28,7 @@ TEST(CompactWriter, Varints) {
   EXPECT_BYTES_EQ("fe ff ff ff ff ff ff ff ff 01", out);
 }
 
-TEST(CompactWriter, FieldsShortAndLongHeaders) {
+TEST(CompactWriterTest, FieldsShortAndLongHeaders) {
   std::string out;
   CompactWriter w(&out);
   w.BeginStruct();
@@ -48,7 +48,7 @@ TEST(CompactWriter, FieldsShortAndLongHeaders) {
       out);
 }
 
-TEST(CompactWriter, ListsAndNestedStructs) {
+TEST(CompactWriterTest, ListsAndNestedStructs) {
   std::string out;
   CompactWriter w(&out);
   w.BeginStruct();
@@ -77,7 +77,7 @@ TEST(CompactWriter, ListsAndNestedStructs) {
   EXPECT_BYTES_EQ(expect, out);
 }
 
-TEST(Metadata, SchemaElementTimestamp) {
+TEST(MetadataTest, SchemaElementTimestamp) {
   // formats.md A.2 "Verified example", checked against Apache Thrift 0.17.
   SchemaElement e;
   e.type = PhysicalType::kInt64;
@@ -92,7 +92,7 @@ TEST(Metadata, SchemaElementTimestamp) {
   EXPECT_BYTES_EQ("15 04 25 02 18 02 74 73 25 14 35 0a 1c 8c 11 1c 2c 00 00 00 00 00", out);
 }
 
-TEST(Metadata, SchemaElementDecimalAndUuid) {
+TEST(MetadataTest, SchemaElementDecimalAndUuid) {
   SchemaElement d;
   d.type = PhysicalType::kFixedLenByteArray;
   d.type_length = 16;
@@ -122,7 +122,7 @@ TEST(Metadata, SchemaElementDecimalAndUuid) {
   EXPECT_BYTES_EQ("15 0e 15 20 15 02 18 01 75 55 04 1c ec 00 00 00", out);
 }
 
-TEST(Metadata, PageHeaders) {
+TEST(MetadataTest, PageHeaders) {
   PageHeader h;
   h.type = PageType::kDataPage;
   h.uncompressed_page_size = 100;

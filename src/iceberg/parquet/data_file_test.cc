@@ -2,11 +2,12 @@
 // single-value serialization, checked against values computed from the rows written.
 #include "iceberg/parquet/data_file.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 
-#include <gtest/gtest.h>
-
+#include "common/testing/status_assertions.h"
 #include "format/parquet/output_stream.h"
 #include "iceberg/schema/schema_json.h"
 
@@ -21,33 +22,31 @@ std::string Le64(int64_t v) {
   return s;
 }
 
-TEST(ParquetDataFile, MetricsOfARealFile) {
+TEST(ParquetDataFileTest, MetricsOfARealFile) {
   auto schema = SchemaFromJson(R"({"type":"struct","schema-id":0,"fields":[
       {"id":1,"name":"id","required":true,"type":"long"},
       {"id":2,"name":"name","required":false,"type":"string"},
       {"id":3,"name":"x","required":true,"type":"double"}]})");
-  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  ASSERT_OK(schema);
   std::string bytes;
   pq::StringOutputStream out(&bytes);
-  auto w = pq::FileWriter::Make(*schema, &out, pq::WriterOptions{});
-  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_OK_AND_ASSIGN(auto w, pq::FileWriter::Make(*schema, &out, pq::WriterOptions{}));
   int64_t nulls = 0, nans = 0;
   for (int64_t i = 10; i < 110; ++i) {
-    (*w)->column(0).AddInt64(0, i * 3);
+    w->column(0).AddInt64(0, i * 3);
     if (i % 5 == 0) {
-      (*w)->column(1).AddNull(0, 0);
+      w->column(1).AddNull(0, 0);
       ++nulls;
     } else {
-      (*w)->column(1).AddBytes(0, "n" + std::to_string(i % 7));
+      w->column(1).AddBytes(0, "n" + std::to_string(i % 7));
     }
     if (i % 9 == 0) ++nans;
-    (*w)->column(2).AddDouble(0, i % 9 == 0 ? NAN : static_cast<double>(i));
-    ASSERT_TRUE((*w)->EndRecord().ok());
+    w->column(2).AddDouble(0, i % 9 == 0 ? NAN : static_cast<double>(i));
+    ASSERT_OK(w->EndRecord());
   }
-  auto m = (*w)->Close();
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_OK_AND_ASSIGN(auto m, w->Close());
 
-  DataFile f = ParquetDataFile(*m, "s3://b/t/data/x.parquet", {Literal::Int(7)}, 3);
+  DataFile f = ParquetDataFile(m, "s3://b/t/data/x.parquet", {Literal::Int(7)}, 3);
   EXPECT_EQ(f.file_path, "s3://b/t/data/x.parquet");
   EXPECT_EQ(f.file_format, "PARQUET");
   EXPECT_EQ(f.record_count, 100);
@@ -69,7 +68,7 @@ TEST(ParquetDataFile, MetricsOfARealFile) {
     sizes += s;
   }
   EXPECT_LT(sizes, static_cast<int64_t>(bytes.size()));
-  EXPECT_EQ(f.split_offsets, m->split_offsets);
+  EXPECT_EQ(f.split_offsets, m.split_offsets);
   ASSERT_FALSE(f.split_offsets.empty());
   EXPECT_EQ(f.split_offsets[0], 4);  // after "PAR1"
 }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/testing/status_assertions.h"
 #include "iceberg/schema/schema_json.h"
 
 namespace icestream::iceberg {
@@ -34,34 +35,32 @@ constexpr const char* kFull = R"j({
     {"id": 18, "name": "x", "required": false, "type": "double"}
   ]})j";
 
-TEST(SchemaJson, ParsesEveryTypeAndRoundTrips) {
-  auto s = SchemaFromJson(kFull);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->schema_id, 3);
-  EXPECT_EQ(s->identifier_field_ids, std::vector<int32_t>{1});
-  ASSERT_EQ(s->fields.size(), 13u);
-  EXPECT_EQ(s->fields[0].doc, "primary key");
-  EXPECT_EQ(s->fields[1].type, Decimal(9, 2));
-  EXPECT_EQ(s->fields[2].type, Fixed(16));
-  const Type& tags = s->fields[3].type;
+TEST(SchemaJsonTest, ParsesEveryTypeAndRoundTrips) {
+  ASSERT_OK_AND_ASSIGN(auto s, SchemaFromJson(kFull));
+  EXPECT_EQ(s.schema_id, 3);
+  EXPECT_EQ(s.identifier_field_ids, std::vector<int32_t>{1});
+  ASSERT_EQ(s.fields.size(), 13u);
+  EXPECT_EQ(s.fields[0].doc, "primary key");
+  EXPECT_EQ(s.fields[1].type, Decimal(9, 2));
+  EXPECT_EQ(s.fields[2].type, Fixed(16));
+  const Type& tags = s.fields[3].type;
   ASSERT_EQ(tags.id, TypeId::kList);
   EXPECT_EQ(tags.element().id, 5);
   EXPECT_TRUE(tags.element().required);
-  const Type& attrs = s->fields[4].type;
+  const Type& attrs = s.fields[4].type;
   ASSERT_EQ(attrs.id, TypeId::kMap);
   EXPECT_EQ(attrs.key().id, 7);
   EXPECT_EQ(attrs.value().id, 8);
   EXPECT_FALSE(attrs.value().required);
   EXPECT_EQ(attrs.value().type.fields[0].type.id, TypeId::kTimestampTz);
-  EXPECT_EQ(HighestFieldId(*s), 18);
-  ASSERT_NE(FindField(*s, 10), nullptr);
-  EXPECT_EQ(FindField(*s, 10)->name, "u");
-  EXPECT_EQ(FindField(*s, 99), nullptr);
+  EXPECT_EQ(HighestFieldId(s), 18);
+  ASSERT_NE(FindField(s, 10), nullptr);
+  EXPECT_EQ(FindField(s, 10)->name, "u");
+  EXPECT_EQ(FindField(s, 99), nullptr);
 
-  std::string text = SchemaToJson(*s);
-  auto again = SchemaFromJson(text);
-  ASSERT_TRUE(again.ok()) << again.status().ToString();
-  EXPECT_EQ(*again, *s);
+  std::string text = SchemaToJson(s);
+  ASSERT_OK_AND_ASSIGN(auto again, SchemaFromJson(text));
+  EXPECT_EQ(again, s);
   // Spelling of the members (what other engines parse).
   auto j = nlohmann::json::parse(text);
   EXPECT_EQ(j["fields"][1]["type"], "decimal(9,2)");
@@ -69,7 +68,7 @@ TEST(SchemaJson, ParsesEveryTypeAndRoundTrips) {
   EXPECT_EQ(j["fields"][4]["type"]["value-required"], false);
 }
 
-TEST(SchemaJson, RejectsInvalidSchemas) {
+TEST(SchemaJsonTest, RejectsInvalidSchemas) {
   const char* bad[] = {
       R"j({"type":"struct","fields":[{"id":1,"name":"a","required":true,"type":"lng"}]})j",
       R"j({"type":"struct","fields":[{"id":1,"name":"a","required":true,"type":"long"},
@@ -90,23 +89,23 @@ TEST(SchemaJson, RejectsInvalidSchemas) {
   };
   for (const char* text : bad) {
     auto s = SchemaFromJson(text);
-    EXPECT_FALSE(s.ok()) << text;
+    EXPECT_STATUS(kInvalidArgument, s) << text;
     if (!s.ok()) {
-      EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+      EXPECT_STATUS(kInvalidArgument, s);
     }
   }
 }
 
-TEST(SchemaJson, PrimitiveNames) {
+TEST(SchemaJsonTest, PrimitiveNames) {
   for (const char* name : {"boolean", "int", "long", "float", "double", "date", "time", "timestamp",
                            "timestamptz", "string", "uuid", "binary", "fixed[3]", "decimal(38,10)"}) {
     auto t = ParsePrimitiveType(name);
-    ASSERT_TRUE(t.ok()) << name;
+    ASSERT_OK(t) << name;
     EXPECT_EQ(PrimitiveTypeName(*t), name);
   }
   EXPECT_EQ(ParsePrimitiveType(" decimal( 10 , 2 ) ")->scale, 2);
-  EXPECT_FALSE(ParsePrimitiveType("decimal(1)").ok());
-  EXPECT_FALSE(ParsePrimitiveType("fixed[x]").ok());
+  EXPECT_STATUS(kInvalidArgument, ParsePrimitiveType("decimal(1)"));
+  EXPECT_STATUS(kInvalidArgument, ParsePrimitiveType("fixed[x]"));
 }
 
 TEST(SchemaJsonTest, DeepTypesAreRefusedNotRecursedInto) {
@@ -121,11 +120,11 @@ TEST(SchemaJsonTest, DeepTypesAreRefusedNotRecursedInto) {
     return R"({"type":"struct","fields":[{"id":1,"name":"x","required":false,"type":)" + t + "}]}";
   };
   auto deep = SchemaFromJson(nested(10000));
-  ASSERT_FALSE(deep.ok());
+  ASSERT_STATUS(kInvalidArgument, deep);
   EXPECT_NE(deep.status().message().find("deeper than"), std::string::npos)
       << deep.status().message();
   auto fine = SchemaFromJson(nested(50));
-  EXPECT_TRUE(fine.ok()) << fine.status().ToString();
+  EXPECT_OK(fine);
 }
 
 }  // namespace
