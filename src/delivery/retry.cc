@@ -5,10 +5,20 @@
 
 namespace icestream::delivery {
 
-bool IsPermanent(const Status& st) {
-  return st.code() == StatusCode::kNotFound || st.code() == StatusCode::kInvalidArgument ||
-         st.code() == StatusCode::kAlreadyExists;
+FailureKind ClassifyFailure(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kAlreadyExists:
+      return FailureKind::kPermanent;
+    case StatusCode::kNotFound:
+    case StatusCode::kFailedPrecondition:
+      return FailureKind::kGrace;
+    default:
+      return FailureKind::kRetry;
+  }
 }
+
+bool IsPermanent(const Status& st) { return ClassifyFailure(st) == FailureKind::kPermanent; }
 
 int64_t RetryDelayMs(int failures, int64_t min_ms, int64_t max_ms, uint64_t random) {
   int shift = std::clamp(failures - 1, 0, 20);

@@ -1,20 +1,24 @@
-// `icestream channels create|describe|list|update|delete`: the channel API from the command
-// line (the AWS CLI v1 on many machines has no create-channel). Each subcommand sends the
-// AWS-shaped request JSON (a file, file://path, or stdin) as a SigV4-signed JSON 1.1 call
-// and prints the AWS-shaped response.
+// `icestream channels create|describe|list|update|delete|resume|redrive|describe-redrive`:
+// the channel API from the command line (the AWS CLI v1 on many machines has no
+// create-channel), with icestream's extensions. Each subcommand sends the AWS-shaped
+// request JSON (a file, file://path, or stdin) as a SigV4-signed JSON 1.1 call and prints
+// the AWS-shaped response.
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <memory>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "aws/sigv4.h"
 #include "common/clock.h"
 #include "common/crypto.h"
 #include "common/fs.h"
+#include "delivery/redrive.h"
 #include "http/client.h"
 #include "objectstore/s3_store.h"
 #include "server/commands.h"
@@ -27,7 +31,21 @@ struct ChannelFlags {
   std::string region;
   std::string input;
   std::string channel_arn;
+  // redrive / describe-redrive
+  std::vector<std::string> error_codes;
+  std::string start_time;
+  std::string end_time;
+  std::string redrive_id;
 };
+
+// A time given as epoch seconds or as ISO 8601 ("2026-11-30T00:00:00Z"): epoch seconds.
+std::optional<double> EpochSeconds(const std::string& text) {
+  if (auto ms = delivery::ParseIso8601Ms(text)) return static_cast<double>(*ms) / 1000.0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0') return std::nullopt;
+  return v;
+}
 
 Result<std::string> ReadInput(const std::string& input) {
   if (input.empty() || input == "-") {
@@ -52,6 +70,20 @@ int Run(const std::string& op, const ChannelFlags& f, bool body_optional) {
     }
   }
   if (!f.channel_arn.empty()) body["ChannelARN"] = f.channel_arn;
+  if (!f.error_codes.empty()) body["ErrorCodes"] = f.error_codes;
+  if (!f.redrive_id.empty()) body["RedriveId"] = f.redrive_id;
+  for (const auto& [name, text] :
+       {std::pair<const char*, const std::string*>{"StartTimestamp", &f.start_time},
+        {"EndTimestamp", &f.end_time}}) {
+    if (text->empty()) continue;
+    auto secs = EpochSeconds(*text);
+    if (!secs) {
+      std::cerr << "icestream channels: " << *text
+                << " is neither epoch seconds nor an ISO 8601 time (2026-11-30T00:00:00Z)\n";
+      return 2;
+    }
+    body[name] = *secs;
+  }
   std::string payload = body.dump();
   std::string region = f.region;
   if (region.empty()) {
@@ -98,17 +130,40 @@ void AddChannelsCommand(CLI::App* app) {
     bool arn_flag;
     bool body_optional;
   };
-  for (const Op& op : {Op{"create", "CreateChannel", "CreateChannel request JSON", false, false},
-                       Op{"describe", "DescribeChannel", "DescribeChannel", true, true},
-                       Op{"list", "ListChannels", "ListChannels (request JSON optional)", false, true},
-                       Op{"update", "UpdateChannel", "UpdateChannel request JSON", true, false},
-                       Op{"delete", "DeleteChannel", "DeleteChannel", true, true}}) {
+  for (const Op& op :
+       {Op{"create", "CreateChannel", "CreateChannel request JSON", false, false},
+        Op{"describe", "DescribeChannel", "DescribeChannel", true, true},
+        Op{"list", "ListChannels", "ListChannels (request JSON optional)", false, true},
+        Op{"update", "UpdateChannel", "UpdateChannel request JSON", true, false},
+        Op{"delete", "DeleteChannel", "DeleteChannel", true, true},
+        Op{"resume", "ResumeChannel",
+           "ResumeChannel (icestream): a FAILED channel delivers again from its "
+           "checkpoints",
+           true, true},
+        Op{"redrive", "StartChannelRedrive",
+           "StartChannelRedrive (icestream): deliver the channel's DLQ lines again", true, true},
+        Op{"describe-redrive", "DescribeChannelRedrive",
+           "DescribeChannelRedrive (icestream): a redrive's progress (the latest "
+           "unless --redrive-id)",
+           true, true}}) {
     auto flags = std::make_shared<ChannelFlags>();
     auto* sub = cmd->add_subcommand(op.name, op.help);
     sub->add_option("request", flags->input, "Request JSON: a file, file://path, or - for stdin");
     sub->add_option("--endpoint", flags->endpoint, "Server URL (default http://127.0.0.1:4567)");
     sub->add_option("--region", flags->region, "Signing region (default $AWS_REGION or us-east-1)");
     if (op.arn_flag) sub->add_option("--channel-arn", flags->channel_arn, "The channel's ARN");
+    if (std::string_view(op.name) == "redrive") {
+      sub->add_option("--error-code", flags->error_codes,
+                      "Only DLQ lines with this errorCode (repeatable; default: every code)");
+      sub->add_option(
+          "--start-time", flags->start_time,
+          "Only records that arrived at or after this time (epoch seconds or ISO 8601)");
+      sub->add_option("--end-time", flags->end_time,
+                      "Only records that arrived before this time (epoch seconds or ISO 8601)");
+    }
+    if (std::string_view(op.name) == "describe-redrive") {
+      sub->add_option("--redrive-id", flags->redrive_id, "The redrive (default: the latest)");
+    }
     std::string api = op.api;
     bool optional = op.body_optional;
     sub->callback([flags, api, optional] { SetExitCode(Run(api, *flags, optional)); });

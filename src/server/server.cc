@@ -154,6 +154,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
     s3.multipart_threshold = config.s3_multipart_threshold;
     s3.request_timeout_ms = config.s3_request_timeout_ms;
     s3.max_attempts = config.s3_max_attempts;
+    s3.retry_budget_ms = config.s3_retry_budget_ms;
     p->buckets = std::make_shared<objectstore::S3ObjectStore>(s3);
   }
   kinesis::KinesisOptions ko;
@@ -202,34 +203,38 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
          respond(std::move(r));
        }});
   stream::StreamManager* sm = p->streams.get();
-  p->router->AddPath({"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
-                        // 200 either way (the server serves); "degraded" lists the shards
-                        // that do not and the channels whose deliveries are failing, and why.
-                        http::Response r;
-                        r.SetHeader("Content-Type", "application/json");
-                        auto problems = sm->Problems();
-                        std::map<std::string, int64_t> failing;
-                        if (raw->channels) failing = raw->channels->FailingChannels();
-                        if (problems.empty() && failing.empty()) {
-                          r.body = R"({"status":"ok"})";
-                        } else {
-                          nlohmann::json list = nlohmann::json::array();
-                          for (const auto& pr : problems) {
-                            list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
-                          }
-                          nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
-                          if (!failing.empty()) {
-                            nlohmann::json channels = nlohmann::json::array();
-                            for (const auto& [name, since] : failing) {
-                              channels.push_back({{"channel", name},
-                                                  {"failingSince", static_cast<double>(since) / 1000.0}});
-                            }
-                            body["channels"] = std::move(channels);
-                          }
-                          r.body = body.dump();
-                        }
-                        respond(std::move(r));
-                      }});
+  p->router->AddPath(
+      {"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
+         // 200 either way (the server serves); "degraded" lists the shards
+         // that do not, the channels whose deliveries are failing and the
+         // FAILED ones, and why.
+         http::Response r;
+         r.SetHeader("Content-Type", "application/json");
+         auto problems = sm->Problems();
+         std::vector<delivery::ChannelManager::Unhealthy> failing;
+         if (raw->channels) failing = raw->channels->FailingChannels();
+         if (problems.empty() && failing.empty()) {
+           r.body = R"({"status":"ok"})";
+         } else {
+           nlohmann::json list = nlohmann::json::array();
+           for (const auto& pr : problems) {
+             list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
+           }
+           nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
+           if (!failing.empty()) {
+             nlohmann::json channels = nlohmann::json::array();
+             for (const auto& f : failing) {
+               nlohmann::json c = {{"channel", f.name}, {"state", f.state}};
+               if (f.since_ms > 0) c["failingSince"] = static_cast<double>(f.since_ms) / 1000.0;
+               if (!f.reason.empty()) c["reason"] = RedactPaths(f.reason);
+               channels.push_back(std::move(c));
+             }
+             body["channels"] = std::move(channels);
+           }
+           r.body = body.dump();
+         }
+         respond(std::move(r));
+       }});
 
   ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(
                                    config, p->db.get(), p->router.get(), p->surface_auth.get(),
@@ -248,6 +253,8 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   co.tick_ms = config.delivery_tick_ms;
   co.local_buckets = config.s3_endpoint.empty();
   co.activation_timeout_ms = config.delivery_activation_timeout_ms;
+  co.runner.destination_grace_ms = config.delivery_destination_grace_ms;
+  co.runner.redrive_batch_records = static_cast<size_t>(config.delivery_redrive_batch_records);
   delivery::table::TableServices ts;
   iceberg::Warehouses* wh = p->catalog->warehouses();
   ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
@@ -271,10 +278,9 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   p->sources = std::make_unique<source::LocalSourceProvider>(p->streams.get());
   ASSIGN_OR_RETURN(auto delivery_store,
                    delivery::SqliteDeliveryStore::Open(p->db.get(), source::LegacyPosition));
-  ASSIGN_OR_RETURN(p->channels,
-                   delivery::ChannelManager::Open(co, p->sources.get(), std::move(delivery_store),
-                                                  p->buckets, std::move(destinations),
-                                                  SystemClock::Default()));
+  ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(
+                                    co, p->sources.get(), std::move(delivery_store), p->buckets,
+                                    std::move(destinations), SystemClock::Default()));
   // Retention keeps what channels still have to read.
   delivery::ChannelManager* cm = p->channels.get();
   p->streams->SetRetentionFloor([cm](uint64_t uid, uint32_t shard) {
@@ -317,10 +323,14 @@ void IcestreamServer::Stop() {
   parts_->http_raw.store(nullptr);
   // SubscribeToShard threads read the logs: end them before the logs close.
   if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
+  // Deliveries waiting on an object store that does not answer end now (they replay
+  // after the restart) instead of holding the stop for minutes.
+  if (parts_->buckets) parts_->buckets->Abort();
   if (parts_->channels) parts_->channels->Stop();
   // Until the stream manager stops, retention must not delete what channels still need,
   // and the channels are about to go: keep everything.
-  if (parts_->streams) parts_->streams->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
+  if (parts_->streams)
+    parts_->streams->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
   if (parts_->streams) parts_->streams->Stop();
 }
 
