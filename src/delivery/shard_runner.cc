@@ -1049,7 +1049,12 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
       launch_redrive();
       return jobs;
     }
-    if (!ripe || pending.empty()) return jobs;
+    if (!ripe || pending.empty()) {
+      // A quiet table still gets its upkeep (cold partitions merged, snapshots expired,
+      // orphans removed): between batches, never beside one.
+      if (upkeep_due()) launch_upkeep();
+      return jobs;
+    }
     redrive_turn_ = true;
     const uint64_t share_bytes =
         std::max<uint64_t>(1 << 20, options_.max_spanning_batch_bytes / pending.size());

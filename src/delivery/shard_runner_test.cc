@@ -47,12 +47,23 @@ struct Recorder {
   // Redrive batches: the records handed over (shard, sequence number, data) and spans.
   std::vector<std::tuple<std::string, std::string, std::string>> redriven;
   std::vector<std::pair<uint64_t, uint64_t>> redrive_spans;
+  int64_t upkeep_due_ms = INT64_MAX;  // NextUpkeepMs
+  int upkeeps = 0;                    // Upkeep calls
 };
 
 class RecordingSink final : public Sink {
  public:
   explicit RecordingSink(std::shared_ptr<Recorder> r) : r_(std::move(r)) {}
   bool spans_shards() const override { return r_->spans; }
+  int64_t NextUpkeepMs() const override {
+    std::lock_guard lock(r_->mu);
+    return r_->upkeep_due_ms;
+  }
+  void Upkeep() override {
+    std::lock_guard lock(r_->mu);
+    ++r_->upkeeps;
+    r_->upkeep_due_ms = INT64_MAX;
+  }
   Status Check() override { return Status::OK(); }
   Result<std::map<std::string, Position>> Checkpoints() override {
     std::lock_guard lock(r_->mu);
@@ -257,6 +268,26 @@ TEST_F(ShardRunnerTest, ASpanningSinkGetsOneBatchForAllShards) {
   ASSERT_EQ(rec_->batches.size(), 1u);
   EXPECT_EQ(rec_->batches[0].ranges.size(), 2u);
   EXPECT_EQ(rec_->delivered, put);
+}
+
+// Issue 17: a table whose stream went quiet still gets its upkeep (compaction of cold
+// partitions, snapshot expiry, orphans), between batches and never beside one.
+TEST_F(ShardRunnerTest, AQuietSpanningSinkGetsItsUpkeep) {
+  rec_->spans = true;
+  MakeRunner();
+  Activate();
+  auto put = Put(10, "u");
+  EXPECT_EQ(Drain(), 1);  // the batch; upkeep is not due yet
+  EXPECT_EQ(rec_->upkeeps, 0);
+  // Quiet from now on: nothing pending at all, then one record not yet ripe.
+  rec_->upkeep_due_ms = clock_.NowMillis();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(rec_->upkeeps, 1);
+  Put(1, "v");
+  rec_->upkeep_due_ms = clock_.NowMillis();
+  EXPECT_EQ(Drain(/*freshness_ms=*/3'600'000), 1);  // the record waits; upkeep runs
+  EXPECT_EQ(rec_->upkeeps, 2);
+  EXPECT_EQ(rec_->batches.size(), 1u);
 }
 
 TEST_F(ShardRunnerTest, AFailedBatchIsReplayedAsPlannedAndBacksOff) {

@@ -90,9 +90,17 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
     ASSIGN_OR_RETURN(group_,
                      MakeStreamCompressor(ctx_.channel->s3().compression, ctx_.compression_level));
     group_key_ = key;
+    // A redrive batch's records were delivered (or rejected) once already, by a batch
+    // that began with the same record: its objects are seeded with the redrive and its
+    // first entry too, so that they never take (overwrite) the name of an object of the
+    // stream's own batches, and a replay of the redrive batch rewrites the same keys.
+    const std::string seed = ctx_.redrive == nullptr
+                                 ? ctx_.channel->id
+                                 : fmt::format("{}/redrive/{}/{}", ctx_.channel->id,
+                                               ctx_.redrive->id, ctx_.redrive->from);
     current_.key = ctx_.key_template->RenderWithSuffix(
         key_ctx_, rec.arrival_ms,
-        ObjectSuffix(rec.ordinal, ctx_.shard_id, ctx_.channel->id, rec.sequence_number));
+        ObjectSuffix(rec.ordinal, ctx_.shard_id, seed, rec.sequence_number));
     current_.first_sequence_number = std::string(rec.sequence_number);
   }
   RETURN_IF_ERROR(group_->Add(rec.data));
