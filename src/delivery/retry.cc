@@ -10,8 +10,12 @@ FailureKind ClassifyFailure(const Status& st) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kAlreadyExists:
       return FailureKind::kPermanent;
-    case StatusCode::kNotFound:
     case StatusCode::kFailedPrecondition:
+      // A scale-out write fenced off (this process lost the unit's lease): the unit is
+      // another process's now, nothing about the destination is wrong.
+      if (st.message().rfind("fenced:", 0) == 0) return FailureKind::kRetry;
+      return FailureKind::kGrace;
+    case StatusCode::kNotFound:
       return FailureKind::kGrace;
     default:
       return FailureKind::kRetry;

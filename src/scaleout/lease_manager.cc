@@ -41,6 +41,19 @@ Result<std::unique_ptr<LeaseManager>> LeaseManager::Start(pg::PgPool* pool, Leas
 
 LeaseManager::~LeaseManager() { Stop(false); }
 
+Result<std::map<std::string, delivery::Coordinator::UnitOwner>> LeaseManager::Owners(
+    const std::string& channel_id) const {
+  ASSIGN_OR_RETURN(pg::PgResult r,
+                   pool_->Exec("SELECT unit, CASE WHEN expires_at > clock_timestamp() THEN owner "
+                               "ELSE '' END, epoch FROM icestream_lease WHERE channel_id = $1",
+                               {channel_id}));
+  std::map<std::string, UnitOwner> out;
+  for (size_t i = 0; i < r.rows(); ++i) {
+    out[r.text(i, 0)] = UnitOwner{r.text(i, 1), static_cast<uint64_t>(r.integer(i, 2))};
+  }
+  return out;
+}
+
 void LeaseManager::Stop(bool handoff) {
   if (stopping_.exchange(true)) return;
   loop_cv_.notify_all();

@@ -58,6 +58,7 @@ class LeaseManager final : public delivery::Coordinator {
   void Offer(const std::string& channel_id, const std::vector<std::string>& units) override;
   void Forget(const std::string& channel_id) override;
   std::string owner() const override { return owner_; }
+  Result<std::map<std::string, UnitOwner>> Owners(const std::string& channel_id) const override;
 
   // The unit a shard's state is fenced by: the channel's own unit when it was offered
   // (a channel delivered as one unit), else the shard's.

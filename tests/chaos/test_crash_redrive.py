@@ -103,6 +103,7 @@ class RedriveChaos:
             rid = body["Redrive"]["RedriveId"]
             kills = 0
             seen_progress = set()
+            last_done, last_status = None, None
             while True:
                 r = self.describe_redrive(server, arn, rid)
                 seen_progress.add(r["LinesDone"])
@@ -111,9 +112,21 @@ class RedriveChaos:
                 self.assertNotEqual(r["Status"], "FAILED", r)
                 if r["Status"] == "COMPLETED":
                     self.fail(f"the redrive completed after only {kills} kills; raise REDRIVE_BAD_RECORDS")
+                self.assertLess(kills, 200, f"the redrive made no headway: {r}")
                 p = Producer(server, f"v{kills}")
                 p.start()
                 time.sleep(rng.uniform(0.2, 1.5))
+                if r["LinesDone"] == last_done and r["Status"] == last_status:
+                    # No headway since the last kill (a slower store: the restart and the
+                    # batch in flight take longer than the pause): this time the kill waits
+                    # for the next step, so that it lands later in the redrive.
+                    wait_until = time.time() + 120
+                    while time.time() < wait_until:
+                        now = self.describe_redrive(server, arn, rid)
+                        if now["LinesDone"] != r["LinesDone"] or now["Status"] != r["Status"]:
+                            break
+                        time.sleep(0.1)
+                last_done, last_status = r["LinesDone"], r["Status"]
                 server.kill()
                 p.join(30)
                 kills += 1
