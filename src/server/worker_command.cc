@@ -185,6 +185,7 @@ int RunWorker(const WorkerFlags& f) {
   so.endpoint.region = c.region;
   so.endpoint.credentials = source::CredentialsFromEnvironment();
   so.endpoint.ca_file = f.source_ca_file;
+  so.pace_reads = source::PaceReadsFor(c.source);
   auto sources = source::KinesisSourceProvider::Make(so);
   source::AwsEndpoint glue;
   glue.url = c.registry.empty() ? c.source : c.registry;
