@@ -40,6 +40,10 @@ struct DeadLetterQueueConfig {
   std::string bucket_arn;
   std::string expected_bucket_owner;
   std::string error_output_prefix;  // filled with the default when omitted
+  // icestream extension (IncludeRecordData): DLQ lines also carry the record's partition
+  // key and data, so a redrive can deliver it after the stream no longer holds it. Off
+  // by default, as on AWS (metadata only).
+  bool include_record_data = false;
 };
 
 // S3DestinationConfiguration without the members every destination shares.

@@ -107,11 +107,13 @@ ChannelStatus ParseStatus(const std::string& s) {
 json DlqToJson(const DeadLetterQueueConfig& d) {
   return {{"bucket_arn", d.bucket_arn},
           {"expected_bucket_owner", d.expected_bucket_owner},
-          {"error_output_prefix", d.error_output_prefix}};
+          {"error_output_prefix", d.error_output_prefix},
+          {"include_record_data", d.include_record_data}};
 }
 
 DeadLetterQueueConfig DlqFromJson(const json& j) {
-  return {j.at("bucket_arn"), j.at("expected_bucket_owner"), j.at("error_output_prefix")};
+  return {j.at("bucket_arn"), j.at("expected_bucket_owner"), j.at("error_output_prefix"),
+          j.value("include_record_data", false)};
 }
 }  // namespace
 

@@ -27,7 +27,13 @@ struct ChannelManager::Channel {
   bool activating = false;  // an activation job is queued or running
   int activation_attempts = 0;
   int64_t activation_retry_after_ms = 0;
-  std::string activation_error;  // why the last activation attempt did not succeed
+  int64_t activation_started_ms = 0;      // CreateChannel, or the resume of a channel never active
+  int64_t activation_grace_since_ms = 0;  // first grace-kind failure of the activation
+  std::string activation_error;           // why the last activation attempt did not succeed
+  int64_t failed_ms = 0;                  // when it went FAILED (0: before this server started)
+  // Delivery started once (checkpoints exist): a FAILED channel that was active keeps
+  // what it has not delivered (retention), so that a resume loses nothing.
+  bool activated = false;
 };
 
 namespace {
@@ -108,40 +114,43 @@ bool ChannelManager::Supports(DestinationType type) const {
   return DestinationFor(type) != nullptr;
 }
 
+Status ChannelManager::MakeRunner(Channel* ch, bool load) {
+  const ChannelConfig& c = ch->config;
+  Destination* dest = DestinationFor(c.destination_type());
+  if (dest == nullptr) {
+    return Unimplemented(fmt::format("this server does not deliver to {} destinations",
+                                     DestinationTypeName(c.destination_type())));
+  }
+  SinkEnv env;
+  env.buckets = buckets_.get();
+  env.local_buckets = options_.local_buckets;
+  env.compression_level = options_.compression_level;
+  ASSIGN_OR_RETURN(auto source, sources_->OpenSource(c));
+  ASSIGN_OR_RETURN(std::shared_ptr<ShardRunner> runner,
+                   ShardRunner::Make(c, dest, std::move(source), store_.get(), clock_,
+                                     options_.runner, std::move(env)));
+  runner->SetCoordinator(options_.coordinator);
+  runner->SetLog(MakeLog(options_.data_dir, c));
+  if (load) RETURN_IF_ERROR(runner->Load());
+  ch->runner = std::move(runner);
+  return Status::OK();
+}
+
 void ChannelManager::StartRunner(Channel* ch) {
   ChannelConfig& c = ch->config;
-  Destination* dest = DestinationFor(c.destination_type());
-  Status st;
-  if (dest == nullptr) {
-    st = Unimplemented(fmt::format("this server does not deliver to {} destinations",
-                                   DestinationTypeName(c.destination_type())));
-  } else {
-    SinkEnv env;
-    env.buckets = buckets_.get();
-    env.local_buckets = options_.local_buckets;
-    env.compression_level = options_.compression_level;
-    auto source = sources_->OpenSource(c);
-    auto runner = source.ok() ? ShardRunner::Make(c, dest, std::move(*source), store_.get(), clock_,
-                                                  options_.runner, std::move(env))
-                              : Result<std::unique_ptr<ShardRunner>>(source.status());
-    if (runner.ok()) {
-      ch->runner = std::move(*runner);
-      ch->runner->SetCoordinator(options_.coordinator);
-      ch->runner->SetLog(MakeLog(options_.data_dir, c));
-      if (c.status != ChannelStatus::kCreating) st = ch->runner->Load();
-      if (st.ok()) return;
-    } else {
-      st = runner.status();
-    }
-    if (!IsPermanent(st)) {
-      ch->runner.reset();
-      ++ch->start_failures;
-      ch->start_retry_after_ms =
-          clock_->NowMillis() + RetryDelayMs(ch->start_failures, 500, 30000, crypto::RandomU64());
-      spdlog::warn("channel {}: cannot start delivery ({} attempt(s) so far): {} (retrying)", c.name,
-                   ch->start_failures, st.ToString());
-      return;
-    }
+  Status st = MakeRunner(ch, c.status != ChannelStatus::kCreating);
+  if (st.ok()) {
+    ch->activated = c.status != ChannelStatus::kCreating;
+    return;
+  }
+  if (!IsPermanent(st)) {
+    ch->runner.reset();
+    ++ch->start_failures;
+    ch->start_retry_after_ms =
+        clock_->NowMillis() + RetryDelayMs(ch->start_failures, 500, 30000, crypto::RandomU64());
+    spdlog::warn("channel {}: cannot start delivery ({} attempt(s) so far): {} (retrying)", c.name,
+                 ch->start_failures, st.ToString());
+    return;
   }
   c.status = ChannelStatus::kFailed;
   c.status_reason = ("The channel cannot deliver: " + st.message()).substr(0, 2048);
@@ -154,8 +163,22 @@ Status ChannelManager::Load() {
     auto ch = std::make_shared<Channel>();
     if (c.status == ChannelStatus::kUpdating) c.status = ChannelStatus::kActive;
     ch->config = std::move(c);
-    if (ch->config.status != ChannelStatus::kFailed &&
-        ch->config.status != ChannelStatus::kDeleting) {
+    ch->activation_started_ms = ch->config.created_ms;
+    if (ch->config.status == ChannelStatus::kFailed) {
+      // A FAILED channel that was active holds its undelivered records for a resume: its
+      // runner keeps the checkpoints (it never schedules). If it cannot be made, the
+      // channel stays FAILED for its first reason and holds nothing.
+      ASSIGN_OR_RETURN(auto cps, store_->Checkpoints(ch->config.id));
+      if (!cps.empty()) {
+        Status st = MakeRunner(ch.get(), /*load=*/true);
+        if (st.ok()) {
+          ch->runner->Stop();
+          ch->activated = true;
+        } else {
+          spdlog::warn("channel {} (FAILED): {}", ch->config.name, st.ToString());
+        }
+      }
+    } else if (ch->config.status != ChannelStatus::kDeleting) {
       StartRunner(ch.get());
     }
     channels_[ch->config.id] = std::move(ch);
@@ -244,6 +267,7 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
     }
     RETURN_IF_ERROR(store_->SaveChannel(c));
     ch->config = c;
+    ch->activation_started_ms = c.created_ms;
     StartRunner(ch.get());
     c = ch->config;  // as created (StartRunner may have failed it), before activation runs
     channels_[c.id] = ch;
@@ -335,6 +359,92 @@ Status ChannelManager::Delete(const std::string& arn) {
   return Status::OK();
 }
 
+Result<ChannelConfig> ChannelManager::Resume(const std::string& arn) {
+  ASSIGN_OR_RETURN(auto ch, Find(arn));
+  std::shared_ptr<ShardRunner> runner;
+  ChannelConfig resumed;
+  {
+    std::lock_guard lock(ch->mu);
+    if (ch->config.status != ChannelStatus::kFailed) {
+      return FailedPrecondition(fmt::format("Channel {} is not FAILED, instead in state {}.", arn,
+                                            ChannelStatusName(ch->config.status)));
+    }
+    // The failed runner's last jobs finish their attempt first (they must not outlive it,
+    // and two runners of one channel must never deliver side by side).
+    if ((ch->runner && ch->runner->in_flight() > 0) || ch->activating) {
+      return FailedPrecondition(fmt::format(
+          "Channel {} is finishing its last delivery attempt; try again in a moment.", arn));
+    }
+    ASSIGN_OR_RETURN(auto cps, store_->Checkpoints(ch->config.id));
+    ChannelConfig previous = ch->config;
+    // Delivery continues from the checkpoints (and plans) in the store; a channel that
+    // never became active starts its activation over.
+    ch->config.status = cps.empty() ? ChannelStatus::kCreating : ChannelStatus::kActive;
+    ch->config.status_reason.clear();
+    ch->runner.reset();
+    Status st = MakeRunner(ch.get(), !cps.empty());
+    if (!st.ok()) {
+      ch->config = previous;
+      return InvalidArgument(fmt::format("Channel {} cannot resume: {}", arn, st.message()));
+    }
+    ch->activated = !cps.empty();
+    ch->activation_attempts = 0;
+    ch->activation_error.clear();
+    ch->activation_retry_after_ms = 0;
+    ch->activation_grace_since_ms = 0;
+    ch->activation_started_ms = clock_->NowMillis();
+    if (Status save = store_->SaveChannel(ch->config); !save.ok()) {
+      ch->runner->Stop();
+      ch->config = previous;
+      return save;
+    }
+    runner = ch->runner;
+    resumed = ch->config;
+    spdlog::info("channel {} ({}) resumed ({}; it had FAILED: {})", resumed.name, resumed.id,
+                 cps.empty() ? "activation starts over" : "delivery continues from its checkpoints",
+                 previous.status_reason);
+  }
+  runner->LogEvent({{"eventType", "ChannelResumed"}});
+  tick_cv_.notify_all();
+  return resumed;
+}
+
+Result<RedriveState> ChannelManager::StartRedrive(const std::string& arn, RedriveFilter filter) {
+  ASSIGN_OR_RETURN(auto ch, Find(arn));
+  std::shared_ptr<ShardRunner> runner;
+  {
+    std::lock_guard lock(ch->mu);
+    if (ch->config.status != ChannelStatus::kActive &&
+        ch->config.status != ChannelStatus::kUpdating) {
+      return FailedPrecondition(fmt::format("Channel {} is not ACTIVE, instead in state {}.", arn,
+                                            ChannelStatusName(ch->config.status)));
+    }
+    runner = ch->runner;
+  }
+  if (!runner) return FailedPrecondition(fmt::format("Channel {} does not deliver.", arn));
+  ASSIGN_OR_RETURN(RedriveState r, runner->StartRedrive(std::move(filter)));
+  tick_cv_.notify_all();
+  return r;
+}
+
+Result<std::vector<RedriveState>> ChannelManager::Redrives(const std::string& arn) const {
+  ASSIGN_OR_RETURN(auto ch, Find(arn));
+  std::shared_ptr<ShardRunner> runner;
+  {
+    std::lock_guard lock(ch->mu);
+    runner = ch->runner;
+  }
+  if (runner) return runner->Redrives();
+  // A channel whose runner could not be made: its redrives as the store has them.
+  ASSIGN_OR_RETURN(auto docs, store_->LoadRedrives(ch->config.id));
+  std::vector<RedriveState> out;
+  for (const auto& d : docs) {
+    ASSIGN_OR_RETURN(RedriveState r, RedriveStateFromJson(d));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 size_t ChannelManager::CountForStream(const std::string& stream_name) const {
   size_t n = 0;
   std::lock_guard lock(mu_);
@@ -389,9 +499,11 @@ std::optional<Position> ChannelManager::NeededPosition(uint64_t stream_uid,
     {
       std::lock_guard clock(ch->mu);
       if (ch->config.stream_uid != stream_uid) continue;
-      // A failed or deleted channel delivers nothing more and holds nothing back.
-      if (ch->config.status == ChannelStatus::kFailed ||
-          ch->config.status == ChannelStatus::kDeleting) {
+      // A deleted channel holds nothing back, nor does a FAILED one that never delivered
+      // (its start is fixed again when it resumes); a FAILED channel that was active
+      // keeps what it has not delivered, so that a resume loses nothing.
+      if (ch->config.status == ChannelStatus::kDeleting) continue;
+      if (ch->config.status == ChannelStatus::kFailed && (!ch->activated || !ch->runner)) {
         continue;
       }
       runner = ch->runner;
@@ -404,15 +516,22 @@ std::optional<Position> ChannelManager::NeededPosition(uint64_t stream_uid,
   return floor;
 }
 
-std::map<std::string, int64_t> ChannelManager::FailingChannels() const {
-  std::map<std::string, int64_t> out;
+std::vector<ChannelManager::Unhealthy> ChannelManager::FailingChannels() const {
+  std::vector<Unhealthy> out;
   std::lock_guard lock(mu_);
   for (const auto& [id, ch] : channels_) {
     std::lock_guard clock(ch->mu);
-    if (!ch->runner) continue;
+    std::string state(ChannelStatusName(ch->config.status));
+    if (ch->config.status == ChannelStatus::kFailed) {
+      out.push_back({ch->config.name, state, ch->failed_ms, ch->config.status_reason});
+      continue;
+    }
+    if (!ch->runner || ch->config.status == ChannelStatus::kDeleting) continue;
     int64_t since = ch->runner->metrics().failing_since_ms.load();
-    if (since > 0) out[ch->config.name] = since;
+    if (since > 0) out.push_back({ch->config.name, state, since, ch->runner->last_error()});
   }
+  std::sort(out.begin(), out.end(),
+            [](const Unhealthy& a, const Unhealthy& b) { return a.name < b.name; });
   return out;
 }
 
@@ -428,9 +547,24 @@ std::string ChannelManager::PrometheusText() const {
     std::lock_guard lock(ch->mu);
     if (!ch->runner) continue;
     keep.push_back(ch->runner);
-    rows.push_back({ch->config.destination_type(), ch->config.name, ch->config.id,
-                    ch->config.stream_name, &ch->runner->metrics(),
-                    std::string(ChannelStatusName(ch->config.status)), ch->runner->SinkMetrics()});
+    MetricsRow row{ch->config.destination_type(),
+                   ch->config.name,
+                   ch->config.id,
+                   ch->config.stream_name,
+                   &ch->runner->metrics(),
+                   std::string(ChannelStatusName(ch->config.status)),
+                   ch->runner->SinkMetrics()};
+    row.rejected_by_code = ch->runner->RejectedByCode();
+    for (const auto& r : ch->runner->Redrives()) {
+      row.redrive_delivered += r.progress.delivered;
+      row.redrive_failed_again += r.progress.failed_again;
+      row.redrive_expired += r.progress.expired;
+      if (r.active()) {
+        row.redrive_active = true;
+        row.redrive_remaining = r.total > r.progress.next ? r.total - r.progress.next : 0;
+      }
+    }
+    rows.push_back(std::move(row));
   }
   return delivery::PrometheusText(rows);
 }
@@ -499,7 +633,8 @@ void ChannelManager::Reload() {
       } else {
         ChannelConfig& mine = keep->config;
         const ChannelConfig& theirs = found->second;
-        if (theirs.status != mine.status || theirs.data_freshness_seconds != mine.data_freshness_seconds ||
+        if (theirs.status != mine.status ||
+            theirs.data_freshness_seconds != mine.data_freshness_seconds ||
             theirs.tags != mine.tags) {
           ChannelStatus was = mine.status;
           mine.status = theirs.status;
@@ -516,6 +651,22 @@ void ChannelManager::Reload() {
             // Activated by another process: its checkpoints are in the store.
             (void)keep->runner->Load();
           }
+          if (was == ChannelStatus::kFailed &&
+              (mine.status == ChannelStatus::kActive || mine.status == ChannelStatus::kCreating) &&
+              (!keep->runner || keep->runner->in_flight() == 0)) {
+            // Resumed by another process: a fresh runner from the store's state, as there.
+            const bool active = mine.status == ChannelStatus::kActive;
+            keep->runner.reset();
+            keep->activation_attempts = 0;
+            keep->activation_error.clear();
+            keep->activation_retry_after_ms = 0;
+            keep->activation_grace_since_ms = 0;
+            keep->activation_started_ms = clock_->NowMillis();
+            keep->activated = active;
+            if (Status st = MakeRunner(keep.get(), active); !st.ok()) {
+              spdlog::warn("channel {} (resumed elsewhere): {}", mine.name, st.ToString());
+            }
+          }
         }
         by_id.erase(found);
       }
@@ -525,18 +676,21 @@ void ChannelManager::Reload() {
       auto ch = std::make_shared<Channel>();
       ch->config = std::move(c);
       if (ch->config.status == ChannelStatus::kUpdating) ch->config.status = ChannelStatus::kActive;
-      if (ch->config.status != ChannelStatus::kFailed && ch->config.status != ChannelStatus::kDeleting) {
+      if (ch->config.status != ChannelStatus::kFailed &&
+          ch->config.status != ChannelStatus::kDeleting) {
         StartRunner(ch.get());
       }
       channels_[id] = ch;
       added.push_back(ch);
     }
   }
-  for (const auto& ch : added) spdlog::info("channel {} ({}) taken from the store", ch->config.name, ch->config.id);
+  for (const auto& ch : added)
+    spdlog::info("channel {} ({}) taken from the store", ch->config.name, ch->config.id);
 }
 
 void ChannelManager::Tick() {
-  if (options_.coordinator != nullptr && clock_->NowMillis() - last_reload_ms_ >= options_.reload_ms) {
+  if (options_.coordinator != nullptr &&
+      clock_->NowMillis() - last_reload_ms_ >= options_.reload_ms) {
     last_reload_ms_ = clock_->NowMillis();
     Reload();
   }
@@ -639,27 +793,37 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
     if (ch->config.status != ChannelStatus::kCreating || !ch->runner) return;
     runner = ch->runner;
     start = ch->config.starting_position;
-    created_ms = ch->config.created_ms;
+    created_ms = ch->activation_started_ms;
   }
   auto cps = runner->PrepareActivation(start);
   if (!cps.ok()) {
     const Status& st = cps.status();
-    if (IsPermanent(st))
+    const FailureKind kind = ClassifyFailure(st);
+    if (kind == FailureKind::kPermanent)
       return Fail(ch, "The channel cannot write to its destination: " + st.message());
     int64_t now = clock_->NowMillis();
     int attempts;
+    int64_t grace_since = 0;
     {
       std::lock_guard lock(ch->mu);
       attempts = ++ch->activation_attempts;
       ch->activation_error = st.message();
       ch->activation_retry_after_ms =
           now + std::min<int64_t>(30000, 1000LL << std::min(attempts - 1, 5));
+      if (kind == FailureKind::kGrace) {
+        if (ch->activation_grace_since_ms == 0) ch->activation_grace_since_ms = now;
+        grace_since = ch->activation_grace_since_ms;
+      }
     }
     spdlog::warn("channel {}: activation attempt {} failed: {} (retrying)", ch->config.name,
                  attempts, st.message());
     runner->LogEvent(
         {{"eventType", "ActivationFailed"}, {"attempt", attempts}, {"errorMessage", st.message()}});
-    if (now - created_ms >= options_.activation_timeout_ms) {
+    if (grace_since > 0 && now - grace_since >= options_.runner.destination_grace_ms) {
+      Fail(ch, fmt::format("The channel cannot write to its destination: {} (still so after {} s "
+                           "of retries: the grace period is over)",
+                           st.message(), (now - grace_since) / 1000));
+    } else if (now - created_ms >= options_.activation_timeout_ms) {
       Fail(ch, fmt::format("The channel could not reach its destination for {} s ({} attempts): {}",
                            options_.activation_timeout_ms / 1000, attempts, st.message()));
     }
@@ -675,6 +839,7 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
     return;
   }
   ch->activation_error.clear();
+  ch->activated = true;
   runner->Activated(*cps);
   spdlog::info("channel {} ({}) ACTIVE", ch->config.name, ch->config.id);
   runner->LogEvent({{"eventType", "ChannelActive"}});
@@ -689,6 +854,7 @@ void ChannelManager::Fail(const std::shared_ptr<Channel>& ch, const std::string&
       return;
     ch->config.status = ChannelStatus::kFailed;
     ch->config.status_reason = reason.substr(0, 2048);
+    ch->failed_ms = clock_->NowMillis();
     runner = ch->runner;
     if (runner) runner->Stop();
     (void)store_->SaveChannel(ch->config);

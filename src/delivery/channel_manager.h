@@ -13,7 +13,14 @@
 //
 // Activation (CREATING → ACTIVE) checks the destination in the background and retries a
 // destination that cannot be reached yet, with the reason in DescribeChannel's
-// IcestreamStatus and in the log, until activation_timeout_ms; then the channel FAILS.
+// IcestreamStatus and in the log, until activation_timeout_ms (a missing destination or
+// refused access: for the runner's destination_grace_ms); then the channel FAILS.
+//
+// FAILED is not the end: Resume (an icestream extension) makes a FAILED channel deliver
+// again from the checkpoints and plans in its store — nothing delivered twice, nothing
+// skipped; a channel that failed before it ever became active starts its activation
+// over. A FAILED channel that was active keeps the records it has not delivered
+// (NeededPosition) until it resumes or is deleted.
 //
 // Errors use the Kinesis mapping (aws::KinesisError): kNotFound → ResourceNotFound,
 // kAlreadyExists / kFailedPrecondition → ResourceInUse, kInvalidArgument →
@@ -99,6 +106,15 @@ class ChannelManager {
   Result<ChannelConfig> Update(const std::string& arn, std::optional<int> freshness_seconds,
                                std::optional<LoggingConfig> logging);
   Status Delete(const std::string& arn);
+  // FAILED → ACTIVE (or CREATING when it never was active): see the class comment.
+  // kFailedPrecondition when the channel is not FAILED (or its last attempt is still
+  // finishing); kInvalidArgument when its sink still cannot be made.
+  Result<ChannelConfig> Resume(const std::string& arn);
+  // DLQ redrive (redrive.h) of an ACTIVE channel: kFailedPrecondition when it is not
+  // ACTIVE or a redrive of it is active already.
+  Result<RedriveState> StartRedrive(const std::string& arn, RedriveFilter filter);
+  // The channel's redrives, oldest first.
+  Result<std::vector<RedriveState>> Redrives(const std::string& arn) const;
 
   size_t CountForStream(const std::string& stream_name) const;
   size_t Count() const;
@@ -115,8 +131,14 @@ class ChannelManager {
   // still has to read (a channel not yet active needs everything: a position at the
   // start); nullopt when no channel needs anything more of it. Retention keeps it.
   std::optional<Position> NeededPosition(uint64_t stream_uid, const std::string& shard) const;
-  // Channels whose deliveries are failing now (name → since when, epoch ms), for /health.
-  std::map<std::string, int64_t> FailingChannels() const;
+  // Channels whose deliveries are failing now, and FAILED channels, for /health.
+  struct Unhealthy {
+    std::string name;
+    std::string state;     // "ACTIVE", "FAILED", ...
+    int64_t since_ms = 0;  // failing since (epoch ms); 0 when unknown (FAILED before a restart)
+    std::string reason;    // the last error, or the FAILED channel's reason
+  };
+  std::vector<Unhealthy> FailingChannels() const;
 
   std::string ArnFor(const std::string& id) const;
 
@@ -129,7 +151,10 @@ class ChannelManager {
                  std::vector<std::shared_ptr<Destination>> destinations, const Clock* clock);
   Status Load();
   Destination* DestinationFor(DestinationType type) const;
-  // Makes the channel's runner (its sink); a channel whose sink cannot be made FAILS.
+  // Makes the channel's runner (its sink), loading its state from the store when `load`.
+  Status MakeRunner(Channel* ch, bool load);
+  // MakeRunner for a channel that delivers (or activates); one whose sink cannot be made
+  // FAILS.
   void StartRunner(Channel* ch);
   Result<std::shared_ptr<Channel>> Find(const std::string& arn) const;
   void SchedulerLoop();

@@ -129,6 +129,48 @@ std::string PrometheusText(const std::vector<MetricsRow>& rows) {
         "state=\"{}\"}} 1\n",
         Escape(r.channel_name), Escape(r.channel_id), Escape(r.stream_name), r.state);
   }
+  auto labels = [](const MetricsRow& r) {
+    return fmt::format("channel_name=\"{}\",channel_id=\"{}\",stream_name=\"{}\"",
+                       Escape(r.channel_name), Escape(r.channel_id), Escape(r.stream_name));
+  };
+  out +=
+      "# HELP icestream_channel_rejected_records_total Records sent to the dead-letter queue "
+      "since the server started, by error code.\n"
+      "# TYPE icestream_channel_rejected_records_total counter\n";
+  for (const auto& r : rows) {
+    for (const auto& [code, n] : r.rejected_by_code) {
+      out += fmt::format("icestream_channel_rejected_records_total{{{},error_code=\"{}\"}} {}\n",
+                         labels(r), Escape(code), n);
+    }
+  }
+  out +=
+      "# HELP icestream_channel_redrive_records_total Records of DLQ redrives, by outcome "
+      "(delivered, failed_again, expired).\n"
+      "# TYPE icestream_channel_redrive_records_total counter\n";
+  for (const auto& r : rows) {
+    for (const auto& [outcome, n] :
+         {std::pair<const char*, uint64_t>{"delivered", r.redrive_delivered},
+          {"failed_again", r.redrive_failed_again},
+          {"expired", r.redrive_expired}}) {
+      out += fmt::format("icestream_channel_redrive_records_total{{{},outcome=\"{}\"}} {}\n",
+                         labels(r), outcome, n);
+    }
+  }
+  out +=
+      "# HELP icestream_channel_redrive_active 1 while a DLQ redrive of the channel runs.\n"
+      "# TYPE icestream_channel_redrive_active gauge\n";
+  for (const auto& r : rows) {
+    out += fmt::format("icestream_channel_redrive_active{{{}}} {}\n", labels(r),
+                       r.redrive_active ? 1 : 0);
+  }
+  out +=
+      "# HELP icestream_channel_redrive_lines_remaining DLQ lines the active redrive has still "
+      "to deliver.\n"
+      "# TYPE icestream_channel_redrive_lines_remaining gauge\n";
+  for (const auto& r : rows) {
+    out += fmt::format("icestream_channel_redrive_lines_remaining{{{}}} {}\n", labels(r),
+                       r.redrive_remaining);
+  }
   // The sinks' own figures, one family per name.
   std::map<std::string, std::pair<const SinkMetric*, std::string>> families;
   for (const auto& r : rows) {

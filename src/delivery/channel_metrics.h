@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,15 @@ struct MetricsRow {
   const ChannelMetrics* metrics = nullptr;
   std::string state;              // "ACTIVE", "FAILED", ... (the channel state gauge)
   std::vector<SinkMetric> extra;  // the sink's own figures
+  // Records sent to the DLQ since the server started, per error code.
+  std::map<std::string, uint64_t> rejected_by_code;
+  // DLQ redrives (all of the channel's, from their documents): records by outcome, and
+  // the active one's remaining DLQ lines.
+  uint64_t redrive_delivered = 0;
+  uint64_t redrive_failed_again = 0;
+  uint64_t redrive_expired = 0;
+  bool redrive_active = false;
+  uint64_t redrive_remaining = 0;
 };
 
 // Every metric family of both destinations (HELP and TYPE lines even without channels).

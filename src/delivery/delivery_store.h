@@ -1,8 +1,8 @@
 // DeliveryStore: the delivery engine's durable state behind one interface — channels,
 // per-shard checkpoints, in-flight batch plans, "shard finished" marks and the sinks'
-// own notes. SqliteDeliveryStore (meta.db, one server) is the first implementation; the
-// scale-out store keeps the same rows in PostgreSQL, where workers on many machines
-// share them.
+// own notes, and the channel's DLQ redrives. SqliteDeliveryStore (meta.db, one server) is the first
+// implementation; the scale-out store keeps the same rows in PostgreSQL, where workers on many
+// machines share them.
 //
 // A checkpoint is the Position of the last delivered record of a shard. A plan (the
 // ranges of a batch) is written before the batch is delivered and removed in the same
@@ -70,6 +70,15 @@ class DeliveryStore {
   // The sink's document (null when it never saved one).
   virtual Result<nlohmann::json> LoadSinkState(const std::string& id) = 0;
   virtual Status SaveSinkState(const std::string& id, const nlohmann::json& doc) = 0;
+
+  // The channel's DLQ redrives (redrive.h: RedriveStateToJson documents), oldest first
+  // (by created_ms, then id).
+  virtual Result<std::vector<nlohmann::json>> LoadRedrives(const std::string& id) = 0;
+  // Inserts or replaces the document of redrive `redrive_id`: its status, progress and
+  // the plan of its batch in flight are one document, so they change together in one
+  // write (for S3 destinations this write is what moves a redrive past a batch).
+  virtual Status SaveRedrive(const std::string& id, const std::string& redrive_id,
+                             int64_t created_ms, const nlohmann::json& doc) = 0;
 };
 
 }  // namespace icestream::delivery

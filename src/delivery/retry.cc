@@ -5,10 +5,24 @@
 
 namespace icestream::delivery {
 
-bool IsPermanent(const Status& st) {
-  return st.code() == StatusCode::kNotFound || st.code() == StatusCode::kInvalidArgument ||
-         st.code() == StatusCode::kAlreadyExists;
+FailureKind ClassifyFailure(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kAlreadyExists:
+      return FailureKind::kPermanent;
+    case StatusCode::kFailedPrecondition:
+      // A scale-out write fenced off (this process lost the unit's lease): the unit is
+      // another process's now, nothing about the destination is wrong.
+      if (st.message().rfind("fenced:", 0) == 0) return FailureKind::kRetry;
+      return FailureKind::kGrace;
+    case StatusCode::kNotFound:
+      return FailureKind::kGrace;
+    default:
+      return FailureKind::kRetry;
+  }
 }
+
+bool IsPermanent(const Status& st) { return ClassifyFailure(st) == FailureKind::kPermanent; }
 
 int64_t RetryDelayMs(int failures, int64_t min_ms, int64_t max_ms, uint64_t random) {
   int shift = std::clamp(failures - 1, 0, 20);

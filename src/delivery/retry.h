@@ -1,6 +1,6 @@
 // The one retry policy of delivery (ShardRunner is the only retry loop above the
-// clients): which errors fail a channel for good, and how long a batch waits before its
-// next attempt.
+// clients): which failures are retried, which are retried only for a grace period, which
+// fail a channel at once, and how long a batch waits before its next attempt.
 #pragma once
 
 #include <cstdint>
@@ -9,10 +9,25 @@
 
 namespace icestream::delivery {
 
-// Errors after which delivering to this destination cannot succeed and the channel goes
-// FAILED: the destination is gone (kNotFound), the request is refused as such
-// (kInvalidArgument), or the destination belongs to someone else (kAlreadyExists).
-// Everything else (unavailable, access denied, conflicts, I/O) is retried.
+enum class FailureKind {
+  // Retried for as long as it lasts: the destination or source is unavailable, slow or
+  // throttling, a commit race was lost, an I/O error.
+  kRetry,
+  // Retried for the grace period (RunnerOptions::destination_grace_ms), then the channel
+  // goes FAILED: something is missing (kNotFound: a bucket, a table bucket, the table)
+  // or access is refused (kFailedPrecondition). Both are often a moment of an
+  // environment coming up (a bucket created just after the store starts, credentials
+  // that arrive late); past the grace they are taken as lasting. (A scale-out write
+  // "fenced:" off by another process's lease is kRetry: nothing is wrong there.)
+  kGrace,
+  // The channel goes FAILED at once: the request is refused as such (kInvalidArgument),
+  // or the destination belongs to someone else (kAlreadyExists).
+  kPermanent,
+};
+
+FailureKind ClassifyFailure(const Status& st);
+
+// True for kPermanent failures.
 bool IsPermanent(const Status& st);
 
 // The wait before attempt `failures` + 1: min_ms doubling per failure up to max_ms, with

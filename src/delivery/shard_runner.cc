@@ -18,6 +18,7 @@ struct ShardRunner::ShardState {
   bool in_flight = false;
   int64_t retry_after_ms = 0;
   int failures = 0;
+  int64_t grace_since_ms = 0;  // first grace-kind failure of the shard's batch
   // From the last Schedule (for the status): what is pending after the checkpoint.
   uint64_t lag_records = 0;
   int64_t oldest_pending_ms = -1;
@@ -120,6 +121,131 @@ class BatchRecordSource final : public RecordSource {
   bool first_of_range_ = true;
 };
 
+// A redrive batch's records: each entry's record read again from the source by shard and
+// sequence number (the user record at its sub-sequence number out of a KPL aggregate), or
+// the DLQ line's own copy where the source no longer holds it. Entries of which neither
+// is left are Missing(). Chunks hold the entries of one shard (one range) each.
+class RedriveRecordSource final : public RecordSource {
+ public:
+  RedriveRecordSource(ShardSource* source, std::shared_ptr<const RedriveSpan> span,
+                      std::vector<size_t> range_of)
+      : source_(source), span_(std::move(span)), range_of_(std::move(range_of)) {}
+
+  Result<bool> Next(RecordChunk* chunk) override {
+    std::lock_guard lock(mu_);
+    const auto& entries = span_->entries;
+    if (pos_ >= entries.size()) return false;
+    struct Storage {
+      std::shared_ptr<const RedriveSpan> span;
+      std::vector<std::shared_ptr<const void>> reads;
+      std::vector<std::string> sequences;  // of the records read (their views' storage)
+    };
+    auto storage = std::make_shared<Storage>();
+    storage->span = span_;
+    chunk->range = range_of_[pos_];
+    chunk->records.clear();
+    const size_t range = range_of_[pos_];
+    size_t taken = 0;
+    while (pos_ < entries.size() && range_of_[pos_] == range && taken < kChunkEntries) {
+      const RedriveEntry& e = entries[pos_];
+      const uint64_t index = span_->from + pos_;
+      ++pos_;
+      ++taken;
+      auto read = source_->ReadRecord(e.shard_id, e.sequence_number);
+      if (!read.ok() && read.status().code() != StatusCode::kNotFound &&
+          read.status().code() != StatusCode::kUnimplemented) {
+        return read.status().WithContext(
+            fmt::format("reading record {} of {} again", e.sequence_number, e.shard_id));
+      }
+      if (!read.ok() || read->records.size() != 1) {
+        if (!e.data) {
+          missing_.insert(index);
+          continue;
+        }
+        // The DLQ line's copy (IncludeRecordData): the user record itself.
+        chunk->records.push_back(
+            {e.sequence_number, 0, e.arrival_ms, e.sub_sequence, e.partition_key, *e.data, {}});
+        continue;
+      }
+      const StreamRecord& rec = read->records[0];
+      storage->reads.push_back(read->storage);
+      KplAggregate agg = Deaggregate(rec.data);
+      switch (agg.kind) {
+        case KplAggregate::Kind::kPlain:
+          if (e.sub_sequence) {
+            missing_.insert(index);  // the line names a user record this record cannot hold
+          } else {
+            chunk->records.push_back({rec.sequence_number,
+                                      rec.ordinal,
+                                      rec.arrival_ms,
+                                      std::nullopt,
+                                      rec.partition_key,
+                                      rec.data,
+                                      {}});
+          }
+          break;
+        case KplAggregate::Kind::kAggregate:
+          if (!e.sub_sequence) {
+            // A line for a whole aggregate (it did not decode then): every user record.
+            for (size_t i = 0; i < agg.records.size(); ++i) {
+              chunk->records.push_back({rec.sequence_number,
+                                        rec.ordinal,
+                                        rec.arrival_ms,
+                                        static_cast<uint32_t>(i),
+                                        agg.records[i].partition_key,
+                                        agg.records[i].data,
+                                        {}});
+            }
+          } else if (*e.sub_sequence < agg.records.size()) {
+            const KplUserRecord& u = agg.records[*e.sub_sequence];
+            chunk->records.push_back({rec.sequence_number,
+                                      rec.ordinal,
+                                      rec.arrival_ms,
+                                      e.sub_sequence,
+                                      u.partition_key,
+                                      u.data,
+                                      {}});
+          } else {
+            missing_.insert(index);
+          }
+          break;
+        case KplAggregate::Kind::kCorrupt:
+          if (e.sub_sequence) {
+            missing_.insert(index);
+          } else {
+            chunk->records.push_back({rec.sequence_number, rec.ordinal, rec.arrival_ms,
+                                      std::nullopt, rec.partition_key, rec.data,
+                                      std::move(agg.error)});
+          }
+          break;
+      }
+    }
+    chunk->storage = std::move(storage);
+    return true;
+  }
+
+  Status Rewind() override {
+    std::lock_guard lock(mu_);
+    pos_ = 0;
+    missing_.clear();
+    return Status::OK();
+  }
+
+  std::set<uint64_t> Missing() const override {
+    std::lock_guard lock(mu_);
+    return missing_;
+  }
+
+ private:
+  static constexpr size_t kChunkEntries = 1000;
+  ShardSource* source_;
+  std::shared_ptr<const RedriveSpan> span_;
+  std::vector<size_t> range_of_;  // entry → its range in the batch
+  mutable std::mutex mu_;
+  size_t pos_ = 0;
+  std::set<uint64_t> missing_;
+};
+
 std::string RangesText(const DeliveryBatch& batch) {
   std::string out;
   for (const auto& r : batch.ranges) {
@@ -151,6 +277,8 @@ Result<std::unique_ptr<ShardRunner>> ShardRunner::Make(const ChannelConfig& conf
   ShardRunner* raw = r.get();
   std::string id = config.id;
   env.clock = clock;
+  r->buckets_ = env.buckets;
+  r->local_buckets_ = env.local_buckets;
   env.stopping = [raw] { return raw->stopping(); };
   env.log_event = [raw](nlohmann::json e) { raw->LogEvent(std::move(e)); };
   env.load_state = [store, id] { return store->LoadSinkState(id); };
@@ -163,15 +291,29 @@ Status ShardRunner::Load() {
   ASSIGN_OR_RETURN(auto cps, store_->Checkpoints(config_.id));
   ASSIGN_OR_RETURN(auto plans, store_->Plans(config_.id));
   ASSIGN_OR_RETURN(auto finished, store_->FinishedShards(config_.id));
-  std::lock_guard lock(mu_);
-  for (const auto& [shard, p] : cps) {
-    shards_[shard].checkpoint = p;
-    shards_[shard].known = true;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [shard, p] : cps) {
+      shards_[shard].checkpoint = p;
+      shards_[shard].known = true;
+    }
+    plans_ = std::move(plans);
+    finished_ = std::move(finished);
+    // The destination's own record of what it holds is read before the first batch.
+    recovered_ = false;
   }
-  plans_ = std::move(plans);
-  finished_ = std::move(finished);
-  // The destination's own record of what it holds is read before the first batch.
-  recovered_ = false;
+  return LoadRedrives();  // takes mu_ itself
+}
+
+Status ShardRunner::LoadRedrives() {
+  ASSIGN_OR_RETURN(auto docs, store_->LoadRedrives(config_.id));
+  std::vector<RedriveState> all;
+  for (const auto& d : docs) {
+    ASSIGN_OR_RETURN(RedriveState r, RedriveStateFromJson(d));
+    all.push_back(std::move(r));
+  }
+  std::lock_guard lock(mu_);
+  redrives_ = std::move(all);
   return Status::OK();
 }
 
@@ -254,13 +396,22 @@ void ShardRunner::NoteFailure(const Status& st, int attempts) {
   last_error_ms_ = now;
   last_error_attempts_ = attempts;
   metrics_.retryable_failures.fetch_add(1);
-  if (metrics_.failing_since_ms.load() == 0) metrics_.failing_since_ms.store(now);
-  // One warning per channel per interval: a destination that is down for an hour must
-  // not fill the log, but it must be said.
-  if (last_warning_ms_ < 0 || now - last_warning_ms_ >= 30000 || attempts == 1) {
+  ++stretch_failures_;
+  const bool first = metrics_.failing_since_ms.load() == 0;
+  if (first) metrics_.failing_since_ms.store(now);
+  // One warning per channel per interval (the first failure of a stretch at once): a
+  // destination that is down for an hour must not fill the log, but it must be said.
+  if (first || last_warning_ms_ < 0 || now - last_warning_ms_ >= options_.warning_interval_ms) {
     last_warning_ms_ = now;
-    spdlog::warn("channel {}: delivery failed ({} attempt(s) so far): {} (retrying)", config_.name,
-                 attempts, st.ToString());
+    std::string grace;
+    if (ClassifyFailure(st) == FailureKind::kGrace) {
+      grace = fmt::format("; the channel goes FAILED if this lasts {} s",
+                          options_.destination_grace_ms / 1000);
+    }
+    spdlog::warn(
+        "channel {}: delivery failed ({} attempt(s) failed since {} s ago): {} (retrying{})",
+        config_.name, stretch_failures_, (now - metrics_.failing_since_ms.load()) / 1000,
+        st.ToString(), grace);
   }
 }
 
@@ -276,12 +427,15 @@ std::set<std::string> ShardRunner::HeldShards(const std::vector<SourceShard>& sh
   std::set<std::string> held;
   if (coordinator_ == nullptr) {
     for (const auto& s : shards) held.insert(s.id);
+    std::lock_guard lock(mu_);
+    control_held_ = true;
     return held;
   }
   std::vector<std::string> units = {ControlUnit()};
   for (const auto& s : shards) {
     std::string u = UnitOf(s.id);
-    if (u != units.front() && std::find(units.begin(), units.end(), u) == units.end()) units.push_back(u);
+    if (u != units.front() && std::find(units.begin(), units.end(), u) == units.end())
+      units.push_back(u);
   }
   coordinator_->Offer(config_.id, units);
   std::set<std::string> taken, lost;
@@ -299,6 +453,13 @@ std::set<std::string> ShardRunner::HeldShards(const std::vector<SourceShard>& sh
   std::map<std::string, Position> cps;
   std::map<std::string, BatchPlan> plans;
   std::set<std::string> finished;
+  // The redrives run where the control unit is held: taking it reads them again (another
+  // process may have started or moved one).
+  if (taken.count(ControlUnit()) && !LoadRedrives().ok()) {
+    std::lock_guard lock(mu_);
+    unit_epochs_[ControlUnit()] = 0;
+    taken.erase(ControlUnit());
+  }
   if (reload) {
     auto c = store_->Checkpoints(config_.id);
     auto p = store_->Plans(config_.id);
@@ -324,6 +485,7 @@ std::set<std::string> ShardRunner::HeldShards(const std::vector<SourceShard>& sh
       st.known = cp != cps.end();
       st.failures = 0;
       st.retry_after_ms = 0;
+      st.grace_since_ms = 0;
       auto plan = plans.find(s.id);
       if (plan == plans.end()) {
         plans_.erase(s.id);
@@ -339,13 +501,315 @@ std::set<std::string> ShardRunner::HeldShards(const std::vector<SourceShard>& sh
     }
     if (coordinator_->HeldEpoch(config_.id, u) != 0 && unit_epochs_[u] != 0) held.insert(s.id);
   }
+  control_held_ =
+      coordinator_->HeldEpoch(config_.id, ControlUnit()) != 0 && unit_epochs_[ControlUnit()] != 0;
   // Shards finished elsewhere are finished here too (parents before children).
   for (const auto& f : finished) finished_.insert(f);
+  if (!taken.empty()) {
+    // Failures before the unit was lost are not this holder's: a fresh grace period.
+    spanning_grace_since_ms_ = 0;
+    recover_grace_since_ms_ = 0;
+    redrive_grace_since_ms_ = 0;
+  }
   if (sink_->spans_shards() && taken.count(kChannelUnit)) {
     // The destination's own record is read again before the first batch.
     recovered_ = false;
   }
   return held;
+}
+
+void ShardRunner::NoteSuccess() {
+  // The channel is failing while any of its units is (a shard of a per-shard sink, the
+  // spanning batch, or reading what the destination holds).
+  if (recover_failures_ > 0 || spanning_failures_ > 0 || source_failures_ > 0 ||
+      redrive_failures_ > 0) {
+    return;
+  }
+  for (const auto& [id, s] : shards_) {
+    if (s.failures > 0) return;
+  }
+  int64_t since = metrics_.failing_since_ms.exchange(0);
+  if (since > 0) {
+    spdlog::info("channel {}: delivering again after {:.1f} s ({} failed attempt(s))", config_.name,
+                 static_cast<double>(clock_->NowMillis() - since) / 1000.0, stretch_failures_);
+  }
+  stretch_failures_ = 0;
+  last_error_.clear();
+  last_error_attempts_ = 0;
+}
+
+bool ShardRunner::FailsChannel(const Status& st, int64_t* grace_since_ms, int64_t now) {
+  switch (ClassifyFailure(st)) {
+    case FailureKind::kPermanent:
+      SetFatal(st.message());
+      return true;
+    case FailureKind::kGrace:
+      if (*grace_since_ms == 0) *grace_since_ms = now;
+      if (now - *grace_since_ms >= options_.destination_grace_ms) {
+        SetFatal(fmt::format("{} (still so after {} s of retries: the grace period is over)",
+                             st.message(), (now - *grace_since_ms) / 1000));
+        return true;
+      }
+      return false;
+    case FailureKind::kRetry:
+      return false;
+  }
+  return false;
+}
+
+void ShardRunner::NoteRejects(uint64_t records_in, const RejectSummary& rejects, int64_t now) {
+  rejects_.Merge(rejects);
+  rejects_unlogged_.Merge(rejects);
+  records_unlogged_ += records_in;
+  FlushRejectLog(now, false);
+}
+
+void ShardRunner::FlushRejectLog(int64_t now, bool force) {
+  const bool due =
+      last_reject_log_ms_ < 0 || now - last_reject_log_ms_ >= options_.reject_log_interval_ms;
+  if (rejects_unlogged_.empty()) {
+    // Nothing to say: the next line counts the records from the next interval on.
+    if (due) records_unlogged_ = 0;
+    return;
+  }
+  if (!due && !force) return;
+  spdlog::info("channel {}: {} of {} records to the DLQ ({})", config_.name,
+               rejects_unlogged_.records, std::max(records_unlogged_, rejects_unlogged_.records),
+               rejects_unlogged_.ReasonsText());
+  last_reject_log_ms_ = now;
+  rejects_unlogged_ = RejectSummary{};
+  records_unlogged_ = 0;
+}
+
+std::map<std::string, uint64_t> ShardRunner::RejectedByCode() const {
+  std::lock_guard lock(mu_);
+  return rejects_.by_code;
+}
+
+RedriveState* ShardRunner::ActiveRedrive() {
+  for (auto& r : redrives_) {
+    if (r.active()) return &r;
+  }
+  return nullptr;
+}
+
+Result<RedriveState> ShardRunner::StartRedrive(RedriveFilter filter) {
+  std::lock_guard lock(mu_);
+  if (RedriveState* a = ActiveRedrive()) {
+    return FailedPrecondition(fmt::format(
+        "Channel {} is redriving its DLQ already (redrive {}, {}); one redrive runs at a time.",
+        config_.arn, a->id, RedriveStatusName(a->status)));
+  }
+  RedriveState r;
+  r.id = crypto::RandomUuid();
+  r.filter = std::move(filter);
+  r.created_ms = clock_->NowMillis();
+  r.progress.id = r.id;
+  RETURN_IF_ERROR(store_->SaveRedrive(config_.id, r.id, r.created_ms, RedriveStateToJson(r)));
+  redrives_.push_back(r);
+  redrive_failures_ = 0;
+  redrive_retry_after_ms_ = 0;
+  redrive_grace_since_ms_ = 0;
+  spdlog::info("channel {}: redrive {} of the DLQ started", config_.name, r.id);
+  LogEvent({{"eventType", "RedriveStarted"}, {"redriveId", r.id}});
+  return r;
+}
+
+std::vector<RedriveState> ShardRunner::Redrives() const {
+  std::lock_guard lock(mu_);
+  return redrives_;
+}
+
+void ShardRunner::RunRedrive() {
+  RedriveState r;
+  std::vector<RedriveState> earlier;
+  {
+    std::lock_guard lock(mu_);
+    RedriveState* a = ActiveRedrive();
+    if (a == nullptr || stopping_) {
+      redrive_in_flight_ = false;
+      --in_flight_;
+      return;
+    }
+    r = *a;
+    earlier = redrives_;
+  }
+  bool fault = false;
+  DeliveryCounts counts;
+  const bool preparing = r.status == RedriveStatus::kPreparing;
+  Status st = preparing ? PrepareStep(&r, earlier, &fault) : RedriveBatchStep(&r, &counts, &fault);
+
+  std::lock_guard lock(mu_);
+  redrive_in_flight_ = false;
+  --in_flight_;
+  RedriveState* a = ActiveRedrive();
+  if (a == nullptr || a->id != r.id) return;
+  const int64_t now = clock_->NowMillis();
+  if (st.ok()) {
+    *a = r;
+    redrive_failures_ = 0;
+    redrive_grace_since_ms_ = 0;
+    if (!preparing) {
+      metrics_.Add(counts);
+      NoteRejects(counts.records_in, counts.rejects, now);
+    }
+    NoteSuccess();
+    return;
+  }
+  if (st.code() == StatusCode::kShuttingDown || stopping_) return;
+  if (fault) {
+    // The redrive cannot go on (its worklist is gone, the DLQ cannot be read); the
+    // channel delivers on.
+    RedriveState failed = *a;
+    failed.status = RedriveStatus::kFailed;
+    failed.status_reason = st.message().substr(0, 2048);
+    failed.completed_ms = now;
+    failed.plan.reset();
+    if (Status save = store_->SaveRedrive(config_.id, failed.id, failed.created_ms,
+                                          RedriveStateToJson(failed));
+        !save.ok()) {
+      NoteFailure(save, ++redrive_failures_);
+      redrive_retry_after_ms_ = now + Backoff(redrive_failures_);
+      return;
+    }
+    *a = std::move(failed);
+    spdlog::warn("channel {}: redrive {} FAILED: {}", config_.name, a->id, a->status_reason);
+    LogEvent(
+        {{"eventType", "RedriveFailed"}, {"redriveId", a->id}, {"errorMessage", a->status_reason}});
+    return;
+  }
+  // The batch's plan (saved before the attempt) is what the next attempt replays.
+  if (r.plan) a->plan = r.plan;
+  if (FailsChannel(st, &redrive_grace_since_ms_, now)) return;
+  ++redrive_failures_;
+  redrive_retry_after_ms_ = now + Backoff(redrive_failures_);
+  NoteFailure(st.WithContext("redrive " + r.id), redrive_failures_);
+  LogEvent({{"eventType", "DeliveryAttemptFailed"},
+            {"attempt", redrive_failures_},
+            {"errorMessage", st.message()},
+            {"redriveId", r.id}});
+}
+
+Status ShardRunner::PrepareStep(RedriveState* r, const std::vector<RedriveState>& earlier,
+                                bool* redrive_fault) {
+  auto dlq = DlqBucketOf(config_, buckets_, local_buckets_);
+  if (!dlq.ok()) {
+    *redrive_fault = true;
+    return dlq.status();
+  }
+  Status st = PrepareRedrive(*dlq, config_, earlier, r);
+  if (!st.ok()) {
+    // What a retry cannot mend ends the redrive: the DLQ bucket is gone or refused, an
+    // earlier redrive's worklist is gone or damaged.
+    *redrive_fault =
+        ClassifyFailure(st) != FailureKind::kRetry || st.code() == StatusCode::kCorruption;
+    return st.WithContext("preparing the redrive");
+  }
+  const int64_t now = clock_->NowMillis();
+  r->progress = RedriveProgress{r->id, 0, 0, 0, 0};
+  r->plan.reset();
+  if (r->total == 0) {
+    r->status = RedriveStatus::kCompleted;
+    r->completed_ms = now;
+  } else {
+    r->status = RedriveStatus::kInProgress;
+  }
+  RETURN_IF_ERROR(store_->SaveRedrive(config_.id, r->id, r->created_ms, RedriveStateToJson(*r)));
+  spdlog::info(
+      "channel {}: redrive {}: {} DLQ line(s) to redrive from {} object(s) ({} skipped: "
+      "redriven before or a second line of a record; {} unreadable)",
+      config_.name, r->id, r->total, r->objects, r->lines_skipped, r->lines_unreadable);
+  LogEvent({{"eventType", "RedrivePrepared"},
+            {"redriveId", r->id},
+            {"lines", r->total},
+            {"skipped", r->lines_skipped}});
+  return Status::OK();
+}
+
+Status ShardRunner::RedriveBatchStep(RedriveState* r, DeliveryCounts* counts, bool* redrive_fault) {
+  auto dlq = DlqBucketOf(config_, buckets_, local_buckets_);
+  if (!dlq.ok()) {
+    *redrive_fault = true;
+    return dlq.status();
+  }
+  const bool replay = r->plan.has_value();
+  const uint64_t from = r->progress.next;
+  if (replay && r->plan->from != from) {
+    *redrive_fault = true;
+    return Internal(
+        fmt::format("the redrive's planned batch starts at entry {} but its progress is {}",
+                    r->plan->from, from));
+  }
+  const uint64_t want_to =
+      replay ? r->plan->to : std::min<uint64_t>(r->total, from + options_.redrive_batch_records);
+  auto entries = ReadWorklist(*dlq, config_, *r, from, want_to);
+  if (!entries.ok()) {
+    *redrive_fault = entries.status().code() == StatusCode::kNotFound ||
+                     entries.status().code() == StatusCode::kCorruption;
+    return entries.status().WithContext("reading the redrive's worklist");
+  }
+  if (entries->empty()) {
+    *redrive_fault = true;
+    return Corruption("the redrive's worklist has no entry " + std::to_string(from));
+  }
+  if (!replay) {
+    // An S3 batch holds one shard: it ends where the shard changes (the worklist is sorted
+    // by shard).
+    if (!sink_->spans_shards()) {
+      size_t n = 1;
+      while (n < entries->size() && (*entries)[n].shard_id == (*entries)[0].shard_id) ++n;
+      entries->resize(n);
+    }
+    r->plan = RedrivePlan{from, from + entries->size(), clock_->NowMillis()};
+    RETURN_IF_ERROR(store_->SaveRedrive(config_.id, r->id, r->created_ms, RedriveStateToJson(*r)));
+  }
+  auto span = std::make_shared<RedriveSpan>();
+  span->id = r->id;
+  span->from = from;
+  span->to = r->plan->to;
+  span->entries = std::move(*entries);
+  span->before = r->progress;
+  if (span->entries.size() != span->to - span->from) {
+    *redrive_fault = true;
+    return Corruption("the redrive's worklist is shorter than its plan");
+  }
+  DeliveryBatch batch;
+  batch.attempt_ms = r->plan->attempt_ms;
+  batch.replay = replay;
+  std::vector<size_t> range_of;
+  for (const auto& e : span->entries) {
+    if (batch.ranges.empty() || batch.ranges.back().shard != e.shard_id) {
+      batch.ranges.push_back({e.shard_id, Position{}, std::string(), 0});
+    }
+    ++batch.ranges.back().records;
+    range_of.push_back(batch.ranges.size() - 1);
+  }
+  batch.redrive = span;
+  RedriveRecordSource source(source_.get(), span, std::move(range_of));
+  ASSIGN_OR_RETURN(DeliveryCounts delivered, sink_->Deliver(batch, &source));
+  if (!delivered.redrive) return Internal("the sink did not report the redrive's progress");
+  r->progress = *delivered.redrive;
+  r->plan.reset();
+  if (r->progress.next >= r->total) {
+    r->status = RedriveStatus::kCompleted;
+    r->completed_ms = clock_->NowMillis();
+  }
+  RETURN_IF_ERROR(store_->SaveRedrive(config_.id, r->id, r->created_ms, RedriveStateToJson(*r)));
+  spdlog::info(
+      "channel {}: redrive {}: entries {} to {} of {}: {} delivered, {} failed again, {} "
+      "expired in all so far{}",
+      config_.name, r->id, span->from, span->to, r->total, r->progress.delivered,
+      r->progress.failed_again, r->progress.expired,
+      r->status == RedriveStatus::kCompleted ? " (COMPLETED)" : "");
+  LogEvent({{"eventType", "RedriveBatch"},
+            {"redriveId", r->id},
+            {"from", span->from},
+            {"to", span->to},
+            {"delivered", r->progress.delivered},
+            {"failedAgain", r->progress.failed_again},
+            {"expired", r->progress.expired}});
+  *counts = std::move(delivered);
+  return Status::OK();
 }
 
 std::optional<Position> ShardRunner::NeededPosition(const std::string& shard) const {
@@ -385,7 +849,8 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     if (shards.status().code() == StatusCode::kNotFound) {
       SetFatal("The source stream no longer exists.");
     } else {
-      NoteFailure(shards.status().WithContext("listing the source's shards"), 1);
+      source_failures_ = std::max(1, source_failures_ + 1);
+      NoteFailure(shards.status().WithContext("listing the source's shards"), source_failures_);
     }
     return jobs;
   }
@@ -407,6 +872,10 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
   std::map<std::string, Position> positions;
   {
     std::lock_guard lock(mu_);
+    if (source_failures_ > 0) {
+      source_failures_ = 0;
+      NoteSuccess();
+    }
     known_shards_ = *shards;
     for (const auto& s : *shards) {
       if (finished_.count(s.id) || !held.count(s.id)) continue;
@@ -427,6 +896,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
 
   std::lock_guard lock(mu_);
   if (fatal_ || stopping_) return jobs;
+  FlushRejectLog(now, false);
   const bool spanning = sink_->spans_shards();
   // Flush a little before the oldest record reaches the freshness interval, so that it is
   // visible within it.
@@ -537,6 +1007,16 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
       --in_flight_;
     });
   };
+  // The active redrive's next step, as a job of its own.
+  auto redrive_due = [&] {
+    return control_held_ && !redrive_in_flight_ && room() && now >= redrive_retry_after_ms_ &&
+           ActiveRedrive() != nullptr;
+  };
+  auto launch_redrive = [&] {
+    redrive_in_flight_ = true;
+    ++in_flight_;
+    jobs.push_back([this] { RunRedrive(); });
+  };
 
   if (spanning) {
     if (in_flight_ > 0 || !room()) return jobs;
@@ -545,7 +1025,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
       return jobs;
     }
     if (!plans_.empty()) {
-      // Replay the planned batch as it was.
+      // Replay the planned batch as it was (before anything else, a redrive too).
       std::vector<ShardRange> ranges;
       int64_t attempt_ms = 0;
       for (const auto& [shard, plan] : plans_) {
@@ -568,7 +1048,20 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
         std::any_of(pending.begin(), pending.end(), [](const Pending& p) { return p.ripe; }) ||
         total_bytes >= options_.max_spanning_batch_bytes ||
         total_records >= options_.max_spanning_batch_records;
-    if (!ripe || pending.empty()) return jobs;
+    // A redrive takes every other slot while the stream's batches are ripe, and any slot
+    // while they are not.
+    if (redrive_due() && (redrive_turn_ || !ripe || pending.empty())) {
+      redrive_turn_ = false;
+      launch_redrive();
+      return jobs;
+    }
+    if (!ripe || pending.empty()) {
+      // A quiet table still gets its upkeep (cold partitions merged, snapshots expired,
+      // orphans removed): between batches, never beside one.
+      if (upkeep_due()) launch_upkeep();
+      return jobs;
+    }
+    redrive_turn_ = true;
     const uint64_t share_bytes =
         std::max<uint64_t>(1 << 20, options_.max_spanning_batch_bytes / pending.size());
     const size_t share_records =
@@ -622,6 +1115,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     plans_[p.shard] = plan;
     launch({{p.shard, plan.after, plan.last_sequence, plan.records}}, plan.attempt_ms, false);
   }
+  if (redrive_due()) launch_redrive();
   if (upkeep_due()) launch_upkeep();
   return jobs;
 }
@@ -638,13 +1132,13 @@ ShardRunner::Job ShardRunner::RecoverJob() {
 void ShardRunner::Recover() {
   Status check = sink_->Check();
   auto held = check.ok() ? sink_->Checkpoints() : Result<std::map<std::string, Position>>(check);
+  Result<std::optional<RedriveProgress>> held_redrive =
+      held.ok() ? sink_->HeldRedrive() : Result<std::optional<RedriveProgress>>(held.status());
+  if (!held_redrive.ok()) held = held_redrive.status();
   std::lock_guard lock(mu_);
   if (!held.ok()) {
     const Status& st = held.status();
-    if (IsPermanent(st)) {
-      SetFatal(st.message());
-      return;
-    }
+    if (FailsChannel(st, &recover_grace_since_ms_, clock_->NowMillis())) return;
     NoteFailure(st.WithContext("reading what the destination holds"), ++recover_failures_);
     recover_after_ms_ = clock_->NowMillis() + Backoff(recover_failures_);
     return;
@@ -679,8 +1173,31 @@ void ShardRunner::Recover() {
     spdlog::info("channel {}: resumed {} shard(s) from the destination's checkpoints", config_.name,
                  moved.size());
   }
+  // Likewise a redrive whose batch committed before its document moved.
+  RedriveState* active = ActiveRedrive();
+  if (active && *held_redrive && (*held_redrive)->id == active->id &&
+      (*held_redrive)->next > active->progress.next) {
+    RedriveState next = *active;
+    next.progress = **held_redrive;
+    next.plan.reset();
+    if (next.progress.next >= next.total) {
+      next.status = RedriveStatus::kCompleted;
+      next.completed_ms = clock_->NowMillis();
+    }
+    if (Status st =
+            store_->SaveRedrive(config_.id, next.id, next.created_ms, RedriveStateToJson(next));
+        !st.ok()) {
+      NoteFailure(st, ++recover_failures_);
+      recover_after_ms_ = clock_->NowMillis() + Backoff(recover_failures_);
+      return;
+    }
+    *active = std::move(next);
+    spdlog::info("channel {}: redrive {} resumed from the destination's record (entry {} of {})",
+                 config_.name, active->id, active->progress.next, active->total);
+  }
   recover_failures_ = 0;
-  last_error_.clear();
+  recover_grace_since_ms_ = 0;
+  NoteSuccess();
   recovered_ = true;
 }
 
@@ -689,6 +1206,7 @@ ShardRunner::Job ShardRunner::BatchJob(DeliveryBatch batch) {
 }
 
 void ShardRunner::RunBatch(const DeliveryBatch& batch) {
+  const int64_t started = clock_->NowMillis();
   BatchRecordSource source(source_.get(), batch, options_);
   auto result = sink_->Deliver(batch, &source);
   std::map<std::string, Position> next;
@@ -699,32 +1217,52 @@ void ShardRunner::RunBatch(const DeliveryBatch& batch) {
   --in_flight_;
   for (const auto& r : batch.ranges) shards_[r.shard].in_flight = false;
   if (st.ok()) {
+    const int64_t now = clock_->NowMillis();
     metrics_.Add(*result);
-    metrics_.failing_since_ms.store(0);
+    if (result->records_in > 0) {
+      // Compact at info; the ranges at debug.
+      spdlog::info(
+          "channel {}: delivered {} of {} record(s) of {} shard(s){}, {} {}, {} bytes out, {} ms",
+          config_.name, result->delivered, result->records_in, batch.ranges.size(),
+          result->failed > 0 ? fmt::format(" ({} to the DLQ)", result->failed) : "",
+          result->deliveries, sink_->spans_shards() ? "commit(s)" : "object(s)", result->bytes_out,
+          now - started);
+    }
     spdlog::debug(
         "channel {}: delivered {} record(s) ({} bytes in, {} bytes out, {} to the DLQ) of {}",
         config_.name, result->records_in, result->bytes_in, result->bytes_out, result->failed,
         RangesText(batch));
+    NoteRejects(result->records_in, result->rejects, now);
     for (const auto& r : batch.ranges) {
       auto& s = shards_[r.shard];
       s.checkpoint = r.end();
       s.known = true;
       s.failures = 0;
       s.retry_after_ms = 0;
+      s.grace_since_ms = 0;
       plans_.erase(r.shard);
     }
     spanning_failures_ = 0;
     spanning_retry_after_ms_ = 0;
-    last_error_.clear();
-    last_error_attempts_ = 0;
+    spanning_grace_since_ms_ = 0;
+    NoteSuccess();
     return;
   }
   if (st.code() == StatusCode::kShuttingDown || stopping_) return;  // replayed after a restart
-  if (IsPermanent(st)) {
-    SetFatal(st.message());
-    return;
-  }
   int64_t now = clock_->NowMillis();
+  {
+    // The grace of a batch of one shard is that shard's; of a spanning batch, the channel's.
+    int64_t* since = sink_->spans_shards() || batch.ranges.empty()
+                         ? &spanning_grace_since_ms_
+                         : &shards_[batch.ranges[0].shard].grace_since_ms;
+    if (FailsChannel(st, since, now)) {
+      LogEvent({{"eventType", "DeliveryAttemptFailed"},
+                {"errorMessage", st.message()},
+                {"ranges", RangesText(batch)},
+                {"fatal", true}});
+      return;
+    }
+  }
   int attempts = 0;
   if (sink_->spans_shards()) {
     attempts = ++spanning_failures_;
@@ -774,6 +1312,19 @@ nlohmann::json ShardRunner::StatusJson(int64_t now) const {
       out["LastErrorTimestamp"] = static_cast<double>(last_error_ms_) / 1000.0;
       out["LastErrorAttempts"] = last_error_attempts_;
     }
+    out["RejectedRecordCounts"] = rejects_.by_code;
+    if (rejects_.last) {
+      const RejectNote& r = *rejects_.last;
+      nlohmann::json j = {{"ErrorCode", r.error_code},
+                          {"ErrorMessage", r.error_message},
+                          {"ShardId", r.shard_id},
+                          {"SequenceNumber", r.sequence_number}};
+      if (r.sub_sequence) j["SubSequenceNumber"] = *r.sub_sequence;
+      j["ApproximateArrivalTimestamp"] = static_cast<double>(r.arrival_ms) / 1000.0;
+      j["Timestamp"] = static_cast<double>(r.rejected_ms) / 1000.0;
+      out["LastRejected"] = std::move(j);
+    }
+    if (!redrives_.empty()) out["Redrive"] = RedriveDescription(redrives_.back(), config_);
   }
   if (coordinator_ != nullptr) AddPoolStatus(&out);
   nlohmann::json sink_status = sink_->StatusJson();
@@ -805,11 +1356,11 @@ void ShardRunner::AddPoolStatus(nlohmann::json* out) const {
     if (j.value("Delivered", false)) continue;
     if (auto b = source_->Backlog(shard, cp->second); b.ok()) {
       j["LagRecords"] = b->records;
-      j["LagSeconds"] =
-          b->records > 0 && b->oldest_arrival_ms >= 0
-              ? static_cast<double>(std::max<int64_t>(0, clock_->NowMillis() - b->oldest_arrival_ms)) /
-                    1000.0
-              : 0.0;
+      j["LagSeconds"] = b->records > 0 && b->oldest_arrival_ms >= 0
+                            ? static_cast<double>(std::max<int64_t>(
+                                  0, clock_->NowMillis() - b->oldest_arrival_ms)) /
+                                  1000.0
+                            : 0.0;
     }
   }
 }

@@ -13,11 +13,25 @@
 // to its end, a durable mark). Where the destination itself records what it holds (a
 // table's snapshot summary), that record wins over the store after a restart.
 //
-// Retries: the one retry loop above the clients. A job makes one attempt; a retryable
-// failure (anything not IsPermanent) backs the batch off (0.5 s doubling to 30 s,
-// jittered) and it is replayed by a later Schedule, so a failing destination never holds
-// a delivery worker while it waits. A permanent failure, and a plan that does not start
-// at its shard's checkpoint, set fatal(), which the channel manager turns into FAILED.
+// Retries: the one retry loop above the clients (retry.h). A job makes one attempt; a
+// retryable failure backs the batch off (0.5 s doubling to 30 s, jittered) and it is
+// replayed by a later Schedule, so a failing destination never holds a delivery worker
+// while it waits. A failure of the grace kind (something missing, access refused) is
+// retried so for destination_grace_ms from its first occurrence, then it is taken as
+// lasting. That, a permanent failure, and a plan that does not start at its shard's
+// checkpoint set fatal(), which the channel manager turns into FAILED. Failures are
+// logged as one warning per channel per 30 s; the first success after them says how long
+// delivery was failing.
+//
+// What it says: failures as above; rejected records (the DLQ) as counts per error code,
+// the last one, and one info line per channel per reject_log_interval_ms that names the
+// reasons; every delivered batch as one compact info line (the detail at debug).
+//
+// DLQ redrive (redrive.h): at most one redrive of the channel is active; its prepare step
+// and its batches run as jobs of their own between the channel's batches (a spanning
+// sink alternates them with its batches), within the channel's share of the workers and
+// under the same retry policy. Its progress is the store's document of it, or what the
+// destination holds (HeldRedrive) where that is further.
 //
 // Thread-safety: every public method may be called from any thread. Jobs returned by
 // Schedule() run on the manager's workers and must not outlive the runner (the manager
@@ -59,6 +73,15 @@ struct RunnerOptions {
   size_t read_chunk_records = 10000;
   int64_t min_retry_delay_ms = 500;
   int64_t max_retry_delay_ms = 30000;
+  // How long a missing destination or refused access (FailureKind::kGrace) is retried
+  // before the channel goes FAILED.
+  int64_t destination_grace_ms = 5 * 60 * 1000;
+  // At most one warning about failing deliveries per channel per this interval.
+  int64_t warning_interval_ms = 30000;
+  // At most one info line about records sent to the DLQ per channel per this interval.
+  int64_t reject_log_interval_ms = 30000;
+  // A redrive batch holds at most this many DLQ lines' records.
+  size_t redrive_batch_records = 5000;
 };
 
 class ShardRunner {
@@ -123,6 +146,14 @@ class ShardRunner {
   nlohmann::json StatusJson(int64_t now) const;
   // The last retryable error (empty when the last attempt succeeded).
   std::string last_error() const;
+
+  // DLQ redrive. StartRedrive records a new redrive (PREPARING) of the DLQ lines that
+  // match `filter`; kFailedPrecondition while another one is active. Redrives(): all of
+  // the channel's, oldest first.
+  Result<RedriveState> StartRedrive(RedriveFilter filter);
+  std::vector<RedriveState> Redrives() const;
+  // Records rejected since the server started, per error code (for /metrics).
+  std::map<std::string, uint64_t> RejectedByCode() const;
   // The sink's own /metrics figures.
   std::vector<SinkMetric> SinkMetrics() const { return sink_->Metrics(); }
 
@@ -135,14 +166,32 @@ class ShardRunner {
   // since the last pass and forgets those lost. Returns the held ones (all without a
   // coordinator). Called without mu_.
   std::set<std::string> HeldShards(const std::vector<SourceShard>& shards);
+  Status LoadRedrives();
 
   Job RecoverJob();
   Job BatchJob(DeliveryBatch batch);
   void RunBatch(const DeliveryBatch& batch);
+  // A delivered batch's rejections: counted, and logged at most once per interval (mu_).
+  void NoteRejects(uint64_t records_in, const RejectSummary& rejects, int64_t now);
+  void FlushRejectLog(int64_t now, bool force);
+  // The active redrive (mu_ held); null when none.
+  RedriveState* ActiveRedrive();
+  void RunRedrive();
+  // One step of the active redrive `r` (a copy): its prepare or its next batch. On
+  // success `r` is what to store. *redrive_fault: the error ends the redrive (FAILED),
+  // not the channel.
+  Status PrepareStep(RedriveState* r, const std::vector<RedriveState>& earlier,
+                     bool* redrive_fault);
+  Status RedriveBatchStep(RedriveState* r, DeliveryCounts* counts, bool* redrive_fault);
   void Recover();
   void SetFatal(const std::string& reason);  // mu_ held
   // A retryable failure: remembered for the status and the log (mu_ held).
   void NoteFailure(const Status& st, int attempts);
+  // A delivery succeeded: the failing stretch (if any) is over (mu_ held).
+  void NoteSuccess();
+  // Classifies a failed attempt (mu_ held): true when the channel must now go FAILED
+  // (fatal_ is set); `grace_since_ms` is the failing unit's first grace-kind failure.
+  bool FailsChannel(const Status& st, int64_t* grace_since_ms, int64_t now);
   int64_t Backoff(int failures);
 
   const ChannelConfig config_;  // identity and source; the destination is the sink's
@@ -151,6 +200,8 @@ class ShardRunner {
   const Clock* clock_;
   const RunnerOptions options_;
   std::unique_ptr<Sink> sink_;
+  objectstore::ObjectStore* buckets_ = nullptr;  // the DLQ's (SinkEnv::buckets)
+  bool local_buckets_ = true;
   ChannelMetrics metrics_;
   std::atomic<bool> stopping_{false};
 
@@ -162,15 +213,32 @@ class ShardRunner {
   bool recovered_ = true;  // the destination's checkpoints have been taken into account
   bool recovering_ = false;
   int recover_failures_ = 0;
+  int source_failures_ = 0;  // consecutive failures to list the source's shards
   int64_t recover_after_ms_ = 0;
   int in_flight_ = 0;          // batches running
   int spanning_failures_ = 0;  // consecutive failures of the spanning batch
   int64_t spanning_retry_after_ms_ = 0;
+  int64_t spanning_grace_since_ms_ = 0;  // first grace-kind failure of the spanning batch
+  int64_t recover_grace_since_ms_ = 0;
   std::optional<std::string> fatal_;
   std::string last_error_;
   int64_t last_error_ms_ = 0;
   int last_error_attempts_ = 0;
-  int64_t last_warning_ms_ = -1;  // of the rate-limited failure warning
+  int64_t last_warning_ms_ = -1;   // of the rate-limited failure warning
+  uint64_t stretch_failures_ = 0;  // failed attempts since the last success
+  // Rejections: since the server started, and since the last info line about them.
+  RejectSummary rejects_;
+  RejectSummary rejects_unlogged_;
+  uint64_t records_unlogged_ = 0;
+  int64_t last_reject_log_ms_ = -1;
+  // Redrives, oldest first; at most one active.
+  std::vector<RedriveState> redrives_;
+  bool redrive_in_flight_ = false;
+  bool control_held_ = false;  // this process holds the control unit (always without a coordinator)
+  bool redrive_turn_ = false;  // a spanning sink's next slot goes to the redrive
+  int redrive_failures_ = 0;
+  int64_t redrive_retry_after_ms_ = 0;
+  int64_t redrive_grace_since_ms_ = 0;
   uint64_t rng_state_ = 0;
   std::mutex log_mu_;  // guards log_ only (taken inside mu_, never the other way)
   std::shared_ptr<DeliveryLog> log_;

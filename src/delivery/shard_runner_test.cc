@@ -2,7 +2,9 @@
 // meta.db, the SQLite delivery store) with a recording sink standing in for a
 // destination: batches cover every record exactly once, plans are replayed as they were,
 // a plan off its checkpoint fails the channel, what a destination holds wins after a
-// restart, children wait for their parents, and a failing sink holds no worker.
+// restart, children wait for their parents, and a failing sink holds no worker; DLQ
+// redrives read records back from the log (or the lines' own copies), report the records
+// retention removed, replay a failed batch as planned and go on after a restart.
 #include "delivery/shard_runner.h"
 
 #include <gtest/gtest.h>
@@ -11,10 +13,14 @@
 #include <filesystem>
 #include <future>
 #include <set>
+#include <tuple>
 
+#include "common/base64.h"
 #include "common/crypto.h"
+#include "common/time_format.h"
 #include "delivery/kpl.h"
 #include "delivery/sqlite_delivery_store.h"
+#include "objectstore/local_store.h"
 #include "source/local/local_source.h"
 #include "stream/hash_key.h"
 #include "stream/model.h"
@@ -38,12 +44,26 @@ struct Recorder {
     std::string key, data, error;
   };
   std::vector<Seen> seen;  // every record handed to the sink
+  // Redrive batches: the records handed over (shard, sequence number, data) and spans.
+  std::vector<std::tuple<std::string, std::string, std::string>> redriven;
+  std::vector<std::pair<uint64_t, uint64_t>> redrive_spans;
+  int64_t upkeep_due_ms = INT64_MAX;  // NextUpkeepMs
+  int upkeeps = 0;                    // Upkeep calls
 };
 
 class RecordingSink final : public Sink {
  public:
   explicit RecordingSink(std::shared_ptr<Recorder> r) : r_(std::move(r)) {}
   bool spans_shards() const override { return r_->spans; }
+  int64_t NextUpkeepMs() const override {
+    std::lock_guard lock(r_->mu);
+    return r_->upkeep_due_ms;
+  }
+  void Upkeep() override {
+    std::lock_guard lock(r_->mu);
+    ++r_->upkeeps;
+    r_->upkeep_due_ms = INT64_MAX;
+  }
   Status Check() override { return Status::OK(); }
   Result<std::map<std::string, Position>> Checkpoints() override {
     std::lock_guard lock(r_->mu);
@@ -53,6 +73,26 @@ class RecordingSink final : public Sink {
     std::map<uint32_t, std::vector<uint64_t>> got;
     RecordChunk chunk;
     DeliveryCounts counts;
+    if (batch.redrive) {
+      for (;;) {
+        ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
+        if (!more) break;
+        std::lock_guard lock(r_->mu);
+        for (const auto& rec : chunk.records) {
+          r_->redriven.emplace_back(batch.ranges[chunk.range].shard,
+                                    std::string(rec.sequence_number), std::string(rec.data));
+        }
+      }
+      std::lock_guard lock(r_->mu);
+      r_->redrive_spans.emplace_back(batch.redrive->from, batch.redrive->to);
+      if (!r_->next_failure.ok()) {
+        Status st = r_->next_failure;
+        r_->next_failure = Status::OK();
+        return st;
+      }
+      counts.redrive = RedriveReport(*batch.redrive, source->Missing(), {}).after;
+      return counts;
+    }
     for (;;) {
       ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
       if (!more) break;
@@ -122,6 +162,9 @@ class ShardRunnerTest : public ::testing::Test {
     config_.arn = "arn:aws:kinesis:us-east-1:000000000000:channel/chan";
     config_.stream_name = "s";
     config_.stream_uid = info->uid;
+    config_.dlq.bucket_arn = "arn:aws:s3:::dlq";
+    config_.dlq.error_output_prefix = "errors/";
+    buckets_ = std::make_unique<objectstore::LocalObjectStore>((dir_ / "buckets").string());
     rec_ = std::make_shared<Recorder>();
     dest_ = std::make_unique<RecordingDestination>(rec_);
   }
@@ -137,7 +180,9 @@ class ShardRunnerTest : public ::testing::Test {
   void MakeRunner(RunnerOptions o = {}) {
     auto source = sources_->OpenSource(config_);
     ASSERT_TRUE(source.ok()) << source.status().ToString();
-    auto r = ShardRunner::Make(config_, dest_.get(), *source, store_.get(), &clock_, o, SinkEnv{});
+    SinkEnv env;
+    env.buckets = buckets_.get();
+    auto r = ShardRunner::Make(config_, dest_.get(), *source, store_.get(), &clock_, o, env);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     runner_ = std::move(*r);
   }
@@ -181,6 +226,7 @@ class ShardRunnerTest : public ::testing::Test {
   std::unique_ptr<stream::StreamManager> streams_;
   std::unique_ptr<SqliteDeliveryStore> store_;
   std::unique_ptr<source::LocalSourceProvider> sources_;
+  std::unique_ptr<objectstore::LocalObjectStore> buckets_;
   ChannelConfig config_;
   std::shared_ptr<Recorder> rec_;
   std::unique_ptr<RecordingDestination> dest_;
@@ -224,6 +270,26 @@ TEST_F(ShardRunnerTest, ASpanningSinkGetsOneBatchForAllShards) {
   EXPECT_EQ(rec_->delivered, put);
 }
 
+// Issue 17: a table whose stream went quiet still gets its upkeep (compaction of cold
+// partitions, snapshot expiry, orphans), between batches and never beside one.
+TEST_F(ShardRunnerTest, AQuietSpanningSinkGetsItsUpkeep) {
+  rec_->spans = true;
+  MakeRunner();
+  Activate();
+  auto put = Put(10, "u");
+  EXPECT_EQ(Drain(), 1);  // the batch; upkeep is not due yet
+  EXPECT_EQ(rec_->upkeeps, 0);
+  // Quiet from now on: nothing pending at all, then one record not yet ripe.
+  rec_->upkeep_due_ms = clock_.NowMillis();
+  EXPECT_EQ(Drain(), 1);
+  EXPECT_EQ(rec_->upkeeps, 1);
+  Put(1, "v");
+  rec_->upkeep_due_ms = clock_.NowMillis();
+  EXPECT_EQ(Drain(/*freshness_ms=*/3'600'000), 1);  // the record waits; upkeep runs
+  EXPECT_EQ(rec_->upkeeps, 2);
+  EXPECT_EQ(rec_->batches.size(), 1u);
+}
+
 TEST_F(ShardRunnerTest, AFailedBatchIsReplayedAsPlannedAndBacksOff) {
   rec_->spans = true;
   MakeRunner();
@@ -254,11 +320,40 @@ TEST_F(ShardRunnerTest, APermanentErrorFailsTheChannel) {
   MakeRunner();
   Activate();
   Put(5, "f");
-  rec_->next_failure = NotFound("The bucket b does not exist.");
+  rec_->next_failure = AlreadyExists("The table t was not created by this channel.");
   Drain();
   ASSERT_TRUE(runner_->fatal().has_value());
-  EXPECT_EQ(*runner_->fatal(), "The bucket b does not exist.");
+  EXPECT_EQ(*runner_->fatal(), "The table t was not created by this channel.");
   EXPECT_TRUE(runner_->Schedule(clock_.NowMillis(), 0, 8).empty());
+}
+
+TEST_F(ShardRunnerTest, AMissingBucketIsRetriedForTheGracePeriodThenFailsTheChannel) {
+  rec_->spans = true;
+  RunnerOptions o;
+  o.destination_grace_ms = 20'000;
+  MakeRunner(o);
+  Activate();
+  Put(10, "m");
+  // Missing for less than the grace period: retried, then delivered.
+  rec_->next_failure = NotFound("The bucket b does not exist.");
+  Drain();
+  EXPECT_FALSE(runner_->fatal().has_value());
+  EXPECT_EQ(runner_->last_error(), "The bucket b does not exist.");
+  clock_.Advance(10'000);
+  Drain();
+  EXPECT_FALSE(runner_->fatal().has_value());
+  EXPECT_FALSE(rec_->delivered.empty());
+  EXPECT_EQ(runner_->last_error(), "");
+  // Missing (or refused) on every attempt for the whole grace period: FAILED, saying so.
+  Put(10, "n");
+  for (int i = 0; i < 40 && !runner_->fatal(); ++i) {
+    rec_->next_failure = i % 2 ? FailedPrecondition("access denied") : NotFound("no bucket b");
+    Drain();
+    clock_.Advance(3'000);
+  }
+  ASSERT_TRUE(runner_->fatal().has_value());
+  EXPECT_NE(runner_->fatal()->find("grace period"), std::string::npos) << *runner_->fatal();
+  EXPECT_GE(clock_.NowMillis() - 1'700'000'000'000 - 10'000, 20'000);
 }
 
 TEST_F(ShardRunnerTest, APlanThatDoesNotStartAtTheCheckpointFailsTheChannel) {
@@ -422,6 +517,94 @@ TEST_F(ShardRunnerTest, FailuresBackOffWithoutHoldingWorkersAndAreReported) {
   EXPECT_EQ(total, 40u);
   EXPECT_EQ(runner_->metrics().failing_since_ms.load(), 0);
   EXPECT_FALSE(runner_->StatusJson(clock_.NowMillis()).contains("LastError"));
+}
+
+// A redrive reads each DLQ line's record back from the shard log by sequence number; one
+// that retention removed is EXPIRED, unless its line carries the record (IncludeRecordData).
+// A failed batch is replayed as planned; the progress survives a restart.
+TEST_F(ShardRunnerTest, RedriveReadsRecordsBackAndReportsExpiredOnes) {
+  rec_->spans = true;
+  MakeRunner();
+  auto old_put = Put(10, "old");
+  clock_.Advance(2 * 3600 * 1000);  // the next records open new segments
+  auto new_put = Put(10, "new");
+  Activate();
+  Drain();
+  ASSERT_FALSE(old_put[0].empty());
+  ASSERT_FALSE(new_put[0].empty());
+  auto seq = [&](uint32_t shard, uint64_t offset) {
+    return stream::SequenceNumber::ForRecord(config_.stream_uid, shard, offset).ToString();
+  };
+  auto line = [&](uint32_t shard, uint64_t offset, const char* data) {
+    nlohmann::json j = {{"streamARN", "arn"},
+                        {"shardId", SHARD(shard)},
+                        {"sequenceNumber", seq(shard, offset)},
+                        {"approximateArrivalTimestamp", FormatIso8601Ms(clock_.NowMillis())},
+                        {"errorCode", "TYPE_MISMATCH"},
+                        {"errorMessage", "x"},
+                        {"channelARN", config_.arn},
+                        {"attemptTimestamp", FormatIso8601Ms(clock_.NowMillis())}};
+    if (data) {
+      j["data"] = base64::Encode(data);
+      j["partitionKey"] = "pk";
+    }
+    return j.dump() + "\n";
+  };
+  // Two old records (one of them with its data in the line), two new ones, and a line of
+  // another channel.
+  std::string body = line(0, old_put[0][0], nullptr) + line(0, new_put[0][0], nullptr) +
+                     line(0, old_put[0].back(), "copy of the record") +
+                     line(0, new_put[0].back(), nullptr);
+  body += R"({"channelARN": "another", "shardId": "shardId-000000000000"})"
+          "\n";
+  ASSERT_TRUE(buckets_->Put("dlq", "errors/2026/01/01/00/chan-x", body).ok());
+  clock_.Advance(25 * 3600 * 1000);
+  streams_->RunRetention();
+
+  RunnerOptions o;
+  o.redrive_batch_records = 3;
+  MakeRunner(o);
+  ASSERT_TRUE(runner_->Load().ok());
+  Drain();  // recovery
+  auto started = runner_->StartRedrive({});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ(runner_->StartRedrive({}).status().code(), StatusCode::kFailedPrecondition);
+  // The first batch fails once: it comes back as planned.
+  rec_->next_failure = Unavailable("down");
+  Drain();
+  ASSERT_EQ(rec_->redrive_spans.size(), 1u);
+  EXPECT_EQ(rec_->redrive_spans[0], (std::pair<uint64_t, uint64_t>{0, 3}));
+  // A restart: the plan is in the store.
+  MakeRunner(o);
+  ASSERT_TRUE(runner_->Load().ok());
+  clock_.Advance(60'000);
+  Drain();
+  Drain();
+  ASSERT_FALSE(runner_->fatal().has_value()) << *runner_->fatal();
+  ASSERT_GE(rec_->redrive_spans.size(), 3u);
+  EXPECT_EQ(rec_->redrive_spans[1], rec_->redrive_spans[0]);
+  EXPECT_EQ(rec_->redrive_spans[2], (std::pair<uint64_t, uint64_t>{3, 4}));
+  auto all = runner_->Redrives();
+  ASSERT_EQ(all.size(), 1u);
+  const RedriveState& r = all[0];
+  EXPECT_EQ(r.status, RedriveStatus::kCompleted);
+  EXPECT_EQ(r.total, 4u);
+  EXPECT_EQ(r.lines_read, 4u);
+  EXPECT_EQ(r.lines_unreadable, 0u);
+  EXPECT_EQ(r.progress.delivered, 3u);
+  EXPECT_EQ(r.progress.expired, 1u);
+  // What the sink got in the delivered attempt (the last two spans).
+  std::multiset<std::string> data;
+  for (size_t i = rec_->redriven.size() - 3; i < rec_->redriven.size(); ++i) {
+    data.insert(std::get<2>(rec_->redriven[i]));
+  }
+  EXPECT_EQ(data.count("copy of the record"), 1u);
+  EXPECT_EQ(data.size(), 3u);
+  for (const auto& d : data) {
+    EXPECT_TRUE(d == "copy of the record" || d.rfind("new-", 0) == 0) << d;
+  }
+  // The worklist is in the DLQ bucket.
+  EXPECT_TRUE(buckets_->Head("dlq", WorklistKey(config_, r.id, 0)).ok());
 }
 
 // meta.db files of earlier versions kept offsets: they become sequence numbers, and

@@ -9,7 +9,9 @@
 //   ShardSource        one channel's stream: its shards with lineage, the backlog after
 //                      a position, the next range to deliver, and readers over ranges.
 //   RangeReader        the records of one planned range, in order, in chunks whose
-//                      records are views into the chunk's storage (no per-record copy).
+//                      records are views into the chunk's storage (no per-record copy);
+//                      ReadRecord reads one record named by its sequence number again
+//                      (a DLQ line being redriven).
 //   SourceProvider     streams by name (CreateChannel's checks) and a ShardSource per
 //                      channel.
 //
@@ -111,6 +113,17 @@ class ShardSource {
                                                          const std::string& last_sequence,
                                                          size_t chunk_bytes,
                                                          size_t chunk_records) = 0;
+  // The record with sequence number `sequence` (Kinesis AT_SEQUENCE_NUMBER; for a user
+  // record of a KPL aggregate, the aggregate), as a chunk of exactly one record, for a
+  // record named elsewhere (a DLQ line being redriven). kNotFound when the shard does not
+  // hold it (past the stream's retention, or no such record); kUnavailable/kThrottled:
+  // try again later; kUnimplemented from a source that cannot read by sequence number
+  // (this default) — a redrive then needs the DLQ lines' own copies (IncludeRecordData).
+  virtual Result<StreamChunk> ReadRecord(const std::string& shard, const std::string& sequence) {
+    (void)shard;
+    (void)sequence;
+    return Unimplemented("this record source cannot read a record by its sequence number");
+  }
 };
 
 // What CreateChannel learns about its stream.

@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,9 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "delivery/channel.h"
+#include "delivery/dlq.h"
 #include "delivery/position.h"
+#include "delivery/redrive.h"
 #include "delivery/retry.h"
 #include "objectstore/object_store.h"
 
@@ -48,6 +51,13 @@ struct DeliveryBatch {
   std::vector<ShardRange> ranges;
   int64_t attempt_ms = 0;  // fixed when the batch was planned
   bool replay = false;     // an earlier attempt may have written part of the output
+  // Set for a batch of a DLQ redrive (redrive.h): its records are the span's entries read
+  // again; `ranges` then name the shards they belong to (one range per shard, in the
+  // entries' order, after/last_sequence empty) and no checkpoint moves. The destination
+  // records the span's progress where it records checkpoints (a table's snapshot
+  // summary); every entry's outcome goes to the span's report (RedriveReport) before
+  // that. An S3 batch of a redrive holds one shard.
+  std::shared_ptr<const RedriveSpan> redrive;
 };
 
 // One record as a sink sees it: a stream record, or one user record of a KPL aggregate
@@ -82,6 +92,10 @@ class RecordSource {
   // Starts over from the batch's first record (a sink that must change something at
   // its destination before it can take the batch, such as a table's schema).
   virtual Status Rewind() = 0;
+  // A redrive batch's entries (worklist indices) whose record the source no longer
+  // holds (past the stream's retention): reported as EXPIRED. Complete once Next() has
+  // returned false.
+  virtual std::set<uint64_t> Missing() const { return {}; }
 };
 
 // A figure of a sink's own for /metrics (beyond the AWS metrics every channel has),
@@ -103,6 +117,10 @@ struct DeliveryCounts {
   uint64_t failed = 0;           // records that went to the dead-letter queue
   uint64_t dlq_records = 0;      // DLQ lines written
   uint64_t deliveries = 0;       // objects written / commits made
+  RejectSummary rejects;         // what the DLQ lines were (DlqBatch::summary)
+  // A redrive batch: the redrive's progress after it (what the destination now holds,
+  // even when an earlier attempt delivered the batch already).
+  std::optional<RedriveProgress> redrive;
 };
 
 class Sink {
@@ -122,6 +140,11 @@ class Sink {
   // snapshot summary). Empty for destinations that keep no checkpoints. Same errors as
   // Check().
   virtual Result<std::map<std::string, Position>> Checkpoints() = 0;
+  // What the destination itself records of the channel's redrive progress (a table's
+  // snapshot summary); nullopt where the delivery store alone keeps it. Same errors.
+  virtual Result<std::optional<RedriveProgress>> HeldRedrive() {
+    return std::optional<RedriveProgress>();
+  }
 
   // Delivers exactly the records of `batch` (read from `source` until it is empty).
   // On success every valid record is in the destination and every invalid one in the

@@ -54,7 +54,10 @@ Result<std::unique_ptr<SqliteDeliveryStore>> SqliteDeliveryStore::Open(Database*
       "CREATE TABLE IF NOT EXISTS delivery_finished (channel_id TEXT NOT NULL, shard_id TEXT NOT "
       "NULL, PRIMARY KEY (channel_id, shard_id));"
       "CREATE TABLE IF NOT EXISTS channel_sink_state (channel_id TEXT PRIMARY KEY, doc TEXT NOT "
-      "NULL);"));
+      "NULL);"
+      "CREATE TABLE IF NOT EXISTS channel_redrives (channel_id TEXT NOT NULL, redrive_id TEXT NOT "
+      "NULL, created_ms INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (channel_id, "
+      "redrive_id));"));
   std::unique_ptr<SqliteDeliveryStore> store(new SqliteDeliveryStore(db));
   RETURN_IF_ERROR(store->MigrateOffsets(legacy));
   return store;
@@ -150,8 +153,8 @@ Status SqliteDeliveryStore::SaveChannel(const ChannelConfig& c) {
 
 Status SqliteDeliveryStore::RemoveChannel(const std::string& id) {
   return db_->Transaction([&](Database::Tx& tx) -> Status {
-    for (const char* table :
-         {"delivery_plans", "delivery_checkpoints", "delivery_finished", "channel_sink_state"}) {
+    for (const char* table : {"delivery_plans", "delivery_checkpoints", "delivery_finished",
+                              "channel_sink_state", "channel_redrives"}) {
       RETURN_IF_ERROR(
           tx.Exec(std::string("DELETE FROM ") + table + " WHERE channel_id = ?1", {id}));
     }
@@ -241,6 +244,29 @@ Status SqliteDeliveryStore::SaveSinkState(const std::string& id, const nlohmann:
   return db_
       ->Query("INSERT OR REPLACE INTO channel_sink_state(channel_id, doc) VALUES (?1, ?2)",
               {id, doc.dump()})
+      .status();
+}
+
+Result<std::vector<nlohmann::json>> SqliteDeliveryStore::LoadRedrives(const std::string& id) {
+  ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT doc FROM channel_redrives WHERE channel_id = ?1 "
+                                         "ORDER BY created_ms, redrive_id",
+                                         {id}));
+  std::vector<nlohmann::json> out;
+  for (const auto& r : rows) {
+    auto j = nlohmann::json::parse(AsText(r[0]), nullptr, false);
+    if (j.is_discarded()) return Corruption("channel redrive document is not JSON");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Status SqliteDeliveryStore::SaveRedrive(const std::string& id, const std::string& redrive_id,
+                                        int64_t created_ms, const nlohmann::json& doc) {
+  return db_
+      ->Query(
+          "INSERT OR REPLACE INTO channel_redrives(channel_id, redrive_id, created_ms, doc) "
+          "VALUES (?1, ?2, ?3, ?4)",
+          {id, redrive_id, created_ms, doc.dump()})
       .status();
 }
 

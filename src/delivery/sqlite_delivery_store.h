@@ -6,6 +6,7 @@
 //                        last_sequence, records, attempt_ms)             PK (channel_id, shard_id)
 //   delivery_finished   (channel_id, shard_id)                           PK (channel_id, shard_id)
 //   channel_sink_state  (channel_id PK, doc JSON)
+//   channel_redrives    (channel_id, redrive_id, created_ms, doc JSON)  PK (channel_id, redrive_id)
 //
 // Data directories from before sequence-number checkpoints kept offsets
 // (channel_checkpoints, channel_plans); Open converts them once with `legacy` (which
@@ -45,6 +46,9 @@ class SqliteDeliveryStore final : public DeliveryStore {
   Result<std::set<std::string>> FinishedShards(const std::string& id) override;
   Result<nlohmann::json> LoadSinkState(const std::string& id) override;
   Status SaveSinkState(const std::string& id, const nlohmann::json& doc) override;
+  Result<std::vector<nlohmann::json>> LoadRedrives(const std::string& id) override;
+  Status SaveRedrive(const std::string& id, const std::string& redrive_id, int64_t created_ms,
+                     const nlohmann::json& doc) override;
 
  private:
   explicit SqliteDeliveryStore(Database* db) : db_(db) {}

@@ -1,6 +1,7 @@
 // SqliteDeliveryStore on a real SQLite file: channels, checkpoints, plans (with their
 // attempt time) and finished marks round-trip; a commit moves checkpoints and drops the
-// plans of those shards in one transaction; removing a channel removes everything of it.
+// plans of those shards in one transaction; redrive documents round-trip oldest first and
+// are replaced whole; removing a channel removes everything of it.
 #include "delivery/sqlite_delivery_store.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <filesystem>
 
 #include "common/sqlite.h"
+#include "delivery/redrive.h"
 
 namespace icestream::delivery {
 namespace {
@@ -76,6 +78,50 @@ TEST_F(SqliteDeliveryStoreTest, PlansCheckpointsAndMarksRoundTrip) {
   EXPECT_TRUE(store_->Checkpoints("c1")->empty());
   EXPECT_TRUE(store_->FinishedShards("c1")->empty());
   EXPECT_TRUE(store_->LoadSinkState("c1")->is_null());
+}
+
+TEST_F(SqliteDeliveryStoreTest, RedrivesRoundTripOldestFirst) {
+  RedriveState a;
+  a.id = "b-second-id";
+  a.created_ms = 100;
+  a.filter.error_codes = {"VALUE_OUT_OF_RANGE"};
+  a.filter.start_ms = 5;
+  a.status = RedriveStatus::kInProgress;
+  a.total = 40;
+  a.progress = {a.id, 10, 8, 1, 1};
+  a.plan = RedrivePlan{10, 17, 123456};
+  RedriveState b;
+  b.id = "a-first-id";
+  b.created_ms = 50;
+  b.status = RedriveStatus::kCompleted;
+  b.progress.id = b.id;
+  ASSERT_TRUE(store_->SaveRedrive("c1", a.id, a.created_ms, RedriveStateToJson(a)).ok());
+  ASSERT_TRUE(store_->SaveRedrive("c1", b.id, b.created_ms, RedriveStateToJson(b)).ok());
+  ASSERT_TRUE(store_->SaveRedrive("c2", "x", 1, RedriveStateToJson(b)).ok());
+  auto docs = store_->LoadRedrives("c1");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  ASSERT_EQ(docs->size(), 2u);
+  auto first = RedriveStateFromJson((*docs)[0]);
+  auto second = RedriveStateFromJson((*docs)[1]);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_EQ(first->id, b.id);  // by creation time, not by id
+  EXPECT_EQ(second->id, a.id);
+  EXPECT_EQ(second->filter.error_codes, a.filter.error_codes);
+  EXPECT_EQ(second->filter.start_ms, a.filter.start_ms);
+  EXPECT_FALSE(second->filter.end_ms.has_value());
+  EXPECT_EQ(second->progress, a.progress);
+  EXPECT_EQ(second->plan, a.plan);
+  EXPECT_EQ(second->status, RedriveStatus::kInProgress);
+  // A save replaces the whole document: the plan goes with the progress that moved.
+  a.progress.next = 17;
+  a.plan.reset();
+  ASSERT_TRUE(store_->SaveRedrive("c1", a.id, a.created_ms, RedriveStateToJson(a)).ok());
+  second = RedriveStateFromJson((*store_->LoadRedrives("c1"))[1]);
+  EXPECT_EQ(second->progress.next, 17u);
+  EXPECT_FALSE(second->plan.has_value());
+  ASSERT_TRUE(store_->RemoveChannel("c1").ok());
+  EXPECT_TRUE(store_->LoadRedrives("c1")->empty());
+  EXPECT_EQ(store_->LoadRedrives("c2")->size(), 1u);
 }
 
 TEST_F(SqliteDeliveryStoreTest, OldOffsetTablesNeedAConverter) {

@@ -39,7 +39,15 @@ size_t WriteHeader(char* p, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// Called by libcurl about once a second and whenever data moves: a non-zero answer ends
+// the transfer (CURLE_ABORTED_BY_CALLBACK).
+int Progress(void* client, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<std::atomic<bool>*>(client)->load() ? 1 : 0;
+}
+
 }  // namespace
+
+void HttpClient::Abort() { aborted_.store(true); }
 
 std::string_view ClientResponse::GetHeader(std::string_view lower_name) const {
   for (const auto& h : headers) {
@@ -78,6 +86,8 @@ void HttpClient::Release(void* handle) {
 }
 
 Result<ClientResponse> HttpClient::Send(const ClientRequest& req) {
+  if (aborted_.load())
+    return ShuttingDown("the HTTP client is stopping (" + req.method + " " + req.url + ")");
   CURL* c = static_cast<CURL*>(Acquire());
   if (!c) return Internal("curl_easy_init failed");
   // Reset per-request options; the connection cache of the handle survives.
@@ -95,6 +105,9 @@ Result<ClientResponse> HttpClient::Send(const ClientRequest& req) {
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
   curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
   if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, Progress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &aborted_);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &res.body);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, WriteHeader);
@@ -132,6 +145,7 @@ Result<ClientResponse> HttpClient::Send(const ClientRequest& req) {
     // A failed transfer may leave the connection in an unknown state: drop the handle.
     curl_easy_cleanup(c);
     if (rc == CURLE_URL_MALFORMAT || rc == CURLE_UNSUPPORTED_PROTOCOL) return InvalidArgument(msg);
+    if (rc == CURLE_ABORTED_BY_CALLBACK) return ShuttingDown("stopping: " + msg);
     return Unavailable(msg);
   }
   long status = 0;

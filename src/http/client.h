@@ -2,10 +2,12 @@
 // handles). Used by the S3 object store, the REST catalog client and the CLI.
 //
 // Errors: transport failures (refused, reset, timeout, DNS) are kUnavailable with
-// curl's text; an HTTP error status is NOT an error here — callers read the status.
+// curl's text; a transfer ended by Abort() is kShuttingDown; an HTTP error status is NOT
+// an error here — callers read the status.
 // Thread-safety: Send may be called from many threads at once.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,11 +57,17 @@ class HttpClient {
 
   Result<ClientResponse> Send(const ClientRequest& request);
 
+  // Ends every transfer in flight within about a second, and refuses later ones, with
+  // kShuttingDown: a process that stops must not wait for a server that does not answer.
+  // Cannot be undone.
+  void Abort();
+
  private:
   void* Acquire();
   void Release(void* handle);
 
   HttpClientOptions options_;
+  std::atomic<bool> aborted_{false};
   std::mutex mu_;
   std::vector<void*> idle_;
 };

@@ -320,6 +320,9 @@ const std::unordered_map<std::string_view, HandlerFn>& Handlers() {
       {"ListChannels", ListChannels},
       {"UpdateChannel", UpdateChannel},
       {"DeleteChannel", DeleteChannel},
+      {"ResumeChannel", ResumeChannel},
+      {"StartChannelRedrive", StartChannelRedrive},
+      {"DescribeChannelRedrive", DescribeChannelRedrive},
   };
   return kHandlers;
 }
@@ -350,6 +353,9 @@ double StrictRatePerSecond(std::string_view op) {
       {"ListChannels", 5},
       {"UpdateChannel", 5},
       {"DeleteChannel", 5},
+      {"ResumeChannel", 5},
+      {"StartChannelRedrive", 5},
+      {"DescribeChannelRedrive", 5},
   };
   auto it = kRates.find(op);
   return it == kRates.end() ? 0 : it->second;
@@ -408,7 +414,9 @@ const aws::CborModel& KinesisApi::CborModel() {
       {"Data"},
       {"Timestamp", "StreamCreationTimestamp", "ApproximateArrivalTimestamp",
        "ConsumerCreationTimestamp", "ChannelCreationTimestamp", "StartedAt", "EndedAt",
-       "EarliestAllowedEndAt"}};
+       "EarliestAllowedEndAt",
+       // icestream's channel extensions (StartChannelRedrive, DescribeChannelRedrive).
+       "StartTimestamp", "EndTimestamp", "CreationTimestamp", "CompletionTimestamp"}};
   return kModel;
 }
 

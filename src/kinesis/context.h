@@ -146,6 +146,10 @@ void DescribeChannel(Context&, Call&, aws::Params&);
 void ListChannels(Context&, Call&, aws::Params&);
 void UpdateChannel(Context&, Call&, aws::Params&);
 void DeleteChannel(Context&, Call&, aws::Params&);
+// icestream extensions of the channel API (docs/channels.md).
+void ResumeChannel(Context&, Call&, aws::Params&);
+void StartChannelRedrive(Context&, Call&, aws::Params&);
+void DescribeChannelRedrive(Context&, Call&, aws::Params&);
 
 void RegisterStreamConsumer(Context&, Call&, aws::Params&);
 void DeregisterStreamConsumer(Context&, Call&, aws::Params&);

@@ -29,11 +29,11 @@ struct ObjectInfo {
 struct PutOptions {
   std::string content_type;
   std::string content_encoding;
-  std::string storage_class;            // S3 x-amz-storage-class; ignored locally
-  std::string server_side_encryption;   // "aws:kms" or empty
+  std::string storage_class;           // S3 x-amz-storage-class; ignored locally
+  std::string server_side_encryption;  // "aws:kms" or empty
   std::string sse_kms_key_id;
-  std::string expected_bucket_owner;    // x-amz-expected-bucket-owner
-  bool if_none_match = false;           // fail with kConflict if the key exists
+  std::string expected_bucket_owner;  // x-amz-expected-bucket-owner
+  bool if_none_match = false;         // fail with kConflict if the key exists
 };
 
 struct ReadOptions {
@@ -56,8 +56,7 @@ class ObjectStore {
   virtual Result<ObjectInfo> Head(const std::string& bucket, const std::string& key,
                                   const ReadOptions& options = {}) = 0;
   // Every object whose key starts with `prefix`, in key order.
-  virtual Result<std::vector<ObjectInfo>> List(const std::string& bucket,
-                                               const std::string& prefix,
+  virtual Result<std::vector<ObjectInfo>> List(const std::string& bucket, const std::string& prefix,
                                                const ReadOptions& options = {}) = 0;
   // Deleting a missing key is not an error.
   virtual Status Delete(const std::string& bucket, const std::string& key,
@@ -67,6 +66,9 @@ class ObjectStore {
   // "file:///.../buckets/b" or "s3://b": how a location in this store is written in
   // metadata (Iceberg paths).
   virtual std::string Uri(const std::string& bucket, const std::string& key) const = 0;
+  // The process stops: requests in flight end soon (kShuttingDown) instead of waiting for
+  // a store that does not answer, and later ones fail at once. No-op where nothing waits.
+  virtual void Abort() {}
 };
 
 // Bucket name from an S3 bucket ARN (arn:aws:s3:::name) or a plain name.

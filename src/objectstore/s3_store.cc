@@ -2,13 +2,13 @@
 // DeleteObject, HeadBucket) with SigV4 and retries.
 #include "objectstore/s3_store.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "common/crypto.h"
 #include "objectstore/s3_xml.h"
@@ -18,8 +18,7 @@ namespace {
 
 bool Retryable(int status, const std::string& code) {
   return status >= 500 || status == 429 || code == "SlowDown" || code == "RequestTimeout" ||
-         code == "InternalError" || code == "ServiceUnavailable" ||
-         code == "RequestTimeTooSkewed";
+         code == "InternalError" || code == "ServiceUnavailable" || code == "RequestTimeTooSkewed";
 }
 
 std::string EncodeKey(const std::string& key) { return aws::UriEncode(key, true); }
@@ -59,8 +58,8 @@ std::string S3ObjectStore::Uri(const std::string& bucket, const std::string& key
 Status S3ObjectStore::ErrorFrom(const http::ClientResponse& r, const std::string& what) {
   std::string code = XmlText(r.body, "Code").value_or("");
   std::string msg = XmlText(r.body, "Message").value_or("");
-  std::string text = fmt::format("{}: HTTP {} {}{}{}", what, r.status, code,
-                                 msg.empty() ? "" : ": ", msg);
+  std::string text =
+      fmt::format("{}: HTTP {} {}{}{}", what, r.status, code, msg.empty() ? "" : ": ", msg);
   if (r.status == 404 || code == "NoSuchKey" || code == "NoSuchBucket") return NotFound(text);
   if (r.status == 412 || r.status == 409) return Conflict(text);
   if (r.status == 403 || r.status == 401) return FailedPrecondition(text);
@@ -83,6 +82,14 @@ Result<http::ClientResponse> S3ObjectStore::Send(const Call& call) {
   std::mt19937_64 rng(crypto::RandomU64());
   Status last_transport;
   http::ClientResponse last;
+  const auto started = std::chrono::steady_clock::now();
+  // Another attempt follows only within the attempts and the time budget.
+  auto again = [&](int attempt) {
+    auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::steady_clock::now() - started)
+                     .count();
+    return attempt < options_.max_attempts && spent < options_.retry_budget_ms;
+  };
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     if (attempt > 1) {
       retries_.fetch_add(1);
@@ -98,10 +105,12 @@ Result<http::ClientResponse> S3ObjectStore::Send(const Call& call) {
     requests_.fetch_add(1);
     auto r = client_->Send({call.method, url, headers, call.body, 0});
     if (!r.ok()) {
+      if (r.status().code() == StatusCode::kShuttingDown) return r.status();
       last_transport = r.status();
+      const bool retry = again(attempt);
       spdlog::warn("s3 {} {}: {} (attempt {} of {}{})", call.method, url, r.status().ToString(),
-                   attempt, options_.max_attempts,
-                   attempt < options_.max_attempts ? ", retrying" : ", giving up");
+                   attempt, options_.max_attempts, retry ? ", retrying" : ", giving up");
+      if (!retry) break;
       continue;
     }
     std::string code = r->status >= 300 ? XmlText(r->body, "Code").value_or("") : "";
@@ -113,9 +122,10 @@ Result<http::ClientResponse> S3ObjectStore::Send(const Call& call) {
     if (r->status < 300 || !Retryable(r->status, code)) return r;
     last = std::move(*r);
     last_transport = Status::OK();
+    const bool retry = again(attempt);
     spdlog::warn("s3 {} {}: HTTP {} {} (attempt {} of {}{})", call.method, url, last.status, code,
-                 attempt, options_.max_attempts,
-                 attempt < options_.max_attempts ? ", retrying" : ", giving up");
+                 attempt, options_.max_attempts, retry ? ", retrying" : ", giving up");
+    if (!retry) break;
   }
   if (!last_transport.ok()) return last_transport;
   return last;
@@ -148,7 +158,8 @@ Status S3ObjectStore::PutMultipart(const std::string& bucket, const std::string&
   std::string what = "multipart upload s3://" + bucket + "/" + key;
   Call create{"POST", bucket, key, "uploads=", {}, {}};
   if (!o.content_type.empty()) create.headers.push_back({"content-type", o.content_type});
-  if (!o.content_encoding.empty()) create.headers.push_back({"content-encoding", o.content_encoding});
+  if (!o.content_encoding.empty())
+    create.headers.push_back({"content-encoding", o.content_encoding});
   if (!o.storage_class.empty()) create.headers.push_back({"x-amz-storage-class", o.storage_class});
   if (!o.server_side_encryption.empty()) {
     create.headers.push_back({"x-amz-server-side-encryption", o.server_side_encryption});
@@ -157,7 +168,8 @@ Status S3ObjectStore::PutMultipart(const std::string& bucket, const std::string&
     create.headers.push_back({"x-amz-server-side-encryption-aws-kms-key-id", o.sse_kms_key_id});
   }
   std::vector<http::Header> owner;
-  if (!o.expected_bucket_owner.empty()) owner.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    owner.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   create.headers.insert(create.headers.end(), owner.begin(), owner.end());
   ASSIGN_OR_RETURN(auto cr, Send(create));
   if (cr.status >= 300) return ErrorFrom(cr, what);
@@ -207,7 +219,8 @@ Status S3ObjectStore::PutMultipart(const std::string& bucket, const std::string&
 Result<std::string> S3ObjectStore::Get(const std::string& bucket, const std::string& key,
                                        const ReadOptions& o) {
   Call call{"GET", bucket, key, "", {}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status >= 300) return ErrorFrom(r, "GET s3://" + bucket + "/" + key);
   return std::move(r.body);
@@ -217,8 +230,11 @@ Result<std::string> S3ObjectStore::GetRange(const std::string& bucket, const std
                                             uint64_t offset, uint64_t length,
                                             const ReadOptions& o) {
   if (length == 0) return std::string();
-  Call call{"GET", bucket, key, "", {{"range", fmt::format("bytes={}-{}", offset, offset + length - 1)}}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  Call call{
+      "GET", bucket, key, "", {{"range", fmt::format("bytes={}-{}", offset, offset + length - 1)}},
+      {}};
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status == 416) return std::string();  // range past the end
   if (r.status >= 300) return ErrorFrom(r, "GET s3://" + bucket + "/" + key);
@@ -228,7 +244,8 @@ Result<std::string> S3ObjectStore::GetRange(const std::string& bucket, const std
 Result<ObjectInfo> S3ObjectStore::Head(const std::string& bucket, const std::string& key,
                                        const ReadOptions& o) {
   Call call{"HEAD", bucket, key, "", {}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status >= 300) return ErrorFrom(r, "HEAD s3://" + bucket + "/" + key);
   ObjectInfo info;
@@ -248,7 +265,8 @@ Result<std::vector<ObjectInfo>> S3ObjectStore::List(const std::string& bucket,
     if (!token.empty()) q = "continuation-token=" + aws::UriEncode(token, false) + "&" + q;
     if (!prefix.empty()) q += "&prefix=" + aws::UriEncode(prefix, false);
     Call call{"GET", bucket, "", q, {}, {}};
-    if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+    if (!o.expected_bucket_owner.empty())
+      call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
     ASSIGN_OR_RETURN(auto r, Send(call));
     if (r.status >= 300) return ErrorFrom(r, "LIST s3://" + bucket + "/" + prefix);
     ListPage page = ParseListObjectsV2(r.body);
@@ -261,7 +279,8 @@ Result<std::vector<ObjectInfo>> S3ObjectStore::List(const std::string& bucket,
 Status S3ObjectStore::Delete(const std::string& bucket, const std::string& key,
                              const ReadOptions& o) {
   Call call{"DELETE", bucket, key, "", {}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status >= 300 && r.status != 404) return ErrorFrom(r, "DELETE s3://" + bucket + "/" + key);
   return Status::OK();
@@ -269,12 +288,15 @@ Status S3ObjectStore::Delete(const std::string& bucket, const std::string& key,
 
 Status S3ObjectStore::CheckBucket(const std::string& bucket, const ReadOptions& o) {
   Call call{"HEAD", bucket, "", "", {}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status == 404) return NotFound("bucket " + bucket + " does not exist");
   if (r.status == 403) {
-    return FailedPrecondition("bucket " + bucket + " is not accessible (access denied, or it is "
-                              "not owned by account " + o.expected_bucket_owner + ")");
+    return FailedPrecondition("bucket " + bucket +
+                              " is not accessible (access denied, or it is "
+                              "not owned by account " +
+                              o.expected_bucket_owner + ")");
   }
   if (r.status >= 300) return ErrorFrom(r, "HEAD bucket " + bucket);
   return Status::OK();

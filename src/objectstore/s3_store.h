@@ -29,6 +29,11 @@ struct S3Options {
   int base_backoff_ms = 100;
   int max_backoff_ms = 5000;
   int request_timeout_ms = 120000;
+  // A request is tried again only while less than this has passed since its first
+  // attempt began: quick failures (5xx, SlowDown, resets) get their few retries, but a
+  // request that stalled for the whole low-speed window is not retried in place (the
+  // caller's own retry policy decides: delivery backs the batch off).
+  int retry_budget_ms = 10000;
 };
 
 // Credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN.
@@ -56,6 +61,7 @@ class S3ObjectStore final : public ObjectStore {
   // Requests sent and retried (for tests and metrics).
   uint64_t requests_sent() const { return requests_.load(); }
   uint64_t retries() const { return retries_.load(); }
+  void Abort() override { client_->Abort(); }
 
  private:
   struct Call {

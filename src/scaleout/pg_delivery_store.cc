@@ -66,9 +66,10 @@ Result<std::vector<delivery::ChannelConfig>> PgDeliveryStore::LoadChannels() {
 }
 
 Status PgDeliveryStore::SaveChannel(const delivery::ChannelConfig& c) {
-  auto r = pool_->Exec("INSERT INTO icestream_channels (id, name, doc) VALUES ($1, $2, $3) ON "
-                       "CONFLICT (id) DO UPDATE SET name = $2, doc = $3",
-                       {c.id, c.name, delivery::ChannelToJson(c).dump()});
+  auto r = pool_->Exec(
+      "INSERT INTO icestream_channels (id, name, doc) VALUES ($1, $2, $3) ON "
+      "CONFLICT (id) DO UPDATE SET name = $2, doc = $3",
+      {c.id, c.name, delivery::ChannelToJson(c).dump()});
   if (!r.ok() && r.status().code() == StatusCode::kAlreadyExists) {
     return AlreadyExists("a channel named " + c.name + " exists already");
   }
@@ -78,7 +79,7 @@ Status PgDeliveryStore::SaveChannel(const delivery::ChannelConfig& c) {
 Status PgDeliveryStore::RemoveChannel(const std::string& id) {
   return pool_->RunInTransaction([&](pg::PgTx& tx) -> Status {
     for (const char* table : {"icestream_plans", "icestream_checkpoints", "icestream_finished",
-                              "icestream_sink_state", "icestream_lease"}) {
+                              "icestream_sink_state", "icestream_redrives", "icestream_lease"}) {
       RETURN_IF_ERROR(
           tx.Exec(std::string("DELETE FROM ") + table + " WHERE channel_id = $1", {id}).status());
     }
@@ -86,7 +87,8 @@ Status PgDeliveryStore::RemoveChannel(const std::string& id) {
   });
 }
 
-Result<std::map<std::string, delivery::Position>> PgDeliveryStore::Checkpoints(const std::string& id) {
+Result<std::map<std::string, delivery::Position>> PgDeliveryStore::Checkpoints(
+    const std::string& id) {
   ASSIGN_OR_RETURN(auto r, pool_->Exec("SELECT shard_id, sequence, sub_sequence FROM "
                                        "icestream_checkpoints WHERE channel_id = $1",
                                        {id}));
@@ -100,16 +102,19 @@ Status PgDeliveryStore::Activate(const delivery::ChannelConfig& c,
   return pool_->RunInTransaction([&](pg::PgTx& tx) -> Status {
     ASSIGN_OR_RETURN(uint64_t epoch, Fence(tx, c.id, ControlUnit(c.id)));
     for (const auto& [shard, p] : cps) {
-      RETURN_IF_ERROR(tx.Exec("INSERT INTO icestream_checkpoints (channel_id, shard_id, sequence, "
-                              "sub_sequence, epoch) VALUES ($1, $2, $3, $4, $5) ON CONFLICT "
-                              "(channel_id, shard_id) DO UPDATE SET sequence = $3, sub_sequence = "
-                              "$4, epoch = $5",
-                              {c.id, shard, p.sequence, SubParam(p.sub_sequence), std::to_string(epoch)})
-                          .status());
+      RETURN_IF_ERROR(
+          tx.Exec("INSERT INTO icestream_checkpoints (channel_id, shard_id, sequence, "
+                  "sub_sequence, epoch) VALUES ($1, $2, $3, $4, $5) ON CONFLICT "
+                  "(channel_id, shard_id) DO UPDATE SET sequence = $3, sub_sequence = "
+                  "$4, epoch = $5",
+                  {c.id, shard, p.sequence, SubParam(p.sub_sequence), std::to_string(epoch)})
+              .status());
     }
-    return tx.Exec("INSERT INTO icestream_channels (id, name, doc) VALUES ($1, $2, $3) ON CONFLICT "
-                   "(id) DO UPDATE SET name = $2, doc = $3",
-                   {c.id, c.name, delivery::ChannelToJson(c).dump()})
+    return tx
+        .Exec(
+            "INSERT INTO icestream_channels (id, name, doc) VALUES ($1, $2, $3) ON CONFLICT "
+            "(id) DO UPDATE SET name = $2, doc = $3",
+            {c.id, c.name, delivery::ChannelToJson(c).dump()})
         .status();
   });
 }
@@ -140,15 +145,16 @@ Status PgDeliveryStore::SavePlans(const std::string& id,
       if (!epochs.count(unit)) {
         ASSIGN_OR_RETURN(epochs[unit], Fence(tx, id, unit));
       }
-      RETURN_IF_ERROR(tx.Exec("INSERT INTO icestream_plans (channel_id, shard_id, after_sequence, "
-                              "after_sub_sequence, last_sequence, records, attempt_ms, epoch) VALUES "
-                              "($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (channel_id, shard_id) DO "
-                              "UPDATE SET after_sequence = $3, after_sub_sequence = $4, "
-                              "last_sequence = $5, records = $6, attempt_ms = $7, epoch = $8",
-                              {id, shard, p.after.sequence, SubParam(p.after.sub_sequence),
-                               p.last_sequence, std::to_string(p.records),
-                               std::to_string(p.attempt_ms), std::to_string(epochs[unit])})
-                          .status());
+      RETURN_IF_ERROR(
+          tx.Exec("INSERT INTO icestream_plans (channel_id, shard_id, after_sequence, "
+                  "after_sub_sequence, last_sequence, records, attempt_ms, epoch) VALUES "
+                  "($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (channel_id, shard_id) DO "
+                  "UPDATE SET after_sequence = $3, after_sub_sequence = $4, "
+                  "last_sequence = $5, records = $6, attempt_ms = $7, epoch = $8",
+                  {id, shard, p.after.sequence, SubParam(p.after.sub_sequence), p.last_sequence,
+                   std::to_string(p.records), std::to_string(p.attempt_ms),
+                   std::to_string(epochs[unit])})
+              .status());
     }
     return Status::OK();
   });
@@ -172,35 +178,37 @@ Status PgDeliveryStore::Commit(const std::string& id,
       RETURN_IF_ERROR(tx.Exec("DELETE FROM icestream_plans WHERE channel_id = $1 AND shard_id = $2",
                               {id, shard})
                           .status());
-      RETURN_IF_ERROR(tx.Exec("INSERT INTO icestream_checkpoints (channel_id, shard_id, sequence, "
-                              "sub_sequence, epoch) VALUES ($1, $2, $3, $4, $5) ON CONFLICT "
-                              "(channel_id, shard_id) DO UPDATE SET sequence = $3, sub_sequence = "
-                              "$4, epoch = $5",
-                              {id, shard, p.sequence, SubParam(p.sub_sequence), std::to_string(epoch)})
-                          .status());
+      RETURN_IF_ERROR(
+          tx.Exec("INSERT INTO icestream_checkpoints (channel_id, shard_id, sequence, "
+                  "sub_sequence, epoch) VALUES ($1, $2, $3, $4, $5) ON CONFLICT "
+                  "(channel_id, shard_id) DO UPDATE SET sequence = $3, sub_sequence = "
+                  "$4, epoch = $5",
+                  {id, shard, p.sequence, SubParam(p.sub_sequence), std::to_string(epoch)})
+              .status());
     }
     for (const auto& shard : finished) {
       RETURN_IF_ERROR(fence(shard).status());
-      RETURN_IF_ERROR(tx.Exec("INSERT INTO icestream_finished (channel_id, shard_id) VALUES ($1, $2) "
-                              "ON CONFLICT DO NOTHING",
-                              {id, shard})
-                          .status());
+      RETURN_IF_ERROR(
+          tx.Exec("INSERT INTO icestream_finished (channel_id, shard_id) VALUES ($1, $2) "
+                  "ON CONFLICT DO NOTHING",
+                  {id, shard})
+              .status());
     }
     return Status::OK();
   });
 }
 
 Result<std::set<std::string>> PgDeliveryStore::FinishedShards(const std::string& id) {
-  ASSIGN_OR_RETURN(auto r, pool_->Exec("SELECT shard_id FROM icestream_finished WHERE channel_id = $1",
-                                       {id}));
+  ASSIGN_OR_RETURN(
+      auto r, pool_->Exec("SELECT shard_id FROM icestream_finished WHERE channel_id = $1", {id}));
   std::set<std::string> out;
   for (size_t i = 0; i < r.rows(); ++i) out.insert(r.text(i, 0));
   return out;
 }
 
 Result<nlohmann::json> PgDeliveryStore::LoadSinkState(const std::string& id) {
-  ASSIGN_OR_RETURN(auto r, pool_->Exec("SELECT doc FROM icestream_sink_state WHERE channel_id = $1",
-                                       {id}));
+  ASSIGN_OR_RETURN(auto r,
+                   pool_->Exec("SELECT doc FROM icestream_sink_state WHERE channel_id = $1", {id}));
   if (r.rows() == 0) return nlohmann::json();
   auto j = nlohmann::json::parse(r.text(0, 0), nullptr, false);
   if (j.is_discarded()) return Corruption("channel sink state is not JSON");
@@ -210,9 +218,40 @@ Result<nlohmann::json> PgDeliveryStore::LoadSinkState(const std::string& id) {
 Status PgDeliveryStore::SaveSinkState(const std::string& id, const nlohmann::json& doc) {
   return pool_->RunInTransaction([&](pg::PgTx& tx) -> Status {
     RETURN_IF_ERROR(Fence(tx, id, ControlUnit(id)).status());
-    return tx.Exec("INSERT INTO icestream_sink_state (channel_id, doc) VALUES ($1, $2) ON CONFLICT "
-                   "(channel_id) DO UPDATE SET doc = $2",
-                   {id, doc.dump()})
+    return tx
+        .Exec(
+            "INSERT INTO icestream_sink_state (channel_id, doc) VALUES ($1, $2) ON CONFLICT "
+            "(channel_id) DO UPDATE SET doc = $2",
+            {id, doc.dump()})
+        .status();
+  });
+}
+
+Result<std::vector<nlohmann::json>> PgDeliveryStore::LoadRedrives(const std::string& id) {
+  ASSIGN_OR_RETURN(auto r, pool_->Exec("SELECT doc FROM icestream_redrives WHERE channel_id = $1 "
+                                       "ORDER BY created_ms, redrive_id",
+                                       {id}));
+  std::vector<nlohmann::json> out;
+  for (size_t i = 0; i < r.rows(); ++i) {
+    auto j = nlohmann::json::parse(r.text(i, 0), nullptr, false);
+    if (j.is_discarded()) return Corruption("channel redrive document is not JSON");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Status PgDeliveryStore::SaveRedrive(const std::string& id, const std::string& redrive_id,
+                                    int64_t created_ms, const nlohmann::json& doc) {
+  // A redrive runs where the channel's control unit is held (ShardRunner), so its
+  // progress is fenced by that unit like the sink's notes.
+  return pool_->RunInTransaction([&](pg::PgTx& tx) -> Status {
+    RETURN_IF_ERROR(Fence(tx, id, ControlUnit(id)).status());
+    return tx
+        .Exec(
+            "INSERT INTO icestream_redrives (channel_id, redrive_id, created_ms, doc) "
+            "VALUES ($1, $2, $3, $4) ON CONFLICT (channel_id, redrive_id) DO UPDATE SET "
+            "doc = $4",
+            {id, redrive_id, std::to_string(created_ms), doc.dump()})
         .status();
   });
 }

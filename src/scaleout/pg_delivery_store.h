@@ -8,7 +8,8 @@
 // lock, so a write and a takeover never interleave.
 //
 //   checkpoints, plans     fenced by the shard's unit (or the channel's, for a table)
-//   activation, sink notes fenced by the channel's control unit
+//   activation, sink notes, fenced by the channel's control unit
+//   redrives
 //   channel documents      not fenced (the API writes them; any process may fail one)
 //
 // Thread-safety: as PgPool.
@@ -45,11 +46,15 @@ class PgDeliveryStore final : public delivery::DeliveryStore {
   Result<std::set<std::string>> FinishedShards(const std::string& id) override;
   Result<nlohmann::json> LoadSinkState(const std::string& id) override;
   Status SaveSinkState(const std::string& id, const nlohmann::json& doc) override;
+  Result<std::vector<nlohmann::json>> LoadRedrives(const std::string& id) override;
+  Status SaveRedrive(const std::string& id, const std::string& redrive_id, int64_t created_ms,
+                     const nlohmann::json& doc) override;
 
  private:
   // Locks the unit's lease row if this process holds it; kFailedPrecondition otherwise.
   // Returns the epoch.
-  Result<uint64_t> Fence(pg::PgTx& tx, const std::string& channel_id, const std::string& unit) const;
+  Result<uint64_t> Fence(pg::PgTx& tx, const std::string& channel_id,
+                         const std::string& unit) const;
   std::string ControlUnit(const std::string& channel_id) const;
 
   pg::PgPool* pool_;

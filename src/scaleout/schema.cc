@@ -33,6 +33,9 @@ Status EnsureDeliverySchema(pg::PgPool* pool) {
       "CREATE TABLE icestream_finished (channel_id TEXT NOT NULL, shard_id TEXT NOT NULL, "
       "PRIMARY KEY (channel_id, shard_id));"
       "CREATE TABLE icestream_sink_state (channel_id TEXT PRIMARY KEY, doc TEXT NOT NULL)",
+      // 2: DLQ redrives (delivery/redrive.h), one document each.
+      "CREATE TABLE icestream_redrives (channel_id TEXT NOT NULL, redrive_id TEXT NOT NULL, "
+      "created_ms BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (channel_id, redrive_id))",
   };
   return pg::Migrate(pool, "delivery", kSteps);
 }

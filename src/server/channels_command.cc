@@ -1,16 +1,23 @@
-// `icestream channels create|describe|list|update|delete`: the channel API from the command
-// line (the AWS CLI v1 on many machines has no create-channel). Each subcommand sends the
+// `icestream channels create|describe|list|update|delete|resume|redrive|describe-redrive`:
+// the channel API from the command line (the AWS CLI v1 on many machines has no
+// create-channel), with icestream's extensions. Each subcommand sends the
 // AWS-shaped request JSON (a file, file://path, or stdin) as a SigV4-signed JSON 1.1 call
 // and prints the AWS-shaped response; an error prints the server's error body on stderr
 // and exits 1. The server is --endpoint-url (or AWS_ENDPOINT_URL, cli_client.h); a
 // channel is named by --channel-arn or --channel-name (looked up with ListChannels).
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/fs.h"
+#include "delivery/redrive.h"
 #include "server/cli_client.h"
 #include "server/commands.h"
 
@@ -23,7 +30,21 @@ struct ChannelFlags {
   std::string channel_arn;
   std::string channel_name;
   std::string stream_name;  // list: only this stream's channels (StreamFilter)
+  // redrive / describe-redrive
+  std::vector<std::string> error_codes;
+  std::string start_time;
+  std::string end_time;
+  std::string redrive_id;
 };
+
+// Epoch seconds of "1764547200" or "2026-12-01T00:00:00Z".
+std::optional<double> EpochSeconds(const std::string& text) {
+  if (auto ms = delivery::ParseIso8601Ms(text)) return static_cast<double>(*ms) / 1000.0;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0') return std::nullopt;
+  return v;
+}
 
 Result<std::string> ReadInput(const std::string& input) {
   if (input.empty() || input == "-") {
@@ -90,6 +111,20 @@ int Run(const std::string& op, const ChannelFlags& f, bool body_optional) {
     }
     body["ChannelARN"] = *arn;
   }
+  if (!f.error_codes.empty()) body["ErrorCodes"] = f.error_codes;
+  if (!f.redrive_id.empty()) body["RedriveId"] = f.redrive_id;
+  for (const auto& [name, text] :
+       {std::pair<const char*, const std::string*>{"StartTimestamp", &f.start_time},
+        {"EndTimestamp", &f.end_time}}) {
+    if (text->empty()) continue;
+    auto secs = EpochSeconds(*text);
+    if (!secs) {
+      std::cerr << "icestream channels: " << *text
+                << " is neither epoch seconds nor an ISO 8601 time (2026-11-30T00:00:00Z)\n";
+      return 2;
+    }
+    body[name] = *secs;
+  }
   if (!f.stream_name.empty()) {
     auto s = client.Call("Kinesis_20131202.DescribeStreamSummary", {{"StreamName", f.stream_name}});
     if (!s.ok()) {
@@ -131,7 +166,16 @@ void AddChannelsCommand(CLI::App* app) {
         Op{"describe", "DescribeChannel", "DescribeChannel", true, true},
         Op{"list", "ListChannels", "ListChannels (request JSON optional)", false, true},
         Op{"update", "UpdateChannel", "UpdateChannel request JSON", true, false},
-        Op{"delete", "DeleteChannel", "DeleteChannel", true, true}}) {
+        Op{"delete", "DeleteChannel", "DeleteChannel", true, true},
+        Op{"resume", "ResumeChannel",
+           "ResumeChannel (icestream): a FAILED channel delivers again from its checkpoints", true,
+           true},
+        Op{"redrive", "StartChannelRedrive",
+           "StartChannelRedrive (icestream): deliver the channel's DLQ lines again", true, true},
+        Op{"describe-redrive", "DescribeChannelRedrive",
+           "DescribeChannelRedrive (icestream): a redrive's progress (the latest unless "
+           "--redrive-id)",
+           true, true}}) {
     auto flags = std::make_shared<ChannelFlags>();
     auto* sub = cmd->add_subcommand(op.name, op.help);
     sub->add_option("request", flags->input, "Request JSON: a file, file://path, or - for stdin");
@@ -145,6 +189,18 @@ void AddChannelsCommand(CLI::App* app) {
     if (std::string(op.name) == "list") {
       sub->add_option("--stream-name", flags->stream_name,
                       "Only the channels of this stream (ListChannels' StreamFilter)");
+    }
+    if (std::string_view(op.name) == "redrive") {
+      sub->add_option("--error-code", flags->error_codes,
+                      "Only DLQ lines with this errorCode (repeatable; default: every code)");
+      sub->add_option(
+          "--start-time", flags->start_time,
+          "Only records that arrived at or after this time (epoch seconds or ISO 8601)");
+      sub->add_option("--end-time", flags->end_time,
+                      "Only records that arrived before this time (epoch seconds or ISO 8601)");
+    }
+    if (std::string_view(op.name) == "describe-redrive") {
+      sub->add_option("--redrive-id", flags->redrive_id, "The redrive (default: the latest)");
     }
     std::string api = op.api;
     bool optional = op.body_optional;

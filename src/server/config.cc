@@ -201,6 +201,7 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"request_timeout_ms",
        r.Int(&c.s3_request_timeout_ms, "s3.request_timeout_ms", 1, INT32_MAX)},
       {"max_attempts", r.Int(&c.s3_max_attempts, "s3.max_attempts", 1, 100)},
+      {"retry_budget_ms", r.Int(&c.s3_retry_budget_ms, "s3.retry_budget_ms", 0, INT32_MAX)},
   };
   const Keys delivery = {
       {"workers", r.Int(&c.delivery_workers, "delivery.workers", 1, 256)},
@@ -209,6 +210,10 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"tick_ms", r.Int(&c.delivery_tick_ms, "delivery.tick_ms", 1, 60000)},
       {"activation_timeout_ms",
        r.Int(&c.delivery_activation_timeout_ms, "delivery.activation_timeout_ms", 1, kMaxInt)},
+      {"destination_grace_ms",
+       r.Int(&c.delivery_destination_grace_ms, "delivery.destination_grace_ms", 0, kMaxInt)},
+      {"redrive_batch_records",
+       r.Int(&c.delivery_redrive_batch_records, "delivery.redrive_batch_records", 1, 1000000)},
       {"table_target_file_bytes",
        r.Int(&c.table_target_file_bytes, "delivery.table_target_file_bytes", 4096, kMaxInt)},
       {"table_max_commit_bytes",

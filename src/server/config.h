@@ -68,6 +68,7 @@ struct Config {
   uint64_t s3_multipart_threshold = 16ull << 20;
   int s3_request_timeout_ms = 120000;
   int s3_max_attempts = 8;
+  int s3_retry_budget_ms = 10000;
 
   // Delivery engine.
   size_t delivery_workers = 2;
@@ -75,6 +76,11 @@ struct Config {
   int64_t delivery_tick_ms = 50;
   // A channel whose destination stays unreachable this long after CreateChannel FAILS.
   int64_t delivery_activation_timeout_ms = 10 * 60 * 1000;
+  // A missing destination (bucket, table bucket, table) or refused access is retried this
+  // long, at activation and during delivery, before the channel FAILS.
+  int64_t delivery_destination_grace_ms = 5 * 60 * 1000;
+  // A DLQ redrive batch holds at most this many records.
+  int64_t delivery_redrive_batch_records = 5000;
   // Streaming tables: data files are cut at this size; one commit takes at most this
   // many record bytes (all shards); records are converted on this many threads.
   int64_t table_target_file_bytes = 128ll << 20;

@@ -22,6 +22,7 @@ std::shared_ptr<objectstore::ObjectStore> MakeBuckets(const Config& c) {
   s3.multipart_threshold = c.s3_multipart_threshold;
   s3.request_timeout_ms = c.s3_request_timeout_ms;
   s3.max_attempts = c.s3_max_attempts;
+  s3.retry_budget_ms = c.s3_retry_budget_ms;
   return std::make_shared<objectstore::S3ObjectStore>(s3);
 }
 
@@ -38,6 +39,8 @@ delivery::ChannelManagerOptions ChannelOptions(const Config& c) {
   co.tick_ms = c.delivery_tick_ms;
   co.local_buckets = c.s3_endpoint.empty();
   co.activation_timeout_ms = c.delivery_activation_timeout_ms;
+  co.runner.destination_grace_ms = c.delivery_destination_grace_ms;
+  co.runner.redrive_batch_records = static_cast<size_t>(c.delivery_redrive_batch_records);
   // In a pool, other processes create and change channels: read the list once a second
   // (or every renewal, when renewals are more frequent).
   co.reload_ms = std::min<int64_t>(c.lease_renew_ms, 1000);

@@ -297,11 +297,12 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   p->router->AddPath(
       {"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
          // 200 either way (the server serves); "degraded" lists the shards
-         // that do not and the channels whose deliveries are failing, and why.
+         // that do not, the channels whose deliveries are failing and the
+         // FAILED ones, and why.
          http::Response r;
          r.SetHeader("Content-Type", "application/json");
          auto problems = sm->Problems();
-         std::map<std::string, int64_t> failing;
+         std::vector<delivery::ChannelManager::Unhealthy> failing;
          if (raw->channels) failing = raw->channels->FailingChannels();
          if (problems.empty() && failing.empty()) {
            r.body = R"({"status":"ok"})";
@@ -313,9 +314,11 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
            nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
            if (!failing.empty()) {
              nlohmann::json channels = nlohmann::json::array();
-             for (const auto& [name, since] : failing) {
-               channels.push_back(
-                   {{"channel", name}, {"failingSince", static_cast<double>(since) / 1000.0}});
+             for (const auto& f : failing) {
+               nlohmann::json c = {{"channel", f.name}, {"state", f.state}};
+               if (f.since_ms > 0) c["failingSince"] = static_cast<double>(f.since_ms) / 1000.0;
+               if (!f.reason.empty()) c["reason"] = RedactPaths(f.reason);
+               channels.push_back(std::move(c));
              }
              body["channels"] = std::move(channels);
            }
@@ -409,6 +412,9 @@ void IcestreamServer::Stop() {
   if (parts_->offload) parts_->offload->Stop();
   // SubscribeToShard threads read the logs: end them before the logs close.
   if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
+  // Deliveries waiting on an object store that does not answer end now (they replay
+  // after the restart) instead of holding the stop for minutes.
+  if (parts_->buckets) parts_->buckets->Abort();
   if (parts_->channels) parts_->channels->Stop();
   // Delivery stopped: the leases go back to the pool at once (no wait for their expiry).
   if (parts_->pool) parts_->pool->Leave(/*handoff=*/true);

@@ -53,10 +53,11 @@ http::Handler WorkerHandler(std::atomic<delivery::ChannelManager*>* channels,
       if (cm) r.body = cm->PrometheusText();
       size_t held = 0;
       for (const auto& [channel, units] : leases->Held()) held += units.size();
-      r.body += "# HELP icestream_worker_leases Lease units this worker holds.\n"
-                "# TYPE icestream_worker_leases gauge\n"
-                "icestream_worker_leases " +
-                std::to_string(held) + "\n";
+      r.body +=
+          "# HELP icestream_worker_leases Lease units this worker holds.\n"
+          "# TYPE icestream_worker_leases gauge\n"
+          "icestream_worker_leases " +
+          std::to_string(held) + "\n";
       return respond(std::move(r));
     }
     if (req->path == "/health") {
@@ -72,9 +73,10 @@ http::Handler WorkerHandler(std::atomic<delivery::ChannelManager*>* channels,
         if (!failing.empty()) {
           body["status"] = "degraded";
           nlohmann::json list = nlohmann::json::array();
-          for (const auto& [name, since] : failing) {
-            list.push_back(
-                {{"channel", name}, {"failingSince", static_cast<double>(since) / 1000.0}});
+          for (const auto& f : failing) {
+            nlohmann::json c = {{"channel", f.name}, {"state", f.state}, {"reason", f.reason}};
+            if (f.since_ms > 0) c["failingSince"] = static_cast<double>(f.since_ms) / 1000.0;
+            list.push_back(std::move(c));
           }
           body["channels"] = std::move(list);
         }
@@ -84,7 +86,8 @@ http::Handler WorkerHandler(std::atomic<delivery::ChannelManager*>* channels,
     }
     r.status = 404;
     r.SetHeader("Content-Type", "application/json");
-    r.body = R"({"__type":"ResourceNotFoundException","message":"a worker serves /metrics and /health only"})";
+    r.body =
+        R"({"__type":"ResourceNotFoundException","message":"a worker serves /metrics and /health only"})";
     respond(std::move(r));
   };
 }
@@ -145,7 +148,8 @@ int RunWorker(const WorkerFlags& f) {
   std::unique_ptr<scaleout::Pool> pool;
   std::string listen_at;
   auto http = http::Server::Start(
-      ho, [&leases_for_http, &channels](std::shared_ptr<http::Request> req, http::Responder respond) {
+      ho,
+      [&leases_for_http, &channels](std::shared_ptr<http::Request> req, http::Responder respond) {
         const scaleout::LeaseManager* l = leases_for_http.load();
         if (!l) {
           http::Response r;
@@ -199,9 +203,9 @@ int RunWorker(const WorkerFlags& f) {
 
   std::shared_ptr<objectstore::ObjectStore> buckets = MakeBuckets(c);
   std::shared_ptr<objectstore::ObjectStore> table_buckets =
-      c.s3_endpoint.empty() ? std::make_shared<objectstore::LocalObjectStore>(
-                                  fs::Join(c.data_dir, "table-buckets"))
-                            : buckets;
+      c.s3_endpoint.empty()
+          ? std::make_shared<objectstore::LocalObjectStore>(fs::Join(c.data_dir, "table-buckets"))
+          : buckets;
   scaleout::Pool* p = pool.get();
   iceberg::Warehouses warehouses([p](const std::string& w) { return p->CatalogRows(w); },
                                  table_buckets.get(), SystemClock::Default(), c.region, c.account);
@@ -214,9 +218,9 @@ int RunWorker(const WorkerFlags& f) {
   ts.fence_for = [p](const delivery::ChannelConfig& ch) { return p->FenceFor(ch.id); };
   delivery::ChannelManagerOptions co = ChannelOptions(c);
   co.coordinator = pool->leases();
-  auto cm = delivery::ChannelManager::Open(co, sources->get(), pool->MakeDeliveryStore(), buckets,
-                                           MakeDestinations(c, std::move(ts)),
-                                           SystemClock::Default());
+  auto cm =
+      delivery::ChannelManager::Open(co, sources->get(), pool->MakeDeliveryStore(), buckets,
+                                     MakeDestinations(c, std::move(ts)), SystemClock::Default());
   if (!cm.ok()) {
     spdlog::error("cannot start delivery: {}", cm.status().ToString());
     pool->Leave(true);

@@ -169,7 +169,9 @@ class RgwDelivery(unittest.TestCase, Delivery):
         cls.rgw.s3().create_bucket(Bucket=cls.bucket_name)
         os.environ["AWS_ACCESS_KEY_ID"] = Rgw.access_key
         os.environ["AWS_SECRET_ACCESS_KEY"] = Rgw.secret_key
-        cls.server = Server(extra_args=["--s3-endpoint", cls.rgw.endpoint]).start()
+        # A missing bucket FAILS the channel after a short grace (the default is minutes).
+        cls.server = Server(extra_args=["--s3-endpoint", cls.rgw.endpoint],
+                            config_text="[delivery]\ndestination_grace_ms = 3000\n").start()
 
     @classmethod
     def tearDownClass(cls):
@@ -201,8 +203,9 @@ class RgwDelivery(unittest.TestCase, Delivery):
         st, body = kinesis_call(self.server, "CreateChannel",
                                 channel_request("rch-missing", "r-missing", bucket="no-such-bucket-here"))
         self.assertEqual(st, 200, body)
-        d = wait_channel(self.server, body["ChannelDescription"]["ChannelARN"], status="FAILED")
+        d = wait_channel(self.server, body["ChannelDescription"]["ChannelARN"], status="FAILED", timeout=30)
         self.assertIn("no-such-bucket-here", d["ChannelStatusReason"])
+        self.assertIn("grace period", d["ChannelStatusReason"])
         st, body = kinesis_call(self.server, "UpdateChannel", {"ChannelARN": d["ChannelARN"],
                                                                "S3DestinationConfiguration": {"DataFreshnessInSeconds": 10}})
         self.assertEqual(body["__type"], "ResourceInUseException")

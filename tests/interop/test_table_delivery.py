@@ -385,7 +385,8 @@ class LocalTables(unittest.TestCase, TableDelivery):
     @classmethod
     def setUpClass(cls):
         npm_dir()
-        cls.server = Server().start()
+        # A missing table bucket or a dropped table FAILS the channel after a short grace.
+        cls.server = Server(config_text="[delivery]\ndestination_grace_ms = 3000\n").start()
 
     @classmethod
     def tearDownClass(cls):
@@ -862,7 +863,8 @@ class RgwTables(unittest.TestCase, TableDelivery):
             s3.create_bucket(Bucket=cls.warehouse_bucket)
             s3.create_bucket(Bucket=cls.dlq_bucket_name)
             os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = Rgw.access_key, Rgw.secret_key
-            cls.server = Server(extra_args=["--s3-endpoint", cls.rgw.endpoint]).start()
+            cls.server = Server(extra_args=["--s3-endpoint", cls.rgw.endpoint],
+                                config_text="[delivery]\ndestination_grace_ms = 3000\n").start()
         except Exception:
             cls.rgw.stop()
             raise

@@ -1,7 +1,12 @@
 """A fault-injecting HTTP proxy for S3 traffic (tests only). It forwards requests to an
 upstream S3 server and, for a configurable share of them, answers instead with a 500, a
 503 SlowDown, a connection reset, or a stall — before or after forwarding, so that
-"succeeded upstream but the client saw an error" happens too. Listens on 127.0.0.1."""
+"succeeded upstream but the client saw an error" happens too. It can also blackhole
+requests (read them, never answer, as a dead endpoint behind a live load balancer does):
+every request, or those of chosen buckets (path-style), until the blackhole is lifted;
+and it can answer for chosen buckets as if they did not exist (404 NoSuchBucket), as a
+store does that is still coming up or where the bucket is created a moment later.
+Listens on 127.0.0.1."""
 
 import http.client
 import random
@@ -28,6 +33,11 @@ class FaultProxy:
         self.sock.listen(64)
         self.port = self.sock.getsockname()[1]
         self.stopping = False
+        # Blackholes: requests held without an answer while they match (see blackhole()).
+        self.blackhole_all = False
+        self.blackhole_buckets = set()
+        self.held = 0  # requests currently held
+        self.missing_buckets = set()  # answered 404 NoSuchBucket
         self.thread = threading.Thread(target=self._accept, daemon=True)
 
     @property
@@ -44,6 +54,32 @@ class FaultProxy:
             self.sock.close()
         except OSError:
             pass
+
+    def blackhole(self, buckets=None, everything=False):
+        """Holds matching requests unanswered from now on: the requests of `buckets`
+        (bucket names, path-style requests) or, with everything=True, all of them. Held
+        connections are closed (still unanswered) once the blackhole is lifted."""
+        with self.lock:
+            self.blackhole_all = everything
+            self.blackhole_buckets = set(buckets or ())
+
+    def lift(self):
+        self.blackhole(None, False)
+
+    def hide(self, buckets):
+        """Answers every request for these buckets with 404 NoSuchBucket (empty: none)."""
+        with self.lock:
+            self.missing_buckets = set(buckets or ())
+
+    @staticmethod
+    def _bucket_of(target):
+        return target.lstrip("/").split("/", 1)[0].split("?", 1)[0]
+
+    def _blackholed(self, target):
+        with self.lock:
+            if self.blackhole_all:
+                return True
+            return self._bucket_of(target) in self.blackhole_buckets
 
     def _accept(self):
         while not self.stopping:
@@ -94,6 +130,29 @@ class FaultProxy:
                 if req is None:
                     return
                 method, target, headers, body = req
+                if self._blackholed(target):
+                    with self.lock:
+                        self.held += 1
+                        self.counts["blackholed"] = self.counts.get("blackholed", 0) + 1
+                    try:
+                        while self._blackholed(target) and not self.stopping:
+                            time.sleep(0.05)
+                    finally:
+                        with self.lock:
+                            self.held -= 1
+                    return conn.close()
+                with self.lock:
+                    hidden = self._bucket_of(target) in self.missing_buckets
+                    if hidden:
+                        self.counts["missing"] = self.counts.get("missing", 0) + 1
+                if hidden:
+                    xml = (b"<?xml version=\"1.0\"?><Error><Code>NoSuchBucket</Code><Message>The specified "
+                           b"bucket does not exist</Message></Error>")
+                    head = method == "HEAD"
+                    conn.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\n" +
+                                 f"Content-Length: {0 if head else len(xml)}\r\n\r\n".encode() +
+                                 (b"" if head else xml))
+                    continue
                 fault = self._pick()
                 if fault == "reset":
                     return self._reset(conn)

@@ -1,9 +1,8 @@
 // Batch building: validation, framing, grouping by key, compression, DLQ lines.
 #include "delivery/s3/batch_builder.h"
 
-#include <simdjson.h>
-
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include "common/utf8.h"
 #include "delivery/object_naming.h"
@@ -13,13 +12,14 @@ namespace icestream::delivery::s3 {
 std::optional<BatchBuilder::Invalid> BatchBuilder::Validate(RecordFormat format,
                                                             std::string_view data) {
   switch (format) {
-    case RecordFormat::kByteArray: return std::nullopt;
+    case RecordFormat::kByteArray:
+      return std::nullopt;
     case RecordFormat::kString: {
       size_t bad = FirstInvalidUtf8(data);
       if (bad == std::string_view::npos) return std::nullopt;
-      return Invalid{"DESERIALIZATION_ERROR",
-                     fmt::format("Record is not valid UTF-8 (invalid byte sequence at offset {}).",
-                                 bad)};
+      return Invalid{
+          "DESERIALIZATION_ERROR",
+          fmt::format("Record is not valid UTF-8 (invalid byte sequence at offset {}).", bad)};
     }
     case RecordFormat::kJson:
     case RecordFormat::kGsrJson: {
@@ -34,7 +34,8 @@ std::optional<BatchBuilder::Invalid> BatchBuilder::Validate(RecordFormat format,
   return std::nullopt;
 }
 
-BatchBuilder::BatchBuilder(BatchContext ctx) : ctx_(std::move(ctx)), dlq_(ctx_.channel, ctx_.attempt_ms) {
+BatchBuilder::BatchBuilder(BatchContext ctx)
+    : ctx_(std::move(ctx)), dlq_(ctx_.channel, ctx_.attempt_ms, ctx_.redrive) {
   key_ctx_ = {ctx_.channel->name, ctx_.channel->id, ctx_.channel->stream_name};
 }
 
@@ -61,26 +62,45 @@ Status BatchBuilder::CloseGroup() {
 Status BatchBuilder::Add(const BatchRecord& rec) {
   ++result_.records_in;
   result_.bytes_in += rec.data.size();
-  if (!rec.error.empty()) {
+  auto reject = [&](std::string_view code, std::string_view message) {
     ++result_.failed_records;
-    dlq_.Add(ctx_.shard_id, rec.sequence_number, rec.ordinal, rec.arrival_ms,
-             "DESERIALIZATION_ERROR", rec.error, rec.sub_sequence);
+    DlqRecord r;
+    r.shard_id = ctx_.shard_id;
+    r.sequence_number = rec.sequence_number;
+    r.ordinal = rec.ordinal;
+    r.arrival_ms = rec.arrival_ms;
+    if (rec.sub_sequence) r.sub_sequence = *rec.sub_sequence;
+    r.error_code = code;
+    r.error_message = message;
+    r.partition_key = rec.partition_key;
+    r.data = rec.data;
+    dlq_.Add(r);
+  };
+  if (!rec.error.empty()) {
+    reject("DESERIALIZATION_ERROR", rec.error);
     return Status::OK();
   }
   if (auto bad = Validate(ctx_.channel->record_format, rec.data)) {
-    ++result_.failed_records;
-    dlq_.Add(ctx_.shard_id, rec.sequence_number, rec.ordinal, rec.arrival_ms, bad->code,
-             bad->message, rec.sub_sequence);
+    reject(bad->code, bad->message);
     return Status::OK();
   }
   const std::string& key = KeyFor(rec.arrival_ms);
   if (!group_ || key != group_key_) {
     RETURN_IF_ERROR(CloseGroup());
-    ASSIGN_OR_RETURN(group_, MakeStreamCompressor(ctx_.channel->s3().compression, ctx_.compression_level));
+    ASSIGN_OR_RETURN(group_,
+                     MakeStreamCompressor(ctx_.channel->s3().compression, ctx_.compression_level));
     group_key_ = key;
+    // A redrive batch's records were delivered (or rejected) once already, by a batch
+    // that began with the same record: its objects are seeded with the redrive and its
+    // first entry too, so that they never take (overwrite) the name of an object of the
+    // stream's own batches, and a replay of the redrive batch rewrites the same keys.
+    const std::string seed = ctx_.redrive == nullptr
+                                 ? ctx_.channel->id
+                                 : fmt::format("{}/redrive/{}/{}", ctx_.channel->id,
+                                               ctx_.redrive->id, ctx_.redrive->from);
     current_.key = ctx_.key_template->RenderWithSuffix(
         key_ctx_, rec.arrival_ms,
-        ObjectSuffix(rec.ordinal, ctx_.shard_id, ctx_.channel->id, rec.sequence_number));
+        ObjectSuffix(rec.ordinal, ctx_.shard_id, seed, rec.sequence_number));
     current_.first_sequence_number = std::string(rec.sequence_number);
   }
   RETURN_IF_ERROR(group_->Add(rec.data));
@@ -93,6 +113,8 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
 
 Result<BatchResult> BatchBuilder::Finish() {
   RETURN_IF_ERROR(CloseGroup());
+  result_.rejects = dlq_.summary();
+  result_.redrive_rejects = dlq_.redrive_rejects();
   result_.dlq = dlq_.Finish();
   return std::move(result_);
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,7 +28,8 @@ struct BatchRecord {
   int64_t arrival_ms = 0;
   std::string_view data;
   std::optional<uint32_t> sub_sequence;  // a user record of a KPL aggregate
-  std::string_view error;                 // a KPL aggregate that does not decode
+  std::string_view error;                // a KPL aggregate that does not decode
+  std::string_view partition_key;        // for DLQ lines with the record's data
 };
 
 struct BatchObject {
@@ -42,6 +44,9 @@ struct BatchObject {
 struct BatchResult {
   std::vector<BatchObject> objects;
   std::optional<DlqObject> dlq;  // JSON lines, one per invalid record
+  RejectSummary rejects;         // what the DLQ lines were
+  // A redrive batch: the entries that failed again (DlqBatch::redrive_rejects).
+  std::map<uint64_t, std::pair<std::string, std::string>> redrive_rejects;
   size_t records_in = 0;
   size_t bytes_in = 0;
   size_t failed_records = 0;
@@ -53,6 +58,7 @@ struct BatchContext {
   std::string shard_id;  // "shardId-000000000003"
   int compression_level = 0;
   int64_t attempt_ms = 0;  // the DLQ lines' attemptTimestamp (fixed by the batch plan)
+  const RedriveSpan* redrive = nullptr;  // the span of a redrive batch (must outlive it)
 };
 
 class BatchBuilder {

@@ -30,7 +30,8 @@ class S3Sink final : public Sink {
     const auto& d = config_.s3();
     RETURN_IF_ERROR(check(d.bucket_arn, d.expected_bucket_owner, "destination"));
     if (config_.dlq.bucket_arn != d.bucket_arn) {
-      RETURN_IF_ERROR(check(config_.dlq.bucket_arn, config_.dlq.expected_bucket_owner, "dead-letter queue"));
+      RETURN_IF_ERROR(
+          check(config_.dlq.bucket_arn, config_.dlq.expected_bucket_owner, "dead-letter queue"));
     }
     return Status::OK();
   }
@@ -41,8 +42,9 @@ class S3Sink final : public Sink {
 
   Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) override {
     if (batch.ranges.size() != 1) return Internal("an S3 batch covers exactly one shard");
-    BatchContext bctx{&config_, &template_, batch.ranges[0].shard, env_.compression_level,
-                      batch.attempt_ms};
+    const RedriveSpan* redrive = batch.redrive.get();
+    BatchContext bctx{&config_,         &template_, batch.ranges[0].shard, env_.compression_level,
+                      batch.attempt_ms, redrive};
     BatchBuilder builder(bctx);
     RecordChunk chunk;
     for (;;) {
@@ -50,7 +52,7 @@ class S3Sink final : public Sink {
       if (!more) break;
       for (const auto& rec : chunk.records) {
         RETURN_IF_ERROR(builder.Add({rec.sequence_number, rec.ordinal, rec.arrival_ms, rec.data,
-                                     rec.sub_sequence, rec.error}));
+                                     rec.sub_sequence, rec.error, rec.partition_key}));
       }
     }
     ASSIGN_OR_RETURN(BatchResult built, builder.Finish());
@@ -65,13 +67,15 @@ class S3Sink final : public Sink {
       opts.server_side_encryption = "aws:kms";
       opts.sse_kms_key_id = config_.encryption->key_id;
     }
-    opts.content_type = config_.record_format == RecordFormat::kByteArray ? "application/octet-stream"
-                        : config_.record_format == RecordFormat::kString  ? "text/plain"
-                                                                           : "application/x-ndjson";
+    opts.content_type = config_.record_format == RecordFormat::kByteArray
+                            ? "application/octet-stream"
+                        : config_.record_format == RecordFormat::kString ? "text/plain"
+                                                                         : "application/x-ndjson";
     DeliveryCounts counts;
     counts.records_in = built.records_in;
     counts.bytes_in = built.bytes_in;
     counts.failed = built.failed_records;
+    counts.rejects = built.rejects;
     for (const auto& obj : built.objects) {
       // One attempt: a failure the runner can retry comes back as is (kUnavailable), and
       // the replay rewrites the same keys with the same bytes.
@@ -90,7 +94,7 @@ class S3Sink final : public Sink {
       Log({{"eventType", "DeliverySucceeded"},
            {"streamName", config_.stream_name},
            {"shardId", bctx.shard_id},
-            {"firstSequenceNumber", obj.first_sequence_number},
+           {"firstSequenceNumber", obj.first_sequence_number},
            {"lastSequenceNumber", obj.last_sequence_number},
            {"destination", "s3://" + bucket + "/" + obj.key},
            {"records", obj.records},
@@ -110,6 +114,19 @@ class S3Sink final : public Sink {
            {"shardId", bctx.shard_id},
            {"destination", "s3://" + dlq_bucket + "/" + built.dlq->key},
            {"records", built.dlq->records}});
+    }
+    if (redrive) {
+      // The entries' outcomes before the progress moves (the store, after this returns).
+      RedriveBatchOutcome outcome =
+          RedriveReport(*redrive, source->Missing(), built.redrive_rejects);
+      objectstore::PutOptions ropts;
+      ropts.content_type = "application/x-ndjson";
+      if (!env_.local_buckets) ropts.expected_bucket_owner = config_.dlq.expected_bucket_owner;
+      std::string report_key = ReportKey(config_, redrive->id, redrive->from);
+      if (Status st = env_.buckets->Put(dlq_bucket, report_key, outcome.report, ropts); !st.ok()) {
+        return st.WithContext("Writing the redrive's report failed");
+      }
+      counts.redrive = outcome.after;
     }
     return counts;
   }
@@ -140,7 +157,8 @@ Status S3Destination::Prepare(ChannelConfig* c) {
 }
 
 Result<std::unique_ptr<Sink>> S3Destination::MakeSink(const ChannelConfig& config, SinkEnv env) {
-  ASSIGN_OR_RETURN(auto tmpl, KeyTemplate::Parse(config.s3().output_key_template, config.s3().compression));
+  ASSIGN_OR_RETURN(auto tmpl,
+                   KeyTemplate::Parse(config.s3().output_key_template, config.s3().compression));
   return std::unique_ptr<Sink>(new S3Sink(config, std::move(tmpl), std::move(env)));
 }
 

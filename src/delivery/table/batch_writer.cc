@@ -184,8 +184,15 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
         std::string code = rj.error.code == schema::RecordErrorCode::kMalformedJson
                                ? "DESERIALIZATION_ERROR"
                                : std::string(schema::RecordErrorCodeName(rj.error.code));
-        out->rejects.push_back({o.range, std::string(o.sequence_number), o.ordinal, o.sub_sequence,
-                                o.arrival_ms, std::move(code), rj.error.message});
+        Reject r{o.range,          std::string(o.sequence_number),
+                 o.ordinal,        o.sub_sequence,
+                 o.arrival_ms,     std::move(code),
+                 rj.error.message, rj.error.path};
+        if (options_.keep_rejected_data) {
+          r.partition_key = o.partition_key;
+          r.data = o.data;
+        }
+        out->rejects.push_back(std::move(r));
       }
       counts.bytes_processed += converted_bytes;
     }

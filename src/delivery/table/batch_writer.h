@@ -38,6 +38,11 @@ struct Reject {
   int64_t arrival_ms = 0;
   std::string code;
   std::string message;
+  std::string path;  // the JSON path the error names ("" when none)
+  // The record itself, kept only for a channel whose DLQ lines carry it
+  // (BatchWriterOptions::keep_rejected_data).
+  std::string partition_key;
+  std::string data;
 };
 
 // Where a converted record came from.
@@ -48,6 +53,8 @@ struct RecordOrigin {
   int64_t arrival_ms = 0;
   std::optional<uint32_t> sub_sequence;
   size_t bytes = 0;
+  std::string_view partition_key;  // into the block's chunks
+  std::string_view data;           // the record as read (before GSR framing is removed)
 };
 
 // A block handed to the converter: the chunks its records point into, payloads the
@@ -78,6 +85,7 @@ struct BatchWriterOptions {
   size_t block_bytes = 16u << 20;
   size_t block_records = 16384;
   format::parquet::WriterOptions writer;
+  bool keep_rejected_data = false;  // copy a rejected record's key and data into its Reject
 };
 
 struct BatchOutput {

@@ -7,17 +7,26 @@ namespace icestream::delivery::table {
 
 Result<CommitOutcome> TableCommitter::Commit(TableOwner* owner, const DeliveryBatch& batch,
                                              const std::vector<iceberg::DataFile>& files,
+                                             const std::optional<RedriveProgress>& redrive,
                                              bool* keep_files) {
   *keep_files = false;
   iceberg::Table* table = owner->table();
   if (table == nullptr) return Internal("commit before the table exists");
   table->SetFence(fence_);
+  const RedriveSpan* span = batch.redrive.get();
+  if (span && !redrive) return Internal("a redrive batch commits without its progress");
   std::map<std::string, Position> cps = owner->Checkpoints(table->metadata());
-  for (const auto& r : batch.ranges) {
-    auto& cp = cps[r.shard];
-    if (cp < r.end()) cp = r.end();
+  if (!span) {
+    for (const auto& r : batch.ranges) {
+      auto& cp = cps[r.shard];
+      if (cp < r.end()) cp = r.end();
+    }
   }
   std::map<std::string, std::string> summary = {{std::string(kOwnerProperty), config_.arn}};
+  // The redrive progress travels with every append of the channel, so the newest of its
+  // snapshots always has it.
+  std::optional<RedriveProgress> progress = span ? redrive : owner->HeldRedrive(table->metadata());
+  if (progress) summary[std::string(kRedriveProgressKey)] = RedriveProgressText(*progress);
   for (const auto& [shard, pos] : cps) {
     if (pos.at_start()) continue;
     summary[std::string(kCheckpointPrefix) + shard] = pos.sequence;
@@ -27,8 +36,24 @@ Result<CommitOutcome> TableCommitter::Commit(TableOwner* owner, const DeliveryBa
   }
   const std::string label = owner->Label();
   bool already = false;
+  std::optional<RedriveProgress> held_redrive;
   auto check = [&](const iceberg::TableMetadata& m) -> Status {
     RETURN_IF_ERROR(owner->CheckUnchanged(m));
+    if (span) {
+      auto h = owner->HeldRedrive(m);
+      if (h && h->id == span->id && h->next >= span->to) {
+        already = true;
+        held_redrive = h;
+        return AlreadyExists("the redrive batch is in the table already");
+      }
+      if (h && h->id == span->id && h->next > span->from) {
+        return InvalidArgument(fmt::format(
+            "Table {} holds redrive {} up to entry {}, inside the batch of entries {} to {} being "
+            "committed; another writer commits as this channel.",
+            label, span->id, h->next, span->from, span->to));
+      }
+      return Status::OK();
+    }
     auto held = owner->Checkpoints(m);
     size_t in = 0;
     for (const auto& r : batch.ranges) {
@@ -64,6 +89,7 @@ Result<CommitOutcome> TableCommitter::Commit(TableOwner* owner, const DeliveryBa
   }
   if (already) {
     out.already_in = true;
+    out.held_redrive = held_redrive;
     return out;
   }
   const Status& st = committed.status();

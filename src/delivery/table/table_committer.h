@@ -7,7 +7,8 @@
 // append builds on (the first and every retry after a lost race) refuses a batch the table
 // already holds (answered as "already in": nothing to do), one it holds part of, or a
 // table changed outside the channel; so no range is committed twice, even when a lost
-// reply is retried. A Fence (null on one server; a scale-out worker's lease epoch) is
+// reply is retried; a redrive batch is checked the same way against the redrive progress
+// in the summary. A Fence (null on one server; a scale-out worker's lease epoch) is
 // checked in the same catalog transaction as the pointer swap: a fenced committer's
 // append matches nothing and changes nothing.
 //
@@ -26,6 +27,8 @@ namespace icestream::delivery::table {
 
 struct CommitOutcome {
   bool already_in = false;  // the table held the whole batch already
+  // A redrive batch found in the table already: the redrive progress the table holds.
+  std::optional<RedriveProgress> held_redrive;
   iceberg::CommitResult result;
 };
 
@@ -38,14 +41,17 @@ class TableCommitter {
   void SetFence(const iceberg::CommitFence* fence) { fence_ = fence; }
   const iceberg::CommitFence* fence() const { return fence_; }
 
-  // Appends `files` (written for `batch`) with the batch's checkpoints. Errors:
+  // Appends `files` (written for `batch`) with the batch's checkpoints — for a redrive
+  // batch, with the checkpoints as they are and `redrive` (the redrive's progress after
+  // the batch) instead; other appends carry the last redrive progress forward. Errors:
   // kUnavailable when the outcome is unknown (the batch is checked against the table and
   // replayed; the files are kept: the commit may reference them); kNotFound when the
   // table is gone; kInvalidArgument when another writer commits as this channel;
   // kFailedPrecondition when fenced; others from the catalog. *keep_files is set when
   // the files must stay (the commit may reference them) even though it failed.
   Result<CommitOutcome> Commit(TableOwner* owner, const DeliveryBatch& batch,
-                               const std::vector<iceberg::DataFile>& files, bool* keep_files);
+                               const std::vector<iceberg::DataFile>& files,
+                               const std::optional<RedriveProgress>& redrive, bool* keep_files);
 
  private:
   const ChannelConfig& config_;

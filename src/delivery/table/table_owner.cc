@@ -212,6 +212,20 @@ Status TableOwner::CheckUnchangedLocked(const iceberg::TableMetadata& m) const {
   return Status::OK();
 }
 
+std::optional<RedriveProgress> TableOwner::HeldRedrive(const iceberg::TableMetadata& m) const {
+  const iceberg::Snapshot* s = m.CurrentSnapshot();
+  while (s != nullptr) {
+    auto owner = s->summary.find(std::string(kOwnerProperty));
+    if (owner != s->summary.end() && owner->second == config_.arn) {
+      auto it = s->summary.find(std::string(kRedriveProgressKey));
+      if (it == s->summary.end()) return std::nullopt;
+      return ParseRedriveProgress(it->second);
+    }
+    s = s->parent_snapshot_id ? m.SnapshotById(*s->parent_snapshot_id) : nullptr;
+  }
+  return std::nullopt;
+}
+
 std::map<std::string, Position> TableOwner::Checkpoints(const iceberg::TableMetadata& m) const {
   std::map<std::string, Position> out;
   const iceberg::Snapshot* s = m.CurrentSnapshot();

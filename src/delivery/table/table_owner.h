@@ -57,6 +57,8 @@ class TableOwner {
   Status CheckUnchanged(const iceberg::TableMetadata& m) const;
   // shard id → position, from the newest snapshot of this channel on the main branch.
   std::map<std::string, Position> Checkpoints(const iceberg::TableMetadata& m) const;
+  // The channel's redrive progress in the same snapshot (nullopt: none recorded).
+  std::optional<RedriveProgress> HeldRedrive(const iceberg::TableMetadata& m) const;
 
   // Schema evolution: `next_id` is about to become the table's schema (saved first, so a
   // commit that lands just before a crash is recognised as the channel's), then `id` is.

@@ -104,8 +104,7 @@ class TableSink final : public Sink {
         env_(env),
         lookup_(services.versions ? services.versions
                                   : std::make_shared<RegistryVersions>(services.registry)),
-        versions_(lookup_.get(), config_.gsr_schema_arn,
-                  config_.table().partition_fields.at(0)),
+        versions_(lookup_.get(), config_.gsr_schema_arn, config_.table().partition_fields.at(0)),
         owner_(config_, services, options, env),
         follower_(config_, &versions_, env),
         committer_(config_, env),
@@ -151,6 +150,15 @@ class TableSink final : public Sink {
     if (table == nullptr) return std::map<std::string, Position>{};
     RETURN_IF_ERROR(owner_.Refresh());
     return owner_.Checkpoints(table->metadata());
+  }
+
+  Result<std::optional<RedriveProgress>> HeldRedrive() override {
+    std::lock_guard lock(mu_);
+    RETURN_IF_ERROR(LoadTable());
+    iceberg::Table* table = owner_.table();
+    if (table == nullptr) return std::optional<RedriveProgress>();
+    RETURN_IF_ERROR(owner_.Refresh());
+    return owner_.HeldRedrive(table->metadata());
   }
 
   Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) override;
@@ -259,8 +267,18 @@ class TableSink final : public Sink {
     owner->records_in++;
     owner->bytes_in += rec.data.size();
     auto reject = [&](const char* code, std::string message) {
-      owner->rejects.push_back({range, std::string(rec.sequence_number), rec.ordinal,
-                                rec.sub_sequence, rec.arrival_ms, code, std::move(message)});
+      Reject r{range,
+               std::string(rec.sequence_number),
+               rec.ordinal,
+               rec.sub_sequence,
+               rec.arrival_ms,
+               code,
+               std::move(message)};
+      if (config_.dlq.include_record_data) {
+        r.partition_key = rec.partition_key;
+        r.data = rec.data;
+      }
+      owner->rejects.push_back(std::move(r));
     };
     if (!rec.error.empty()) {
       reject("DESERIALIZATION_ERROR", rec.error);
@@ -303,7 +321,7 @@ class TableSink final : public Sink {
     }
     block->records.push_back(text);
     owner->origins.push_back({range, rec.sequence_number, rec.ordinal, rec.arrival_ms,
-                              rec.sub_sequence, rec.data.size()});
+                              rec.sub_sequence, rec.data.size(), rec.partition_key, rec.data});
     return Status::OK();
   }
 
@@ -330,15 +348,25 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   std::lock_guard lock(mu_);
   RETURN_IF_ERROR(owner_.CheckWarehouse());
   RETURN_IF_ERROR(LoadTable());
+  const RedriveSpan* redrive = batch.redrive.get();
   if (iceberg::Table* table = owner_.table()) {
     RETURN_IF_ERROR(owner_.Refresh());
     // A replay of a batch whose commit landed (its outcome was unknown): nothing to do.
-    auto held = owner_.Checkpoints(table->metadata());
-    bool all_in = std::all_of(batch.ranges.begin(), batch.ranges.end(), [&](const ShardRange& r) {
-      auto it = held.find(r.shard);
-      return it != held.end() && !(it->second < r.end());
-    });
-    if (all_in && !batch.ranges.empty()) return DeliveryCounts{};
+    if (redrive) {
+      auto held = owner_.HeldRedrive(table->metadata());
+      if (held && held->id == redrive->id && held->next >= redrive->to) {
+        DeliveryCounts done;
+        done.redrive = *held;
+        return done;
+      }
+    } else {
+      auto held = owner_.Checkpoints(table->metadata());
+      bool all_in = std::all_of(batch.ranges.begin(), batch.ranges.end(), [&](const ShardRange& r) {
+        auto it = held.find(r.shard);
+        return it != held.end() && !(it->second < r.end());
+      });
+      if (all_in && !batch.ranges.empty()) return DeliveryCounts{};
+    }
   }
   if (config_.record_format == RecordFormat::kJson) {
     ASSIGN_OR_RETURN(auto t, follower_.FollowLatest(&owner_, target_));
@@ -377,6 +405,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
     wo.block_bytes = options_.block_bytes;
     wo.block_records = options_.block_records;
     wo.writer = writer_options_;
+    wo.keep_rejected_data = config_.dlq.include_record_data;
     BatchWriter writer(&target->layout(), &target->parquet(), wo);
     Status st = writer.Run(source, decode, place_file, &out);
     if (st.ok()) break;
@@ -391,19 +420,31 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   }
   DeliveryCounts counts = out.counts;
 
-  // The dead-letter queue before the commit that moves past the rejected records.
+  // The dead-letter queue (and a redrive's report) before the commit that moves past the
+  // rejected records.
+  ASSIGN_OR_RETURN(std::string dlq_bucket, objectstore::BucketFromArn(config_.dlq.bucket_arn));
+  objectstore::PutOptions dlq_opts;
+  dlq_opts.content_type = "application/x-ndjson";
+  if (!env_.local_buckets) dlq_opts.expected_bucket_owner = config_.dlq.expected_bucket_owner;
+  DlqBatch dlq(&config_, batch.attempt_ms, redrive);
   if (!out.rejects.empty()) {
-    DlqBatch dlq(&config_, batch.attempt_ms);
     for (const auto& r : out.rejects) {
-      dlq.Add(batch.ranges[r.range].shard, r.sequence_number, r.ordinal, r.arrival_ms, r.code,
-              r.message, r.sub_sequence);
+      DlqRecord d;
+      d.shard_id = batch.ranges[r.range].shard;
+      d.sequence_number = r.sequence_number;
+      d.ordinal = r.ordinal;
+      d.arrival_ms = r.arrival_ms;
+      if (r.sub_sequence) d.sub_sequence = *r.sub_sequence;
+      d.error_code = r.code;
+      d.error_message = r.message;
+      d.path = r.path;
+      d.partition_key = r.partition_key;
+      d.data = r.data;
+      dlq.Add(d);
     }
+    counts.rejects = dlq.summary();
     auto obj = dlq.Finish();
-    ASSIGN_OR_RETURN(std::string dlq_bucket, objectstore::BucketFromArn(config_.dlq.bucket_arn));
-    objectstore::PutOptions opts;
-    opts.content_type = "application/x-ndjson";
-    if (!env_.local_buckets) opts.expected_bucket_owner = config_.dlq.expected_bucket_owner;
-    if (Status st = env_.buckets->Put(dlq_bucket, obj->key, obj->body, opts); !st.ok()) {
+    if (Status st = env_.buckets->Put(dlq_bucket, obj->key, obj->body, dlq_opts); !st.ok()) {
       Log({{"eventType", "DLQWriteFailed"}, {"errorMessage", st.message()}});
       return st.WithContext("Writing to the dead-letter queue failed");
     }
@@ -412,17 +453,31 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
          {"destination", "s3://" + dlq_bucket + "/" + obj->key},
          {"records", obj->records}});
   }
+  std::optional<RedriveProgress> redrive_after;
+  if (redrive) {
+    RedriveBatchOutcome outcome = RedriveReport(*redrive, source->Missing(), dlq.redrive_rejects());
+    std::string report_key = ReportKey(config_, redrive->id, redrive->from);
+    if (Status st = env_.buckets->Put(dlq_bucket, report_key, outcome.report, dlq_opts); !st.ok()) {
+      return st.WithContext("Writing the redrive's report failed");
+    }
+    redrive_after = outcome.after;
+    counts.redrive = outcome.after;
+  }
   if (out.files.empty()) return counts;  // nothing valid: the checkpoint moves in the store only
 
   // A table made by this batch: its target is the one the files were written with.
   RETURN_IF_ERROR(LoadTable());
   bool keep_files = false;
-  auto committed = committer_.Commit(&owner_, batch, out.files, &keep_files);
+  auto committed = committer_.Commit(&owner_, batch, out.files, redrive_after, &keep_files);
   if (!committed.ok()) {
     if (keep_files) cleanup.Dismiss();  // the commit may reference them
     return committed.status();
   }
-  if (committed->already_in) return DeliveryCounts{};  // our files are unreferenced: deleted
+  if (committed->already_in) {  // our files are unreferenced: deleted
+    DeliveryCounts done;
+    done.redrive = committed->held_redrive;
+    return done;
+  }
   cleanup.Dismiss();
   const iceberg::CommitResult& r = committed->result;
   upkeep_.Appended(owner_.table()->metadata(), r.snapshot_id, out.files);
@@ -519,7 +574,8 @@ Result<std::unique_ptr<Sink>> TableDestination::MakeSink(const ChannelConfig& co
   if (t.partition_fields.size() != 1)
     return InvalidArgument("a streaming table has exactly one partition field");
   std::shared_ptr<VersionLookup> lookup =
-      services_.versions ? services_.versions : std::make_shared<RegistryVersions>(services_.registry);
+      services_.versions ? services_.versions
+                         : std::make_shared<RegistryVersions>(services_.registry);
   SchemaVersions versions(lookup.get(), config.gsr_schema_arn, t.partition_fields[0]);
   ASSIGN_OR_RETURN(auto pinned, versions.ById(t.schema_version_id));
   if (!pinned->usable) {

@@ -30,10 +30,10 @@
 #include <string_view>
 
 #include "delivery/sink.h"
+#include "delivery/table/schema_versions.h"
 #include "iceberg/catalog.h"
 #include "iceberg/catalog_store.h"
 #include "iceberg/file_io.h"
-#include "delivery/table/schema_versions.h"
 #include "registry/registry.h"
 
 namespace icestream::delivery::table {
@@ -113,5 +113,8 @@ inline constexpr std::string_view kOwnerProperty = "icestream.channel-arn";
 inline constexpr std::string_view kCheckpointPrefix = "icestream.checkpoint.";
 // Only for a checkpoint inside a KPL aggregate: the last delivered user record's index.
 inline constexpr std::string_view kCheckpointSubPrefix = "icestream.checkpoint-sub.";
+// The channel's DLQ redrive progress (redrive.h RedriveProgressText), carried forward by
+// every append of the channel like the checkpoints.
+inline constexpr std::string_view kRedriveProgressKey = "icestream.redrive";
 
 }  // namespace icestream::delivery::table

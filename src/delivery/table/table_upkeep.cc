@@ -59,7 +59,8 @@ void TableUpkeep::Run(TableOwner* owner, const WriteTarget& target,
     Status st = compactor_->Run(table, *io, target.layout(), writer, check, budget);
     if (!st.ok()) {
       spdlog::warn("channel {}: compacting {}: {}", config_.name, owner->Label(), st.ToString());
-      if (IsPermanent(st)) compactor_->Invalidate();
+      // Anything but a passing failure: its view of the table's files may be stale.
+      if (ClassifyFailure(st) != FailureKind::kRetry) compactor_->Invalidate();
     }
   }
   ExpireSnapshots(owner);

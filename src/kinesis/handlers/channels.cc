@@ -1,10 +1,13 @@
 // Channels: CreateChannel, DescribeChannel, ListChannels, UpdateChannel, DeleteChannel
-// (kds-delivery-spec.md §1). Model constraints → ValidationException; semantic rules →
-// InvalidArgumentException; the rest comes from the delivery engine's statuses.
+// (kds-delivery-spec.md §1), and icestream's extensions ResumeChannel, StartChannelRedrive
+// and DescribeChannelRedrive (docs/channels.md). Model constraints → ValidationException;
+// semantic rules → InvalidArgumentException; the rest comes from the delivery engine's
+// statuses.
 #include <fmt/format.h>
 
 #include "common/pattern.h"
 #include "delivery/channel_manager.h"
+#include "delivery/redrive.h"
 #include "kinesis/context.h"
 
 namespace icestream::kinesis {
@@ -28,6 +31,7 @@ const Pattern kTemplateChars = Pattern::MustCompile(R"([0-9A-Za-z!\-_'.*()\/=:{}
 const Pattern kPrefixChars = Pattern::MustCompile(R"([0-9A-Za-z!\-_'.*()\/]+)");
 const Pattern kLogGroup = Pattern::MustCompile(R"([\.\-_/#A-Za-z0-9]+)");
 const Pattern kLowerName = Pattern::MustCompile(R"([0-9a-z_]+)");
+const Pattern kErrorCode = Pattern::MustCompile(R"([A-Z][A-Z0-9_]*)");
 
 void StrMember(aws::Params& p, const std::string& path, const std::optional<std::string>& v,
                bool required, size_t min, size_t max, const Pattern* re = nullptr) {
@@ -76,6 +80,7 @@ json DescriptionJson(const ChannelConfig& c) {
   json dlq = {{"BucketARN", c.dlq.bucket_arn},
               {"ExpectedBucketOwner", c.dlq.expected_bucket_owner},
               {"ErrorOutputPrefix", c.dlq.error_output_prefix}};
+  if (c.dlq.include_record_data) dlq["IncludeRecordData"] = true;  // icestream extension
   if (c.destination_type() == delivery::DestinationType::kS3) {
     const auto& s3 = c.s3();
     d["S3DestinationConfiguration"] = {
@@ -134,6 +139,7 @@ void ReadDlq(aws::Params& p, const std::string& path, const json& j,
   auto bucket = d.Str("BucketARN");
   auto owner = d.Str("ExpectedBucketOwner");
   auto prefix = d.Str("ErrorOutputPrefix");
+  auto include_data = d.Bool("IncludeRecordData");  // icestream extension (docs/channels.md)
   if (auto e = d.Error()) return p.AddViolation(e->message);
   StrMember(p, path + ".bucketARN", bucket, true, 1, 2048, &kBucketArn);
   StrMember(p, path + ".expectedBucketOwner", owner, true, 12, 12, &kOwner);
@@ -147,6 +153,7 @@ void ReadDlq(aws::Params& p, const std::string& path, const json& j,
   out->bucket_arn = bucket.value_or("");
   out->expected_bucket_owner = owner.value_or("");
   out->error_output_prefix = prefix.value_or("");
+  out->include_record_data = include_data.value_or(false);
 }
 
 std::optional<delivery::LoggingConfig> ReadLogging(aws::Params& p, const json* j) {
@@ -597,6 +604,75 @@ void DeleteChannel(Context& ctx, Call& call, aws::Params& p) {
   Status st = ctx.channels->Delete(*arn);
   if (!st.ok()) return call.Fail(st);
   call.ReplyEmpty();
+}
+
+// icestream extension: a FAILED channel delivers again from its checkpoints.
+void ResumeChannel(Context& ctx, Call& call, aws::Params& p) {
+  if (Unavailable(ctx, call)) return;
+  auto arn = ChannelArnMember(p);
+  if (!Ok(call, p)) return;
+  auto c = ctx.channels->Resume(*arn);
+  if (!c.ok()) return call.Fail(c.status());
+  call.Reply({{"ChannelDescription", DescriptionJson(*c)}});
+}
+
+// icestream extension: re-deliver the channel's DLQ lines (docs/channels.md "Redrive").
+void StartChannelRedrive(Context& ctx, Call& call, aws::Params& p) {
+  if (Unavailable(ctx, call)) return;
+  auto arn = ChannelArnMember(p);
+  const json* codes = p.List("ErrorCodes");
+  auto start = p.TimestampMs("StartTimestamp");
+  auto end = p.TimestampMs("EndTimestamp");
+  if (!Ok(call, p)) return;
+  delivery::RedriveFilter filter;
+  if (codes) {
+    p.ListLength("errorCodes", codes->size(), codes->dump(), 1, 50);
+    for (size_t i = 0; i < codes->size(); ++i) {
+      const json& c = (*codes)[i];
+      if (!c.is_string()) {
+        return call.Fail(aws::SerializationError("Unexpected list element type for ErrorCodes"));
+      }
+      std::string code = c.get<std::string>();
+      StrMember(p, fmt::format("errorCodes.{}.member", i + 1), code, true, 1, 64, &kErrorCode);
+      filter.error_codes.insert(code);
+    }
+  }
+  if (!Ok(call, p)) return;
+  if (start && end && *start >= *end) {
+    return call.Fail(aws::InvalidArgumentError("StartTimestamp must be before EndTimestamp."));
+  }
+  filter.start_ms = start;
+  filter.end_ms = end;
+  auto c = ctx.channels->Describe(*arn);
+  if (!c.ok()) return call.Fail(c.status());
+  auto r = ctx.channels->StartRedrive(*arn, std::move(filter));
+  if (!r.ok()) return call.Fail(r.status());
+  call.Reply({{"Redrive", delivery::RedriveDescription(*r, *c)}});
+}
+
+// icestream extension: a redrive's progress (the latest when RedriveId is omitted).
+void DescribeChannelRedrive(Context& ctx, Call& call, aws::Params& p) {
+  if (Unavailable(ctx, call)) return;
+  auto arn = ChannelArnMember(p);
+  auto id = p.Str("RedriveId");
+  if (!Ok(call, p)) return;
+  StrMember(p, "redriveId", id, false, 1, 64, nullptr);
+  if (!Ok(call, p)) return;
+  auto c = ctx.channels->Describe(*arn);
+  if (!c.ok()) return call.Fail(c.status());
+  auto all = ctx.channels->Redrives(*arn);
+  if (!all.ok()) return call.Fail(all.status());
+  const delivery::RedriveState* found = nullptr;
+  for (const auto& r : *all) {
+    if (!id || r.id == *id) found = &r;
+  }
+  if (found == nullptr) {
+    return call.Fail(NotFound(id ? fmt::format("Redrive {} of channel {} not found.", *id, *arn)
+                                 : fmt::format("Channel {} has no redrive.", *arn)));
+  }
+  json ids = json::array();
+  for (const auto& r : *all) ids.push_back(r.id);
+  call.Reply({{"Redrive", delivery::RedriveDescription(*found, *c)}, {"RedriveIds", ids}});
 }
 
 }  // namespace icestream::kinesis

@@ -185,6 +185,31 @@ class LocalShardSource final : public delivery::ShardSource {
         s.log, uid_, s.index, shard, first, last->position, chunk_bytes, chunk_records));
   }
 
+  Result<delivery::StreamChunk> ReadRecord(const std::string& shard,
+                                           const std::string& sequence) override {
+    ASSIGN_OR_RETURN(Shard s, Open(shard));
+    auto seq = stream::SequenceNumber::Parse(sequence);
+    if (!seq || seq->stream_uid != uid_ || seq->shard_index != s.index || seq->position == 0) {
+      return NotFound(
+          fmt::format("{} is not a sequence number of {} of this stream", sequence, shard));
+    }
+    const uint64_t offset = seq->position - 1;
+    if (offset < s.log->start_offset()) {
+      return NotFound(
+          fmt::format("record {} of {} is past the stream's retention", sequence, shard));
+    }
+    if (offset >= s.end) return NotFound(fmt::format("{} holds no record {}", shard, sequence));
+    // One record: the byte budget only has to let it through.
+    LocalRangeReader reader(s.log, uid_, s.index, shard, offset, offset + 1, 64u << 20, 1);
+    delivery::StreamChunk chunk;
+    ASSIGN_OR_RETURN(bool got, reader.Next(&chunk));
+    if (!got || chunk.records.size() != 1 || chunk.records[0].ordinal != offset) {
+      return NotFound(
+          fmt::format("record {} of {} is past the stream's retention", sequence, shard));
+    }
+    return chunk;
+  }
+
  private:
   struct Shard {
     uint32_t index = 0;
