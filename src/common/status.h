@@ -128,11 +128,14 @@ class [[nodiscard]] Result {
 #define ICESTREAM_CONCAT_INNER(a, b) a##b
 #define ICESTREAM_CONCAT(a, b) ICESTREAM_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                      \
-  do {                                             \
-    ::icestream::Status _st = (expr);              \
-    if (!_st.ok()) return _st;                     \
+// The temporary is named after the line, so that a RETURN_IF_ERROR inside a lambda passed
+// to another one (a transaction body) does not shadow the outer one's.
+#define RETURN_IF_ERROR_IMPL(tmp, expr) \
+  do {                                  \
+    ::icestream::Status tmp = (expr);   \
+    if (!tmp.ok()) return tmp;          \
   } while (0)
+#define RETURN_IF_ERROR(expr) RETURN_IF_ERROR_IMPL(ICESTREAM_CONCAT(_st_, __LINE__), expr)
 
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                          \

@@ -9,12 +9,11 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -122,7 +121,9 @@ struct ChannelConfig {
   // Preconditions: the destination is of that type.
   const S3DestinationConfig& s3() const { return std::get<S3DestinationConfig>(destination); }
   S3DestinationConfig& s3() { return std::get<S3DestinationConfig>(destination); }
-  const TableDestinationConfig& table() const { return std::get<TableDestinationConfig>(destination); }
+  const TableDestinationConfig& table() const {
+    return std::get<TableDestinationConfig>(destination);
+  }
   TableDestinationConfig& table() { return std::get<TableDestinationConfig>(destination); }
 };
 

@@ -9,21 +9,30 @@ using nlohmann::json;
 
 std::string_view ChannelStatusName(ChannelStatus s) {
   switch (s) {
-    case ChannelStatus::kCreating: return "CREATING";
-    case ChannelStatus::kActive: return "ACTIVE";
-    case ChannelStatus::kUpdating: return "UPDATING";
-    case ChannelStatus::kDeleting: return "DELETING";
-    case ChannelStatus::kFailed: return "FAILED";
+    case ChannelStatus::kCreating:
+      return "CREATING";
+    case ChannelStatus::kActive:
+      return "ACTIVE";
+    case ChannelStatus::kUpdating:
+      return "UPDATING";
+    case ChannelStatus::kDeleting:
+      return "DELETING";
+    case ChannelStatus::kFailed:
+      return "FAILED";
   }
   return "FAILED";
 }
 
 std::string_view RecordFormatName(RecordFormat f) {
   switch (f) {
-    case RecordFormat::kJson: return "JSON";
-    case RecordFormat::kGsrJson: return "GSR_JSON";
-    case RecordFormat::kString: return "STRING";
-    case RecordFormat::kByteArray: return "BYTE_ARRAY";
+    case RecordFormat::kJson:
+      return "JSON";
+    case RecordFormat::kGsrJson:
+      return "GSR_JSON";
+    case RecordFormat::kString:
+      return "STRING";
+    case RecordFormat::kByteArray:
+      return "BYTE_ARRAY";
   }
   return "JSON";
 }
@@ -38,9 +47,12 @@ std::optional<RecordFormat> ParseRecordFormat(std::string_view s) {
 
 std::string_view CompressionName(Compression c) {
   switch (c) {
-    case Compression::kNone: return "NONE";
-    case Compression::kGzip: return "GZIP";
-    case Compression::kZstd: return "ZSTD";
+    case Compression::kNone:
+      return "NONE";
+    case Compression::kGzip:
+      return "GZIP";
+    case Compression::kZstd:
+      return "ZSTD";
   }
   return "NONE";
 }
@@ -54,9 +66,12 @@ std::optional<Compression> ParseCompression(std::string_view s) {
 
 std::string_view TableCompressionName(TableCompression c) {
   switch (c) {
-    case TableCompression::kNone: return "NONE";
-    case TableCompression::kZstd: return "ZSTD";
-    case TableCompression::kSnappy: return "SNAPPY";
+    case TableCompression::kNone:
+      return "NONE";
+    case TableCompression::kZstd:
+      return "ZSTD";
+    case TableCompression::kSnappy:
+      return "SNAPPY";
   }
   return "NONE";
 }
@@ -112,7 +127,8 @@ json ChannelToJson(const ChannelConfig& c) {
       {"stream_created_ms", c.stream_created_ms},
       {"record_format", RecordFormatName(c.record_format)},
       {"gsr_schema_arn", c.gsr_schema_arn},
-      {"starting_position", {{"type", c.starting_position.type}, {"timestamp_ms", c.starting_position.timestamp_ms}}},
+      {"starting_position",
+       {{"type", c.starting_position.type}, {"timestamp_ms", c.starting_position.timestamp_ms}}},
       {"destination", DestinationTypeName(c.destination_type())},
       {"data_freshness_seconds", c.data_freshness_seconds},
       {"dlq", DlqToJson(c.dlq)},
@@ -134,7 +150,8 @@ json ChannelToJson(const ChannelConfig& c) {
   } else {
     const auto& t = c.table();
     json fields = json::array();
-    for (const auto& f : t.partition_fields) fields.push_back({{"source_name", f.source_name}, {"transform", f.transform}});
+    for (const auto& f : t.partition_fields)
+      fields.push_back({{"source_name", f.source_name}, {"transform", f.transform}});
     j["table"] = {{"table_bucket_arn", t.table_bucket_arn},
                   {"namespace", t.ns},
                   {"table_name", t.table_name},
@@ -160,7 +177,8 @@ Result<ChannelConfig> ChannelFromJson(const json& j) {
     c.stream_name = j.at("stream_name");
     c.stream_uid = j.at("stream_uid");
     c.stream_created_ms = j.at("stream_created_ms");
-    c.record_format = ParseRecordFormat(j.at("record_format").get<std::string>()).value_or(RecordFormat::kJson);
+    c.record_format =
+        ParseRecordFormat(j.at("record_format").get<std::string>()).value_or(RecordFormat::kJson);
     c.gsr_schema_arn = j.value("gsr_schema_arn", "");
     c.starting_position.type = j.at("starting_position").at("type");
     c.starting_position.timestamp_ms = j.at("starting_position").at("timestamp_ms");
@@ -168,13 +186,15 @@ Result<ChannelConfig> ChannelFromJson(const json& j) {
       const json& s3 = j.at("s3");
       S3DestinationConfig d;
       d.bucket_arn = s3.at("bucket_arn");
-      d.compression = ParseCompression(s3.at("compression").get<std::string>()).value_or(Compression::kNone);
+      d.compression =
+          ParseCompression(s3.at("compression").get<std::string>()).value_or(Compression::kNone);
       d.expected_bucket_owner = s3.at("expected_bucket_owner");
       d.output_key_template = s3.at("output_key_template");
       d.storage_class = s3.at("storage_class");
       c.destination = std::move(d);
       // Documents written before freshness and the DLQ moved out of the S3 block.
-      if (!j.contains("data_freshness_seconds")) c.data_freshness_seconds = s3.at("data_freshness_seconds");
+      if (!j.contains("data_freshness_seconds"))
+        c.data_freshness_seconds = s3.at("data_freshness_seconds");
       if (!j.contains("dlq")) c.dlq = DlqFromJson(s3.at("dlq"));
     } else {
       const json& t = j.at("table");
@@ -182,13 +202,16 @@ Result<ChannelConfig> ChannelFromJson(const json& j) {
       d.table_bucket_arn = t.at("table_bucket_arn");
       d.ns = t.at("namespace");
       d.table_name = t.at("table_name");
-      d.compression = ParseTableCompression(t.at("compression").get<std::string>()).value_or(TableCompression::kZstd);
-      for (const auto& f : t.at("partition_fields")) d.partition_fields.push_back({f.at("source_name"), f.at("transform")});
+      d.compression = ParseTableCompression(t.at("compression").get<std::string>())
+                          .value_or(TableCompression::kZstd);
+      for (const auto& f : t.at("partition_fields"))
+        d.partition_fields.push_back({f.at("source_name"), f.at("transform")});
       d.schema_version_id = t.value("schema_version_id", "");
       d.schema_version_number = t.value("schema_version_number", int64_t{0});
       c.destination = std::move(d);
     }
-    if (j.contains("data_freshness_seconds")) c.data_freshness_seconds = j["data_freshness_seconds"];
+    if (j.contains("data_freshness_seconds"))
+      c.data_freshness_seconds = j["data_freshness_seconds"];
     if (j.contains("dlq")) c.dlq = DlqFromJson(j["dlq"]);
     c.logging.enabled = j.at("logging").at("enabled");
     c.logging.log_group_name = j.at("logging").at("log_group_name");

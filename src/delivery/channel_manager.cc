@@ -1,11 +1,11 @@
 // The channel manager: lifecycle, quotas, tags, scheduling and the worker pool.
 #include "delivery/channel_manager.h"
 
-#include <algorithm>
-#include <chrono>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include "common/crypto.h"
 #include "common/fs.h"
@@ -34,33 +34,34 @@ std::shared_ptr<DeliveryLog> MakeLog(const std::string& data_dir, const ChannelC
   for (auto& ch : stream) {
     if (ch == '/') ch = '_';
   }
-  std::string path = fs::Join(fs::Join(fs::Join(data_dir, "delivery-logs"), c.id), stream + ".jsonl");
+  std::string path =
+      fs::Join(fs::Join(fs::Join(data_dir, "delivery-logs"), c.id), stream + ".jsonl");
   return std::make_shared<DeliveryLog>(path, c.logging.log_group_name);
 }
 
 }  // namespace
 
-ChannelManager::ChannelManager(ChannelManagerOptions options, stream::StreamManager* streams,
-                               std::unique_ptr<ChannelStore> store, std::shared_ptr<objectstore::ObjectStore> buckets,
-                               std::vector<std::shared_ptr<Destination>> destinations, const Clock* clock)
+ChannelManager::ChannelManager(ChannelManagerOptions options, SourceProvider* sources,
+                               std::unique_ptr<DeliveryStore> store,
+                               std::shared_ptr<objectstore::ObjectStore> buckets,
+                               std::vector<std::shared_ptr<Destination>> destinations,
+                               const Clock* clock)
     : options_(std::move(options)),
-      streams_(streams),
+      sources_(sources),
       store_(std::move(store)),
       buckets_(std::move(buckets)),
       destinations_(std::move(destinations)),
       clock_(clock) {}
 
-Result<std::unique_ptr<ChannelManager>> ChannelManager::Open(ChannelManagerOptions options,
-                                                             stream::StreamManager* streams, Database* db,
-                                                             std::shared_ptr<objectstore::ObjectStore> buckets,
-                                                             std::vector<std::shared_ptr<Destination>> destinations,
-                                                             const Clock* clock) {
-  ASSIGN_OR_RETURN(auto cs, ChannelStore::Open(db));
-  std::unique_ptr<ChannelManager> m(new ChannelManager(std::move(options), streams, std::move(cs), std::move(buckets),
+Result<std::unique_ptr<ChannelManager>> ChannelManager::Open(
+    ChannelManagerOptions options, SourceProvider* sources, std::unique_ptr<DeliveryStore> store,
+    std::shared_ptr<objectstore::ObjectStore> buckets,
+    std::vector<std::shared_ptr<Destination>> destinations, const Clock* clock) {
+  std::unique_ptr<ChannelManager> m(new ChannelManager(std::move(options), sources,
+                                                       std::move(store), std::move(buckets),
                                                        std::move(destinations), clock));
   RETURN_IF_ERROR(m->Load());
   ChannelManager* raw = m.get();
-  streams->SetRetentionFloor([raw](uint64_t uid, uint32_t shard) { return raw->RetentionFloor(uid, shard); });
   for (size_t i = 0; i < std::max<size_t>(1, m->options_.worker_threads); ++i) {
     m->workers_.emplace_back([raw] { raw->WorkerLoop(); });
   }
@@ -85,9 +86,6 @@ void ChannelManager::Stop() {
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
-  // Until the stream manager stops, retention must not delete what channels still need:
-  // with the channels gone, nothing is known to be delivered, so nothing is released.
-  streams_->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
 }
 
 std::string ChannelManager::ArnFor(const std::string& id) const {
@@ -101,7 +99,9 @@ Destination* ChannelManager::DestinationFor(DestinationType type) const {
   return nullptr;
 }
 
-bool ChannelManager::Supports(DestinationType type) const { return DestinationFor(type) != nullptr; }
+bool ChannelManager::Supports(DestinationType type) const {
+  return DestinationFor(type) != nullptr;
+}
 
 void ChannelManager::StartRunner(Channel* ch) {
   ChannelConfig& c = ch->config;
@@ -115,7 +115,10 @@ void ChannelManager::StartRunner(Channel* ch) {
     env.buckets = buckets_.get();
     env.local_buckets = options_.local_buckets;
     env.compression_level = options_.compression_level;
-    auto runner = ShardRunner::Make(c, dest, streams_, store_.get(), clock_, options_.runner, std::move(env));
+    auto source = sources_->OpenSource(c);
+    auto runner = source.ok() ? ShardRunner::Make(c, dest, std::move(*source), store_.get(), clock_,
+                                                  options_.runner, std::move(env))
+                              : Result<std::unique_ptr<ShardRunner>>(source.status());
     if (runner.ok()) {
       ch->runner = std::move(*runner);
       ch->runner->SetLog(MakeLog(options_.data_dir, c));
@@ -131,12 +134,13 @@ void ChannelManager::StartRunner(Channel* ch) {
 }
 
 Status ChannelManager::Load() {
-  ASSIGN_OR_RETURN(auto all, store_->LoadAll());
+  ASSIGN_OR_RETURN(auto all, store_->LoadChannels());
   for (auto& c : all) {
     auto ch = std::make_shared<Channel>();
     if (c.status == ChannelStatus::kUpdating) c.status = ChannelStatus::kActive;
     ch->config = std::move(c);
-    if (ch->config.status != ChannelStatus::kFailed && ch->config.status != ChannelStatus::kDeleting) {
+    if (ch->config.status != ChannelStatus::kFailed &&
+        ch->config.status != ChannelStatus::kDeleting) {
       StartRunner(ch.get());
     }
     channels_[ch->config.id] = std::move(ch);
@@ -144,7 +148,8 @@ Status ChannelManager::Load() {
   return Status::OK();
 }
 
-Result<std::shared_ptr<ChannelManager::Channel>> ChannelManager::Find(const std::string& arn) const {
+Result<std::shared_ptr<ChannelManager::Channel>> ChannelManager::Find(
+    const std::string& arn) const {
   std::string prefix = ArnFor("");
   std::lock_guard lock(mu_);
   if (arn.rfind(prefix, 0) == 0) {
@@ -162,11 +167,12 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
     return InvalidArgument(fmt::format("This server does not deliver to {} destinations.",
                                        DestinationTypeName(c.destination_type())));
   }
-  ASSIGN_OR_RETURN(auto info, streams_->Describe(c.stream_name));
-  if (info.mode != stream::StreamMode::kOnDemand) {
-    return FailedPrecondition(fmt::format(
-        "Stream {} under account {} is PROVISIONED; channels can only be created on ON_DEMAND streams.",
-        c.stream_name, options_.account));
+  ASSIGN_OR_RETURN(SourceStream info, sources_->DescribeStream(c.stream_name));
+  if (!info.on_demand) {
+    return FailedPrecondition(
+        fmt::format("Stream {} under account {} is PROVISIONED; channels can only be created on "
+                    "ON_DEMAND streams.",
+                    c.stream_name, options_.account));
   }
   if (info.encryption_type == "KMS" &&
       (info.key_id == "alias/aws/kinesis" || info.key_id.ends_with(":alias/aws/kinesis"))) {
@@ -182,9 +188,12 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
   c.stream_created_ms = info.created_ms;
   c.created_ms = clock_->NowMillis();
   c.status = ChannelStatus::kCreating;
-  if (c.dlq.error_output_prefix.empty()) c.dlq.error_output_prefix = DefaultErrorOutputPrefix(c.name, c.id);
-  if (c.logging.log_group_name.empty()) c.logging.log_group_name = DefaultLogGroupName(c.name, c.id);
-  if (c.logging.log_stream_name.empty()) c.logging.log_stream_name = std::string(kDefaultLogStreamName);
+  if (c.dlq.error_output_prefix.empty())
+    c.dlq.error_output_prefix = DefaultErrorOutputPrefix(c.name, c.id);
+  if (c.logging.log_group_name.empty())
+    c.logging.log_group_name = DefaultLogGroupName(c.name, c.id);
+  if (c.logging.log_stream_name.empty())
+    c.logging.log_stream_name = std::string(kDefaultLogStreamName);
   RETURN_IF_ERROR(dest->Prepare(&c));
 
   auto ch = std::make_shared<Channel>();
@@ -204,18 +213,21 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
     }
     if (same_kind > 0) {
       return ResourceExhausted(fmt::format(
-          "Stream {} already has a channel delivering to {}; a stream can have one channel per destination type.",
+          "Stream {} already has a channel delivering to {}; a stream can have one channel per "
+          "destination type.",
           c.stream_name, c.destination_type() == DestinationType::kS3 ? "S3" : "S3 Tables"));
     }
     if (on_stream >= options_.max_channels_per_stream) {
-      return ResourceExhausted(fmt::format("Stream {} already has {} channels; the limit is {}.", c.stream_name,
-                                           on_stream, options_.max_channels_per_stream));
+      return ResourceExhausted(fmt::format("Stream {} already has {} channels; the limit is {}.",
+                                           c.stream_name, on_stream,
+                                           options_.max_channels_per_stream));
     }
     if (channels_.size() >= options_.max_channels_per_account) {
-      return ResourceExhausted(fmt::format("This request would exceed the channel limit of {} for account {} in {}.",
-                                           options_.max_channels_per_account, options_.account, options_.region));
+      return ResourceExhausted(
+          fmt::format("This request would exceed the channel limit of {} for account {} in {}.",
+                      options_.max_channels_per_account, options_.account, options_.region));
     }
-    RETURN_IF_ERROR(store_->Save(c));
+    RETURN_IF_ERROR(store_->SaveChannel(c));
     ch->config = c;
     StartRunner(ch.get());
     c = ch->config;  // as created (StartRunner may have failed it), before activation runs
@@ -248,9 +260,7 @@ Result<nlohmann::json> ChannelManager::DeliveryStatus(const std::string& arn) co
     }
   }
   if (runner) {
-    auto info = streams_->Describe(c.stream_name);
-    const stream::StreamInfo* ip = info.ok() && info->uid == c.stream_uid ? &*info : nullptr;
-    nlohmann::json status = runner->StatusJson(ip, clock_->NowMillis());
+    nlohmann::json status = runner->StatusJson(clock_->NowMillis());
     for (const auto& [k, v] : status.items()) {
       if (!out.contains(k)) out[k] = v;
     }
@@ -267,11 +277,13 @@ std::vector<ChannelConfig> ChannelManager::List() const {
       out.push_back(ch->config);
     }
   }
-  std::sort(out.begin(), out.end(), [](const ChannelConfig& a, const ChannelConfig& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(),
+            [](const ChannelConfig& a, const ChannelConfig& b) { return a.name < b.name; });
   return out;
 }
 
-Result<ChannelConfig> ChannelManager::Update(const std::string& arn, std::optional<int> freshness_seconds,
+Result<ChannelConfig> ChannelManager::Update(const std::string& arn,
+                                             std::optional<int> freshness_seconds,
                                              std::optional<LoggingConfig> logging) {
   ASSIGN_OR_RETURN(auto ch, Find(arn));
   std::lock_guard lock(ch->mu);
@@ -287,7 +299,7 @@ Result<ChannelConfig> ChannelManager::Update(const std::string& arn, std::option
     if (!logging->log_stream_name.empty()) next.logging.log_stream_name = logging->log_stream_name;
   }
   next.status = ChannelStatus::kUpdating;
-  RETURN_IF_ERROR(store_->Save(next));
+  RETURN_IF_ERROR(store_->SaveChannel(next));
   ch->config = next;
   if (ch->runner) ch->runner->SetLog(MakeLog(options_.data_dir, next));
   // Delivery goes on while UPDATING; the scheduler makes it ACTIVE again shortly.
@@ -301,7 +313,7 @@ Status ChannelManager::Delete(const std::string& arn) {
   if (ch->config.status != ChannelStatus::kDeleting) {
     ch->config.status = ChannelStatus::kDeleting;
     if (ch->runner) ch->runner->Stop();
-    RETURN_IF_ERROR(store_->Save(ch->config));
+    RETURN_IF_ERROR(store_->SaveChannel(ch->config));
     spdlog::info("channel {} ({}) deleting", ch->config.name, ch->config.id);
   }
   tick_cv_.notify_all();
@@ -329,9 +341,10 @@ Status ChannelManager::Tag(const std::string& arn, const std::map<std::string, s
   ChannelConfig next = ch->config;
   for (const auto& [k, v] : tags) next.tags[k] = v;
   if (next.tags.size() > 50) {
-    return InvalidArgument(fmt::format("Failed to add tags to channel {}: a resource can have at most 50 tags.", arn));
+    return InvalidArgument(
+        fmt::format("Failed to add tags to channel {}: a resource can have at most 50 tags.", arn));
   }
-  RETURN_IF_ERROR(store_->Save(next));
+  RETURN_IF_ERROR(store_->SaveChannel(next));
   ch->config = std::move(next);
   return Status::OK();
 }
@@ -341,7 +354,7 @@ Status ChannelManager::Untag(const std::string& arn, const std::vector<std::stri
   std::lock_guard lock(ch->mu);
   ChannelConfig next = ch->config;
   for (const auto& k : keys) next.tags.erase(k);
-  RETURN_IF_ERROR(store_->Save(next));
+  RETURN_IF_ERROR(store_->SaveChannel(next));
   ch->config = std::move(next);
   return Status::OK();
 }
@@ -352,8 +365,9 @@ Result<std::map<std::string, std::string>> ChannelManager::Tags(const std::strin
   return ch->config.tags;
 }
 
-uint64_t ChannelManager::RetentionFloor(uint64_t stream_uid, uint32_t shard) const {
-  uint64_t floor = UINT64_MAX;
+std::optional<Position> ChannelManager::NeededPosition(uint64_t stream_uid,
+                                                       const std::string& shard) const {
+  std::optional<Position> floor;
   std::lock_guard lock(mu_);
   for (const auto& [id, ch] : channels_) {
     std::shared_ptr<ShardRunner> runner;
@@ -361,13 +375,30 @@ uint64_t ChannelManager::RetentionFloor(uint64_t stream_uid, uint32_t shard) con
       std::lock_guard clock(ch->mu);
       if (ch->config.stream_uid != stream_uid) continue;
       // A failed or deleted channel delivers nothing more and holds nothing back.
-      if (ch->config.status == ChannelStatus::kFailed || ch->config.status == ChannelStatus::kDeleting) continue;
+      if (ch->config.status == ChannelStatus::kFailed ||
+          ch->config.status == ChannelStatus::kDeleting) {
+        continue;
+      }
       runner = ch->runner;
+      // A channel not yet active needs everything (its start is not fixed yet).
+      if (!runner || ch->config.status == ChannelStatus::kCreating) return Position{};
     }
-    // A channel not yet active needs everything (its start is not fixed yet).
-    floor = std::min(floor, runner ? runner->RetentionFloor(shard) : uint64_t{0});
+    auto need = runner->NeededPosition(shard);
+    if (need && (!floor || *need < *floor)) floor = need;
   }
   return floor;
+}
+
+std::map<std::string, int64_t> ChannelManager::FailingChannels() const {
+  std::map<std::string, int64_t> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, ch] : channels_) {
+    std::lock_guard clock(ch->mu);
+    if (!ch->runner) continue;
+    int64_t since = ch->runner->metrics().failing_since_ms.load();
+    if (since > 0) out[ch->config.name] = since;
+  }
+  return out;
 }
 
 std::string ChannelManager::PrometheusText() const {
@@ -382,8 +413,9 @@ std::string ChannelManager::PrometheusText() const {
     std::lock_guard lock(ch->mu);
     if (!ch->runner) continue;
     keep.push_back(ch->runner);
-    rows.push_back({ch->config.destination_type(), ch->config.name, ch->config.id, ch->config.stream_name,
-                    &ch->runner->metrics(), ch->runner->SinkMetrics()});
+    rows.push_back({ch->config.destination_type(), ch->config.name, ch->config.id,
+                    ch->config.stream_name, &ch->runner->metrics(),
+                    std::string(ChannelStatusName(ch->config.status)), ch->runner->SinkMetrics()});
   }
   return delivery::PrometheusText(rows);
 }
@@ -426,23 +458,30 @@ void ChannelManager::Tick() {
     for (const auto& [id, ch] : channels_) all.push_back(ch);
   }
   int64_t now = clock_->NowMillis();
+  // Each delivering channel's share of the workers.
+  int delivering = 0;
+  for (const auto& ch : all) {
+    std::lock_guard lock(ch->mu);
+    if (ch->runner && (ch->config.status == ChannelStatus::kActive ||
+                       ch->config.status == ChannelStatus::kUpdating)) {
+      ++delivering;
+    }
+  }
+  const int workers = static_cast<int>(std::max<size_t>(1, options_.worker_threads));
+  const int share = std::max(1, workers / std::max(1, delivering));
   for (const auto& ch : all) {
     ChannelStatus status;
     std::shared_ptr<ShardRunner> runner;
-    std::string stream_name;
-    uint64_t uid;
     int64_t freshness_ms;
     {
       std::lock_guard lock(ch->mu);
       status = ch->config.status;
       if (status == ChannelStatus::kUpdating && now >= ch->updating_until_ms) {
         ch->config.status = ChannelStatus::kActive;
-        (void)store_->Save(ch->config);
+        (void)store_->SaveChannel(ch->config);
         status = ChannelStatus::kActive;
       }
       runner = ch->runner;
-      stream_name = ch->config.stream_name;
-      uid = ch->config.stream_uid;
       freshness_ms = int64_t{ch->config.data_freshness_seconds} * 1000;
     }
     if (runner && (status == ChannelStatus::kActive || status == ChannelStatus::kUpdating)) {
@@ -466,12 +505,7 @@ void ChannelManager::Tick() {
       }
       case ChannelStatus::kActive:
       case ChannelStatus::kUpdating: {
-        auto info = streams_->Describe(stream_name);
-        if (!info.ok() || info->uid != uid) {
-          Fail(ch, "The source stream no longer exists.");
-          break;
-        }
-        for (auto& job : runner->Schedule(*info, now, freshness_ms)) Submit(std::move(job));
+        for (auto& job : runner->Schedule(now, freshness_ms, share)) Submit(std::move(job));
         break;
       }
       case ChannelStatus::kDeleting: {
@@ -482,7 +516,7 @@ void ChannelManager::Tick() {
           if (ch->activating) break;
           id = ch->config.id;
         }
-        Status st = store_->Remove(id);
+        Status st = store_->RemoveChannel(id);
         if (!st.ok()) {
           spdlog::warn("deleting channel {}: {}", id, st.ToString());
           break;
@@ -492,7 +526,8 @@ void ChannelManager::Tick() {
         channels_.erase(id);
         break;
       }
-      case ChannelStatus::kFailed: break;
+      case ChannelStatus::kFailed:
+        break;
     }
   }
 }
@@ -511,17 +546,21 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
   auto cps = runner->PrepareActivation(start);
   if (!cps.ok()) {
     const Status& st = cps.status();
-    if (IsPermanent(st)) return Fail(ch, "The channel cannot write to its destination: " + st.message());
+    if (IsPermanent(st))
+      return Fail(ch, "The channel cannot write to its destination: " + st.message());
     int64_t now = clock_->NowMillis();
     int attempts;
     {
       std::lock_guard lock(ch->mu);
       attempts = ++ch->activation_attempts;
       ch->activation_error = st.message();
-      ch->activation_retry_after_ms = now + std::min<int64_t>(30000, 1000LL << std::min(attempts - 1, 5));
+      ch->activation_retry_after_ms =
+          now + std::min<int64_t>(30000, 1000LL << std::min(attempts - 1, 5));
     }
-    spdlog::warn("channel {}: activation attempt {} failed: {} (retrying)", ch->config.name, attempts, st.message());
-    runner->LogEvent({{"eventType", "ActivationFailed"}, {"attempt", attempts}, {"errorMessage", st.message()}});
+    spdlog::warn("channel {}: activation attempt {} failed: {} (retrying)", ch->config.name,
+                 attempts, st.message());
+    runner->LogEvent(
+        {{"eventType", "ActivationFailed"}, {"attempt", attempts}, {"errorMessage", st.message()}});
     if (now - created_ms >= options_.activation_timeout_ms) {
       Fail(ch, fmt::format("The channel could not reach its destination for {} s ({} attempts): {}",
                            options_.activation_timeout_ms / 1000, attempts, st.message()));
@@ -547,12 +586,14 @@ void ChannelManager::Fail(const std::shared_ptr<Channel>& ch, const std::string&
   std::shared_ptr<ShardRunner> runner;
   {
     std::lock_guard lock(ch->mu);
-    if (ch->config.status == ChannelStatus::kDeleting || ch->config.status == ChannelStatus::kFailed) return;
+    if (ch->config.status == ChannelStatus::kDeleting ||
+        ch->config.status == ChannelStatus::kFailed)
+      return;
     ch->config.status = ChannelStatus::kFailed;
     ch->config.status_reason = reason.substr(0, 2048);
     runner = ch->runner;
     if (runner) runner->Stop();
-    (void)store_->Save(ch->config);
+    (void)store_->SaveChannel(ch->config);
   }
   spdlog::warn("channel {} FAILED: {}", ch->config.name, reason);
   if (runner) runner->LogEvent({{"eventType", "Error"}, {"errorMessage", reason}});

@@ -3,7 +3,13 @@
 // metrics text, and the threads that run them: one scheduler thread that asks every
 // active channel's ShardRunner for due batches, and a pool of workers that run them.
 // What a batch does at its destination is the business of the Sink that the
-// destination's Destination makes (registered by server/: S3 buckets, Iceberg tables).
+// destination's Destination makes (registered by server/: S3 buckets, Iceberg tables);
+// where its records come from is the business of the SourceProvider (server/: this
+// server's shard logs); its state lives in a DeliveryStore.
+//
+// Fairness: a channel runs at most its share of the workers at once (workers divided by
+// the channels that have work, at least one), so a channel whose destination hangs
+// cannot take the workers of the others.
 //
 // Activation (CREATING → ACTIVE) checks the destination in the background and retries a
 // destination that cannot be reached yet, with the reason in DescribeChannel's
@@ -23,21 +29,20 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/clock.h"
 #include "common/sqlite.h"
 #include "delivery/channel.h"
-#include "delivery/channel_store.h"
+#include "delivery/delivery_store.h"
 #include "delivery/shard_runner.h"
+#include "delivery/shard_source.h"
 #include "delivery/sink.h"
 #include "objectstore/object_store.h"
-#include "stream/stream_manager.h"
 
 namespace icestream::delivery {
 
@@ -63,11 +68,11 @@ struct ChannelManagerOptions {
 class ChannelManager {
  public:
   // `destinations`: one per destination type the server delivers to; a CreateChannel for
-  // another type is refused. `streams`, `db`, `buckets` and `clock` must outlive it.
-  static Result<std::unique_ptr<ChannelManager>> Open(ChannelManagerOptions options, stream::StreamManager* streams,
-                                                      Database* db, std::shared_ptr<objectstore::ObjectStore> buckets,
-                                                      std::vector<std::shared_ptr<Destination>> destinations,
-                                                      const Clock* clock);
+  // another type is refused. `sources` and `clock` must outlive it.
+  static Result<std::unique_ptr<ChannelManager>> Open(
+      ChannelManagerOptions options, SourceProvider* sources, std::unique_ptr<DeliveryStore> store,
+      std::shared_ptr<objectstore::ObjectStore> buckets,
+      std::vector<std::shared_ptr<Destination>> destinations, const Clock* clock);
   ~ChannelManager();
   // Stops scheduling; batches in flight finish or are abandoned (they replay on restart).
   void Stop();
@@ -99,15 +104,20 @@ class ChannelManager {
 
   // Prometheus text for every channel (channel_metrics.h).
   std::string PrometheusText() const;
-  // Smallest offset of this shard some channel has not delivered (UINT64_MAX if none).
-  uint64_t RetentionFloor(uint64_t stream_uid, uint32_t shard) const;
+  // The earliest position of a shard of the local stream `stream_uid` that some channel
+  // still has to read (a channel not yet active needs everything: a position at the
+  // start); nullopt when no channel needs anything more of it. Retention keeps it.
+  std::optional<Position> NeededPosition(uint64_t stream_uid, const std::string& shard) const;
+  // Channels whose deliveries are failing now (name → since when, epoch ms), for /health.
+  std::map<std::string, int64_t> FailingChannels() const;
 
   std::string ArnFor(const std::string& id) const;
 
   struct Channel;
 
  private:
-  ChannelManager(ChannelManagerOptions options, stream::StreamManager* streams, std::unique_ptr<ChannelStore> store,
+  ChannelManager(ChannelManagerOptions options, SourceProvider* sources,
+                 std::unique_ptr<DeliveryStore> store,
                  std::shared_ptr<objectstore::ObjectStore> buckets,
                  std::vector<std::shared_ptr<Destination>> destinations, const Clock* clock);
   Status Load();
@@ -123,13 +133,13 @@ class ChannelManager {
   void Submit(std::function<void()> job);
 
   const ChannelManagerOptions options_;
-  stream::StreamManager* streams_;
-  std::unique_ptr<ChannelStore> store_;
+  SourceProvider* sources_;
+  std::unique_ptr<DeliveryStore> store_;
   std::shared_ptr<objectstore::ObjectStore> buckets_;
   std::vector<std::shared_ptr<Destination>> destinations_;
   const Clock* clock_;
 
-  mutable std::mutex mu_;  // guards channels_
+  mutable std::mutex mu_;                                     // guards channels_
   std::map<std::string, std::shared_ptr<Channel>> channels_;  // by id
 
   std::mutex queue_mu_;

@@ -25,6 +25,12 @@ struct ChannelMetrics {
   std::atomic<uint64_t> delivery_success{0};  // objects (S3) or commits (tables)
   std::atomic<uint64_t> dlq_delivery_success{0};
   std::atomic<int64_t> data_freshness_ms{0};
+  // icestream's own: failed delivery attempts (each retried later), since when the
+  // channel's attempts have been failing (0: the last one succeeded), and records that
+  // expired from the source before they could be delivered.
+  std::atomic<uint64_t> retryable_failures{0};
+  std::atomic<int64_t> failing_since_ms{0};
+  std::atomic<uint64_t> records_expired{0};
 
   void Add(const DeliveryCounts& c);
 };
@@ -35,6 +41,7 @@ struct MetricsRow {
   std::string channel_id;
   std::string stream_name;
   const ChannelMetrics* metrics = nullptr;
+  std::string state;              // "ACTIVE", "FAILED", ... (the channel state gauge)
   std::vector<SinkMetric> extra;  // the sink's own figures
 };
 

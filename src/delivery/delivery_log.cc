@@ -2,11 +2,10 @@
 #include "delivery/delivery_log.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <spdlog/spdlog.h>
 
 #include "common/fs.h"
 #include "common/time_format.h"
@@ -26,7 +25,8 @@ void DeliveryLog::Write(nlohmann::json event, int64_t now_ms) {
     return;
   }
   // One write per line; O_APPEND keeps lines whole.
-  if (::write(fd, line.data(), line.size()) < 0) spdlog::warn("delivery log {}: write failed", path_);
+  if (::write(fd, line.data(), line.size()) < 0)
+    spdlog::warn("delivery log {}: write failed", path_);
   ::close(fd);
 }
 

@@ -5,9 +5,8 @@
 #pragma once
 
 #include <mutex>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/status.h"
 
@@ -15,7 +14,8 @@ namespace icestream::delivery {
 
 class DeliveryLog {
  public:
-  DeliveryLog(std::string path, std::string log_group) : path_(std::move(path)), group_(std::move(log_group)) {}
+  DeliveryLog(std::string path, std::string log_group)
+      : path_(std::move(path)), group_(std::move(log_group)) {}
   // Appends one event (adds "timestamp" and "logGroupName").
   void Write(nlohmann::json event, int64_t now_ms);
   const std::string& path() const { return path_; }

@@ -1,26 +1,24 @@
 // Dead-letter queue lines and object naming.
 #include "delivery/dlq.h"
 
-#include <ctime>
-
 #include <fmt/format.h>
+
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "common/time_format.h"
 #include "delivery/object_naming.h"
-#include "stream/model.h"
-#include "stream/sequence_number.h"
 
 namespace icestream::delivery {
 
-DlqBatch::DlqBatch(const ChannelConfig* channel, int64_t attempt_ms) : channel_(channel), attempt_ms_(attempt_ms) {}
+DlqBatch::DlqBatch(const ChannelConfig* channel, int64_t attempt_ms)
+    : channel_(channel), attempt_ms_(attempt_ms) {}
 
-void DlqBatch::Add(uint32_t shard_index, uint64_t offset, int64_t arrival_ms, std::string_view error_code,
-                   std::string_view error_message, std::optional<uint64_t> sub_sequence_number) {
-  std::string seq = stream::SequenceNumber::ForRecord(channel_->stream_uid, shard_index, offset).ToString();
-  nlohmann::json line = {{"streamARN", channel_->stream_arn},
-                         {"shardId", stream::ShardIdString(shard_index)},
-                         {"sequenceNumber", seq}};
+void DlqBatch::Add(std::string_view shard_id, std::string_view seq, uint64_t ordinal,
+                   int64_t arrival_ms, std::string_view error_code, std::string_view error_message,
+                   std::optional<uint64_t> sub_sequence_number) {
+  nlohmann::json line = {
+      {"streamARN", channel_->stream_arn}, {"shardId", shard_id}, {"sequenceNumber", seq}};
   if (sub_sequence_number) line["subSequenceNumber"] = *sub_sequence_number;
   line["approximateArrivalTimestamp"] = FormatIso8601Ms(arrival_ms);
   line["errorCode"] = error_code;
@@ -31,12 +29,13 @@ void DlqBatch::Add(uint32_t shard_index, uint64_t offset, int64_t arrival_ms, st
   lines_ += '\n';
   if (records_++ == 0) {
     // <ErrorOutputPrefix><yyyy>/<MM>/<dd>/<HH>/<channel-id><suffix> (spec §4 [DECISION]).
-    std::time_t secs = static_cast<std::time_t>(arrival_ms >= 0 ? arrival_ms / 1000 : (arrival_ms - 999) / 1000);
+    std::time_t secs =
+        static_cast<std::time_t>(arrival_ms >= 0 ? arrival_ms / 1000 : (arrival_ms - 999) / 1000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    key_ = fmt::format("{}{:04d}/{:02d}/{:02d}/{:02d}/{}{}", channel_->dlq.error_output_prefix, tm.tm_year + 1900,
-                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, channel_->id,
-                       ObjectSuffix(offset, shard_index, channel_->id, seq));
+    key_ = fmt::format("{}{:04d}/{:02d}/{:02d}/{:02d}/{}{}", channel_->dlq.error_output_prefix,
+                       tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, channel_->id,
+                       ObjectSuffix(ordinal, shard_id, channel_->id, seq));
   }
 }
 

@@ -27,8 +27,11 @@ class DlqBatch {
   // `channel` must outlive the batch; `attempt_ms` is the batch plan's attempt time.
   DlqBatch(const ChannelConfig* channel, int64_t attempt_ms);
 
-  void Add(uint32_t shard_index, uint64_t offset, int64_t arrival_ms, std::string_view error_code,
-           std::string_view error_message, std::optional<uint64_t> sub_sequence_number = std::nullopt);
+  // One rejected record: its shard, sequence number (and sub-sequence number inside an
+  // aggregate), ordinal (StreamRecord::ordinal, for the object name) and arrival time.
+  void Add(std::string_view shard_id, std::string_view sequence_number, uint64_t ordinal,
+           int64_t arrival_ms, std::string_view error_code, std::string_view error_message,
+           std::optional<uint64_t> sub_sequence_number = std::nullopt);
   uint64_t records() const { return records_; }
   // The object to write, or nullopt when nothing was rejected.
   std::optional<DlqObject> Finish();

@@ -1,10 +1,10 @@
 // KPL aggregate decoding (protobuf wire format: varints, length-delimited fields).
 #include "delivery/kpl.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "common/crypto.h"
 
@@ -42,11 +42,16 @@ class Wire {
   // Skips a field of this wire type (groups are not used by KPL and are refused).
   bool Skip(uint32_t wire_type) {
     switch (wire_type) {
-      case 0: return Varint().has_value();
-      case 1: return Advance(8);
-      case 2: return Bytes().has_value();
-      case 5: return Advance(4);
-      default: return false;
+      case 0:
+        return Varint().has_value();
+      case 1:
+        return Advance(8);
+      case 2:
+        return Bytes().has_value();
+      case 5:
+        return Advance(4);
+      default:
+        return false;
     }
   }
 
@@ -99,7 +104,8 @@ KplAggregate Corrupt(std::string why) {
 
 KplAggregate Deaggregate(std::string_view data) {
   if (data.size() < kKplMagic.size() || data.substr(0, kKplMagic.size()) != kKplMagic) return {};
-  if (data.size() < kKplMagic.size() + kMd5Size) return Corrupt("it is shorter than its magic and MD5");
+  if (data.size() < kKplMagic.size() + kMd5Size)
+    return Corrupt("it is shorter than its magic and MD5");
   std::string_view body = data.substr(kKplMagic.size(), data.size() - kKplMagic.size() - kMd5Size);
   std::string_view md5 = data.substr(data.size() - kMd5Size);
   crypto::Md5Digest digest = crypto::Md5(body);
@@ -122,7 +128,8 @@ KplAggregate Deaggregate(std::string_view data) {
         ehks.push_back(*bytes);
       } else {
         RawRecord r;
-        if (!ParseRecord(*bytes, &r)) return Corrupt(fmt::format("user record {} is malformed", raws.size()));
+        if (!ParseRecord(*bytes, &r))
+          return Corrupt(fmt::format("user record {} is malformed", raws.size()));
         raws.push_back(r);
       }
     } else if (!w.Skip(type)) {
@@ -135,14 +142,17 @@ KplAggregate Deaggregate(std::string_view data) {
   a.records.reserve(raws.size());
   for (size_t i = 0; i < raws.size(); ++i) {
     const RawRecord& r = raws[i];
-    if (!r.pk_index || !r.data) return Corrupt(fmt::format("user record {} lacks its partition key or data", i));
+    if (!r.pk_index || !r.data)
+      return Corrupt(fmt::format("user record {} lacks its partition key or data", i));
     if (*r.pk_index >= pks.size()) {
-      return Corrupt(fmt::format("user record {} names partition key {} of {}", i, *r.pk_index, pks.size()));
+      return Corrupt(
+          fmt::format("user record {} names partition key {} of {}", i, *r.pk_index, pks.size()));
     }
     KplUserRecord u{pks[*r.pk_index], {}, *r.data};
     if (r.ehk_index) {
       if (*r.ehk_index >= ehks.size()) {
-        return Corrupt(fmt::format("user record {} names explicit hash key {} of {}", i, *r.ehk_index, ehks.size()));
+        return Corrupt(fmt::format("user record {} names explicit hash key {} of {}", i,
+                                   *r.ehk_index, ehks.size()));
       }
       u.explicit_hash_key = ehks[*r.ehk_index];
     }

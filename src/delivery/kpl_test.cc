@@ -26,7 +26,8 @@ std::string FieldVarint(uint32_t field, uint64_t v) { return Varint(field << 3) 
 
 std::string Wrap(const std::string& body) {
   auto md5 = crypto::Md5(body);
-  return std::string(kKplMagic) + body + std::string(reinterpret_cast<const char*>(md5.data()), md5.size());
+  return std::string(kKplMagic) + body +
+         std::string(reinterpret_cast<const char*>(md5.data()), md5.size());
 }
 
 std::string Aggregate() {
@@ -71,12 +72,15 @@ TEST(Kpl, DamageIsCorrupt) {
   // a length past the end, no records at all.
   EXPECT_EQ(Deaggregate(Wrap(Field(1, "k") + Field(3, FieldVarint(1, 5) + Field(3, "x")))).kind,
             KplAggregate::Kind::kCorrupt);
-  EXPECT_EQ(Deaggregate(Wrap(Field(1, "k") + Field(3, FieldVarint(1, 0)))).kind, KplAggregate::Kind::kCorrupt);
-  EXPECT_EQ(Deaggregate(Wrap(Varint(3 << 3 | 2) + Varint(1000) + "abc")).kind, KplAggregate::Kind::kCorrupt);
+  EXPECT_EQ(Deaggregate(Wrap(Field(1, "k") + Field(3, FieldVarint(1, 0)))).kind,
+            KplAggregate::Kind::kCorrupt);
+  EXPECT_EQ(Deaggregate(Wrap(Varint(3 << 3 | 2) + Varint(1000) + "abc")).kind,
+            KplAggregate::Kind::kCorrupt);
   EXPECT_EQ(Deaggregate(Wrap(Field(1, "k"))).kind, KplAggregate::Kind::kCorrupt);
   // Every truncation of a good aggregate is refused, never read past.
   for (size_t n = 4; n < good.size(); ++n) {
-    EXPECT_NE(Deaggregate(std::string_view(good).substr(0, n)).kind, KplAggregate::Kind::kAggregate) << n;
+    EXPECT_NE(Deaggregate(std::string_view(good).substr(0, n)).kind, KplAggregate::Kind::kAggregate)
+        << n;
   }
 }
 

@@ -12,9 +12,14 @@ namespace icestream::delivery {
 
 inline constexpr size_t kSuffixLength = 38;
 
-// "-<18-digit first offset>-<6-digit shard>-<11 hex>": deterministic in the shard and
-// the first record's sequence number, so a replayed batch rewrites the same key.
-std::string ObjectSuffix(uint64_t first_offset, uint32_t shard_index, std::string_view channel_id,
-                         std::string_view first_sequence_number);
+// "-<18-digit ordinal>-<6-digit shard number>-<11 hex>": deterministic in the shard and
+// the first record (its ordinal, StreamRecord::ordinal, and sequence number), so a
+// replayed batch rewrites the same key. The shard number is the digits of the shard id
+// ("shardId-000000000007" → 7).
+std::string ObjectSuffix(uint64_t first_ordinal, std::string_view shard_id,
+                         std::string_view channel_id, std::string_view first_sequence_number);
+
+// The number in a shard id: its trailing digits (AWS's ids are "shardId-" + 12 digits).
+uint64_t ShardNumber(std::string_view shard_id);
 
 }  // namespace icestream::delivery

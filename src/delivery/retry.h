@@ -1,25 +1,22 @@
-// Retrying writes for sinks: jittered exponential backoff that a channel deletion or a
-// server shutdown interrupts at once.
+// The one retry policy of delivery (ShardRunner is the only retry loop above the
+// clients): which errors fail a channel for good, and how long a batch waits before its
+// next attempt.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <string>
-#include <string_view>
 
 #include "common/status.h"
-#include "delivery/sink.h"
-#include "objectstore/object_store.h"
 
 namespace icestream::delivery {
 
-// Puts with retries (200 ms doubling to 30 s, jittered) until success, an error that
-// IsPermanent, or env.stopping() (then kShuttingDown). Each failed attempt is a
-// "DeliveryAttemptFailed" event in the delivery log.
-Status PutWithRetry(const SinkEnv& env, objectstore::ObjectStore* store, const std::string& bucket,
-                    const std::string& key, std::string_view body, const objectstore::PutOptions& opts);
+// Errors after which delivering to this destination cannot succeed and the channel goes
+// FAILED: the destination is gone (kNotFound), the request is refused as such
+// (kInvalidArgument), or the destination belongs to someone else (kAlreadyExists).
+// Everything else (unavailable, access denied, conflicts, I/O) is retried.
+bool IsPermanent(const Status& st);
 
-// Sleeps `ms` in short steps; false as soon as stopping() is true.
-bool SleepUnlessStopping(const std::function<bool()>& stopping, int64_t ms);
+// The wait before attempt `failures` + 1: min_ms doubling per failure up to max_ms, with
+// a jitter of ±50 % drawn from `random` (so channels that failed together spread out).
+int64_t RetryDelayMs(int failures, int64_t min_ms, int64_t max_ms, uint64_t random);
 
 }  // namespace icestream::delivery

@@ -1,83 +1,103 @@
-// The shard runner: due checks, plans, log reads, checkpoints, backoff, recovery.
+// The shard runner: due checks, plans, source reads, checkpoints, backoff, recovery.
 #include "delivery/shard_runner.h"
-
-#include <algorithm>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "common/crypto.h"
 #include "delivery/kpl.h"
-#include "stream/model.h"
-#include "stream/sequence_number.h"
+#include "delivery/retry.h"
 
 namespace icestream::delivery {
 
 struct ShardRunner::ShardState {
-  uint64_t checkpoint = 0;        // next offset to deliver
-  bool known = false;             // a checkpoint exists (activation or a delivered batch)
+  Position checkpoint;  // the last delivered record
+  bool known = false;   // a checkpoint exists (activation or a delivered batch)
   bool in_flight = false;
-  int64_t first_pending_ms = -1;  // arrival of the record at `checkpoint` (cache)
   int64_t retry_after_ms = 0;
   int failures = 0;
+  // From the last Schedule (for the status): what is pending after the checkpoint.
+  uint64_t lag_records = 0;
+  int64_t oldest_pending_ms = -1;
 };
 
 namespace {
 
-// Reads a batch's ranges from the shard logs in chunks. Records that retention removed
-// before they could be delivered are skipped with a warning (they cannot be delivered
-// by anyone); everything else comes out exactly once, in order.
-class LogRecordSource final : public RecordSource {
+// A batch's records, range after range, read through the source's RangeReaders with KPL
+// aggregates unpacked. Records that retention removed before they could be delivered are
+// skipped by the readers (with a warning); everything else comes out exactly once, in
+// order.
+class BatchRecordSource final : public RecordSource {
  public:
-  LogRecordSource(const ChannelConfig& config, const DeliveryBatch& batch,
-                  const std::map<uint32_t, std::shared_ptr<log::ShardLog>>& logs, const RunnerOptions& options)
-      : config_(config), batch_(batch), logs_(logs), options_(options) {
-    if (!batch_.ranges.empty()) next_ = batch_.ranges[0].first;
-  }
+  BatchRecordSource(ShardSource* source, const DeliveryBatch& batch, const RunnerOptions& options)
+      : source_(source), batch_(batch), options_(options) {}
 
   Result<bool> Next(RecordChunk* chunk) override {
     std::lock_guard lock(mu_);
     while (index_ < batch_.ranges.size()) {
       const ShardRange& r = batch_.ranges[index_];
-      if (next_ >= r.end) {
-        if (++index_ < batch_.ranges.size()) next_ = batch_.ranges[index_].first;
+      if (!reader_) {
+        ASSIGN_OR_RETURN(
+            reader_, source_->OpenRange(r.shard, r.after, r.last_sequence,
+                                        options_.read_chunk_bytes, options_.read_chunk_records));
+        first_of_range_ = true;
+      }
+      StreamChunk raw;
+      ASSIGN_OR_RETURN(bool more, reader_->Next(&raw));
+      if (!more) {
+        reader_.reset();
+        ++index_;
         continue;
       }
-      auto it = logs_.find(r.shard);
-      if (it == logs_.end()) return Internal(fmt::format("no log for shard {}", r.shard));
-      ASSIGN_OR_RETURN(log::ReadResult read,
-                       it->second->Read(next_, options_.read_chunk_records, options_.read_chunk_bytes, r.end));
-      if (read.records.empty()) {
-        spdlog::warn("channel {}: records [{}, {}) of shard {} are gone (retention) and cannot be delivered",
-                     config_.name, next_, r.end, r.shard);
-        next_ = r.end;
-        continue;
-      }
-      if (read.records.front().offset != next_) {
-        spdlog::warn("channel {}: records [{}, {}) of shard {} are gone (retention) and cannot be delivered",
-                     config_.name, next_, read.records.front().offset, r.shard);
-      }
-      next_ = read.next_offset;
       chunk->range = index_;
-      chunk->storage = std::move(read.records);
       chunk->records.clear();
-      for (const auto& rec : chunk->storage) {
+      chunk->records.reserve(raw.records.size());
+      for (const auto& rec : raw.records) {
+        // A range that starts inside an aggregate begins with that aggregate: its user
+        // records up to the position's sub-sequence are delivered already.
+        std::optional<uint32_t> skip_through;
+        if (first_of_range_ && r.after.sub_sequence &&
+            rec.sequence_number == std::string_view(r.after.sequence)) {
+          skip_through = r.after.sub_sequence;
+        }
+        first_of_range_ = false;
         KplAggregate agg = Deaggregate(rec.data);
         switch (agg.kind) {
           case KplAggregate::Kind::kPlain:
-            chunk->records.push_back({rec.offset, rec.arrival_ms, std::nullopt, rec.partition_key, rec.data, {}});
+            if (!skip_through) {
+              chunk->records.push_back({rec.sequence_number,
+                                        rec.ordinal,
+                                        rec.arrival_ms,
+                                        std::nullopt,
+                                        rec.partition_key,
+                                        rec.data,
+                                        {}});
+            }
             break;
           case KplAggregate::Kind::kAggregate:
             for (size_t i = 0; i < agg.records.size(); ++i) {
-              chunk->records.push_back({rec.offset, rec.arrival_ms, static_cast<uint32_t>(i),
-                                        agg.records[i].partition_key, agg.records[i].data, {}});
+              if (skip_through && i <= *skip_through) continue;
+              chunk->records.push_back({rec.sequence_number,
+                                        rec.ordinal,
+                                        rec.arrival_ms,
+                                        static_cast<uint32_t>(i),
+                                        agg.records[i].partition_key,
+                                        agg.records[i].data,
+                                        {}});
             }
             break;
           case KplAggregate::Kind::kCorrupt:
-            chunk->records.push_back({rec.offset, rec.arrival_ms, std::nullopt, rec.partition_key, rec.data,
-                                      std::move(agg.error)});
+            if (!skip_through) {
+              chunk->records.push_back({rec.sequence_number, rec.ordinal, rec.arrival_ms,
+                                        std::nullopt, rec.partition_key, rec.data,
+                                        std::move(agg.error)});
+            }
             break;
         }
       }
+      chunk->storage = std::move(raw.storage);
       return true;
     }
     return false;
@@ -86,32 +106,48 @@ class LogRecordSource final : public RecordSource {
   Status Rewind() override {
     std::lock_guard lock(mu_);
     index_ = 0;
-    next_ = batch_.ranges.empty() ? 0 : batch_.ranges[0].first;
+    reader_.reset();
     return Status::OK();
   }
 
  private:
-  const ChannelConfig& config_;
+  ShardSource* source_;
   const DeliveryBatch& batch_;
-  const std::map<uint32_t, std::shared_ptr<log::ShardLog>>& logs_;
   const RunnerOptions& options_;
   std::mutex mu_;
   size_t index_ = 0;
-  uint64_t next_ = 0;
+  std::unique_ptr<RangeReader> reader_;
+  bool first_of_range_ = true;
 };
+
+std::string RangesText(const DeliveryBatch& batch) {
+  std::string out;
+  for (const auto& r : batch.ranges) {
+    out += fmt::format("{}{} ({} record(s) {} to {})", out.empty() ? "" : ", ", r.shard, r.records,
+                       PositionText(r.after), r.last_sequence);
+  }
+  return out;
+}
 
 }  // namespace
 
-ShardRunner::ShardRunner(ChannelConfig config, stream::StreamManager* streams, ChannelStore* store,
-                         const Clock* clock, RunnerOptions options)
-    : config_(std::move(config)), streams_(streams), store_(store), clock_(clock), options_(options) {}
+ShardRunner::ShardRunner(ChannelConfig config, std::shared_ptr<ShardSource> source,
+                         DeliveryStore* store, const Clock* clock, RunnerOptions options)
+    : config_(std::move(config)),
+      source_(std::move(source)),
+      store_(store),
+      clock_(clock),
+      options_(options),
+      rng_state_(crypto::RandomU64() | 1) {}
 
 ShardRunner::~ShardRunner() { Stop(); }
 
-Result<std::unique_ptr<ShardRunner>> ShardRunner::Make(const ChannelConfig& config, Destination* destination,
-                                                       stream::StreamManager* streams, ChannelStore* store,
-                                                       const Clock* clock, RunnerOptions options, SinkEnv env) {
-  std::unique_ptr<ShardRunner> r(new ShardRunner(config, streams, store, clock, options));
+Result<std::unique_ptr<ShardRunner>> ShardRunner::Make(const ChannelConfig& config,
+                                                       Destination* destination,
+                                                       std::shared_ptr<ShardSource> source,
+                                                       DeliveryStore* store, const Clock* clock,
+                                                       RunnerOptions options, SinkEnv env) {
+  std::unique_ptr<ShardRunner> r(new ShardRunner(config, std::move(source), store, clock, options));
   ShardRunner* raw = r.get();
   std::string id = config.id;
   env.clock = clock;
@@ -126,51 +162,40 @@ Result<std::unique_ptr<ShardRunner>> ShardRunner::Make(const ChannelConfig& conf
 Status ShardRunner::Load() {
   ASSIGN_OR_RETURN(auto cps, store_->Checkpoints(config_.id));
   ASSIGN_OR_RETURN(auto plans, store_->Plans(config_.id));
+  ASSIGN_OR_RETURN(auto finished, store_->FinishedShards(config_.id));
   std::lock_guard lock(mu_);
-  for (const auto& [k, off] : cps) {
-    if (k.stream_uid != config_.stream_uid) continue;
-    shards_[k.shard].checkpoint = off;
-    shards_[k.shard].known = true;
+  for (const auto& [shard, p] : cps) {
+    shards_[shard].checkpoint = p;
+    shards_[shard].known = true;
   }
-  for (const auto& [k, plan] : plans) {
-    if (k.stream_uid == config_.stream_uid) plans_[k.shard] = plan;
-  }
+  plans_ = std::move(plans);
+  finished_ = std::move(finished);
   // The destination's own record of what it holds is read before the first batch.
   recovered_ = false;
   return Status::OK();
 }
 
-Result<std::map<ShardKey, uint64_t>> ShardRunner::PrepareActivation(const StartingPosition& start) {
+Result<std::map<std::string, Position>> ShardRunner::PrepareActivation(
+    const StartingPosition& start) {
   RETURN_IF_ERROR(sink_->Check());
   ASSIGN_OR_RETURN(auto held, sink_->Checkpoints());
-  ASSIGN_OR_RETURN(auto info, streams_->Describe(config_.stream_name));
-  if (info.uid != config_.stream_uid) return NotFound("The source stream no longer exists.");
-  std::map<ShardKey, uint64_t> cps;
-  for (const auto& s : info.shards) {
-    auto log = streams_->ShardLogFor(config_.stream_uid, s.index);
-    if (!log.ok()) continue;
-    uint64_t end = s.end_offset ? std::min(*s.end_offset, (*log)->committed_end()) : (*log)->committed_end();
-    uint64_t at = end;
-    if (start.type == "TRIM_HORIZON") {
-      at = (*log)->start_offset();
-    } else if (start.type == "AT_TIMESTAMP") {
-      auto o = (*log)->OffsetAtTime(start.timestamp_ms);
-      at = o.ok() ? std::min(*o, end) : end;
-    }
-    auto h = held.find(s.index);
-    if (h != held.end()) at = std::max(at, h->second);
-    cps[{config_.stream_uid, s.index}] = at;
+  ASSIGN_OR_RETURN(auto shards, source_->Shards());
+  std::map<std::string, Position> cps;
+  for (const auto& s : shards) {
+    ASSIGN_OR_RETURN(Position at, source_->StartPosition(s.id, start));
+    auto h = held.find(s.id);
+    if (h != held.end() && at < h->second) at = h->second;
+    cps[s.id] = at;
   }
   return cps;
 }
 
-void ShardRunner::Activated(const std::map<ShardKey, uint64_t>& checkpoints) {
+void ShardRunner::Activated(const std::map<std::string, Position>& checkpoints) {
   std::lock_guard lock(mu_);
-  for (const auto& [k, off] : checkpoints) {
-    auto& s = shards_[k.shard];
-    s.checkpoint = off;
+  for (const auto& [shard, p] : checkpoints) {
+    auto& s = shards_[shard];
+    s.checkpoint = p;
     s.known = true;
-    s.first_pending_ms = -1;
   }
   recovered_ = true;
 }
@@ -198,14 +223,15 @@ std::string ShardRunner::last_error() const {
 }
 
 void ShardRunner::SetLog(std::shared_ptr<DeliveryLog> log) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(log_mu_);
   log_ = std::move(log);
 }
 
+// May be called with mu_ held: it takes only log_mu_.
 void ShardRunner::LogEvent(nlohmann::json event) {
   std::shared_ptr<DeliveryLog> log;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(log_mu_);
     log = log_;
   }
   if (!log) return;
@@ -213,123 +239,178 @@ void ShardRunner::LogEvent(nlohmann::json event) {
   log->Write(std::move(event), clock_->NowMillis());
 }
 
-int64_t ShardRunner::Backoff(int failures) const {
-  return std::min<int64_t>(options_.max_retry_delay_ms, 500LL << std::min(failures, 6));
+int64_t ShardRunner::Backoff(int failures) {
+  // xorshift: jitter spreads the retries of channels that failed together.
+  rng_state_ ^= rng_state_ << 13;
+  rng_state_ ^= rng_state_ >> 7;
+  rng_state_ ^= rng_state_ << 17;
+  return RetryDelayMs(failures, options_.min_retry_delay_ms, options_.max_retry_delay_ms,
+                      rng_state_);
 }
 
-uint64_t ShardRunner::RetentionFloor(uint32_t shard) const {
+void ShardRunner::NoteFailure(const Status& st, int attempts) {
+  int64_t now = clock_->NowMillis();
+  last_error_ = st.message();
+  last_error_ms_ = now;
+  last_error_attempts_ = attempts;
+  metrics_.retryable_failures.fetch_add(1);
+  if (metrics_.failing_since_ms.load() == 0) metrics_.failing_since_ms.store(now);
+  // One warning per channel per interval: a destination that is down for an hour must
+  // not fill the log, but it must be said.
+  if (last_warning_ms_ < 0 || now - last_warning_ms_ >= 30000 || attempts == 1) {
+    last_warning_ms_ = now;
+    spdlog::warn("channel {}: delivery failed ({} attempt(s) so far): {} (retrying)", config_.name,
+                 attempts, st.ToString());
+  }
+}
+
+std::optional<Position> ShardRunner::NeededPosition(const std::string& shard) const {
   std::lock_guard lock(mu_);
-  if (done_.count(shard)) return UINT64_MAX;
+  if (finished_.count(shard)) return std::nullopt;
   auto it = shards_.find(shard);
   // A shard the channel has not reached yet is needed from its beginning.
-  uint64_t need = it == shards_.end() ? 0 : it->second.checkpoint;
+  Position need = it == shards_.end() ? Position{} : it->second.checkpoint;
   auto p = plans_.find(shard);
-  if (p != plans_.end()) need = std::min(need, p->second.first_offset);
+  if (p != plans_.end() && p->second.after < need) need = p->second.after;
   return need;
 }
 
-uint64_t ShardRunner::BatchEnd(const log::ShardLog& log, uint64_t first, uint64_t end, uint64_t bytes,
-                               size_t records) const {
-  uint64_t hi = std::min<uint64_t>(end, first + std::max<size_t>(1, records));
-  if (log.ApproximateBytes(first, hi) <= bytes) return hi;
-  // The largest end within the byte budget (at least one record).
-  uint64_t lo = first + 1;
-  while (lo < hi) {
-    uint64_t mid = lo + (hi - lo + 1) / 2;
-    if (log.ApproximateBytes(first, mid) <= bytes) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
-}
-
-std::vector<ShardRunner::Job> ShardRunner::Schedule(const stream::StreamInfo& info, int64_t now,
-                                                    int64_t freshness_ms) {
+std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshness_ms,
+                                                    int max_jobs) {
   std::vector<Job> jobs;
   if (stopping_) return jobs;
-  // Shard logs are looked up before taking mu_ (lock order: stream manager locks are never
-  // taken while a runner lock is held).
-  std::map<uint32_t, std::shared_ptr<log::ShardLog>> logs;
-  for (const auto& s : info.shards) {
-    auto log = streams_->ShardLogFor(config_.stream_uid, s.index);
-    if (log.ok()) logs[s.index] = *log;
+  {
+    std::lock_guard lock(mu_);
+    if (fatal_) return jobs;
+    if (!recovered_) {
+      if (!recovering_ && now >= recover_after_ms_ && max_jobs > in_flight_) {
+        recovering_ = true;
+        ++in_flight_;
+        jobs.push_back(RecoverJob());
+      }
+      return jobs;
+    }
   }
-  std::lock_guard lock(mu_);
-  if (fatal_) return jobs;
-  if (!recovered_) {
-    if (!recovering_ && now >= recover_after_ms_) {
-      recovering_ = true;
-      ++in_flight_;
-      jobs.push_back(RecoverJob());
+  // The source is asked outside mu_ (lock order: a source's locks are never taken while
+  // a runner lock is held); what it says about a shard is used only if the checkpoint
+  // did not move meanwhile.
+  auto shards = source_->Shards();
+  if (!shards.ok()) {
+    std::lock_guard lock(mu_);
+    if (shards.status().code() == StatusCode::kNotFound) {
+      SetFatal("The source stream no longer exists.");
+    } else {
+      NoteFailure(shards.status().WithContext("listing the source's shards"), 1);
     }
     return jobs;
   }
+  std::map<std::string, Position> positions;
+  {
+    std::lock_guard lock(mu_);
+    known_shards_ = *shards;
+    for (const auto& s : *shards) {
+      if (finished_.count(s.id)) continue;
+      auto& st = shards_[s.id];
+      if (!st.known) st.known = true;  // created after activation: from its beginning
+      positions[s.id] = st.checkpoint;
+    }
+  }
+  std::map<std::string, ShardBacklog> backlogs;
+  for (const auto& [shard, pos] : positions) {
+    auto b = source_->Backlog(shard, pos);
+    if (b.ok()) {
+      backlogs[shard] = std::move(*b);
+    } else {
+      spdlog::debug("channel {}: backlog of {}: {}", config_.name, shard, b.status().ToString());
+    }
+  }
+
+  std::lock_guard lock(mu_);
+  if (fatal_ || stopping_) return jobs;
   const bool spanning = sink_->spans_shards();
   // Flush a little before the oldest record reaches the freshness interval, so that it is
   // visible within it.
   const int64_t lead = std::min<int64_t>(500, freshness_ms / 10);
   int64_t oldest_pending = -1;
   struct Pending {
-    uint32_t shard;
-    uint64_t first;
-    uint64_t end;
+    std::string shard;
+    Position after;
+    uint64_t records;
+    uint64_t bytes;
     bool ripe;
-    uint64_t bytes;  // approximate, of [first, end)
   };
   std::vector<Pending> pending;
-  bool any_in_flight = in_flight_ > 0;
-  for (const auto& s : info.shards) {
-    if (done_.count(s.index)) continue;
-    auto lit = logs.find(s.index);
-    if (lit == logs.end()) continue;
-    const auto& log = lit->second;
-    auto& st = shards_[s.index];
-    uint64_t end = log->committed_end();
-    if (s.end_offset) end = std::min(end, *s.end_offset);
-    if (st.checkpoint < log->start_offset() && !st.in_flight && !plans_.count(s.index)) {
+  std::set<std::string> present;
+  for (const auto& s : *shards) present.insert(s.id);
+  std::set<std::string> newly_finished;
+  for (const auto& s : *shards) {
+    if (finished_.count(s.id)) continue;
+    auto bit = backlogs.find(s.id);
+    if (bit == backlogs.end()) continue;
+    auto& st = shards_[s.id];
+    if (!(st.checkpoint == positions[s.id])) continue;  // moved meanwhile: next tick
+    ShardBacklog& b = bit->second;
+    const bool planned = plans_.count(s.id) > 0;
+    if (b.trimmed_to && !st.in_flight && !planned) {
       // Records expired before delivery (retention was forced past the channel).
-      spdlog::warn("channel {}: {} records of shard {} expired before delivery", config_.name,
-                   log->start_offset() - st.checkpoint, s.index);
-      st.checkpoint = log->start_offset();
-      st.first_pending_ms = -1;
+      spdlog::warn(
+          "channel {}: {} record(s) of {} expired before delivery and cannot be delivered "
+          "(the checkpoint moves {})",
+          config_.name, b.trimmed_records ? std::to_string(b.trimmed_records) : "some", s.id,
+          PositionText(*b.trimmed_to));
+      LogEvent(
+          {{"eventType", "RecordsExpired"}, {"shardId", s.id}, {"records", b.trimmed_records}});
+      st.checkpoint = *b.trimmed_to;
+      metrics_.records_expired.fetch_add(b.trimmed_records);
+      continue;  // the backlog is re-read from the new position next tick
     }
-    if (st.checkpoint >= end && !plans_.count(s.index)) {
-      if (s.end_offset && !st.in_flight && st.checkpoint >= *s.end_offset) done_[s.index] = true;
+    st.lag_records = b.records;
+    st.oldest_pending_ms = b.oldest_arrival_ms;
+    if (b.finished && !planned && !st.in_flight) {
+      newly_finished.insert(s.id);
       continue;
     }
-    if (st.first_pending_ms < 0) {
-      auto a = log->ArrivalOf(st.checkpoint);
-      if (a.ok()) st.first_pending_ms = *a;
+    if (b.records == 0 && !planned) continue;
+    if (b.oldest_arrival_ms >= 0 && (oldest_pending < 0 || b.oldest_arrival_ms < oldest_pending)) {
+      oldest_pending = b.oldest_arrival_ms;
     }
-    if (st.first_pending_ms >= 0 && (oldest_pending < 0 || st.first_pending_ms < oldest_pending)) {
-      oldest_pending = st.first_pending_ms;
-    }
-    // Parents first: a child waits until every parent is delivered to its end.
+    // Parents first: a child waits until every parent is delivered to its end (a parent
+    // no longer listed has expired: nothing of it is left to deliver).
     bool parents_done = true;
-    for (auto p : {s.parent, s.adjacent_parent}) {
-      if (p && info.FindShard(*p) && !done_.count(*p)) parents_done = false;
+    for (const auto& p : s.parents) {
+      if (present.count(p) && !finished_.count(p)) parents_done = false;
     }
     if (!parents_done || st.in_flight) continue;
-    const uint64_t bytes = log->ApproximateBytes(st.checkpoint, end);
-    bool ripe = (st.first_pending_ms >= 0 && now >= st.first_pending_ms + freshness_ms - lead) ||
-                end - st.checkpoint >= (spanning ? options_.max_spanning_batch_records : options_.max_batch_records) ||
-                bytes >= (spanning ? options_.max_spanning_batch_bytes : options_.max_batch_bytes);
-    pending.push_back({s.index, st.checkpoint, end, ripe, bytes});
+    bool ripe =
+        (b.oldest_arrival_ms >= 0 && now >= b.oldest_arrival_ms + freshness_ms - lead) ||
+        b.records >=
+            (spanning ? options_.max_spanning_batch_records : options_.max_batch_records) ||
+        b.bytes >= (spanning ? options_.max_spanning_batch_bytes : options_.max_batch_bytes);
+    pending.push_back({s.id, st.checkpoint, b.records, b.bytes, ripe});
   }
-  metrics_.data_freshness_ms.store(oldest_pending < 0 ? 0 : std::max<int64_t>(0, now - oldest_pending));
+  metrics_.data_freshness_ms.store(oldest_pending < 0 ? 0
+                                                      : std::max<int64_t>(0, now - oldest_pending));
+  if (!newly_finished.empty()) {
+    if (Status st = store_->Commit(config_.id, {}, newly_finished); st.ok()) {
+      for (const auto& s : newly_finished) {
+        finished_.insert(s);
+        spdlog::debug("channel {}: {} delivered to its end", config_.name, s);
+      }
+    } else {
+      spdlog::warn("channel {}: marking finished shards: {}", config_.name, st.ToString());
+    }
+  }
 
   // A plan must start where its shard's checkpoint is: anything else would skip records
   // (or deliver some twice).
   for (const auto& [shard, plan] : plans_) {
     auto it = shards_.find(shard);
-    uint64_t cp = it == shards_.end() ? 0 : it->second.checkpoint;
-    if (plan.first_offset != cp || plan.end_offset < plan.first_offset) {
+    Position cp = it == shards_.end() ? Position{} : it->second.checkpoint;
+    if (!(plan.after == cp)) {
       SetFatal(fmt::format(
-          "The persisted delivery plan of shard {} covers offsets [{}, {}) but the shard's checkpoint is {}; "
+          "The persisted delivery plan of shard {} starts {} but the shard's checkpoint is {}; "
           "delivering it would skip or repeat records.",
-          stream::ShardIdString(shard), plan.first_offset, plan.end_offset, cp));
+          shard, PositionText(plan.after), PositionText(cp)));
       spdlog::error("channel {}: {}", config_.name, *fatal_);
       return jobs;
     }
@@ -337,24 +418,37 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(const stream::StreamInfo& in
 
   auto launch = [&](std::vector<ShardRange> ranges, int64_t attempt_ms, bool replay) {
     DeliveryBatch batch{std::move(ranges), attempt_ms, replay};
-    std::map<uint32_t, std::shared_ptr<log::ShardLog>> batch_logs;
-    for (const auto& r : batch.ranges) {
-      shards_[r.shard].in_flight = true;
-      batch_logs[r.shard] = logs[r.shard];
-    }
+    for (const auto& r : batch.ranges) shards_[r.shard].in_flight = true;
     ++in_flight_;
-    jobs.push_back(BatchJob(std::move(batch), std::move(batch_logs)));
+    jobs.push_back(BatchJob(std::move(batch)));
+  };
+  auto room = [&] { return in_flight_ + static_cast<int>(jobs.size()) < std::max(1, max_jobs); };
+
+  // Upkeep of a quiet destination, between batches (never beside one).
+  auto upkeep_due = [&] {
+    return in_flight_ == 0 && jobs.empty() && room() && now >= sink_->NextUpkeepMs();
+  };
+  auto launch_upkeep = [&] {
+    ++in_flight_;
+    jobs.push_back([this] {
+      sink_->Upkeep();
+      std::lock_guard l(mu_);
+      --in_flight_;
+    });
   };
 
   if (spanning) {
-    if (any_in_flight || now < spanning_retry_after_ms_) return jobs;
+    if (in_flight_ > 0 || !room()) return jobs;
+    if (now < spanning_retry_after_ms_) {
+      if (upkeep_due()) launch_upkeep();
+      return jobs;
+    }
     if (!plans_.empty()) {
       // Replay the planned batch as it was.
       std::vector<ShardRange> ranges;
       int64_t attempt_ms = 0;
       for (const auto& [shard, plan] : plans_) {
-        if (!logs.count(shard)) return jobs;  // the log is not open (yet)
-        ranges.push_back({shard, plan.first_offset, plan.end_offset});
+        ranges.push_back({shard, plan.after, plan.last_sequence, plan.records});
         attempt_ms = std::max(attempt_ms, plan.attempt_ms);
       }
       launch(std::move(ranges), attempt_ms, true);
@@ -366,49 +460,67 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(const stream::StreamInfo& in
     uint64_t total_bytes = 0, total_records = 0;
     for (const auto& p : pending) {
       total_bytes += p.bytes;
-      total_records += p.end - p.first;
+      total_records += p.records;
     }
-    bool ripe = std::any_of(pending.begin(), pending.end(), [](const Pending& p) { return p.ripe; }) ||
-                total_bytes >= options_.max_spanning_batch_bytes ||
-                total_records >= options_.max_spanning_batch_records;
+    bool ripe =
+        std::any_of(pending.begin(), pending.end(), [](const Pending& p) { return p.ripe; }) ||
+        total_bytes >= options_.max_spanning_batch_bytes ||
+        total_records >= options_.max_spanning_batch_records;
     if (!ripe || pending.empty()) return jobs;
-    const uint64_t share_bytes = std::max<uint64_t>(1 << 20, options_.max_spanning_batch_bytes / pending.size());
-    const size_t share_records = std::max<size_t>(1000, options_.max_spanning_batch_records / pending.size());
+    const uint64_t share_bytes =
+        std::max<uint64_t>(1 << 20, options_.max_spanning_batch_bytes / pending.size());
+    const size_t share_records =
+        std::max<size_t>(1000, options_.max_spanning_batch_records / pending.size());
     std::vector<ShardRange> ranges;
-    std::map<ShardKey, BatchPlan> plans;
+    std::map<std::string, BatchPlan> plans;
     const int64_t attempt_ms = clock_->NowMillis();
     for (const auto& p : pending) {
-      uint64_t e = BatchEnd(*logs[p.shard], p.first, p.end, share_bytes, share_records);
-      ranges.push_back({p.shard, p.first, e});
-      plans[{config_.stream_uid, p.shard}] = {p.first, e, attempt_ms};
+      auto planned = source_->PlanRange(p.shard, p.after, share_bytes, share_records);
+      if (!planned.ok()) {
+        spdlog::debug("channel {}: planning {}: {}", config_.name, p.shard,
+                      planned.status().ToString());
+        continue;
+      }
+      ranges.push_back({p.shard, planned->after, planned->last_sequence, planned->records});
+      plans[p.shard] = {planned->after, planned->last_sequence, planned->records, attempt_ms};
     }
+    if (ranges.empty()) return jobs;
     if (Status st = store_->SavePlans(config_.id, plans); !st.ok()) {
       spdlog::warn("channel {}: saving a delivery plan: {}", config_.name, st.ToString());
       return jobs;
     }
-    for (const auto& [k, plan] : plans) plans_[k.shard] = plan;
+    for (auto& [shard, plan] : plans) plans_[shard] = plan;
     launch(std::move(ranges), attempt_ms, false);
     return jobs;
   }
 
   for (const auto& p : pending) {
+    if (!room()) break;
     auto& st = shards_[p.shard];
     if (now < st.retry_after_ms) continue;
     auto planned = plans_.find(p.shard);
     if (planned != plans_.end()) {
-      launch({{p.shard, planned->second.first_offset, planned->second.end_offset}}, planned->second.attempt_ms, true);
+      const BatchPlan& plan = planned->second;
+      launch({{p.shard, plan.after, plan.last_sequence, plan.records}}, plan.attempt_ms, true);
       continue;
     }
     if (!p.ripe) continue;
-    uint64_t e = BatchEnd(*logs[p.shard], p.first, p.end, options_.max_batch_bytes, options_.max_batch_records);
-    BatchPlan plan{p.first, e, clock_->NowMillis()};
-    if (Status s = store_->SavePlan(config_.id, {config_.stream_uid, p.shard}, plan); !s.ok()) {
+    auto range =
+        source_->PlanRange(p.shard, p.after, options_.max_batch_bytes, options_.max_batch_records);
+    if (!range.ok()) {
+      spdlog::debug("channel {}: planning {}: {}", config_.name, p.shard,
+                    range.status().ToString());
+      continue;
+    }
+    BatchPlan plan{range->after, range->last_sequence, range->records, clock_->NowMillis()};
+    if (Status s = store_->SavePlans(config_.id, {{p.shard, plan}}); !s.ok()) {
       spdlog::warn("channel {}: saving a delivery plan: {}", config_.name, s.ToString());
       continue;
     }
     plans_[p.shard] = plan;
-    launch({{p.shard, p.first, e}}, plan.attempt_ms, false);
+    launch({{p.shard, plan.after, plan.last_sequence, plan.records}}, plan.attempt_ms, false);
   }
+  if (upkeep_due()) launch_upkeep();
   return jobs;
 }
 
@@ -423,7 +535,7 @@ ShardRunner::Job ShardRunner::RecoverJob() {
 
 void ShardRunner::Recover() {
   Status check = sink_->Check();
-  auto held = check.ok() ? sink_->Checkpoints() : Result<std::map<uint32_t, uint64_t>>(check);
+  auto held = check.ok() ? sink_->Checkpoints() : Result<std::map<std::string, Position>>(check);
   std::lock_guard lock(mu_);
   if (!held.ok()) {
     const Status& st = held.status();
@@ -431,55 +543,54 @@ void ShardRunner::Recover() {
       SetFatal(st.message());
       return;
     }
-    last_error_ = st.message();
-    recover_after_ms_ = clock_->NowMillis() + Backoff(++recover_failures_);
-    spdlog::warn("channel {}: reading what the destination holds: {} (retrying)", config_.name, st.ToString());
+    NoteFailure(st.WithContext("reading what the destination holds"), ++recover_failures_);
+    recover_after_ms_ = clock_->NowMillis() + Backoff(recover_failures_);
     return;
   }
-  // The destination is ahead of meta.db when the server stopped between a commit and the
-  // checkpoint update; a plan it already holds is done.
-  std::map<ShardKey, uint64_t> moved;
+  // The destination is ahead of the store when the server stopped between a commit and
+  // the checkpoint update; a plan it already holds is done.
+  std::map<std::string, Position> moved;
   for (const auto& [shard, next] : *held) {
     auto& s = shards_[shard];
-    if (s.known && next <= s.checkpoint) continue;
+    if (s.known && !(s.checkpoint < next)) continue;
     auto plan = plans_.find(shard);
-    if (plan != plans_.end() && next > plan->second.first_offset && next < plan->second.end_offset) {
-      SetFatal(fmt::format("The destination holds shard {} up to offset {}, inside the planned batch [{}, {}).",
-                           stream::ShardIdString(shard), next, plan->second.first_offset, plan->second.end_offset));
-      return;
+    if (plan != plans_.end()) {
+      Position end{plan->second.last_sequence, std::nullopt};
+      if (plan->second.after < next && next < end) {
+        SetFatal(fmt::format(
+            "The destination holds shard {} up to {}, inside the planned batch {} to {}.", shard,
+            next.sequence, PositionText(plan->second.after), plan->second.last_sequence));
+        return;
+      }
     }
     s.checkpoint = next;
     s.known = true;
-    s.first_pending_ms = -1;
-    moved[{config_.stream_uid, shard}] = next;
+    moved[shard] = next;
   }
   if (!moved.empty()) {
     if (Status st = store_->Commit(config_.id, moved); !st.ok()) {
-      last_error_ = st.message();
-      recover_after_ms_ = clock_->NowMillis() + Backoff(++recover_failures_);
+      NoteFailure(st, ++recover_failures_);
+      recover_after_ms_ = clock_->NowMillis() + Backoff(recover_failures_);
       return;
     }
-    for (const auto& [k, next] : moved) {
-      auto plan = plans_.find(k.shard);
-      if (plan != plans_.end()) plans_.erase(plan);  // Commit() dropped its row
-    }
-    spdlog::info("channel {}: resumed {} shard(s) from the destination's checkpoints", config_.name, moved.size());
+    for (const auto& [shard, next] : moved) plans_.erase(shard);  // Commit() dropped its row
+    spdlog::info("channel {}: resumed {} shard(s) from the destination's checkpoints", config_.name,
+                 moved.size());
   }
   recover_failures_ = 0;
   last_error_.clear();
   recovered_ = true;
 }
 
-ShardRunner::Job ShardRunner::BatchJob(DeliveryBatch batch, std::map<uint32_t, std::shared_ptr<log::ShardLog>> logs) {
-  return [this, batch = std::move(batch), logs = std::move(logs)] { RunBatch(batch, logs); };
+ShardRunner::Job ShardRunner::BatchJob(DeliveryBatch batch) {
+  return [this, batch = std::move(batch)] { RunBatch(batch); };
 }
 
-void ShardRunner::RunBatch(const DeliveryBatch& batch,
-                           const std::map<uint32_t, std::shared_ptr<log::ShardLog>>& logs) {
-  LogRecordSource source(config_, batch, logs, options_);
+void ShardRunner::RunBatch(const DeliveryBatch& batch) {
+  BatchRecordSource source(source_.get(), batch, options_);
   auto result = sink_->Deliver(batch, &source);
-  std::map<ShardKey, uint64_t> next;
-  for (const auto& r : batch.ranges) next[{config_.stream_uid, r.shard}] = r.end;
+  std::map<std::string, Position> next;
+  for (const auto& r : batch.ranges) next[r.shard] = r.end();
   Status st = result.ok() ? store_->Commit(config_.id, next) : result.status();
 
   std::lock_guard lock(mu_);
@@ -487,20 +598,15 @@ void ShardRunner::RunBatch(const DeliveryBatch& batch,
   for (const auto& r : batch.ranges) shards_[r.shard].in_flight = false;
   if (st.ok()) {
     metrics_.Add(*result);
-    if (spdlog::should_log(spdlog::level::debug)) {
-      std::string ranges;
-      for (const auto& r : batch.ranges) {
-        ranges += fmt::format("{}{} [{}, {})", ranges.empty() ? "" : ", ", stream::ShardIdString(r.shard),
-                              r.first, r.end);
-      }
-      spdlog::debug("channel {}: delivered {} record(s) ({} bytes in, {} bytes out, {} to the DLQ) of {}",
-                    config_.name, result->records_in, result->bytes_in, result->bytes_out, result->failed, ranges);
-    }
+    metrics_.failing_since_ms.store(0);
+    spdlog::debug(
+        "channel {}: delivered {} record(s) ({} bytes in, {} bytes out, {} to the DLQ) of {}",
+        config_.name, result->records_in, result->bytes_in, result->bytes_out, result->failed,
+        RangesText(batch));
     for (const auto& r : batch.ranges) {
       auto& s = shards_[r.shard];
-      s.checkpoint = r.end;
+      s.checkpoint = r.end();
       s.known = true;
-      s.first_pending_ms = -1;
       s.failures = 0;
       s.retry_after_ms = 0;
       plans_.erase(r.shard);
@@ -508,6 +614,7 @@ void ShardRunner::RunBatch(const DeliveryBatch& batch,
     spanning_failures_ = 0;
     spanning_retry_after_ms_ = 0;
     last_error_.clear();
+    last_error_attempts_ = 0;
     return;
   }
   if (st.code() == StatusCode::kShuttingDown || stopping_) return;  // replayed after a restart
@@ -515,60 +622,56 @@ void ShardRunner::RunBatch(const DeliveryBatch& batch,
     SetFatal(st.message());
     return;
   }
-  last_error_ = st.message();
   int64_t now = clock_->NowMillis();
+  int attempts = 0;
   if (sink_->spans_shards()) {
-    spanning_retry_after_ms_ = now + Backoff(++spanning_failures_);
+    attempts = ++spanning_failures_;
+    spanning_retry_after_ms_ = now + Backoff(attempts);
   } else {
     for (const auto& r : batch.ranges) {
       auto& s = shards_[r.shard];
-      s.retry_after_ms = now + Backoff(++s.failures);
+      attempts = std::max(attempts, ++s.failures);
+      s.retry_after_ms = now + Backoff(s.failures);
     }
   }
-  spdlog::warn("channel {}: delivery failed: {} (will retry)", config_.name, st.ToString());
+  NoteFailure(st, attempts);
+  LogEvent({{"eventType", "DeliveryAttemptFailed"},
+            {"attempt", attempts},
+            {"errorMessage", st.message()},
+            {"ranges", RangesText(batch)}});
 }
 
-nlohmann::json ShardRunner::StatusJson(const stream::StreamInfo* info, int64_t now) const {
-  nlohmann::json shards = nlohmann::json::array();
-  std::map<uint32_t, std::shared_ptr<log::ShardLog>> logs;
-  if (info) {
-    for (const auto& s : info->shards) {
-      auto log = streams_->ShardLogFor(config_.stream_uid, s.index);
-      if (log.ok()) logs[s.index] = *log;
-    }
-  }
+nlohmann::json ShardRunner::StatusJson(int64_t now) const {
   nlohmann::json out;
   {
     std::lock_guard lock(mu_);
-    if (info) {
-      for (const auto& s : info->shards) {
-        nlohmann::json j = {{"ShardId", stream::ShardIdString(s.index)}};
-        auto it = shards_.find(s.index);
-        uint64_t cp = it == shards_.end() ? 0 : it->second.checkpoint;
-        if (cp > 0) {
-          j["LastCommittedSequenceNumber"] =
-              stream::SequenceNumber::ForRecord(config_.stream_uid, s.index, cp - 1).ToString();
-        }
-        uint64_t end = 0;
-        auto lit = logs.find(s.index);
-        if (lit != logs.end()) {
-          end = lit->second->committed_end();
-          if (s.end_offset) end = std::min(end, *s.end_offset);
-        }
-        j["LagRecords"] = end > cp ? end - cp : 0;
-        double lag_s = 0;
-        if (end > cp && it != shards_.end() && it->second.first_pending_ms >= 0) {
-          lag_s = std::max<int64_t>(0, now - it->second.first_pending_ms) / 1000.0;
-        }
-        j["LagSeconds"] = lag_s;
-        j["Delivered"] = done_.count(s.index) > 0;
-        shards.push_back(std::move(j));
+    nlohmann::json shards = nlohmann::json::array();
+    for (const auto& s : known_shards_) {
+      nlohmann::json j = {{"ShardId", s.id}};
+      auto it = shards_.find(s.id);
+      if (it != shards_.end() && !it->second.checkpoint.at_start()) {
+        j["LastCommittedSequenceNumber"] = it->second.checkpoint.sequence;
       }
+      bool done = finished_.count(s.id) > 0;
+      uint64_t lag = it == shards_.end() || done ? 0 : it->second.lag_records;
+      j["LagRecords"] = lag;
+      double lag_s = 0;
+      if (lag > 0 && it->second.oldest_pending_ms >= 0) {
+        lag_s =
+            static_cast<double>(std::max<int64_t>(0, now - it->second.oldest_pending_ms)) / 1000.0;
+      }
+      j["LagSeconds"] = lag_s;
+      j["Delivered"] = done;
+      shards.push_back(std::move(j));
     }
     out["Shards"] = std::move(shards);
     out["DLQRecordCount"] = metrics_.dlq_delivery_success.load();
     out["DeliveredRecordCount"] = metrics_.successful_record_count.load();
-    if (!last_error_.empty()) out["LastError"] = last_error_;
+    if (!last_error_.empty()) {
+      out["LastError"] = last_error_;
+      out["LastErrorTimestamp"] = static_cast<double>(last_error_ms_) / 1000.0;
+      out["LastErrorAttempts"] = last_error_attempts_;
+    }
   }
   nlohmann::json sink_status = sink_->StatusJson();
   for (const auto& [k, v] : sink_status.items()) out[k] = v;

@@ -1,12 +1,12 @@
-// ShardRunner over a real StreamManager (real shard logs, real meta.db) with a recording
-// sink standing in for a destination: batches cover every record exactly once, plans
-// are replayed as they were, a plan off its checkpoint fails the channel, what a
-// destination holds wins after a restart, and children wait for their parents.
+// ShardRunner over the local source of a real StreamManager (real shard logs, real
+// meta.db, the SQLite delivery store) with a recording sink standing in for a
+// destination: batches cover every record exactly once, plans are replayed as they were,
+// a plan off its checkpoint fails the channel, what a destination holds wins after a
+// restart, children wait for their parents, and a failing sink holds no worker.
 #include "delivery/shard_runner.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <future>
@@ -14,7 +14,11 @@
 
 #include "common/crypto.h"
 #include "delivery/kpl.h"
+#include "delivery/sqlite_delivery_store.h"
+#include "source/local/local_source.h"
 #include "stream/hash_key.h"
+#include "stream/model.h"
+#include "stream/sequence_number.h"
 
 namespace icestream::delivery {
 namespace {
@@ -25,7 +29,7 @@ struct Recorder {
   std::mutex mu;
   std::vector<DeliveryBatch> batches;
   std::map<uint32_t, std::vector<uint64_t>> delivered;  // shard → offsets, in delivery order
-  std::map<uint32_t, uint64_t> held;                    // what the destination reports holding
+  std::map<std::string, Position> held;                 // what the destination reports holding
   Status next_failure;                                  // returned (once) by the next Deliver
   bool spans = false;
   struct Seen {
@@ -41,7 +45,7 @@ class RecordingSink final : public Sink {
   explicit RecordingSink(std::shared_ptr<Recorder> r) : r_(std::move(r)) {}
   bool spans_shards() const override { return r_->spans; }
   Status Check() override { return Status::OK(); }
-  Result<std::map<uint32_t, uint64_t>> Checkpoints() override {
+  Result<std::map<std::string, Position>> Checkpoints() override {
     std::lock_guard lock(r_->mu);
     return r_->held;
   }
@@ -55,11 +59,12 @@ class RecordingSink final : public Sink {
       for (const auto& rec : chunk.records) {
         {
           std::lock_guard lock(r_->mu);
-          r_->seen.push_back({rec.offset, rec.sub_sequence, std::string(rec.partition_key), std::string(rec.data),
-                              rec.error});
+          r_->seen.push_back({rec.ordinal, rec.sub_sequence, std::string(rec.partition_key),
+                              std::string(rec.data), rec.error});
         }
         if (rec.sub_sequence.value_or(0) > 0) continue;  // offsets once per stream record
-        got[batch.ranges[chunk.range].shard].push_back(rec.offset);
+        // The local source's ordinal is the log offset.
+        got[*stream::ParseShardId(batch.ranges[chunk.range].shard)].push_back(rec.ordinal);
         ++counts.records_in;
         ++counts.delivered;
       }
@@ -108,7 +113,8 @@ class ShardRunnerTest : public ::testing::Test {
     o.data_dir = dir_.string();
     o.retention_check_interval_ms = 3600 * 1000;
     streams_ = std::move(*stream::StreamManager::Open(o, &clock_, db_.get()));
-    store_ = std::move(*ChannelStore::Open(db_.get()));
+    store_ = std::move(*SqliteDeliveryStore::Open(db_.get()));
+    sources_ = std::make_unique<source::LocalSourceProvider>(streams_.get());
     auto info = streams_->CreateStream({.name = "s", .shard_count = 2});
     ASSERT_TRUE(info.ok()) << info.status().ToString();
     config_.id = "chan";
@@ -121,6 +127,7 @@ class ShardRunnerTest : public ::testing::Test {
   }
   void TearDown() override {
     runner_.reset();
+    sources_.reset();
     streams_.reset();
     store_.reset();
     db_.reset();
@@ -128,7 +135,9 @@ class ShardRunnerTest : public ::testing::Test {
   }
 
   void MakeRunner(RunnerOptions o = {}) {
-    auto r = ShardRunner::Make(config_, dest_.get(), streams_.get(), store_.get(), &clock_, o, SinkEnv{});
+    auto source = sources_->OpenSource(config_);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    auto r = ShardRunner::Make(config_, dest_.get(), *source, store_.get(), &clock_, o, SinkEnv{});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     runner_ = std::move(*r);
   }
@@ -140,7 +149,8 @@ class ShardRunnerTest : public ::testing::Test {
     std::vector<stream::PutItem> items;
     for (const auto& k : keys) items.push_back({k, k, stream::PartitionKeyHash(k)});
     std::promise<stream::PutResult> p;
-    EXPECT_TRUE(streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }).ok());
+    EXPECT_TRUE(
+        streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }).ok());
     std::map<uint32_t, std::vector<uint64_t>> out;
     for (const auto& it : p.get_future().get().items) out[it.shard_index].push_back(it.offset);
     return out;
@@ -150,9 +160,7 @@ class ShardRunnerTest : public ::testing::Test {
   int Drain(int64_t freshness_ms = 0) {
     int ran = 0;
     for (int round = 0; round < 50; ++round) {
-      auto info = streams_->Describe("s");
-      EXPECT_TRUE(info.ok());
-      auto jobs = runner_->Schedule(*info, clock_.NowMillis(), freshness_ms);
+      auto jobs = runner_->Schedule(clock_.NowMillis(), freshness_ms, 8);
       if (jobs.empty()) return ran;
       for (auto& j : jobs) j();
       ran += static_cast<int>(jobs.size());
@@ -171,12 +179,17 @@ class ShardRunnerTest : public ::testing::Test {
   ManualClock clock_{1'700'000'000'000};
   std::unique_ptr<Database> db_;
   std::unique_ptr<stream::StreamManager> streams_;
-  std::unique_ptr<ChannelStore> store_;
+  std::unique_ptr<SqliteDeliveryStore> store_;
+  std::unique_ptr<source::LocalSourceProvider> sources_;
   ChannelConfig config_;
   std::shared_ptr<Recorder> rec_;
   std::unique_ptr<RecordingDestination> dest_;
   std::unique_ptr<ShardRunner> runner_;
 };
+
+// The position after the first `n` records of a shard of the test stream.
+#define POS(shard, n) source::LegacyPosition(config_.stream_uid, (shard), (n))
+#define SHARD(shard) stream::ShardIdString(shard)
 
 TEST_F(ShardRunnerTest, PerShardBatchesDeliverEveryRecordOnceAndMoveCheckpoints) {
   MakeRunner();
@@ -193,7 +206,7 @@ TEST_F(ShardRunnerTest, PerShardBatchesDeliverEveryRecordOnceAndMoveCheckpoints)
   auto cps = store_->Checkpoints(config_.id);
   ASSERT_TRUE(cps.ok());
   for (uint32_t shard : {0u, 1u}) {
-    EXPECT_EQ(cps->at({config_.stream_uid, shard}), first[shard].size() + second[shard].size());
+    EXPECT_EQ(cps->at(SHARD(shard)), POS(shard, first[shard].size() + second[shard].size()));
   }
   auto plans = store_->Plans(config_.id);
   ASSERT_TRUE(plans.ok());
@@ -231,7 +244,8 @@ TEST_F(ShardRunnerTest, AFailedBatchIsReplayedAsPlannedAndBacksOff) {
   size_t total = 0;
   for (const auto& [s, offs] : rec_->delivered) {
     total += offs.size();
-    EXPECT_EQ(std::set<uint64_t>(offs.begin(), offs.end()).size(), offs.size()) << "duplicate in shard " << s;
+    EXPECT_EQ(std::set<uint64_t>(offs.begin(), offs.end()).size(), offs.size())
+        << "duplicate in shard " << s;
   }
   EXPECT_EQ(total, 40u);
 }
@@ -244,8 +258,7 @@ TEST_F(ShardRunnerTest, APermanentErrorFailsTheChannel) {
   Drain();
   ASSERT_TRUE(runner_->fatal().has_value());
   EXPECT_EQ(*runner_->fatal(), "The bucket b does not exist.");
-  auto info = streams_->Describe("s");
-  EXPECT_TRUE(runner_->Schedule(*info, clock_.NowMillis(), 0).empty());
+  EXPECT_TRUE(runner_->Schedule(clock_.NowMillis(), 0, 8).empty());
 }
 
 TEST_F(ShardRunnerTest, APlanThatDoesNotStartAtTheCheckpointFailsTheChannel) {
@@ -254,7 +267,8 @@ TEST_F(ShardRunnerTest, APlanThatDoesNotStartAtTheCheckpointFailsTheChannel) {
   Activate();  // checkpoints at 0
   // A plan that skips the first 40 records of shard 0 (what a damaged meta.db or a bug
   // would leave): it must not be followed.
-  ASSERT_TRUE(store_->SavePlan(config_.id, {config_.stream_uid, 0}, {40, put[0].size(), 1}).ok());
+  BatchPlan skipping{POS(0, 40), POS(0, put[0].size()).sequence, put[0].size() - 40, 1};
+  ASSERT_TRUE(store_->SavePlans(config_.id, {{SHARD(0), skipping}}).ok());
   MakeRunner();
   ASSERT_TRUE(runner_->Load().ok());
   Drain();  // recovery
@@ -271,10 +285,10 @@ TEST_F(ShardRunnerTest, WhatTheDestinationHoldsWinsAfterARestart) {
   auto put = Put(60, "h");
   // A batch was planned and committed to the destination, but the server stopped before
   // meta.db moved the checkpoints.
-  std::map<ShardKey, BatchPlan> plans;
+  std::map<std::string, BatchPlan> plans;
   for (uint32_t s : {0u, 1u}) {
-    plans[{config_.stream_uid, s}] = {0, put[s].size(), 7};
-    rec_->held[s] = put[s].size();
+    plans[SHARD(s)] = {Position{}, POS(s, put[s].size()).sequence, put[s].size(), 7};
+    rec_->held[SHARD(s)] = POS(s, put[s].size());
   }
   ASSERT_TRUE(store_->SavePlans(config_.id, plans).ok());
   MakeRunner();
@@ -284,7 +298,7 @@ TEST_F(ShardRunnerTest, WhatTheDestinationHoldsWinsAfterARestart) {
   EXPECT_TRUE(rec_->batches.empty());  // nothing delivered twice
   auto cps = store_->Checkpoints(config_.id);
   ASSERT_TRUE(cps.ok());
-  for (uint32_t s : {0u, 1u}) EXPECT_EQ(cps->at({config_.stream_uid, s}), put[s].size());
+  for (uint32_t s : {0u, 1u}) EXPECT_EQ(cps->at(SHARD(s)), POS(s, put[s].size()));
   EXPECT_TRUE(store_->Plans(config_.id)->empty());
   // New records go on from there.
   auto more = Put(10, "i");
@@ -297,8 +311,9 @@ TEST_F(ShardRunnerTest, ADestinationInsideAPlannedBatchFailsTheChannel) {
   MakeRunner();
   Activate();
   auto put = Put(60, "j");
-  ASSERT_TRUE(store_->SavePlan(config_.id, {config_.stream_uid, 0}, {0, put[0].size(), 7}).ok());
-  rec_->held[0] = 3;
+  BatchPlan plan{Position{}, POS(0, put[0].size()).sequence, put[0].size(), 7};
+  ASSERT_TRUE(store_->SavePlans(config_.id, {{SHARD(0), plan}}).ok());
+  rec_->held[SHARD(0)] = POS(0, 3);
   MakeRunner();
   ASSERT_TRUE(runner_->Load().ok());
   Drain();
@@ -312,14 +327,18 @@ TEST_F(ShardRunnerTest, ChildrenWaitForTheirParents) {
   auto info = streams_->Describe("s");
   ASSERT_TRUE(info.ok());
   const auto& s0 = info->shards[0];
-  ASSERT_TRUE(streams_->SplitShard("s", s0.index, s0.range.start + (s0.range.end - s0.range.start) / 2).ok());
+  ASSERT_TRUE(
+      streams_->SplitShard("s", s0.index, s0.range.start + (s0.range.end - s0.range.start) / 2)
+          .ok());
   auto after = Put(30, "l");
   // Hold back the parent: its first batch fails, so its children must not be delivered yet.
   rec_->next_failure = Unavailable("slow");
-  auto jobs = runner_->Schedule(*streams_->Describe("s"), clock_.NowMillis(), 0);
+  auto jobs = runner_->Schedule(clock_.NowMillis(), 0, 8);
   for (auto& j : jobs) j();
   for (const auto& b : rec_->batches) {
-    for (const auto& r : b.ranges) EXPECT_LT(r.shard, 2u) << "a child was scheduled before its parent";
+    for (const auto& r : b.ranges) {
+      EXPECT_LT(*stream::ParseShardId(r.shard), 2u) << "a child was scheduled before its parent";
+    }
   }
   clock_.Advance(60'000);
   Drain();
@@ -332,8 +351,9 @@ TEST_F(ShardRunnerTest, ChildrenWaitForTheirParents) {
   size_t parent_last = 0, child_first = SIZE_MAX;
   for (size_t i = 0; i < rec_->batches.size(); ++i) {
     for (const auto& r : rec_->batches[i].ranges) {
-      if (r.shard == s0.index) parent_last = i;
-      if (r.shard >= 2) child_first = std::min(child_first, i);
+      uint32_t index = *stream::ParseShardId(r.shard);
+      if (index == s0.index) parent_last = i;
+      if (index >= 2) child_first = std::min(child_first, i);
     }
   }
   EXPECT_LT(parent_last, child_first);
@@ -343,21 +363,24 @@ TEST_F(ShardRunnerTest, KplAggregatesReachSinksAsUserRecords) {
   MakeRunner();
   Activate();
   auto field = [](uint32_t f, std::string_view b) {
-    return std::string(1, static_cast<char>(f << 3 | 2)) + std::string(1, static_cast<char>(b.size())) + std::string(b);
+    return std::string(1, static_cast<char>(f << 3 | 2)) +
+           std::string(1, static_cast<char>(b.size())) + std::string(b);
   };
   auto user = [&](int pk, std::string_view d) {
     return field(3, std::string("\x08") + static_cast<char>(pk) + field(3, d));
   };
   std::string body = field(1, "k0") + field(1, "k1") + user(1, "one") + user(0, "two");
   auto md5 = crypto::Md5(body);
-  std::string agg = std::string(kKplMagic) + body + std::string(reinterpret_cast<const char*>(md5.data()), 16);
+  std::string agg =
+      std::string(kKplMagic) + body + std::string(reinterpret_cast<const char*>(md5.data()), 16);
   std::string corrupt = agg;
   corrupt.back() ^= 1;
   std::vector<stream::PutItem> items = {{"p", agg, stream::PartitionKeyHash("p")},
                                         {"p", corrupt, stream::PartitionKeyHash("p")},
                                         {"p", "plain", stream::PartitionKeyHash("p")}};
   std::promise<stream::PutResult> p;
-  ASSERT_TRUE(streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }).ok());
+  ASSERT_TRUE(
+      streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }).ok());
   p.get_future().get();
   Drain();
   ASSERT_EQ(rec_->seen.size(), 4u);
@@ -372,6 +395,76 @@ TEST_F(ShardRunnerTest, KplAggregatesReachSinksAsUserRecords) {
   EXPECT_NE(rec_->seen[2].error.find("MD5"), std::string::npos);
   EXPECT_EQ(rec_->seen[3].data, "plain");
   EXPECT_TRUE(rec_->seen[3].error.empty());
+}
+
+// The retry policy: a failing attempt comes back to the scheduler (the job ends at once,
+// holding no worker while it waits), the status says what failed, when and how often,
+// and the channel's share of workers bounds its jobs.
+TEST_F(ShardRunnerTest, FailuresBackOffWithoutHoldingWorkersAndAreReported) {
+  MakeRunner();
+  Activate();
+  Put(40, "m");
+  rec_->next_failure = Unavailable("endpoint unreachable");
+  auto jobs = runner_->Schedule(clock_.NowMillis(), 0, 1);
+  ASSERT_EQ(jobs.size(), 1u);  // two shards have records, but the share is one job
+  for (auto& j : jobs) j();
+  EXPECT_EQ(runner_->in_flight(), 0);
+  auto status = runner_->StatusJson(clock_.NowMillis());
+  EXPECT_EQ(status["LastError"], "endpoint unreachable");
+  EXPECT_EQ(status["LastErrorAttempts"], 1);
+  EXPECT_DOUBLE_EQ(status["LastErrorTimestamp"].get<double>(), clock_.NowMillis() / 1000.0);
+  EXPECT_EQ(runner_->metrics().retryable_failures.load(), 1u);
+  EXPECT_EQ(runner_->metrics().failing_since_ms.load(), clock_.NowMillis());
+  clock_.Advance(60'000);
+  Drain();
+  size_t total = 0;
+  for (const auto& [s, offs] : rec_->delivered) total += offs.size();
+  EXPECT_EQ(total, 40u);
+  EXPECT_EQ(runner_->metrics().failing_since_ms.load(), 0);
+  EXPECT_FALSE(runner_->StatusJson(clock_.NowMillis()).contains("LastError"));
+}
+
+// meta.db files of earlier versions kept offsets: they become sequence numbers, and
+// delivery goes on from them without a record twice or missing.
+TEST_F(ShardRunnerTest, OffsetCheckpointsOfEarlierVersionsAreConverted) {
+  MakeRunner();
+  Activate();
+  auto put = Put(40, "n");
+  ASSERT_GE(put[0].size(), 10u);
+  ASSERT_TRUE(store_->SaveChannel(config_).ok());
+  store_.reset();
+  // What an earlier version left: shard 0 delivered up to offset 5, a plan for 5..9.
+  ASSERT_TRUE(db_->Exec("DELETE FROM delivery_checkpoints; DELETE FROM delivery_plans;"
+                        "CREATE TABLE channel_checkpoints (channel_id TEXT, stream_uid INTEGER, "
+                        "shard INTEGER, next_offset INTEGER);"
+                        "CREATE TABLE channel_plans (channel_id TEXT, stream_uid INTEGER, shard "
+                        "INTEGER, first_offset INTEGER, end_offset INTEGER, attempt_ms INTEGER);")
+                  .ok());
+  ASSERT_TRUE(db_->Query("INSERT INTO channel_checkpoints VALUES (?1, ?2, 0, 5), (?1, ?2, 1, 0)",
+                         {config_.id, static_cast<int64_t>(config_.stream_uid)})
+                  .ok());
+  ASSERT_TRUE(db_->Query("INSERT INTO channel_plans VALUES (?1, ?2, 0, 5, 10, 77)",
+                         {config_.id, static_cast<int64_t>(config_.stream_uid)})
+                  .ok());
+  auto reopened = SqliteDeliveryStore::Open(db_.get(), source::LegacyPosition);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  store_ = std::move(*reopened);
+  auto cps = store_->Checkpoints(config_.id);
+  ASSERT_TRUE(cps.ok());
+  EXPECT_EQ(cps->at(SHARD(0)), POS(0, 5));
+  EXPECT_EQ(cps->at(SHARD(1)), Position{});
+  auto plans = store_->Plans(config_.id);
+  ASSERT_TRUE(plans.ok());
+  ASSERT_EQ(plans->size(), 1u);
+  EXPECT_EQ(plans->at(SHARD(0)), (BatchPlan{POS(0, 5), POS(0, 10).sequence, 5, 77}));
+  EXPECT_TRUE(db_->Query("SELECT 1 FROM channel_checkpoints").status().code() != StatusCode::kOk);
+  MakeRunner();
+  ASSERT_TRUE(runner_->Load().ok());
+  Drain();
+  ASSERT_FALSE(runner_->fatal().has_value()) << *runner_->fatal();
+  std::vector<uint64_t> want0(put[0].begin() + 5, put[0].end());
+  EXPECT_EQ(rec_->delivered[0], want0);
+  EXPECT_EQ(rec_->delivered[1], put[1]);
 }
 
 }  // namespace

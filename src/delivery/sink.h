@@ -14,26 +14,30 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/clock.h"
 #include "common/status.h"
 #include "delivery/channel.h"
-#include "log/shard_log.h"
+#include "delivery/position.h"
+#include "delivery/retry.h"
 #include "objectstore/object_store.h"
 
 namespace icestream::delivery {
 
-// Offsets [first, end) of one shard.
+// One shard's part of a batch: the records after `after` up to and including
+// `last_sequence` (Kinesis sequence numbers, position.h).
 struct ShardRange {
-  uint32_t shard = 0;
-  uint64_t first = 0;
-  uint64_t end = 0;
+  std::string shard;  // shard id
+  Position after;
+  std::string last_sequence;
+  uint64_t records = 0;  // Kinesis records in the range, as planned
+  // The position the shard's checkpoint moves to once the batch is delivered.
+  Position end() const { return Position{last_sequence, std::nullopt}; }
   bool operator==(const ShardRange&) const = default;
 };
 
@@ -47,9 +51,11 @@ struct DeliveryBatch {
 };
 
 // One record as a sink sees it: a stream record, or one user record of a KPL aggregate
-// (kpl.h), which the engine unpacks for every destination.
+// (kpl.h), which the engine unpacks for every destination. Views into its chunk's
+// storage.
 struct SourceRecord {
-  uint64_t offset = 0;
+  std::string_view sequence_number;
+  uint64_t ordinal = 0;  // StreamRecord::ordinal of the Kinesis record
   int64_t arrival_ms = 0;
   std::optional<uint32_t> sub_sequence;  // the user record's index in its aggregate
   std::string_view partition_key;
@@ -60,18 +66,18 @@ struct SourceRecord {
 };
 
 struct RecordChunk {
-  size_t range = 0;  // index into DeliveryBatch::ranges
-  std::vector<SourceRecord> records;     // offsets of that range, in order
-  std::vector<log::ReadRecord> storage;  // the bytes `records` point into
+  size_t range = 0;                     // index into DeliveryBatch::ranges
+  std::vector<SourceRecord> records;    // of that range, in order
+  std::shared_ptr<const void> storage;  // the bytes `records` point into
 };
 
-// The records of a batch, read from the shard logs. Thread-safe: several threads may
-// take chunks at once; each chunk is handed out once, chunks of one range in order.
+// The records of a batch, read from the source. Thread-safe: several threads may take
+// chunks at once; each chunk is handed out once, chunks of one range in order.
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
   // Fills *chunk with the next chunk; false when every range has been read. Errors:
-  // the log could not be read (retry the batch later).
+  // the source could not be read (retry the batch later).
   virtual Result<bool> Next(RecordChunk* chunk) = 0;
   // Starts over from the batch's first record (a sink that must change something at
   // its destination before it can take the batch, such as a table's schema).
@@ -112,28 +118,33 @@ class Sink {
   // mean "not yet"; IsPermanent() ones fail the channel.
   virtual Status Check() = 0;
 
-  // What the destination itself records as delivered, shard → next offset (a table's
+  // What the destination itself records as delivered, shard id → position (a table's
   // snapshot summary). Empty for destinations that keep no checkpoints. Same errors as
   // Check().
-  virtual Result<std::map<uint32_t, uint64_t>> Checkpoints() = 0;
+  virtual Result<std::map<std::string, Position>> Checkpoints() = 0;
 
   // Delivers exactly the records of `batch` (read from `source` until it is empty).
   // On success every valid record is in the destination and every invalid one in the
   // dead-letter queue. On failure nothing may be assumed; the same batch is offered
-  // again (replay = true) unless the error IsPermanent.
+  // again (replay = true) unless the error IsPermanent. A sink makes one attempt at
+  // each write and reports a failure it could retry as kUnavailable: retrying (with
+  // backoff, bounded per batch, never holding a delivery worker while it waits) is the
+  // engine's job, so one dead endpoint cannot stall other channels.
   virtual Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) = 0;
+
+  // Maintenance of the destination on its own schedule (a table's compaction, snapshot
+  // expiry, orphan removal): when it is next due (epoch ms; INT64_MAX: never), and one
+  // run of it. The engine runs it only while no batch of the channel is in flight, on a
+  // delivery worker, so it never races the channel's writes. Errors are the sink's to
+  // log; they do not fail the channel.
+  virtual int64_t NextUpkeepMs() const { return INT64_MAX; }
+  virtual void Upkeep() {}
 
   // icestream status fields for DescribeChannel (e.g. the table's live data files).
   virtual nlohmann::json StatusJson() const { return nlohmann::json::object(); }
   // Its own /metrics figures. Thread-safe.
   virtual std::vector<SinkMetric> Metrics() const { return {}; }
 };
-
-// Errors after which delivering to this destination cannot succeed and the channel goes
-// FAILED: the destination is gone (kNotFound), the request is refused as such
-// (kInvalidArgument), or the destination belongs to someone else (kAlreadyExists).
-// Everything else (unavailable, access denied, conflicts, I/O) is retried.
-bool IsPermanent(const Status& st);
 
 // What a sink gets from the engine.
 struct SinkEnv {
@@ -143,7 +154,7 @@ struct SinkEnv {
   bool local_buckets = true;
   const Clock* clock = nullptr;
   int compression_level = 0;  // 0 = codec default
-  // True once the channel is being deleted or the server stops: give up retrying.
+  // True once the channel is being deleted or the server stops: cut long work short.
   std::function<bool()> stopping;
   // Appends an event to the channel's delivery log (a no-op when logging is off).
   std::function<void(nlohmann::json)> log_event;

@@ -36,4 +36,11 @@ bool IsNoSuchTable(const Status& st) {
   return st.code() == StatusCode::kNotFound && st.message().rfind(kNoSuchTable, 0) == 0;
 }
 
+Result<LoadedTable> Catalog::CommitTableFenced(const TableIdentifier& id,
+                                               const std::vector<TableRequirement>&,
+                                               const std::vector<TableUpdate>&, const CommitFence&) {
+  return FailedPrecondition("the catalog cannot check a commit fence in its own transaction; table " +
+                            TableName(id) + " was not changed");
+}
+
 }  // namespace icestream::iceberg

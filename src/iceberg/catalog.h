@@ -1,7 +1,8 @@
 // Catalog: where tables are named and where a commit swaps a table's metadata pointer
 // atomically (Iceberg spec "Metastore Tables"; REST catalog OpenAPI). Implementations:
-// SqliteCatalog (the built-in catalog behind /iceberg/v1/…) and RestCatalog (a client
-// of any Iceberg REST catalog).
+// MetastoreCatalog (the Iceberg rules over a CatalogStore of rows: SQLite for the
+// built-in catalog behind /iceberg/v1/…, PostgreSQL in the JDBC-catalog schema for
+// scale-out) and RestCatalog (a client of any Iceberg REST catalog).
 //
 // Errors say what the caller does next: kNotFound (NoSuchNamespace / NoSuchTable —
 // tell them apart with IsNoSuchNamespace), kAlreadyExists, kFailedPrecondition
@@ -71,6 +72,8 @@ struct TableCommit {
   std::vector<TableUpdate> updates;
 };
 
+class CommitFence;  // catalog_store.h
+
 class Catalog {
  public:
   virtual ~Catalog() = default;
@@ -97,6 +100,14 @@ class Catalog {
   virtual Result<LoadedTable> CommitTable(const TableIdentifier& id,
                                           const std::vector<TableRequirement>& requirements,
                                           const std::vector<TableUpdate>& updates) = 0;
+  // CommitTable with `fence` checked in the same transaction as the pointer swap (a
+  // scale-out worker's lease epoch): the swap happens only if the fence holds, and the
+  // fence's status is returned when it does not. Catalogs that cannot run a check
+  // inside their commit (REST) answer kFailedPrecondition and change nothing.
+  virtual Result<LoadedTable> CommitTableFenced(const TableIdentifier& id,
+                                                const std::vector<TableRequirement>& requirements,
+                                                const std::vector<TableUpdate>& updates,
+                                                const CommitFence& fence);
   // Several tables at once, all or nothing (REST transactions/commit).
   virtual Status CommitTransaction(const std::vector<TableCommit>& commits) = 0;
   // `purge`: also delete the table's data and metadata files.

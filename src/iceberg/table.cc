@@ -397,7 +397,7 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
         requirement::AssertRefSnapshotId{kMainBranch, parent_id}};
     std::vector<TableUpdate> updates = {update::AddSnapshot{snap},
                                         update::SetSnapshotRef{kMainBranch, SnapshotRef{snapshot_id, RefType::kBranch, {}, {}, {}}}};
-    auto committed = catalog_->CommitTable(id_, requirements, updates);
+    auto committed = CommitToCatalog(requirements, updates);
     auto succeeded = [&] {
       result.snapshot_id = snapshot_id;
       result.sequence_number = metadata_.SnapshotById(snapshot_id)->sequence_number;
@@ -426,6 +426,12 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
   delete_all(new_manifests);
   return Conflict(fmt::format("commit to {} lost {} times in a row: {}", TableName(id_), options_.max_attempts,
                               last_conflict.message()));
+}
+
+Result<LoadedTable> Table::CommitToCatalog(const std::vector<TableRequirement>& requirements,
+                                           const std::vector<TableUpdate>& updates) {
+  if (fence_ != nullptr) return catalog_->CommitTableFenced(id_, requirements, updates, *fence_);
+  return catalog_->CommitTable(id_, requirements, updates);
 }
 
 Result<ExpireResult> Table::ExpireSnapshots(const ExpireOptions& options) {
@@ -468,8 +474,8 @@ Result<ExpireResult> Table::ExpireSnapshotsOnce(const ExpireOptions& options) {
   for (const auto& [name, ref] : before.refs) {
     requirements.push_back(requirement::AssertRefSnapshotId{name, ref.snapshot_id});
   }
-  auto committed = catalog_->CommitTable(
-      id_, requirements, {update::RemoveSnapshots{std::vector<int64_t>(expired.begin(), expired.end())}});
+  auto committed = CommitToCatalog(
+      requirements, {update::RemoveSnapshots{std::vector<int64_t>(expired.begin(), expired.end())}});
   if (!committed.ok()) return committed.status();
   metadata_ = std::move(committed->metadata);
   metadata_location_ = std::move(committed->metadata_location);

@@ -97,6 +97,12 @@ class Table {
   const std::string& metadata_location() const { return metadata_location_; }
   Status Refresh();
 
+  // Every later commit of this handle (appends, replacements, expiry) carries `fence`,
+  // checked in the catalog's transaction with the pointer swap (catalog_store.h); a
+  // commit the fence refuses changes nothing and returns the fence's status. Null (the
+  // default) commits unfenced. `fence` must outlive its use here.
+  void SetFence(const CommitFence* fence) { fence_ = fence; }
+
   // "<data dir>/<partition path>/<file_name>" where data dir is write.data.path or
   // <location>/data.
   std::string NewDataFileLocation(const PartitionTuple& partition, const std::string& file_name) const;
@@ -133,6 +139,8 @@ class Table {
   Result<CommitResult> Commit(const std::vector<DataFile>& added, const std::vector<std::string>& deleted,
                               const std::map<std::string, std::string>& summary_extra, const CommitCheck& check);
   int64_t NewSnapshotId() const;
+  Result<LoadedTable> CommitToCatalog(const std::vector<TableRequirement>& requirements,
+                                      const std::vector<TableUpdate>& updates);
   std::string MetadataDir() const;
   // One expiry attempt on the current metadata_ (kConflict when a ref moved meanwhile).
   Result<ExpireResult> ExpireSnapshotsOnce(const ExpireOptions& options);
@@ -144,6 +152,7 @@ class Table {
   TableOptions options_;
   TableMetadata metadata_;
   std::string metadata_location_;
+  const CommitFence* fence_ = nullptr;
 };
 
 }  // namespace icestream::iceberg

@@ -37,7 +37,7 @@ class CatalogEnv : public ::testing::Test {
   std::unique_ptr<objectstore::LocalObjectStore> store_;
   std::unique_ptr<FileIO> io_;
   std::unique_ptr<Database> db_;
-  std::unique_ptr<SqliteCatalog> catalog_;
+  std::unique_ptr<MetastoreCatalog> catalog_;
 };
 
 }  // namespace icestream::iceberg::testing

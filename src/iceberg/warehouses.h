@@ -40,7 +40,7 @@ class Warehouses {
  private:
   struct Warehouse {
     std::unique_ptr<FileIO> io;
-    std::unique_ptr<SqliteCatalog> catalog;
+    std::unique_ptr<MetastoreCatalog> catalog;
   };
   Result<Warehouse*> Get(const std::string& bucket);
 

@@ -5,7 +5,6 @@
 #include <spdlog/spdlog.h>
 
 #include <iterator>
-#include <regex>
 #include <unordered_map>
 
 #include "common/base64.h"
@@ -75,12 +74,16 @@ void AppendRecordsJson(std::string* out, const stream::ShardReadResult& r, uint6
   out->push_back(']');
 }
 
+const Pattern& StreamArnPattern() {
+  static const Pattern kArn = Pattern::MustCompile(R"(arn:aws.*:kinesis:.*:\d{12}:stream/\S+)");
+  return kArn;
+}
+
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn) {
-  static const std::regex kArn(R"(arn:aws.*:kinesis:.*:\d{12}:stream/\S+)");
   p.Length(path, arn, 1, 2048);
-  bool ok = std::regex_match(arn, kArn);
-  p.Pattern(path, arn, ok, "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
+  bool ok = StreamArnPattern().Matches(arn);
+  p.Pattern(path, arn, ok, StreamArnPattern().source());
   if (!ok) return std::nullopt;
   auto parts = stream::ParseStreamArn(arn);
   if (!parts) return arn;  // matches the pattern yet names no stream: cannot exist here

@@ -12,6 +12,7 @@
 #include "aws/error.h"
 #include "aws/params.h"
 #include "common/clock.h"
+#include "common/pattern.h"
 #include "common/token_bucket.h"
 #include "http/message.h"
 #include "kinesis/api.h"
@@ -67,6 +68,9 @@ struct Context {
 // records its violations and (deferred) service errors in `p`. Always returns a value:
 // the stream name, or "" when there is none; use it only after `p.Error()` is empty.
 std::optional<std::string> StreamSelector(const Context& ctx, aws::Params& p);
+// The StreamARN member pattern of every operation that takes one (matched in linear
+// time: common/pattern.h).
+const Pattern& StreamArnPattern();
 // Checks a StreamARN value; returns the stream name or nullopt (violation recorded).
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn);

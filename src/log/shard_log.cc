@@ -370,43 +370,115 @@ size_t ShardLog::segment_count() const {
   return segments_.size();
 }
 
+// Where ReadFrames puts what it reads: a buffer for each pread, and each record found.
+class ShardLog::FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  // A buffer of at least `want` bytes for the next pread.
+  virtual char* Buffer(size_t want) = 0;
+  virtual void Frame(const FrameView& f) = 0;
+};
+
+namespace {
+
+// Copies records into ReadResult, reading into a per-thread buffer: a batch read of tens of
+// MiB is not zero-filled first (pread overwrites it), and the buffer is kept for the next
+// read (fresh multi-MiB allocations cost a page fault per page); one larger than 8 MiB
+// is not.
+class CopySink final : public ShardLog::FrameSink {
+ public:
+  explicit CopySink(ReadResult* out) : out_(out) {}
+  char* Buffer(size_t want) override {
+    thread_local std::unique_ptr<char[]> raw;
+    thread_local size_t raw_capacity = 0;
+    constexpr size_t kKeepBytes = 8u << 20;
+    if (want <= raw_capacity) return raw.get();
+    if (want <= kKeepBytes) {
+      raw = std::make_unique_for_overwrite<char[]>(want);
+      raw_capacity = want;
+      return raw.get();
+    }
+    big_ = std::make_unique_for_overwrite<char[]>(want);
+    return big_.get();
+  }
+  void Frame(const FrameView& f) override {
+    out_->records.push_back(
+        {f.offset, f.arrival_ms, std::string(f.partition_key), std::string(f.data)});
+  }
+
+ private:
+  ReadResult* out_;
+  std::unique_ptr<char[]> big_;
+};
+
+// Keeps every buffer (the views point into them).
+class ViewSink final : public ShardLog::FrameSink {
+ public:
+  explicit ViewSink(ViewResult* out) : out_(out) {}
+  char* Buffer(size_t want) override {
+    auto buf = std::shared_ptr<char[]>(new char[want]);
+    out_->buffers.push_back(buf);
+    return buf.get();
+  }
+  void Frame(const FrameView& f) override {
+    out_->records.push_back({f.offset, f.arrival_ms, f.partition_key, f.data});
+  }
+
+ private:
+  ViewResult* out_;
+};
+
+}  // namespace
+
 Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_bytes,
                                   uint64_t stop_before) const {
   ReadResult out;
+  CopySink sink(&out);
+  ASSIGN_OR_RETURN(auto r, ReadFrames(from, max_records, max_bytes, stop_before, &sink));
+  out.next_offset = r.first;
+  out.bytes = r.second;
+  return out;
+}
+
+Result<ViewResult> ShardLog::ReadViews(uint64_t from, size_t max_records, size_t max_bytes,
+                                       uint64_t stop_before) const {
+  ViewResult out;
+  ViewSink sink(&out);
+  ASSIGN_OR_RETURN(auto r, ReadFrames(from, max_records, max_bytes, stop_before, &sink));
+  out.next_offset = r.first;
+  out.bytes = r.second;
+  return out;
+}
+
+Result<std::pair<uint64_t, size_t>> ShardLog::ReadFrames(uint64_t from, size_t max_records,
+                                                         size_t max_bytes, uint64_t stop_before,
+                                                         FrameSink* sink) const {
+  size_t count = 0;
+  size_t bytes = 0;
   uint64_t end = std::min(committed_end(), stop_before);
   from = std::max(from, start_offset());
-  out.next_offset = from;
-  if (from >= end || max_records == 0) return out;
+  if (from >= end || max_records == 0) return std::make_pair(from, size_t{0});
 
   uint64_t offset = from;
   // Damage stops the read: what was read before it is returned; a read that starts at
   // it fails. The file's path goes to the log (once per segment), never to the caller.
-  auto damage = [&](const Segment& seg, const std::string& detail) -> Result<ReadResult> {
+  auto damage = [&](const Segment& seg,
+                    const std::string& detail) -> Result<std::pair<uint64_t, size_t>> {
     if (seg.FirstDamageReport()) {
       spdlog::error("shard log {}: {} in {} at offset {}; reads stop there (run `icestream fsck`)",
                     dir_, detail, seg.path(), offset);
     }
-    if (!out.records.empty()) {
-      out.next_offset = offset;
-      return std::move(out);
-    }
+    if (count > 0) return std::make_pair(offset, bytes);
     return Corruption(
         fmt::format("the record at offset {} of this shard is damaged on disk ({}); reads cannot "
                     "go past it until an "
                     "operator repairs the log (icestream fsck)",
                     offset, detail));
   };
-  // The read buffer is not zero-filled (pread overwrites it): a batch read of tens of MiB
-  // would otherwise clear them first. It is kept per thread for the next read (fresh
-  // multi-MiB allocations cost a page fault per page); one larger than 8 MiB is not.
-  thread_local std::unique_ptr<char[]> raw;
-  thread_local size_t raw_capacity = 0;
-  constexpr size_t kKeepBytes = 8u << 20;
-  std::unique_ptr<char[]> big;
   char* data = nullptr;
   std::string_view buf;
   std::shared_ptr<Segment> gone;  // a segment whose file vanished (retention) on the last try
-  while (offset < end && out.records.size() < max_records) {
+  while (offset < end && count < max_records) {
     std::shared_ptr<Segment> seg;
     std::shared_ptr<Segment> next;
     uint64_t pos;
@@ -440,26 +512,17 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
     }
     bool progressed = false;
     size_t min_read = 0;  // set when one frame is larger than the default read size
-    while (pos < seg_end_pos && offset < end && out.records.size() < max_records) {
-      uint64_t left = max_bytes > out.bytes ? max_bytes - out.bytes : 0;
+    while (pos < seg_end_pos && offset < end && count < max_records) {
+      uint64_t left = max_bytes > bytes ? max_bytes - bytes : 0;
       uint64_t default_read = std::max<uint64_t>(256 << 10, left + 4096);
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
-      if (want <= raw_capacity) {
-        data = raw.get();
-      } else if (want <= kKeepBytes) {
-        raw = std::make_unique_for_overwrite<char[]>(want);
-        raw_capacity = want;
-        data = raw.get();
-      } else {
-        big = std::make_unique_for_overwrite<char[]>(want);
-        data = big.get();
-      }
+      data = sink->Buffer(want);
       ASSIGN_OR_RETURN(size_t got, fs::PReadFull((*handle)->fd(), data, want, pos, seg->path()));
       buf = std::string_view(data, got);
       min_read = 0;
       size_t at = 0;
-      while (at < buf.size() && offset < end && out.records.size() < max_records) {
+      while (at < buf.size() && offset < end && count < max_records) {
         FrameView f;
         FrameParse r = ParseFrame(buf.substr(at), &f);
         if (r == FrameParse::kIncomplete) {
@@ -481,13 +544,10 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
                 *seg, fmt::format("a frame holds offset {} where {} belongs", f.offset, offset));
           }
           size_t rec_bytes = f.partition_key.size() + f.data.size();
-          if (!out.records.empty() && out.bytes + rec_bytes > max_bytes) {
-            out.next_offset = offset;
-            return out;
-          }
-          out.records.push_back({f.offset, f.arrival_ms, std::string(f.partition_key),
-                                 std::string(f.data)});
-          out.bytes += rec_bytes;
+          if (count > 0 && bytes + rec_bytes > max_bytes) return std::make_pair(offset, bytes);
+          sink->Frame(f);
+          ++count;
+          bytes += rec_bytes;
           ++offset;
           progressed = true;
         }
@@ -497,12 +557,11 @@ Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_
       pos += at;
       if (at == 0) break;
     }
-    if (!progressed && offset < seg_end_off && out.records.size() < max_records && offset < end) {
+    if (!progressed && offset < seg_end_off && count < max_records && offset < end) {
       return damage(*seg, "the record cannot be found where the index says");
     }
   }
-  out.next_offset = offset;
-  return out;
+  return std::make_pair(offset, bytes);
 }
 
 Result<uint64_t> ShardLog::OffsetAtTime(int64_t t_ms) const {

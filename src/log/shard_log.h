@@ -83,6 +83,21 @@ struct ReadResult {
   size_t bytes = 0;          // data + key bytes returned
 };
 
+// A record of ReadViews: views into ViewResult::buffers.
+struct RecordView {
+  uint64_t offset = 0;
+  int64_t arrival_ms = 0;
+  std::string_view partition_key;
+  std::string_view data;
+};
+
+struct ViewResult {
+  std::vector<RecordView> records;
+  std::vector<std::shared_ptr<char[]>> buffers;  // the read buffers the views point into
+  uint64_t next_offset = 0;
+  size_t bytes = 0;
+};
+
 class ShardLog : public std::enable_shared_from_this<ShardLog> {
  public:
   // Opens (recovering) or creates the log in `dir`. A new log starts at offset 0.
@@ -103,6 +118,12 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   // between segments left by `icestream fsck --repair` is stepped over.
   Result<ReadResult> Read(uint64_t from, size_t max_records, size_t max_bytes,
                           uint64_t stop_before = UINT64_MAX) const;
+  // Read without copying: the records are views into the read buffers, which the result
+  // owns (each frame's checksum is verified once, as it is parsed out of the buffer).
+  Result<ViewResult> ReadViews(uint64_t from, size_t max_records, size_t max_bytes,
+                               uint64_t stop_before = UINT64_MAX) const;
+
+  class FrameSink;
 
   // First committed offset whose arrival time is >= t_ms (committed end if none).
   Result<uint64_t> OffsetAtTime(int64_t t_ms) const;
@@ -139,6 +160,11 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
  private:
   friend class Committer;
   ShardLog(std::string dir, LogOptions options, const Clock* clock, Committer* committer);
+  // The read loop of Read and ReadViews: frames from `from` go to `sink`. Returns the
+  // next offset and the key + data bytes read.
+  Result<std::pair<uint64_t, size_t>> ReadFrames(uint64_t from, size_t max_records,
+                                                 size_t max_bytes, uint64_t stop_before,
+                                                 FrameSink* sink) const;
   Status Recover();
 
   // A batch taken from the queue by the committer: written, then synced and published.

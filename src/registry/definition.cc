@@ -4,11 +4,11 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
 
 #include "common/json_depth.h"
 #include "format/avro/schema.h"
+#include "registry/ecma_pattern.h"
 
 namespace icestream::registry {
 
@@ -65,7 +65,11 @@ class JsonSchemaChecker {
       } else if (k == "properties" || k == "patternProperties" || k == "definitions" || k == "$defs") {
         if (!v.is_object()) return at + ": must be an object";
         for (auto p = v.begin(); p != v.end(); ++p) {
-          if (k == "patternProperties" && !CompilesAsRegex(p.key())) return at + ": '" + p.key() + "' is not a valid pattern";
+          if (k == "patternProperties") {
+            if (auto why = CheckEcmaPattern(p.key()); !why.empty()) {
+              return at + ": a key is not a valid regular expression (" + why + ")";
+            }
+          }
           if (auto e = Check(p.value(), at + "/" + p.key(), depth + 1); !e.empty()) return e;
         }
       } else if (k == "dependencies") {
@@ -116,7 +120,10 @@ class JsonSchemaChecker {
       } else if (k == "uniqueItems") {
         if (!v.is_boolean()) return at + ": must be a boolean";
       } else if (k == "pattern") {
-        if (!v.is_string() || !CompilesAsRegex(v.get<std::string>())) return at + ": must be a valid regular expression";
+        if (!v.is_string()) return at + ": must be a string";
+        if (auto why = CheckEcmaPattern(v.get<std::string>()); !why.empty()) {
+          return at + ": must be a valid regular expression (" + why + ")";
+        }
       } else if (k == "$schema" || k == "$ref" || k == "$id" || k == "id" || k == "title" || k == "description" ||
                  k == "format" || k == "$comment" || k == "contentEncoding" || k == "contentMediaType") {
         if (!v.is_string()) return at + ": must be a string";
@@ -124,16 +131,6 @@ class JsonSchemaChecker {
       // Other keywords (default, examples, const, vendor extensions) are free-form.
     }
     return "";
-  }
-
- private:
-  static bool CompilesAsRegex(const std::string& p) {
-    try {
-      std::regex re(p, std::regex::ECMAScript);
-      return true;
-    } catch (const std::regex_error&) {
-      return false;
-    }
   }
 };
 

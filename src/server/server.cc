@@ -13,6 +13,7 @@
 #include "common/sqlite.h"
 #include "delivery/channel_manager.h"
 #include "delivery/s3/s3_sink.h"
+#include "delivery/sqlite_delivery_store.h"
 #include "delivery/table/table_sink.h"
 #include "iceberg/warehouses.h"
 #include "http/server.h"
@@ -23,6 +24,8 @@
 #include "server/data_dir_lock.h"
 #include "server/router.h"
 #include "server/surface_auth.h"
+#include "source/local/local_source.h"
+#include "stream/model.h"
 #include "stream/stream_manager.h"
 
 namespace icestream::server {
@@ -34,6 +37,7 @@ struct IcestreamServer::Parts {
   std::unique_ptr<stream::StreamManager> streams;
   std::shared_ptr<objectstore::ObjectStore> buckets;
   std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
+  std::unique_ptr<source::LocalSourceProvider> sources;  // channels read the shard logs
   // Channels use the catalog's warehouses and registry: declared after it, destroyed first.
   std::unique_ptr<delivery::ChannelManager> channels;
   std::unique_ptr<kinesis::KinesisApi> kinesis;
@@ -168,20 +172,31 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                         respond(std::move(r));
                       }});
   stream::StreamManager* sm = p->streams.get();
-  p->router->AddPath({"/health", [sm](std::shared_ptr<http::Request>, http::Responder respond) {
+  p->router->AddPath({"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
                         // 200 either way (the server serves); "degraded" lists the shards
-                        // that do not, and why.
+                        // that do not and the channels whose deliveries are failing, and why.
                         http::Response r;
                         r.SetHeader("Content-Type", "application/json");
                         auto problems = sm->Problems();
-                        if (problems.empty()) {
+                        std::map<std::string, int64_t> failing;
+                        if (raw->channels) failing = raw->channels->FailingChannels();
+                        if (problems.empty() && failing.empty()) {
                           r.body = R"({"status":"ok"})";
                         } else {
                           nlohmann::json list = nlohmann::json::array();
                           for (const auto& pr : problems) {
                             list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
                           }
-                          r.body = nlohmann::json{{"status", "degraded"}, {"shards", list}}.dump();
+                          nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
+                          if (!failing.empty()) {
+                            nlohmann::json channels = nlohmann::json::array();
+                            for (const auto& [name, since] : failing) {
+                              channels.push_back({{"channel", name},
+                                                  {"failingSince", static_cast<double>(since) / 1000.0}});
+                            }
+                            body["channels"] = std::move(channels);
+                          }
+                          r.body = body.dump();
                         }
                         respond(std::move(r));
                       }});
@@ -222,8 +237,19 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   std::vector<std::shared_ptr<delivery::Destination>> destinations = {
       std::make_shared<delivery::s3::S3Destination>(),
       std::make_shared<delivery::table::TableDestination>(std::move(ts), to)};
-  ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(co, p->streams.get(), p->db.get(), p->buckets,
-                                                               std::move(destinations), SystemClock::Default()));
+  p->sources = std::make_unique<source::LocalSourceProvider>(p->streams.get());
+  ASSIGN_OR_RETURN(auto delivery_store,
+                   delivery::SqliteDeliveryStore::Open(p->db.get(), source::LegacyPosition));
+  ASSIGN_OR_RETURN(p->channels,
+                   delivery::ChannelManager::Open(co, p->sources.get(), std::move(delivery_store),
+                                                  p->buckets, std::move(destinations),
+                                                  SystemClock::Default()));
+  // Retention keeps what channels still have to read.
+  delivery::ChannelManager* cm = p->channels.get();
+  p->streams->SetRetentionFloor([cm](uint64_t uid, uint32_t shard) {
+    return source::LocalSourceProvider::RetentionFloor(
+        cm->NeededPosition(uid, stream::ShardIdString(shard)));
+  });
   p->kinesis->SetChannels(p->channels.get());
 
   http::ServerOptions ho;
@@ -257,6 +283,9 @@ void IcestreamServer::Stop() {
   // SubscribeToShard threads read the logs: end them before the logs close.
   if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
   if (parts_->channels) parts_->channels->Stop();
+  // Until the stream manager stops, retention must not delete what channels still need,
+  // and the channels are about to go: keep everything.
+  if (parts_->streams) parts_->streams->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
   if (parts_->streams) parts_->streams->Stop();
 }
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/utf8.h"
-#include "stream/sequence_number.h"
+#include "delivery/object_naming.h"
 
 namespace icestream::delivery::s3 {
 
@@ -38,10 +38,6 @@ BatchBuilder::BatchBuilder(BatchContext ctx) : ctx_(std::move(ctx)), dlq_(ctx_.c
   key_ctx_ = {ctx_.channel->name, ctx_.channel->id, ctx_.channel->stream_name};
 }
 
-std::string BatchBuilder::SequenceNumberOf(uint64_t offset) const {
-  return stream::SequenceNumber::ForRecord(ctx_.stream_uid, ctx_.shard_index, offset).ToString();
-}
-
 const std::string& BatchBuilder::KeyFor(int64_t arrival_ms) {
   int64_t minute = arrival_ms >= 0 ? arrival_ms / 60000 : (arrival_ms - 59999) / 60000;
   if (minute != key_minute_) {
@@ -67,12 +63,14 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
   result_.bytes_in += rec.data.size();
   if (!rec.error.empty()) {
     ++result_.failed_records;
-    dlq_.Add(ctx_.shard_index, rec.offset, rec.arrival_ms, "DESERIALIZATION_ERROR", rec.error, rec.sub_sequence);
+    dlq_.Add(ctx_.shard_id, rec.sequence_number, rec.ordinal, rec.arrival_ms,
+             "DESERIALIZATION_ERROR", rec.error, rec.sub_sequence);
     return Status::OK();
   }
   if (auto bad = Validate(ctx_.channel->record_format, rec.data)) {
     ++result_.failed_records;
-    dlq_.Add(ctx_.shard_index, rec.offset, rec.arrival_ms, bad->code, bad->message, rec.sub_sequence);
+    dlq_.Add(ctx_.shard_id, rec.sequence_number, rec.ordinal, rec.arrival_ms, bad->code,
+             bad->message, rec.sub_sequence);
     return Status::OK();
   }
   const std::string& key = KeyFor(rec.arrival_ms);
@@ -82,12 +80,12 @@ Status BatchBuilder::Add(const BatchRecord& rec) {
     group_key_ = key;
     current_.key = ctx_.key_template->RenderWithSuffix(
         key_ctx_, rec.arrival_ms,
-        ObjectSuffix(rec.offset, ctx_.shard_index, ctx_.channel->id, SequenceNumberOf(rec.offset)));
-    current_.first_offset = rec.offset;
+        ObjectSuffix(rec.ordinal, ctx_.shard_id, ctx_.channel->id, rec.sequence_number));
+    current_.first_sequence_number = std::string(rec.sequence_number);
   }
   RETURN_IF_ERROR(group_->Add(rec.data));
   if (ctx_.channel->record_format != RecordFormat::kByteArray) RETURN_IF_ERROR(group_->Add("\n"));
-  current_.last_offset = rec.offset;
+  current_.last_sequence_number.assign(rec.sequence_number);  // no allocation after the first
   ++current_.records;
   current_.raw_bytes += rec.data.size();
   return Status::OK();

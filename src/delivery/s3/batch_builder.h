@@ -22,7 +22,8 @@
 namespace icestream::delivery::s3 {
 
 struct BatchRecord {
-  uint64_t offset = 0;
+  std::string_view sequence_number;
+  uint64_t ordinal = 0;  // StreamRecord::ordinal
   int64_t arrival_ms = 0;
   std::string_view data;
   std::optional<uint32_t> sub_sequence;  // a user record of a KPL aggregate
@@ -32,8 +33,8 @@ struct BatchRecord {
 struct BatchObject {
   std::string key;
   std::string body;
-  uint64_t first_offset = 0;
-  uint64_t last_offset = 0;
+  std::string first_sequence_number;
+  std::string last_sequence_number;
   size_t records = 0;
   size_t raw_bytes = 0;  // record payload bytes (before framing and compression)
 };
@@ -49,8 +50,6 @@ struct BatchResult {
 struct BatchContext {
   const ChannelConfig* channel = nullptr;
   const KeyTemplate* key_template = nullptr;
-  uint64_t stream_uid = 0;  // with shard_index, names records' sequence numbers
-  uint32_t shard_index = 0;
   std::string shard_id;  // "shardId-000000000003"
   int compression_level = 0;
   int64_t attempt_ms = 0;  // the DLQ lines' attemptTimestamp (fixed by the batch plan)
@@ -71,7 +70,6 @@ class BatchBuilder {
 
  private:
   Status CloseGroup();
-  std::string SequenceNumberOf(uint64_t offset) const;
   // The rendered key (without suffix) for this arrival time; templates resolve to the
   // minute at most, so one rendering per minute is enough.
   const std::string& KeyFor(int64_t arrival_ms);

@@ -57,18 +57,25 @@ class BatchBuilderTest : public ::testing::Test {
   Result<BatchResult> Build(const ChannelConfig& ch, const std::string& tmpl_text,
                             const std::vector<std::pair<int64_t, std::string>>& recs) {
     tmpl_ = std::make_unique<KeyTemplate>(*KeyTemplate::Parse(tmpl_text, ch.s3().compression));
-    BatchBuilder b({&ch, tmpl_.get(), 123456789012345, 2, "shardId-000000000002", 0,
-                    kAttemptMs});
+    BatchBuilder b({&ch, tmpl_.get(), "shardId-000000000002", 0, kAttemptMs});
     uint64_t off = 100;
-    for (const auto& [t, d] : recs) {
-      Status st = b.Add({off, t, d});
+    seqs_.clear();
+    for (size_t i = 0; i < recs.size(); ++i) {
+      seqs_.push_back(stream::SequenceNumber::ForRecord(123456789012345, 2, off + i).ToString());
+    }
+    for (size_t i = 0; i < recs.size(); ++i) {
+      Status st = b.Add({seqs_[i], off + i, recs[i].first, recs[i].second});
       if (!st.ok()) return st;
-      ++off;
     }
     return b.Finish();
   }
   std::unique_ptr<KeyTemplate> tmpl_;
+  std::vector<std::string> seqs_;
 };
+
+std::string Seq(uint64_t offset) {
+  return stream::SequenceNumber::ForRecord(123456789012345, 2, offset).ToString();
+}
 
 // 2026-09-03T10:29:59Z and one minute later.
 constexpr int64_t kT0 = 1788431399000;
@@ -85,9 +92,12 @@ TEST_F(BatchBuilderTest, JsonRecordsGroupedByMinuteAndGzipped) {
   EXPECT_EQ(r->objects[0].key.size(), std::string("out/10/29/chan.gz").size() + kSuffixLength);
   EXPECT_EQ(Gunzip(r->objects[0].body), "{\"a\":1}\n[1,2]\n");
   EXPECT_EQ(Gunzip(r->objects[1].body), "\"x\"\n");
-  EXPECT_EQ(r->objects[0].first_offset, 100u);
-  EXPECT_EQ(r->objects[0].last_offset, 101u);
-  EXPECT_EQ(r->objects[1].first_offset, 102u);
+  EXPECT_EQ(r->objects[0].first_sequence_number, Seq(100));
+  EXPECT_EQ(r->objects[0].last_sequence_number, Seq(101));
+  EXPECT_EQ(r->objects[1].first_sequence_number, Seq(102));
+  // The suffix names the first record: its offset (18 digits) and shard (6 digits).
+  EXPECT_NE(r->objects[0].key.find("-000000000000000100-000002-"), std::string::npos)
+      << r->objects[0].key;
   EXPECT_FALSE(r->dlq.has_value());
   EXPECT_EQ(r->records_in, 3u);
 }

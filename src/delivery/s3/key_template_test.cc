@@ -22,15 +22,15 @@ TEST(KeyTemplateTest, EveryVariableAndSuffixBeforeExtension) {
       "data/stream=!{stream-name}/!{yy}/!{yyyy}-!{MM}-!{dd}/!{HH}!{mm}/!{channel-name}_!{channel-id}!{extension}",
       Compression::kZstd);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
-  std::string suffix = ObjectSuffix(100000, 3, kCtx.channel_id, "4123");
+  std::string suffix = ObjectSuffix(100000, "shardId-000000000003", kCtx.channel_id, "4123");
   ASSERT_EQ(suffix.size(), kSuffixLength);
   EXPECT_EQ(t->RenderWithSuffix(kCtx, kT, suffix),
             "data/stream=orders-stream/26/2026-09-03/1029/orders_" + kCtx.channel_id + suffix +
                 ".zst");
   EXPECT_EQ(suffix.substr(0, 27), "-000000000000100000-000003-");
   // Deterministic: the same inputs give the same suffix; another first record does not.
-  EXPECT_EQ(suffix, ObjectSuffix(100000, 3, kCtx.channel_id, "4123"));
-  EXPECT_NE(suffix, ObjectSuffix(100000, 3, kCtx.channel_id, "4124"));
+  EXPECT_EQ(suffix, ObjectSuffix(100000, "shardId-000000000003", kCtx.channel_id, "4123"));
+  EXPECT_NE(suffix, ObjectSuffix(100000, "shardId-000000000003", kCtx.channel_id, "4124"));
 }
 
 TEST(KeyTemplateTest, LiteralExtensionAndNone) {

@@ -4,11 +4,8 @@
 #include <fmt/format.h>
 
 #include "delivery/dlq.h"
-#include "delivery/retry.h"
 #include "delivery/s3/batch_builder.h"
 #include "delivery/s3/key_template.h"
-#include "stream/model.h"
-#include "stream/sequence_number.h"
 
 namespace icestream::delivery::s3 {
 
@@ -38,20 +35,22 @@ class S3Sink final : public Sink {
     return Status::OK();
   }
 
-  Result<std::map<uint32_t, uint64_t>> Checkpoints() override { return std::map<uint32_t, uint64_t>{}; }
+  Result<std::map<std::string, Position>> Checkpoints() override {
+    return std::map<std::string, Position>{};
+  }
 
   Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) override {
     if (batch.ranges.size() != 1) return Internal("an S3 batch covers exactly one shard");
-    const uint32_t shard = batch.ranges[0].shard;
-    BatchContext bctx{&config_, &template_, config_.stream_uid, shard, stream::ShardIdString(shard),
-                      env_.compression_level, batch.attempt_ms};
+    BatchContext bctx{&config_, &template_, batch.ranges[0].shard, env_.compression_level,
+                      batch.attempt_ms};
     BatchBuilder builder(bctx);
     RecordChunk chunk;
     for (;;) {
       ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
       if (!more) break;
       for (const auto& rec : chunk.records) {
-        RETURN_IF_ERROR(builder.Add({rec.offset, rec.arrival_ms, rec.data, rec.sub_sequence, rec.error}));
+        RETURN_IF_ERROR(builder.Add({rec.sequence_number, rec.ordinal, rec.arrival_ms, rec.data,
+                                     rec.sub_sequence, rec.error}));
       }
     }
     ASSIGN_OR_RETURN(BatchResult built, builder.Finish());
@@ -74,7 +73,9 @@ class S3Sink final : public Sink {
     counts.bytes_in = built.bytes_in;
     counts.failed = built.failed_records;
     for (const auto& obj : built.objects) {
-      Status st = PutWithRetry(env_, env_.buckets, bucket, obj.key, obj.body, opts);
+      // One attempt: a failure the runner can retry comes back as is (kUnavailable), and
+      // the replay rewrites the same keys with the same bytes.
+      Status st = env_.buckets->Put(bucket, obj.key, obj.body, opts);
       if (!st.ok()) {
         Log({{"eventType", "DeliveryFailed"},
              {"shardId", bctx.shard_id},
@@ -89,10 +90,8 @@ class S3Sink final : public Sink {
       Log({{"eventType", "DeliverySucceeded"},
            {"streamName", config_.stream_name},
            {"shardId", bctx.shard_id},
-           {"firstSequenceNumber",
-            stream::SequenceNumber::ForRecord(config_.stream_uid, shard, obj.first_offset).ToString()},
-           {"lastSequenceNumber",
-            stream::SequenceNumber::ForRecord(config_.stream_uid, shard, obj.last_offset).ToString()},
+            {"firstSequenceNumber", obj.first_sequence_number},
+           {"lastSequenceNumber", obj.last_sequence_number},
            {"destination", "s3://" + bucket + "/" + obj.key},
            {"records", obj.records},
            {"bytes", obj.body.size()}});
@@ -101,7 +100,7 @@ class S3Sink final : public Sink {
       objectstore::PutOptions dopts;
       dopts.content_type = "application/x-ndjson";
       if (!env_.local_buckets) dopts.expected_bucket_owner = config_.dlq.expected_bucket_owner;
-      Status st = PutWithRetry(env_, env_.buckets, dlq_bucket, built.dlq->key, built.dlq->body, dopts);
+      Status st = env_.buckets->Put(dlq_bucket, built.dlq->key, built.dlq->body, dopts);
       if (!st.ok()) {
         Log({{"eventType", "DLQWriteFailed"}, {"errorMessage", st.message()}});
         return st.WithContext("Writing to the dead-letter queue failed");

@@ -80,8 +80,9 @@ class Uploader {
       Item item = std::move(queue_.front());
       const size_t size = item.bytes.size();
       lock.unlock();
-      Result<iceberg::DataFile> f = error_.ok() ? place_file_(item.hour, std::move(item.bytes), item.metrics)
-                                                : Result<iceberg::DataFile>(error_);
+      Result<iceberg::DataFile> f =
+          error_.ok() ? place_file_(item.hour, std::move(item.bytes), item.metrics)
+                      : Result<iceberg::DataFile>(error_);
       lock.lock();
       queue_.pop_front();  // only now: Add's bound counts the file being written
       pending_bytes_ -= size;
@@ -109,15 +110,8 @@ class Uploader {
 
 }  // namespace
 
-Result<std::unique_ptr<BatchWriter>> BatchWriter::Make(const TableLayout* layout, BatchWriterOptions options) {
-  std::unique_ptr<BatchWriter> w(new BatchWriter(layout, std::move(options)));
-  ASSIGN_OR_RETURN(auto ps, pq::ParquetSchema::Make(layout->schema.schema));
-  w->pschema_ = std::make_unique<pq::ParquetSchema>(std::move(ps));
-  return w;
-}
-
-Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
-                        const FilePlacer& place_file, BatchOutput* out) {
+Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FilePlacer& place_file,
+                        BatchOutput* out) {
   *out = BatchOutput{};
   DeliveryCounts& counts = out->counts;
   struct OpenFile {
@@ -190,7 +184,8 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
         std::string code = rj.error.code == schema::RecordErrorCode::kMalformedJson
                                ? "DESERIALIZATION_ERROR"
                                : std::string(schema::RecordErrorCodeName(rj.error.code));
-        out->rejects.push_back({o.range, o.offset, o.sub_sequence, o.arrival_ms, std::move(code), rj.error.message});
+        out->rejects.push_back({o.range, std::string(o.sequence_number), o.ordinal, o.sub_sequence,
+                                o.arrival_ms, std::move(code), rj.error.message});
       }
       counts.bytes_processed += converted_bytes;
     }
@@ -200,11 +195,13 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
       if (it == open.end()) {
         it = open.emplace(hour, OpenFile{}).first;
         it->second.stream = std::make_unique<pq::StringOutputStream>(&it->second.bytes);
-        ASSIGN_OR_RETURN(it->second.writer,
-                         pq::FileWriter::Make(layout_->schema.schema, it->second.stream.get(), options_.writer));
+        ASSIGN_OR_RETURN(
+            it->second.writer,
+            pq::FileWriter::Make(layout_->schema.schema, it->second.stream.get(), options_.writer));
       }
       for (auto& g : groups) RETURN_IF_ERROR(it->second.writer->AppendRowGroup(&g));
-      if (static_cast<int64_t>(it->second.bytes.size()) >= options_.target_file_size_bytes) RETURN_IF_ERROR(cut(hour));
+      if (static_cast<int64_t>(it->second.bytes.size()) >= options_.target_file_size_bytes)
+        RETURN_IF_ERROR(cut(hour));
     }
     // Bounded memory: the largest open file is cut early when they add up to too much.
     for (;;) {
@@ -235,17 +232,23 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode,
   po.carry_across_blocks = true;  // row order inside a file does not matter to a table
   po.converter.route_field_id = layout_->partition_source_id;
   po.route_key = [](int64_t micros) { return FloorDiv(micros, kHourMicros); };
-  po.route_range = [](int64_t hour) { return std::make_pair(hour * kHourMicros, (hour + 1) * kHourMicros); };
-  RETURN_IF_ERROR(schema::ParallelConverter::Run(layout_->schema, *pschema_, options_.writer, po, next, place));
+  po.route_range = [](int64_t hour) {
+    return std::make_pair(hour * kHourMicros, (hour + 1) * kHourMicros);
+  };
+  RETURN_IF_ERROR(
+      schema::ParallelConverter::Run(layout_->schema, *pschema_, options_.writer, po, next, place));
   while (!open.empty()) RETURN_IF_ERROR(cut(open.begin()->first));
   const auto finish0 = Clock::now();
   RETURN_IF_ERROR(uploader.Finish());
-  spdlog::debug("table batch of {} record(s) written in {:.0f} ms: log reads {:.0f} ms, blocks made {:.0f} ms, row "
-                "groups placed {:.0f} ms, last uploads {:.0f} ms",
-                counts.records_in, ms(Clock::now() - run_start), source_ms, next_ms, place_ms,
-                ms(Clock::now() - finish0));
+  spdlog::debug(
+      "table batch of {} record(s) written in {:.0f} ms: log reads {:.0f} ms, blocks made {:.0f} "
+      "ms, row "
+      "groups placed {:.0f} ms, last uploads {:.0f} ms",
+      counts.records_in, ms(Clock::now() - run_start), source_ms, next_ms, place_ms,
+      ms(Clock::now() - finish0));
   std::sort(out->rejects.begin(), out->rejects.end(), [](const Reject& a, const Reject& b) {
-    return std::tie(a.range, a.offset, a.sub_sequence) < std::tie(b.range, b.offset, b.sub_sequence);
+    return std::tie(a.range, a.ordinal, a.sub_sequence) <
+           std::tie(b.range, b.ordinal, b.sub_sequence);
   });
   counts.failed = out->rejects.size();
   return Status::OK();

@@ -32,7 +32,8 @@ namespace icestream::delivery::table {
 // A record that goes to the dead-letter queue.
 struct Reject {
   size_t range = 0;  // in the batch
-  uint64_t offset = 0;
+  std::string sequence_number;
+  uint64_t ordinal = 0;
   std::optional<uint32_t> sub_sequence;
   int64_t arrival_ms = 0;
   std::string code;
@@ -42,7 +43,8 @@ struct Reject {
 // Where a converted record came from.
 struct RecordOrigin {
   size_t range = 0;
-  uint64_t offset = 0;
+  std::string_view sequence_number;  // into the block's chunks
+  uint64_t ordinal = 0;
   int64_t arrival_ms = 0;
   std::optional<uint32_t> sub_sequence;
   size_t bytes = 0;
@@ -53,7 +55,7 @@ struct RecordOrigin {
 // records the decoder refused.
 struct BlockOwner {
   std::vector<RecordChunk> chunks;
-  std::deque<std::string> made;  // a deque: views into its strings survive growth
+  std::deque<std::string> made;       // a deque: views into its strings survive growth
   std::vector<RecordOrigin> origins;  // of ConvertBlock::records
   std::vector<Reject> rejects;
   uint64_t records_in = 0;
@@ -66,8 +68,8 @@ using Decoder = std::function<Status(const SourceRecord& rec, size_t range, Bloc
                                      schema::ConvertBlock* block)>;
 
 // Names and writes one finished file of partition hour `hour`; returns it as a data file.
-using FilePlacer = std::function<Result<iceberg::DataFile>(int64_t hour, std::string bytes,
-                                                           const format::parquet::FileMetrics& metrics)>;
+using FilePlacer = std::function<Result<iceberg::DataFile>(
+    int64_t hour, std::string bytes, const format::parquet::FileMetrics& metrics)>;
 
 struct BatchWriterOptions {
   int64_t target_file_size_bytes = 128ll << 20;
@@ -80,24 +82,25 @@ struct BatchWriterOptions {
 
 struct BatchOutput {
   std::vector<iceberg::DataFile> files;
-  std::vector<Reject> rejects;  // sorted by range, offset, sub-sequence number
-  DeliveryCounts counts;        // records_in, bytes_in, bytes_processed, delivered, failed, bytes_out
+  std::vector<Reject> rejects;  // sorted by range, ordinal, sub-sequence number
+  DeliveryCounts counts;  // records_in, bytes_in, bytes_processed, delivered, failed, bytes_out
 };
 
 class BatchWriter {
  public:
-  // `layout` is the schema the rows are written with (it and the Parquet schema made
-  // from it must outlive the writer).
-  static Result<std::unique_ptr<BatchWriter>> Make(const TableLayout* layout, BatchWriterOptions options);
+  // `layout` is the schema the rows are written with and `pschema` its Parquet mapping;
+  // both must outlive the writer and must not change while Run runs (a WriteTarget).
+  BatchWriter(const TableLayout* layout, const format::parquet::ParquetSchema* pschema,
+              BatchWriterOptions options)
+      : layout_(layout), pschema_(pschema), options_(std::move(options)) {}
 
   Status Run(RecordSource* source, const Decoder& decode, const FilePlacer& place_file,
              BatchOutput* out);
 
  private:
-  BatchWriter(const TableLayout* layout, BatchWriterOptions options) : layout_(layout), options_(std::move(options)) {}
   const TableLayout* layout_;
+  const format::parquet::ParquetSchema* pschema_;
   BatchWriterOptions options_;
-  std::unique_ptr<format::parquet::ParquetSchema> pschema_;
 };
 
 }  // namespace icestream::delivery::table

@@ -11,17 +11,19 @@ namespace icestream::delivery::table {
 std::vector<CompactionTask> PlanCompaction(const std::vector<LiveFile>& files, int64_t now_ms,
                                            const CompactionOptions& options) {
   const int64_t target = std::max<int64_t>(2, options.target_size);
-  std::map<std::pair<int32_t, int64_t>, std::vector<LiveFile>> by_partition;  // merged only within one
+  std::map<std::pair<int32_t, int64_t>, std::vector<LiveFile>>
+      by_partition;  // merged only within one
   for (const auto& f : files) {
     if (f.size < target / 2) by_partition[{f.spec_id, f.partition}].push_back(f);
   }
   std::vector<CompactionTask> fresh_tasks, merged_tasks;
   // Groups `list` (smallest first) into tasks that each reach `at_least` bytes (the rest
   // waits), or take everything (`all`); no task reads more than max_task_bytes.
-  auto group = [&](int32_t spec_id, int64_t partition, std::vector<LiveFile> list, int64_t at_least, bool all,
-                   std::vector<CompactionTask>* out) {
-    std::sort(list.begin(), list.end(),
-              [](const LiveFile& a, const LiveFile& b) { return std::tie(a.size, a.path) < std::tie(b.size, b.path); });
+  auto group = [&](int32_t spec_id, int64_t partition, std::vector<LiveFile> list, int64_t at_least,
+                   bool all, std::vector<CompactionTask>* out) {
+    std::sort(list.begin(), list.end(), [](const LiveFile& a, const LiveFile& b) {
+      return std::tie(a.size, a.path) < std::tie(b.size, b.path);
+    });
     CompactionTask t{partition, spec_id, {}, 0, all};
     auto flush = [&] {
       if (t.inputs.size() > 1) out->push_back(std::move(t));
@@ -50,11 +52,12 @@ std::vector<CompactionTask> PlanCompaction(const std::vector<LiveFile>& files, i
       for (const auto& f : fresh) sizes.push_back(std::max<int64_t>(1, f.size));
       std::nth_element(sizes.begin(), sizes.begin() + sizes.size() / 2, sizes.end());
       const double s = static_cast<double>(sizes[sizes.size() / 2]);
-      const auto m = static_cast<int64_t>(
-          std::clamp(std::sqrt(static_cast<double>(target) * s), 2 * s, static_cast<double>(target) / 2));
+      const auto m = static_cast<int64_t>(std::clamp(std::sqrt(static_cast<double>(target) * s),
+                                                     2 * s, static_cast<double>(target) / 2));
       group(key.first, key.second, std::move(fresh), m, false, &fresh_tasks);
     }
-    if (!merged.empty()) group(key.first, key.second, std::move(merged), target, false, &merged_tasks);
+    if (!merged.empty())
+      group(key.first, key.second, std::move(merged), target, false, &merged_tasks);
   }
   for (auto& t : merged_tasks) fresh_tasks.push_back(std::move(t));
   return fresh_tasks;

@@ -27,7 +27,7 @@ struct LiveFile {
   int64_t partition = 0;  // the partition hour
   int32_t spec_id = 0;
   int64_t added_ms = 0;  // commit time of the snapshot that added it
-  bool merged = false;    // written by compaction (not by an append)
+  bool merged = false;   // written by compaction (not by an append)
 };
 
 struct CompactionOptions {

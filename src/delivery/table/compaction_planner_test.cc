@@ -26,7 +26,8 @@ struct Sim {
       int64_t total = 0;
       for (const auto& in : t.inputs) {
         total += in.size;
-        auto it = std::find_if(live.begin(), live.end(), [&](const LiveFile& f) { return f.path == in.path; });
+        auto it = std::find_if(live.begin(), live.end(),
+                               [&](const LiveFile& f) { return f.path == in.path; });
         ASSERT_NE(it, live.end()) << "a task reads a file that is not live: " << in.path;
         ASSERT_EQ(it->partition, t.partition);
         live.erase(it);
@@ -36,12 +37,14 @@ struct Sim {
       written += total;
       int64_t piece = t.cut_at_target ? options.target_size : total;
       for (int64_t left = total; left > 0; left -= piece) {
-        live.push_back({"m" + std::to_string(n++), std::min(left, piece), 0, t.partition, 0, now, true});
+        live.push_back(
+            {"m" + std::to_string(n++), std::min(left, piece), 0, t.partition, 0, now, true});
       }
     }
   }
   size_t LiveIn(int64_t partition) const {
-    return std::count_if(live.begin(), live.end(), [&](const LiveFile& f) { return f.partition == partition; });
+    return std::count_if(live.begin(), live.end(),
+                         [&](const LiveFile& f) { return f.partition == partition; });
   }
 };
 
@@ -55,14 +58,16 @@ TEST(CompactionPlanner, SteadySmallAppendsStayWithinThreeTimesTheirBytes) {
       sim.now += 1000;
       sim.Append(7, s);
       sim.Compact();
-      size_t small = std::count_if(sim.live.begin(), sim.live.end(),
-                                   [&](const LiveFile& f) { return f.size < sim.options.target_size / 2; });
+      size_t small = std::count_if(sim.live.begin(), sim.live.end(), [&](const LiveFile& f) {
+        return f.size < sim.options.target_size / 2;
+      });
       max_small = std::max(max_small, small);
     }
     double wa = static_cast<double>(sim.written) / static_cast<double>(sim.appended);
     EXPECT_LE(wa, 3.0) << "ratio " << ratio;
     // About sqrt(T/s) fresh plus sqrt(T/s) merged files at most.
-    EXPECT_LE(max_small, static_cast<size_t>(4 * std::sqrt(static_cast<double>(ratio)) + 4)) << "ratio " << ratio;
+    EXPECT_LE(max_small, static_cast<size_t>(4 * std::sqrt(static_cast<double>(ratio)) + 4))
+        << "ratio " << ratio;
     // The mean live file is large once the partition holds several targets.
     if (sim.appended >= 4 * sim.options.target_size) {
       double mean = static_cast<double>(sim.appended) / static_cast<double>(sim.live.size());
@@ -105,7 +110,8 @@ TEST(CompactionPlanner, TasksAreBoundedAndThePlanIsDeterministic) {
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_LE(a[i].input_bytes, sim.options.max_task_bytes);
     ASSERT_EQ(a[i].inputs.size(), b[i].inputs.size());
-    for (size_t j = 0; j < a[i].inputs.size(); ++j) EXPECT_EQ(a[i].inputs[j].path, b[i].inputs[j].path);
+    for (size_t j = 0; j < a[i].inputs.size(); ++j)
+      EXPECT_EQ(a[i].inputs[j].path, b[i].inputs[j].path);
   }
 }
 

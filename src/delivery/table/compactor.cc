@@ -20,8 +20,8 @@ double CompactionStats::write_amplification() const {
   return a == 0 ? 1.0 : static_cast<double>(a + bytes_rewritten.load()) / static_cast<double>(a);
 }
 
-Compactor::Compactor(std::string channel_id, std::string channel_arn, CompactionOptions options, const Clock* clock,
-                     std::function<void(nlohmann::json)> log)
+Compactor::Compactor(std::string channel_id, std::string channel_arn, CompactionOptions options,
+                     const Clock* clock, std::function<void(nlohmann::json)> log)
     : channel_id_(std::move(channel_id)),
       channel_arn_(std::move(channel_arn)),
       options_(options),
@@ -34,12 +34,14 @@ LiveFile Compactor::Describe(const iceberg::DataFile& f, int64_t added_ms) const
   l.size = f.file_size_in_bytes;
   l.records = f.record_count;
   l.spec_id = f.spec_id;
-  l.partition = !f.partition.empty() && f.partition[0] && std::holds_alternative<int32_t>(f.partition[0]->value)
+  l.partition = !f.partition.empty() && f.partition[0] &&
+                        std::holds_alternative<int32_t>(f.partition[0]->value)
                     ? f.partition[0]->as_int()
                     : INT64_MIN;  // not an hour partition: never merged with hour files
   l.added_ms = added_ms;
   size_t slash = f.file_path.rfind('/');
-  std::string_view name = std::string_view(f.file_path).substr(slash == std::string::npos ? 0 : slash + 1);
+  std::string_view name =
+      std::string_view(f.file_path).substr(slash == std::string::npos ? 0 : slash + 1);
   l.merged = name.starts_with(channel_id_ + "-m-");
   return l;
 }
@@ -85,11 +87,15 @@ void Compactor::Appended(const iceberg::TableMetadata& after, int64_t snapshot,
   Count();
 }
 
-Result<std::vector<iceberg::DataFile>> Compactor::Merge(iceberg::Table* table, const iceberg::FileIO* io,
-                                                        const TableLayout& layout, const pq::WriterOptions& writer,
-                                                        const CompactionTask& task, std::vector<std::string>* written) {
+Result<std::vector<iceberg::DataFile>> Compactor::Merge(iceberg::Table* table,
+                                                        const iceberg::FileIO* io,
+                                                        const TableLayout& layout,
+                                                        const pq::WriterOptions& writer,
+                                                        const CompactionTask& task,
+                                                        std::vector<std::string>* written) {
   const std::string attempt = crypto::RandomUuid().substr(0, 8);
-  const iceberg::PartitionTuple partition = {iceberg::Literal::Int(static_cast<int32_t>(task.partition))};
+  const iceberg::PartitionTuple partition = {
+      iceberg::Literal::Int(static_cast<int32_t>(task.partition))};
   std::vector<iceberg::DataFile> out;
   std::string bytes;
   std::unique_ptr<pq::StringOutputStream> stream;
@@ -130,7 +136,8 @@ Result<std::vector<iceberg::DataFile>> Compactor::Merge(iceberg::Table* table, c
 }
 
 Status Compactor::Run(iceberg::Table* table, const iceberg::FileIO* io, const TableLayout& layout,
-                      const pq::WriterOptions& writer, const iceberg::CommitCheck& check, int64_t budget_ms) {
+                      const pq::WriterOptions& writer, const iceberg::CommitCheck& check,
+                      int64_t budget_ms) {
   const int64_t start = clock_->NowMillis();
   RETURN_IF_ERROR(LoadIndex(table->metadata(), io));
   std::vector<LiveFile> live;
@@ -153,8 +160,10 @@ Status Compactor::Run(iceberg::Table* table, const iceberg::FileIO* io, const Ta
     }
     std::vector<std::string> deleted;
     for (const auto& in : task.inputs) deleted.push_back(in.path);
-    const int64_t parent = table->metadata().CurrentSnapshot() ? table->metadata().CurrentSnapshot()->snapshot_id : -1;
-    auto r = table->ReplaceFiles(deleted, *outputs, {{"icestream.compacted-by", channel_arn_}}, check);
+    const int64_t parent =
+        table->metadata().CurrentSnapshot() ? table->metadata().CurrentSnapshot()->snapshot_id : -1;
+    auto r =
+        table->ReplaceFiles(deleted, *outputs, {{"icestream.compacted-by", channel_arn_}}, check);
     if (!r.ok()) {
       if (r.status().code() != StatusCode::kUnknownOutcome) cleanup();
       Invalidate();

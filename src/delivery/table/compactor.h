@@ -18,10 +18,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -48,11 +47,12 @@ struct CompactionStats {
 
 class Compactor {
  public:
-  Compactor(std::string channel_id, std::string channel_arn, CompactionOptions options, const Clock* clock,
-            std::function<void(nlohmann::json)> log);
+  Compactor(std::string channel_id, std::string channel_arn, CompactionOptions options,
+            const Clock* clock, std::function<void(nlohmann::json)> log);
 
   // An append of the channel committed `files` as snapshot `snapshot` (parent `parent`).
-  void Appended(const iceberg::TableMetadata& after, int64_t snapshot, const std::vector<iceberg::DataFile>& files);
+  void Appended(const iceberg::TableMetadata& after, int64_t snapshot,
+                const std::vector<iceberg::DataFile>& files);
   // Forgets the index (the table was reloaded or changed underneath).
   void Invalidate() { index_snapshot_ = -2; }
 
@@ -60,7 +60,8 @@ class Compactor {
   // are written with; `check` runs before each replace commit (the table is still the
   // channel's). Errors are the table's or the store's; a lost commit is not an error.
   Status Run(iceberg::Table* table, const iceberg::FileIO* io, const TableLayout& layout,
-             const format::parquet::WriterOptions& writer, const iceberg::CommitCheck& check, int64_t budget_ms);
+             const format::parquet::WriterOptions& writer, const iceberg::CommitCheck& check,
+             int64_t budget_ms);
 
   const CompactionStats& stats() const { return stats_; }
 
@@ -69,8 +70,10 @@ class Compactor {
   LiveFile Describe(const iceberg::DataFile& f, int64_t added_ms) const;
   void Count();
   Result<std::vector<iceberg::DataFile>> Merge(iceberg::Table* table, const iceberg::FileIO* io,
-                                               const TableLayout& layout, const format::parquet::WriterOptions& writer,
-                                               const CompactionTask& task, std::vector<std::string>* written);
+                                               const TableLayout& layout,
+                                               const format::parquet::WriterOptions& writer,
+                                               const CompactionTask& task,
+                                               std::vector<std::string>* written);
 
   const std::string channel_id_;
   const std::string channel_arn_;

@@ -1,9 +1,8 @@
 // GSR wire header parsing and zlib inflation.
 #include "delivery/table/gsr_frame.h"
 
-#include <zlib.h>
-
 #include <fmt/format.h>
+#include <zlib.h>
 
 namespace icestream::delivery::table {
 
@@ -38,7 +37,8 @@ Status Inflate(std::string_view in, size_t max_out, std::string* out) {
     rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
       inflateEnd(&z);
-      return InvalidArgument(fmt::format("the zlib payload does not inflate ({})", z.msg ? z.msg : "truncated"));
+      return InvalidArgument(
+          fmt::format("the zlib payload does not inflate ({})", z.msg ? z.msg : "truncated"));
     }
     out->append(buf, sizeof buf - z.avail_out);
     if (out->size() > max_out) {
@@ -60,22 +60,26 @@ Status Inflate(std::string_view in, size_t max_out, std::string* out) {
 
 bool LooksGsrFramed(std::string_view data) {
   return data.size() >= kGsrHeaderSize && static_cast<unsigned char>(data[0]) == kHeaderVersion &&
-         (static_cast<unsigned char>(data[1]) == kNone || static_cast<unsigned char>(data[1]) == kZlib);
+         (static_cast<unsigned char>(data[1]) == kNone ||
+          static_cast<unsigned char>(data[1]) == kZlib);
 }
 
 Result<GsrFrame> ParseGsrFrame(std::string_view data, size_t max_payload) {
   if (data.empty() || static_cast<unsigned char>(data[0]) != kHeaderVersion) {
     return InvalidArgument(
-        "the record does not start with the Glue Schema Registry header (version byte 0x03); it was not written "
+        "the record does not start with the Glue Schema Registry header (version byte 0x03); it "
+        "was not written "
         "by the GSR serializer");
   }
   if (data.size() < kGsrHeaderSize) {
-    return InvalidArgument(fmt::format("the record is {} bytes, shorter than the {}-byte Glue Schema Registry header",
-                                       data.size(), kGsrHeaderSize));
+    return InvalidArgument(
+        fmt::format("the record is {} bytes, shorter than the {}-byte Glue Schema Registry header",
+                    data.size(), kGsrHeaderSize));
   }
   auto compression = static_cast<unsigned char>(data[1]);
   if (compression != kNone && compression != kZlib) {
-    return InvalidArgument(fmt::format("unknown Glue Schema Registry compression byte 0x{:02x}", compression));
+    return InvalidArgument(
+        fmt::format("unknown Glue Schema Registry compression byte 0x{:02x}", compression));
   }
   GsrFrame f;
   f.schema_version_id = UuidText(reinterpret_cast<const unsigned char*>(data.data()) + 2);

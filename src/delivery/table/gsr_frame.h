@@ -20,8 +20,8 @@ inline constexpr size_t kGsrHeaderSize = 18;
 struct GsrFrame {
   std::string schema_version_id;  // lowercase UUID text "xxxxxxxx-xxxx-..."
   bool compressed = false;
-  std::string_view raw;   // the payload bytes in the record (compressed or not)
-  std::string inflated;   // the inflated payload when compressed
+  std::string_view raw;  // the payload bytes in the record (compressed or not)
+  std::string inflated;  // the inflated payload when compressed
   // The JSON payload.
   std::string_view payload() const { return compressed ? std::string_view(inflated) : raw; }
 };

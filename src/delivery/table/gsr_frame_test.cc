@@ -1,9 +1,8 @@
 // The GSR wire header: plain and zlib payloads, every malformed shape.
 #include "delivery/table/gsr_frame.h"
 
-#include <zlib.h>
-
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 namespace icestream::delivery::table {
 namespace {
@@ -11,13 +10,15 @@ namespace {
 const std::string kId("\x01\x23\x45\x67\x89\xab\xcd\xef\x10\x32\x54\x76\x98\xba\xdc\xfe", 16);
 
 std::string Frame(unsigned char compression, std::string_view payload) {
-  return std::string(1, '\x03') + std::string(1, static_cast<char>(compression)) + kId + std::string(payload);
+  return std::string(1, '\x03') + std::string(1, static_cast<char>(compression)) + kId +
+         std::string(payload);
 }
 
 std::string Zlib(std::string_view in) {
   uLongf n = compressBound(in.size());
   std::string out(n, '\0');
-  EXPECT_EQ(compress(reinterpret_cast<Bytef*>(out.data()), &n, reinterpret_cast<const Bytef*>(in.data()), in.size()),
+  EXPECT_EQ(compress(reinterpret_cast<Bytef*>(out.data()), &n,
+                     reinterpret_cast<const Bytef*>(in.data()), in.size()),
             Z_OK);
   out.resize(n);
   return out;
@@ -44,16 +45,16 @@ TEST(GsrFrame, ZlibPayloadSurvivesAMove) {
 }
 
 TEST(GsrFrame, MalformedShapes) {
-  EXPECT_FALSE(ParseGsrFrame(R"({"a":1})", 1 << 20).ok());                     // plain JSON
+  EXPECT_FALSE(ParseGsrFrame(R"({"a":1})", 1 << 20).ok());  // plain JSON
   EXPECT_FALSE(LooksGsrFramed(R"({"a":1})"));
   EXPECT_FALSE(ParseGsrFrame(std::string("\x03\x00short", 7), 1 << 20).ok());  // header cut short
-  EXPECT_FALSE(ParseGsrFrame(Frame(7, "{}"), 1 << 20).ok());                  // unknown compression
+  EXPECT_FALSE(ParseGsrFrame(Frame(7, "{}"), 1 << 20).ok());  // unknown compression
   EXPECT_FALSE(LooksGsrFramed(Frame(7, "{}")));
   EXPECT_FALSE(ParseGsrFrame(Frame(5, "not zlib"), 1 << 20).ok());
   std::string z = Zlib(std::string(1000, 'x'));
   EXPECT_FALSE(ParseGsrFrame(Frame(5, z.substr(0, z.size() / 2)), 1 << 20).ok());  // truncated
   EXPECT_FALSE(ParseGsrFrame(Frame(5, z + "tail"), 1 << 20).ok());                 // trailing bytes
-  auto big = ParseGsrFrame(Frame(5, Zlib(std::string(100000, 'x'))), 1000);         // over the cap
+  auto big = ParseGsrFrame(Frame(5, Zlib(std::string(100000, 'x'))), 1000);        // over the cap
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.status().message().find("exceeds"), std::string::npos);
 }

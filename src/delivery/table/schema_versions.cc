@@ -7,21 +7,24 @@ namespace icestream::delivery::table {
 
 SchemaVersions::SchemaVersions(registry::SchemaRegistry* registry, std::string schema_arn,
                                PartitionFieldConfig partition_field)
-    : registry_(registry), schema_arn_(std::move(schema_arn)), partition_field_(std::move(partition_field)) {}
+    : registry_(registry),
+      schema_arn_(std::move(schema_arn)),
+      partition_field_(std::move(partition_field)) {}
 
 std::shared_ptr<const SchemaVersion> SchemaVersions::Make(const registry::VersionInfo& info) {
   auto v = std::make_shared<SchemaVersion>();
   v->id = info.id;
   v->number = info.number;
   if (info.schema_arn != schema_arn_) {
-    v->reason = fmt::format("the record's schema version {} belongs to schema {}, not to the channel's schema {}",
-                            info.id, info.schema_arn, schema_arn_);
+    v->reason = fmt::format(
+        "the record's schema version {} belongs to schema {}, not to the channel's schema {}",
+        info.id, info.schema_arn, schema_arn_);
     return v;
   }
   auto layout = MakeTableLayout(info.definition, partition_field_);
   if (!layout.ok()) {
-    v->reason = fmt::format("version {} of schema {} cannot be a table schema: {}", info.number, schema_arn_,
-                            layout.status().message());
+    v->reason = fmt::format("version {} of schema {} cannot be a table schema: {}", info.number,
+                            schema_arn_, layout.status().message());
     return v;
   }
   v->usable = true;
@@ -41,7 +44,8 @@ Result<std::shared_ptr<const SchemaVersion>> SchemaVersions::ById(const std::str
     if (info.status().code() != StatusCode::kNotFound) return info.status();
     auto unknown = std::make_shared<SchemaVersion>();
     unknown->id = id;
-    unknown->reason = fmt::format("the record's schema version {} is not in the schema registry", id);
+    unknown->reason =
+        fmt::format("the record's schema version {} is not in the schema registry", id);
     v = std::move(unknown);
   } else {
     v = Make(*info);

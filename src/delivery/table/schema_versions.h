@@ -33,7 +33,8 @@ struct SchemaVersion {
 class SchemaVersions {
  public:
   // `registry` must outlive this object.
-  SchemaVersions(registry::SchemaRegistry* registry, std::string schema_arn, PartitionFieldConfig partition_field);
+  SchemaVersions(registry::SchemaRegistry* registry, std::string schema_arn,
+                 PartitionFieldConfig partition_field);
 
   // The version with this id; an id the registry does not know is an unusable version.
   // Errors: the registry could not be read.

@@ -25,7 +25,8 @@ struct TableLayout {
 // than 16 levels; the partition source is missing, not a `string` of `format:
 // date-time`, or inside a list or map; the transform is not TIME_HOUR. A dotted source
 // name names a nested field when no top-level property has that name.
-Result<TableLayout> MakeTableLayout(std::string_view json_schema, const PartitionFieldConfig& field);
+Result<TableLayout> MakeTableLayout(std::string_view json_schema,
+                                    const PartitionFieldConfig& field);
 
 // The layout with the field ids the table really has (a catalog assigns fresh ids when
 // it creates a table): the table's current schema must have the layout's structure

@@ -16,7 +16,8 @@ constexpr const char* kSchema = R"({"type":"object","required":["id"],"propertie
   "tags":{"type":"array","items":{"type":"object","properties":{"t":{"type":"string","format":"date-time"}}}},
   "name":{"type":"string"}}})";
 
-const iceberg::NestedField* Field(const std::vector<iceberg::NestedField>& fields, const std::string& name) {
+const iceberg::NestedField* Field(const std::vector<iceberg::NestedField>& fields,
+                                  const std::string& name) {
   for (const auto& f : fields) {
     if (f.name == name) return &f;
   }
@@ -57,11 +58,15 @@ TEST(TableLayout, Refusals) {
     EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_FALSE(MakeTableLayout(kSchema, {"ts", "TIME_DAY"}).ok());
-  EXPECT_FALSE(MakeTableLayout(R"({"type":"object","properties":{"x":{"oneOf":[]}}})", {"x", "TIME_HOUR"}).ok());
+  EXPECT_FALSE(
+      MakeTableLayout(R"({"type":"object","properties":{"x":{"oneOf":[]}}})", {"x", "TIME_HOUR"})
+          .ok());
   // 17 levels of objects below the root.
   std::string deep = R"({"type":"string","format":"date-time"})";
   for (int i = 0; i < 17; ++i) deep = R"({"type":"object","properties":{"a":)" + deep + "}}";
-  std::string root = R"({"type":"object","required":["ts"],"properties":{"ts":{"type":"string","format":"date-time"},"d":)" + deep + "}}";
+  std::string root =
+      R"({"type":"object","required":["ts"],"properties":{"ts":{"type":"string","format":"date-time"},"d":)" +
+      deep + "}}";
   auto l = MakeTableLayout(root, {"ts", "TIME_HOUR"});
   ASSERT_FALSE(l.ok());
   EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument);
@@ -70,8 +75,8 @@ TEST(TableLayout, Refusals) {
 TEST(TableLayout, ConformsToATablesFreshIdsAndNoticesChanges) {
   auto l = MakeTableLayout(kSchema, {"ts", "TIME_HOUR"});
   ASSERT_TRUE(l.ok());
-  auto m = iceberg::NewTableMetadata(l->schema.schema, l->spec, iceberg::SortOrder{}, "memory:/t", {},
-                                     "00000000-0000-0000-0000-000000000001", 0, 2);
+  auto m = iceberg::NewTableMetadata(l->schema.schema, l->spec, iceberg::SortOrder{}, "memory:/t",
+                                     {}, "00000000-0000-0000-0000-000000000001", 0, 2);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   auto c = ConformLayout(*l, *m->CurrentSchema(), *m->DefaultSpec());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -80,11 +85,13 @@ TEST(TableLayout, ConformsToATablesFreshIdsAndNoticesChanges) {
   // A column added outside the channel.
   iceberg::Schema changed = *m->CurrentSchema();
   changed.fields.push_back({999, "extra", false, iceberg::Primitive(iceberg::TypeId::kString), ""});
-  EXPECT_EQ(ConformLayout(*l, changed, *m->DefaultSpec()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ConformLayout(*l, changed, *m->DefaultSpec()).status().code(),
+            StatusCode::kInvalidArgument);
   // A different partitioning.
   iceberg::PartitionSpec day = *m->DefaultSpec();
   day.fields[0].transform = iceberg::Transform::Day();
-  EXPECT_EQ(ConformLayout(*l, *m->CurrentSchema(), day).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ConformLayout(*l, *m->CurrentSchema(), day).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace
@@ -104,10 +111,11 @@ iceberg::Schema S(std::vector<NestedField> fields) {
 }
 
 TEST(SchemaEvolution, AddsOptionalColumnsWithFreshIdsAndWidensTypes) {
-  auto table = S({{1, "id", true, Primitive(TypeId::kInt), ""},
-                  {2, "ctx", false, iceberg::Struct({{3, "a", false, Primitive(TypeId::kString), ""}}), ""},
-                  {4, "x", false, Primitive(TypeId::kFloat), ""},
-                  {5, "d", false, iceberg::Decimal(9, 2), ""}});
+  auto table =
+      S({{1, "id", true, Primitive(TypeId::kInt), ""},
+         {2, "ctx", false, iceberg::Struct({{3, "a", false, Primitive(TypeId::kString), ""}}), ""},
+         {4, "x", false, Primitive(TypeId::kFloat), ""},
+         {5, "d", false, iceberg::Decimal(9, 2), ""}});
   // The version's ids are its own: only names count.
   auto version = S({{10, "id", true, Primitive(TypeId::kLong), ""},
                     {11, "ctx", false,
@@ -144,14 +152,16 @@ TEST(SchemaEvolution, AddsOptionalColumnsWithFreshIdsAndWidensTypes) {
 }
 
 TEST(SchemaEvolution, IncompatibleVersionsAreRefusedWithTheReason) {
-  auto table = S({{1, "id", true, Primitive(TypeId::kLong), ""}, {2, "name", false, Primitive(TypeId::kString), ""}});
+  auto table = S({{1, "id", true, Primitive(TypeId::kLong), ""},
+                  {2, "name", false, Primitive(TypeId::kString), ""}});
   int32_t last = 2;
   struct Case {
     iceberg::Schema version;
     const char* reason;
   };
   std::vector<Case> cases = {
-      {S({{1, "id", true, Primitive(TypeId::kLong), ""}, {3, "new", true, Primitive(TypeId::kString), ""}}),
+      {S({{1, "id", true, Primitive(TypeId::kLong), ""},
+          {3, "new", true, Primitive(TypeId::kString), ""}}),
        "adds column new as required"},
       {S({{2, "name", false, Primitive(TypeId::kString), ""}}), "column id is required"},
       {S({{1, "id", false, Primitive(TypeId::kLong), ""}}), "optional in the version"},

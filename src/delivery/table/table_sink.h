@@ -31,6 +31,7 @@
 
 #include "delivery/sink.h"
 #include "iceberg/catalog.h"
+#include "iceberg/catalog_store.h"
 #include "iceberg/file_io.h"
 #include "registry/registry.h"
 
@@ -46,6 +47,11 @@ struct TableServices {
   std::function<Result<iceberg::Catalog*>(const std::string& bucket)> catalog;
   std::function<Result<const iceberg::FileIO*>(const std::string& bucket)> io;
   registry::SchemaRegistry* registry = nullptr;
+  // The fence every write of a channel's table carries (appends, schema changes,
+  // compaction, expiry), checked in the catalog transaction of the pointer swap: a
+  // scale-out worker's lease on the table's committer role. Null (or a null result):
+  // unfenced, as on one server. The fence must outlive the sink.
+  std::function<const iceberg::CommitFence*(const ChannelConfig&)> fence_for;
   std::string region = "us-east-1";
   std::string account = "000000000000";
 };
@@ -100,5 +106,7 @@ class TableDestination final : public Destination {
 // Table property and snapshot summary keys icestream writes.
 inline constexpr std::string_view kOwnerProperty = "icestream.channel-arn";
 inline constexpr std::string_view kCheckpointPrefix = "icestream.checkpoint.";
+// Only for a checkpoint inside a KPL aggregate: the last delivered user record's index.
+inline constexpr std::string_view kCheckpointSubPrefix = "icestream.checkpoint-sub.";
 
 }  // namespace icestream::delivery::table

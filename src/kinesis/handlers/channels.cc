@@ -3,8 +3,7 @@
 // InvalidArgumentException; the rest comes from the delivery engine's statuses.
 #include <fmt/format.h>
 
-#include <regex>
-
+#include "common/pattern.h"
 #include "delivery/channel_manager.h"
 #include "kinesis/context.h"
 
@@ -15,29 +14,26 @@ using nlohmann::json;
 
 namespace {
 
-const std::regex kRoleArn(R"(arn:aws[-a-z0-9]*:iam::\d{12}:role/[a-zA-Z_0-9+=,.@\-_/]+)");
-const std::regex kStreamArn(R"(arn:aws.*:kinesis:.*:\d{12}:stream/\S+)");
-const std::regex kChannelArn(R"(arn:aws.*:kinesis:.*:\d{12}:channel/\S+)");
-const std::regex kGsrArn(
+const Pattern kRoleArn =
+    Pattern::MustCompile(R"(arn:aws[-a-z0-9]*:iam::\d{12}:role/[a-zA-Z_0-9+=,.@\-_/]+)");
+const Pattern kChannelArn = Pattern::MustCompile(R"(arn:aws.*:kinesis:.*:\d{12}:channel/\S+)");
+const Pattern kGsrArn = Pattern::MustCompile(
     R"(arn:aws[-a-z0-9]*:glue:[-a-z0-9]+:\d{12}:schema/[-a-zA-Z0-9_$#.]+/[-a-zA-Z0-9_$#.]+)");
-const std::regex kBucketArn(R"(arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63})");
-const std::regex kTableBucketArn(
-    R"(arn:aws[-a-z0-9]*:s3tables:[-a-z0-9]+:\d{12}:bucket/[a-z0-9_-]{3,63})");
-const std::regex kOwner(R"(\d{12})");
-const std::regex kSourceName(R"([a-zA-Z0-9._]+)");
-const std::regex kTemplateChars(R"([0-9A-Za-z!\-_'.*()/=:{}]+)");
-const std::regex kPrefixChars(R"([0-9A-Za-z!\-_'.*()/]+)");
-const std::regex kLogGroup(R"([.\-_/#A-Za-z0-9]+)");
-const std::regex kLowerName(R"([0-9a-z_]+)");
-
-bool Match(const std::string& s, const std::regex& re) { return std::regex_match(s, re); }
+const Pattern kBucketArn = Pattern::MustCompile(R"(arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63})");
+const Pattern kTableBucketArn =
+    Pattern::MustCompile(R"(arn:aws[-a-z0-9]*:s3tables:[-a-z0-9]+:\d{12}:bucket/[a-z0-9_-]{3,63})");
+const Pattern kOwner = Pattern::MustCompile(R"(\d{12})");
+const Pattern kSourceName = Pattern::MustCompile(R"([a-zA-Z0-9\.\_]+)");
+const Pattern kTemplateChars = Pattern::MustCompile(R"([0-9A-Za-z!\-_'.*()\/=:{}]+)");
+const Pattern kPrefixChars = Pattern::MustCompile(R"([0-9A-Za-z!\-_'.*()\/]+)");
+const Pattern kLogGroup = Pattern::MustCompile(R"([\.\-_/#A-Za-z0-9]+)");
+const Pattern kLowerName = Pattern::MustCompile(R"([0-9a-z_]+)");
 
 void StrMember(aws::Params& p, const std::string& path, const std::optional<std::string>& v,
-               bool required, size_t min, size_t max, const std::regex* re = nullptr,
-               std::string_view pattern = "") {
+               bool required, size_t min, size_t max, const Pattern* re = nullptr) {
   if (required) p.Required(path, v.has_value());
   if (!v) return;
-  if (re) p.Pattern(path, *v, Match(*v, *re), pattern);
+  if (re) p.Pattern(path, *v, re->Matches(*v), re->source());
   p.Length(path, *v, min, max);
 }
 
@@ -139,11 +135,9 @@ void ReadDlq(aws::Params& p, const std::string& path, const json& j,
   auto owner = d.Str("ExpectedBucketOwner");
   auto prefix = d.Str("ErrorOutputPrefix");
   if (auto e = d.Error()) return p.AddViolation(e->message);
-  StrMember(p, path + ".bucketARN", bucket, true, 1, 2048, &kBucketArn,
-            "arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63}");
-  StrMember(p, path + ".expectedBucketOwner", owner, true, 12, 12, &kOwner, "\\d{12}");
-  StrMember(p, path + ".errorOutputPrefix", prefix, false, 1, 512, &kPrefixChars,
-            "[0-9A-Za-z!\\-_'.*()\\/]+");
+  StrMember(p, path + ".bucketARN", bucket, true, 1, 2048, &kBucketArn);
+  StrMember(p, path + ".expectedBucketOwner", owner, true, 12, 12, &kOwner);
+  StrMember(p, path + ".errorOutputPrefix", prefix, false, 1, 512, &kPrefixChars);
   if (prefix && HasDotSegment(*prefix)) {  // it becomes part of object keys and file paths
     p.AddViolation(
         "Value '" + *prefix + "' at '" + path +
@@ -174,8 +168,8 @@ std::optional<delivery::LoggingConfig> ReadLogging(aws::Params& p, const json* j
     return std::nullopt;
   }
   p.Required("loggingConfiguration.cloudWatchLogs.enabled", enabled.has_value());
-  StrMember(p, "loggingConfiguration.cloudWatchLogs.logGroupName", group, false, 1, 512, &kLogGroup,
-            "[\\.\\-_/#A-Za-z0-9]+");
+  StrMember(p, "loggingConfiguration.cloudWatchLogs.logGroupName", group, false, 1, 512,
+            &kLogGroup);
   if (stream) {
     p.Pattern("loggingConfiguration.cloudWatchLogs.logStreamName", *stream,
               stream->find_first_of(":*") == std::string::npos, "[^:*]*");
@@ -190,8 +184,7 @@ std::optional<delivery::LoggingConfig> ReadLogging(aws::Params& p, const json* j
 
 std::optional<std::string> ChannelArnMember(aws::Params& p) {
   auto arn = p.Str("ChannelARN");
-  StrMember(p, "channelARN", arn, true, 1, 2048, &kChannelArn,
-            "arn:aws.*:kinesis:.*:\\d{12}:channel/\\S+");
+  StrMember(p, "channelARN", arn, true, 1, 2048, &kChannelArn);
   return arn;
 }
 
@@ -221,8 +214,7 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
         "Value '" + *name +
         "' at 'channelName' failed to satisfy constraint: Member must not be '.' or '..'");
   }
-  StrMember(p, "serviceExecutionRoleARN", role, true, 1, 512, &kRoleArn,
-            "arn:aws[-a-z0-9]*:iam::\\d{12}:role/[a-zA-Z_0-9+=,.@\\-_/]+");
+  StrMember(p, "serviceExecutionRoleARN", role, true, 1, 512, &kRoleArn);
   p.Required("streamConfigurationList", streams != nullptr);
   ChannelConfig c;
   std::optional<std::string> stream_arn;
@@ -237,8 +229,7 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
       const json* rc = sp.Struct("RecordConfiguration");
       const json* start = sp.Struct("StartingPosition");
       if (auto e = sp.Error()) return call.Fail(*e);
-      StrMember(p, base + ".streamARN", arn, true, 1, 2048, &kStreamArn,
-                "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
+      StrMember(p, base + ".streamARN", arn, true, 1, 2048, &StreamArnPattern());
       p.Required(base + ".recordConfiguration", rc != nullptr);
       if (rc) {
         aws::Params rp(*rc);
@@ -253,9 +244,7 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
             c.record_format =
                 delivery::ParseRecordFormat(*fmt_type).value_or(delivery::RecordFormat::kJson);
         }
-        StrMember(
-            p, base + ".recordConfiguration.gSRSchemaARN", gsr, false, 1, 512, &kGsrArn,
-            "arn:aws[-a-z0-9]*:glue:[-a-z0-9]+:\\d{12}:schema/[-a-zA-Z0-9_$#.]+/[-a-zA-Z0-9_$#.]+");
+        StrMember(p, base + ".recordConfiguration.gSRSchemaARN", gsr, false, 1, 512, &kGsrArn);
         if (i == 0 && gsr) c.gsr_schema_arn = *gsr;
       }
       if (start) {
@@ -291,13 +280,11 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
       auto klass = st.Str("StorageClass");
       if (auto e = st.Error()) return call.Fail(*e);
       std::string b = "s3DestinationConfiguration.storageConfiguration.";
-      StrMember(p, b + "bucketARN", bucket, true, 1, 2048, &kBucketArn,
-                "arn:aws[-a-z0-9]*:s3:::[a-z0-9._-]{3,63}");
+      StrMember(p, b + "bucketARN", bucket, true, 1, 2048, &kBucketArn);
       p.Required(b + "compressionType", comp.has_value());
       if (comp) p.Enum(b + "compressionType", *comp, {"NONE", "GZIP", "ZSTD"});
-      StrMember(p, b + "expectedBucketOwner", owner, true, 12, 12, &kOwner, "\\d{12}");
-      StrMember(p, b + "outputKeyTemplate", tmpl, false, 1, 1024, &kTemplateChars,
-                "[0-9A-Za-z!\\-_'.*()\\/=:{}]+");
+      StrMember(p, b + "expectedBucketOwner", owner, true, 12, 12, &kOwner);
+      StrMember(p, b + "outputKeyTemplate", tmpl, false, 1, 1024, &kTemplateChars);
       if (klass)
         p.Enum(b + "storageClass", *klass, {"STANDARD", "INTELLIGENT_TIERING", "GLACIER_IR"});
       auto& d = c.s3();
@@ -355,18 +342,16 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
               auto transform = fp.Str("Transform");
               if (auto e = fp.Error()) return call.Fail(*e);
               std::string fb = fmt::format("{}partitionSpec.partitionFields.{}.member.", b, f + 1);
-              StrMember(p, fb + "sourceName", source, true, 1, 255, &kSourceName,
-                        "[a-zA-Z0-9\\.\\_]+");
+              StrMember(p, fb + "sourceName", source, true, 1, 255, &kSourceName);
               p.Required(fb + "transform", transform.has_value());
               if (transform) p.Enum(fb + "transform", *transform, {"TIME_HOUR"});
               table.partition_fields.push_back({source.value_or(""), transform.value_or("")});
             }
           }
         }
-        StrMember(p, b + "tableBucketARN", tb, true, 1, 2048, &kTableBucketArn,
-                  "arn:aws[-a-z0-9]*:s3tables:[-a-z0-9]+:\\d{12}:bucket/[a-z0-9_-]{3,63}");
-        StrMember(p, b + "namespace", ns, true, 1, 255, &kLowerName, "[0-9a-z_]+");
-        StrMember(p, b + "tableName", tn, true, 1, 255, &kLowerName, "[0-9a-z_]+");
+        StrMember(p, b + "tableBucketARN", tb, true, 1, 2048, &kTableBucketArn);
+        StrMember(p, b + "namespace", ns, true, 1, 255, &kLowerName);
+        StrMember(p, b + "tableName", tn, true, 1, 255, &kLowerName);
         p.Required(b + "compressionType", comp.has_value());
         if (comp) p.Enum(b + "compressionType", *comp, {"NONE", "ZSTD", "SNAPPY"});
         table.table_bucket_arn = tb.value_or("");
@@ -507,7 +492,7 @@ void ListChannels(Context& ctx, Call& call, aws::Params& p) {
       auto ts = fp.TimestampMs("StreamCreationTimestamp");
       if (auto e = fp.Error()) return call.Fail(*e);
       StrMember(p, fmt::format("streamFilter.{}.member.streamARN", i + 1), arn, true, 1, 2048,
-                &kStreamArn, "arn:aws.*:kinesis:.*:\\d{12}:stream/\\S+");
+                &StreamArnPattern());
       if (arn) wanted.emplace_back(*arn, ts);
     }
   }

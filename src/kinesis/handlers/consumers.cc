@@ -6,8 +6,6 @@
 // SubscribeToShard is not served yet.
 #include <fmt/format.h>
 
-#include <regex>
-
 #include "kinesis/context.h"
 
 namespace icestream::kinesis {
@@ -20,9 +18,9 @@ namespace {
 
 constexpr int64_t kTransitionMs = 500;
 constexpr size_t kMaxConsumersPerStream = 20;  // AWS's quota (aws-api.md §C)
-constexpr const char* kConsumerArnPattern =
-    "^(arn):aws.*:kinesis:.*:\\d{12}:.*stream\\/[a-zA-Z0-9_.-]+\\/consumer\\/"
-    "[a-zA-Z0-9_.-]+:[0-9]+";
+// AWS's model pattern; AWS accepts any ARN this matches a prefix of.
+const Pattern kConsumerArn = Pattern::MustCompile(
+    R"(^(arn):aws.*:kinesis:.*:\d{12}:.*stream\/[a-zA-Z0-9_.-]+\/consumer\/[a-zA-Z0-9_.-]+:[0-9]+)");
 
 bool Gone(const ConsumerInfo& c, int64_t now) {
   return c.deleting_since_ms && now - *c.deleting_since_ms >= kTransitionMs;
@@ -74,10 +72,9 @@ ConsumerRef ReadConsumerRef(Context& ctx, aws::Params& p) {
     ref.name = *name;
   }
   if (consumer_arn) {
-    static const std::regex kArn(kConsumerArnPattern);
     p.Length("consumerARN", *consumer_arn, 1, 2048);
-    bool ok = std::regex_search(*consumer_arn, kArn);
-    p.Pattern("consumerARN", *consumer_arn, ok, kConsumerArnPattern);
+    bool ok = kConsumerArn.MatchesPrefix(*consumer_arn);
+    p.Pattern("consumerARN", *consumer_arn, ok, kConsumerArn.source());
     auto at = consumer_arn->rfind("/consumer/");
     auto colon = consumer_arn->rfind(':');
     if (ok && at != std::string::npos && colon != std::string::npos && colon > at) {
@@ -88,7 +85,7 @@ ConsumerRef ReadConsumerRef(Context& ctx, aws::Params& p) {
         p.AddViolation(fmt::format(
             "Value '{}' at 'consumerARN' failed to satisfy constraint: Member must satisfy regular "
             "expression pattern: {}",
-            *consumer_arn, kConsumerArnPattern));
+            *consumer_arn, kConsumerArn.source()));
       ref.name = consumer_arn->substr(at + 10, colon - at - 10);
       try {
         ref.created_s = std::stoll(consumer_arn->substr(colon + 1));

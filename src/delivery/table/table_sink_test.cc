@@ -1,0 +1,290 @@
+// The table sink's parts together, on real parts: the built-in SQLite catalog over local
+// buckets, the schema registry, the Parquet files read back with the project's reader.
+//  - The first batch of a new table, with a target file size far below the batch, cuts
+//    many files while the converter threads run: the uploader thread creates the table
+//    from the batch's write target, which nothing changes while the batch runs (this
+//    case runs under ASan/UBSan and TSan in scripts/test).
+//  - A refused fence leaves the table as it was; a holding one commits.
+//  - A quiet table gets its upkeep: its small files are merged with no new records.
+#include "delivery/table/table_sink.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <set>
+
+#include "common/clock.h"
+#include "common/sqlite.h"
+#include "iceberg/table_files.h"
+#include "iceberg/warehouses.h"
+#include "objectstore/local_store.h"
+#include "registry/registry.h"
+
+namespace icestream::delivery::table {
+namespace {
+
+constexpr const char* kSchema = R"({
+  "type": "object",
+  "properties": {
+    "id": {"type": "integer"},
+    "ts": {"type": "string", "format": "date-time"},
+    "note": {"type": "string"}
+  },
+  "required": ["id", "ts"]
+})";
+
+// Records of a batch, one range per shard (the engine's RecordSource, in memory: the
+// thing under test is the sink).
+class VectorSource final : public RecordSource {
+ public:
+  struct Rec {
+    size_t range;
+    std::string seq;
+    uint64_t ordinal;
+    std::string data;
+  };
+  explicit VectorSource(std::vector<Rec> recs) : recs_(std::move(recs)) {}
+  Result<bool> Next(RecordChunk* chunk) override {
+    std::lock_guard lock(mu_);
+    if (at_ >= recs_.size()) return false;
+    chunk->records.clear();
+    chunk->range = recs_[at_].range;
+    while (at_ < recs_.size() && recs_[at_].range == chunk->range && chunk->records.size() < 500) {
+      const Rec& r = recs_[at_++];
+      chunk->records.push_back(
+          {r.seq, r.ordinal, 1'700'000'000'000, std::nullopt, "pk", r.data, {}});
+    }
+    chunk->storage = nullptr;  // the strings live in recs_
+    return true;
+  }
+  Status Rewind() override {
+    std::lock_guard lock(mu_);
+    at_ = 0;
+    return Status::OK();
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Rec> recs_;
+  size_t at_ = 0;
+};
+
+class SwitchFence final : public iceberg::CommitFence {
+ public:
+  Status Check(iceberg::CatalogStore::Tx&) const override {
+    return holds.load() ? Status::OK() : FailedPrecondition("fenced: the lease moved");
+  }
+  std::atomic<bool> holds{true};
+};
+
+class TableSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = std::filesystem::temp_directory_path() /
+            ("table-sink-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_ / "buckets" / "dlq");
+    std::filesystem::create_directories(root_ / "tables" / "tables");
+    db_ = std::move(Database::Open((root_ / "meta.db").string())).value();
+    buckets_ = std::make_shared<objectstore::LocalObjectStore>((root_ / "buckets").string());
+    tables_ = std::make_unique<objectstore::LocalObjectStore>((root_ / "tables").string());
+    warehouses_ = std::make_unique<iceberg::Warehouses>(db_.get(), tables_.get(), &clock_,
+                                                        "us-east-1", "000000000000");
+    registry_ = std::move(registry::SchemaRegistry::Open(db_.get(), &clock_)).value();
+    ASSERT_TRUE(registry_->CreateRegistry(registry::kDefaultRegistry, "", {}).ok() ||
+                registry_->GetRegistry(registry::kDefaultRegistry).ok());
+    auto created = registry_->CreateSchema(registry::kDefaultRegistry, true, "orders",
+                                           registry::DataFormat::kJson,
+                                           registry::Compatibility::kNone, "", {}, kSchema);
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+  }
+  void TearDown() override {
+    sink_.reset();
+    registry_.reset();
+    warehouses_.reset();
+    db_.reset();
+    std::filesystem::remove_all(root_);
+  }
+
+  ChannelConfig Channel() {
+    ChannelConfig c;
+    c.id = "chan-id";
+    c.name = "chan";
+    c.arn = "arn:aws:kinesis:us-east-1:000000000000:channel/chan-id";
+    c.stream_arn = "arn:aws:kinesis:us-east-1:000000000000:stream/s";
+    c.stream_name = "s";
+    c.record_format = RecordFormat::kJson;
+    c.gsr_schema_arn = "arn:aws:glue:us-east-1:000000000000:schema/default-registry/orders";
+    c.data_freshness_seconds = 1;
+    c.dlq.bucket_arn = "arn:aws:s3:::dlq";
+    c.dlq.expected_bucket_owner = "000000000000";
+    c.dlq.error_output_prefix = "errors/";
+    TableDestinationConfig t;
+    t.table_bucket_arn = "arn:aws:s3tables:us-east-1:000000000000:bucket/tables";
+    t.ns = "db";
+    t.table_name = "orders";
+    t.partition_fields = {{"ts", "TIME_HOUR"}};
+    c.destination = t;
+    return c;
+  }
+
+  void MakeSink(TableSinkOptions o, const iceberg::CommitFence* fence = nullptr) {
+    TableServices ts;
+    iceberg::Warehouses* wh = warehouses_.get();
+    ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
+    ts.catalog = [wh](const std::string& b) { return wh->CatalogFor(b); };
+    ts.io = [wh](const std::string& b) { return wh->Io(b); };
+    ts.registry = registry_.get();
+    ts.fence_for = [fence](const ChannelConfig&) { return fence; };
+    dest_ = std::make_unique<TableDestination>(ts, o);
+    config_ = Channel();
+    ASSERT_TRUE(dest_->Prepare(&config_).ok());
+    SinkEnv env;
+    env.buckets = buckets_.get();
+    env.clock = &clock_;
+    env.load_state = [this]() -> Result<nlohmann::json> { return state_; };
+    env.save_state = [this](const nlohmann::json& d) {
+      state_ = d;
+      return Status::OK();
+    };
+    auto sink = dest_->MakeSink(config_, env);
+    ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+    sink_ = std::move(*sink);
+  }
+
+  // `n` records of shard ranges 0 and 1 after `first` (sequence numbers are ordinals + 1).
+  std::pair<DeliveryBatch, std::vector<VectorSource::Rec>> Batch(uint64_t first, uint64_t n,
+                                                                 size_t pad) {
+    std::vector<VectorSource::Rec> recs;
+    DeliveryBatch batch;
+    batch.attempt_ms = clock_.NowMillis();
+    for (size_t range = 0; range < 2; ++range) {
+      ShardRange r;
+      r.shard = "shardId-00000000000" + std::to_string(range);
+      r.after = first == 0 ? Position{} : Position{std::to_string(first), std::nullopt};
+      r.last_sequence = std::to_string(first + n);
+      r.records = n;
+      batch.ranges.push_back(r);
+      for (uint64_t i = first; i < first + n; ++i) {
+        // Notes that do not compress, so that files reach their target size.
+        std::string note;
+        uint64_t x = i * 2654435761u + range * 97 + 1;
+        while (note.size() < pad) {
+          x ^= x << 13;
+          x ^= x >> 7;
+          x ^= x << 17;
+          note += "0123456789abcdef"[x & 15];
+        }
+        std::string data = R"({"id":)" + std::to_string(i * 2 + range) +
+                           R"(,"ts":"2026-12-01T10:00:00Z","note":")" + note + "\"}";
+        recs.push_back({range, std::to_string(i + 1), i, std::move(data)});
+      }
+    }
+    return {batch, recs};
+  }
+
+  int64_t LiveRows(size_t* files = nullptr) {
+    auto cat = warehouses_->CatalogFor("tables");
+    auto t = (*cat)->LoadTable({{"db"}, "orders"});
+    if (!t.ok()) return -1;
+    if (!t->metadata.CurrentSnapshot()) return 0;
+    auto io = warehouses_->Io("tables");
+    auto entries = iceberg::LiveEntries(**io, *t->metadata.CurrentSnapshot());
+    EXPECT_TRUE(entries.ok());
+    int64_t rows = 0;
+    for (const auto& e : *entries) rows += e.data_file.record_count;
+    if (files) *files = entries->size();
+    return rows;
+  }
+
+  std::filesystem::path root_;
+  ManualClock clock_{1'780'000'000'000};
+  std::unique_ptr<Database> db_;
+  std::shared_ptr<objectstore::LocalObjectStore> buckets_;
+  std::unique_ptr<objectstore::LocalObjectStore> tables_;
+  std::unique_ptr<iceberg::Warehouses> warehouses_;
+  std::unique_ptr<registry::SchemaRegistry> registry_;
+  std::unique_ptr<TableDestination> dest_;
+  ChannelConfig config_;
+  nlohmann::json state_;
+  std::unique_ptr<Sink> sink_;
+};
+
+TEST_F(TableSinkTest, FirstBatchOfANewTableCutsManyFilesWhileConverting) {
+  TableSinkOptions o;
+  o.target_file_size_bytes = 32 << 10;
+  o.row_group_bytes = 64 << 10;  // row groups end during the batch: files are cut as it runs
+  o.convert_threads = 2;
+  o.block_bytes = 256 << 10;
+  o.compaction = false;
+  MakeSink(o);
+  // 2 × 7,000 records of ~1 KiB: about 14 MB into a table that does not exist yet.
+  auto [batch, recs] = Batch(0, 7000, 960);
+  VectorSource source(recs);
+  auto counts = sink_->Deliver(batch, &source);
+  ASSERT_TRUE(counts.ok()) << counts.status().ToString();
+  EXPECT_EQ(counts->delivered, 14000u);
+  EXPECT_EQ(counts->failed, 0u);
+  size_t files = 0;
+  EXPECT_EQ(LiveRows(&files), 14000);
+  EXPECT_GT(files, 4u);  // cut while the converters ran, not only at the end
+  auto cps = sink_->Checkpoints();
+  ASSERT_TRUE(cps.ok());
+  EXPECT_EQ(cps->at("shardId-000000000000"), (Position{"7000", std::nullopt}));
+  EXPECT_EQ(cps->at("shardId-000000000001"), (Position{"7000", std::nullopt}));
+}
+
+TEST_F(TableSinkTest, ARefusedFenceChangesNothing) {
+  SwitchFence fence;
+  TableSinkOptions o;
+  o.compaction = false;
+  MakeSink(o, &fence);
+  auto [b1, r1] = Batch(0, 10, 10);
+  VectorSource s1(r1);
+  ASSERT_TRUE(sink_->Deliver(b1, &s1).ok());
+  EXPECT_EQ(LiveRows(), 20);
+  fence.holds = false;
+  auto [b2, r2] = Batch(10, 10, 10);
+  VectorSource s2(r2);
+  auto refused = sink_->Deliver(b2, &s2);
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition)
+      << refused.status().ToString();
+  EXPECT_EQ(LiveRows(), 20);
+  EXPECT_EQ(sink_->Checkpoints()->at("shardId-000000000000"), (Position{"10", std::nullopt}));
+  fence.holds = true;
+  ASSERT_TRUE(s2.Rewind().ok());
+  ASSERT_TRUE(sink_->Deliver(b2, &s2).ok());
+  EXPECT_EQ(LiveRows(), 40);
+}
+
+TEST_F(TableSinkTest, AQuietTableGetsItsUpkeep) {
+  TableSinkOptions o;
+  o.target_file_size_bytes = 1 << 20;
+  o.compaction_cold_after_ms = 20000;
+  o.compaction_budget_ms = 60000;
+  MakeSink(o);
+  for (uint64_t i = 0; i < 6; ++i) {
+    auto [b, r] = Batch(i * 5, 5, 10);
+    VectorSource s(r);
+    ASSERT_TRUE(sink_->Deliver(b, &s).ok());
+    clock_.Advance(1000);
+  }
+  size_t before = 0;
+  ASSERT_EQ(LiveRows(&before), 60);
+  EXPECT_GE(before, 6u);
+  // No new records: upkeep is due on its own and merges the now-cold partition.
+  EXPECT_LT(sink_->NextUpkeepMs(), INT64_MAX);
+  clock_.Advance(60'000);
+  EXPECT_LE(sink_->NextUpkeepMs(), clock_.NowMillis());
+  sink_->Upkeep();
+  size_t after = 0;
+  EXPECT_EQ(LiveRows(&after), 60);
+  EXPECT_LT(after, before);
+  EXPECT_GE(sink_->StatusJson()["Compaction"]["Commits"].get<int64_t>(), 1);
+}
+
+}  // namespace
+}  // namespace icestream::delivery::table
