@@ -13,6 +13,8 @@ find_package(ZLIB REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED)
+find_package(PostgreSQL REQUIRED)  # libpq (libpq-dev): scale-out state
+find_package(Python3 COMPONENTS Interpreter REQUIRED)  # test wrappers (tests/lib/pg.py)
 find_package(PkgConfig REQUIRED)
 # HTTP/2 framing, HPACK and flow control for the server (Debian libnghttp2-dev).
 pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2)

@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto t = KeyTemplate::Parse(text, c);
     if (!t.ok()) continue;
     KeyContext ctx{"chan.name_1", "0d3c-id", "stream-x"};
-    std::string suffix = ObjectSuffix(42, 7, ctx.channel_id, "4999");
+    std::string suffix = ObjectSuffix(42, "shardId-000000000007", ctx.channel_id, "4999");
     std::string key = t->RenderWithSuffix(ctx, 1788431399500, suffix);
     if (key.empty() || key.front() == '/' || key.find("//") != std::string::npos ||
         key.find("/../") != std::string::npos || key.find("/./") != std::string::npos) {

@@ -10,6 +10,8 @@ Two parts, both with the AWS SDK for JavaScript v3 (clients.cjs) as producer:
    against `new NodeHttp2Handler()` (pooled sessions, concurrent streams). Goal: >= 0.9x
    the HTTP/1.1 figure. Rounds alternate so that drift hits every handler alike.
 
+3, 4. Hostile clients and 1,000 subscriptions across 100 streams: see attacks.py.
+
 2. Fan-out, 1 producer, 1 shard, N = 1, 5, 20 consumers. Enhanced fan-out (SubscribeToShard,
    over HTTP/2 when the server speaks it) against polling GetRecords every 200 ms (AWS's
    recommended minimum) on the same server and against kinesalite's polling: per-consumer
@@ -56,7 +58,10 @@ ap.add_argument("--readers", choices=("raw", "sdk"), default="raw")
 ap.add_argument("--efo-protocol", choices=("auto", "h1", "h2"), default="auto",
                 help="SubscribeToShard over HTTP/2 (auto: when the server speaks it) or HTTP/1.1")
 ap.add_argument("--counts", default="1,5,20")
-ap.add_argument("--only", choices=("put", "fanout"), default=None)
+ap.add_argument("--only", choices=("put", "fanout", "attacks", "many"), default=None)
+ap.add_argument("--vs-bin", default=None,
+                help="another build (e.g. one before a fix) measured in the same run for the attacks and "
+                     "many-subscriptions parts; ratios are this build's over it")
 args = ap.parse_args()
 harness.BINARY = os.path.abspath(args.bin)
 COUNTS = tuple(int(x) for x in args.counts.split(","))
@@ -281,8 +286,21 @@ def fanout_figure(srv, h2):
 
 
 def main():
-    srv = Server().start()
+    import attacks
+    bins = [("this build", harness.BINARY)]
+    if args.vs_bin:
+        bins.append(("--vs-bin", os.path.abspath(args.vs_bin)))
     summary = []
+    if args.only in ("attacks", "many"):
+        if args.only == "attacks":
+            summary += attacks.part3(bins)
+        else:
+            summary += attacks.part4(bins, args.seconds)
+        print()
+        for line in summary:
+            print(line)
+        return
+    srv = Server().start()
     try:
         h2 = speaks_h2c(srv.port)
         if args.only in (None, "put"):
@@ -296,6 +314,9 @@ def main():
     finally:
         srv.stop()
         srv.cleanup()
+    if args.only is None:
+        summary += attacks.part4(bins, args.seconds)
+        summary += attacks.part3(bins)
     print()
     for line in summary:
         print(line)

@@ -8,17 +8,30 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "aws/error.h"
 #include "common/utf8.h"
 
 namespace icestream::aws {
+
+// The model types a member can have, for the texts of SerializationException.
+enum class MemberType {
+  kString,
+  kInteger,
+  kLong,
+  kBoolean,
+  kBlob,
+  kTimestamp,
+  kList,
+  kMap,
+  kStructure
+};
 
 class Params {
  public:
@@ -49,6 +62,8 @@ class Params {
   void Range(std::string_view path, int64_t value, int64_t min, int64_t max);
   void Enum(std::string_view path, std::string_view value,
             std::initializer_list<std::string_view> allowed);
+  void Enum(std::string_view path, std::string_view value,
+            std::span<const std::string_view> allowed);
   void AddViolation(std::string text);
   // Records a serialization error found outside the typed getters (first one wins).
   void AddSerializationError(std::string message);
@@ -69,6 +84,18 @@ class Params {
   // member has been read and before anything touches state.
   std::optional<ApiError> Error() const;
 
+  // What AWS says when a member of `type` holds the JSON value `v` of another type
+  // ("Start of list found where not expected", "class java.lang.Boolean can not be
+  // converted to an String", ...).
+  static std::string TypeMessage(const nlohmann::json& v, MemberType type);
+  // Values inside validation messages as AWS renders them (Java's toString): lists
+  // "[a, b]" (or each member as `member_str`, AWS's name for structures), maps "{k=v}".
+  static std::string RenderList(const nlohmann::json& list, std::string_view member_str = {});
+  static std::string RenderMap(const nlohmann::json& map);
+  // A list of strings whose members must be min..max characters long: one violation on
+  // the list (as AWS reports it), not one per member.
+  void ListMemberLengths(std::string_view path, const nlohmann::json& list, size_t min, size_t max);
+
   // Member path of a top-level member: first letter lower-cased ("StreamName" →
   // "streamName").
   static std::string PathOf(std::string_view member);
@@ -77,6 +104,7 @@ class Params {
 
  private:
   const nlohmann::json* Get(std::string_view name) const;
+  static int64_t ToLong(const nlohmann::json& v);
   void TypeError(std::string_view name, std::string message);
 
   const nlohmann::json& obj_;
@@ -91,7 +119,7 @@ using ::icestream::IsValidUtf8;
 using ::icestream::Utf8Length;
 
 // Character-class checks for the common Kinesis patterns.
-bool MatchesNameChars(std::string_view s);  // [a-zA-Z0-9_.-]+
+bool MatchesNameChars(std::string_view s);                   // [a-zA-Z0-9_.-]+
 bool MatchesDecimal(std::string_view s, size_t max_digits);  // 0|([1-9]\d{0,max-1})
 
 }  // namespace icestream::aws

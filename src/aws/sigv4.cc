@@ -41,19 +41,23 @@ std::string CanonicalValue(std::string_view v) {
 
 Result<ParsedAuthorization> ParseAuthorization(std::string_view h) {
   constexpr std::string_view kAlgo = "AWS4-HMAC-SHA256";
-  if (!h.starts_with(kAlgo))
-    return InvalidArgument("Authorization header requires AWS4-HMAC-SHA256");
-  h.remove_prefix(kAlgo.size());
   ParsedAuthorization out;
   bool have_cred = false, have_sh = false, have_sig = false;
+  // AWS reads "<algorithm> k=v, k=v ...": parameters separated by commas or spaces, the
+  // first word being the algorithm (kinesalite's suite).
+  size_t first = h.find_first_of(", ");
+  std::string_view algo = h.substr(0, first);
+  h = first == std::string_view::npos ? std::string_view() : h.substr(first);
+  Status bad_credential;
   while (!h.empty()) {
-    size_t comma = h.find(',');
-    std::string_view part = Trim(h.substr(0, comma));
-    h = comma == std::string_view::npos ? std::string_view() : h.substr(comma + 1);
+    size_t sep = h.find_first_of(", ");
+    std::string_view part = h.substr(0, sep);
+    h = sep == std::string_view::npos ? std::string_view() : h.substr(sep + 1);
+    part = Trim(part);
     size_t eq = part.find('=');
     if (eq == std::string_view::npos) continue;
     std::string_view key = part.substr(0, eq), val = part.substr(eq + 1);
-    if (key == "Credential") {
+    if (key == "Credential" && !val.empty()) {
       std::vector<std::string_view> f;
       size_t start = 0;
       for (size_t i = 0; i <= val.size(); ++i) {
@@ -62,15 +66,17 @@ Result<ParsedAuthorization> ParseAuthorization(std::string_view h) {
           start = i + 1;
         }
       }
+      have_cred = true;
       if (f.size() != 5 || f[4] != "aws4_request") {
-        return InvalidArgument("Credential should be scoped to a valid region, service and date");
+        bad_credential =
+            InvalidArgument("Credential should be scoped to a valid region, service and date. ");
+        continue;
       }
       out.access_key_id = f[0];
       out.date = f[1];
       out.region = f[2];
       out.service = f[3];
-      have_cred = true;
-    } else if (key == "SignedHeaders") {
+    } else if (key == "SignedHeaders" && !val.empty()) {
       size_t start = 0;
       for (size_t i = 0; i <= val.size(); ++i) {
         if (i == val.size() || val[i] == ';') {
@@ -79,16 +85,21 @@ Result<ParsedAuthorization> ParseAuthorization(std::string_view h) {
         }
       }
       have_sh = true;
-    } else if (key == "Signature") {
+    } else if (key == "Signature" && !val.empty()) {
       out.signature = val;
-      have_sig = !val.empty();
+      have_sig = true;
     }
   }
+  // AWS names every missing parameter, in this order (kinesalite's suite).
   std::string missing;
   if (!have_cred) missing += "Authorization header requires 'Credential' parameter. ";
-  if (!have_sh) missing += "Authorization header requires 'SignedHeaders' parameter. ";
   if (!have_sig) missing += "Authorization header requires 'Signature' parameter. ";
+  if (!have_sh) missing += "Authorization header requires 'SignedHeaders' parameter. ";
   if (!missing.empty()) return InvalidArgument(missing);
+  if (!bad_credential.ok()) return bad_credential;
+  if (algo != kAlgo) {
+    return InvalidArgument("Unsupported AWS 'algorithm': '" + std::string(algo) + "'. ");
+  }
   return out;
 }
 
@@ -311,17 +322,17 @@ std::optional<ApiError> Authenticator::Check(const http::Request& req,
         "Query-string (presigned) authentication is not accepted by this server; sign the "
         "Authorization header.");
   }
+  // Missing parameters and a missing date are reported together, then the header itself
+  // (AWS's text, kinesalite's suite).
   auto parsed = ParseAuthorization(auth);
-  if (!parsed.ok()) {
-    return ApiError{"IncompleteSignatureException",
-                    parsed.status().message() + "Authorization=" + std::string(auth), 400};
-  }
+  std::string incomplete = parsed.ok() ? std::string() : parsed.status().message();
   if (req.GetHeader("x-amz-date").empty() && req.GetHeader("date").empty()) {
+    incomplete +=
+        "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header. ";
+  }
+  if (!incomplete.empty()) {
     return ApiError{"IncompleteSignatureException",
-                    "Authorization header requires existence of either a 'X-Amz-Date' or a "
-                    "'Date' header. Authorization=" +
-                        std::string(auth),
-                    400};
+                    incomplete + "Authorization=" + std::string(auth), 400};
   }
   if (parsed->service != service) {
     return InvalidSignature(

@@ -121,6 +121,7 @@ void ChannelManager::StartRunner(Channel* ch) {
                               : Result<std::unique_ptr<ShardRunner>>(source.status());
     if (runner.ok()) {
       ch->runner = std::move(*runner);
+      ch->runner->SetCoordinator(options_.coordinator);
       ch->runner->SetLog(MakeLog(options_.data_dir, c));
       if (c.status != ChannelStatus::kCreating) st = ch->runner->Load();
       if (st.ok()) return;
@@ -451,7 +452,80 @@ void ChannelManager::SchedulerLoop() {
   }
 }
 
+bool ChannelManager::HoldsControl(const Channel& ch) const {
+  if (options_.coordinator == nullptr) return true;
+  std::string unit = ch.runner ? ch.runner->ControlUnit() : std::string(kControlUnit);
+  options_.coordinator->Offer(ch.config.id, {unit});
+  return options_.coordinator->HeldEpoch(ch.config.id, unit) != 0;
+}
+
+void ChannelManager::Reload() {
+  auto stored = store_->LoadChannels();
+  if (!stored.ok()) {
+    spdlog::warn("reading the channels from the store: {}", stored.status().ToString());
+    return;
+  }
+  std::map<std::string, ChannelConfig> by_id;
+  for (auto& c : *stored) by_id[c.id] = std::move(c);
+  std::vector<std::shared_ptr<Channel>> added;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = channels_.begin(); it != channels_.end();) {
+      auto found = by_id.find(it->first);
+      std::shared_ptr<Channel> keep = it->second;  // outlives the erase below
+      std::lock_guard clock(keep->mu);
+      if (found == by_id.end()) {
+        // Removed by another process (its deletion finished there).
+        if (keep->runner) keep->runner->Stop();
+        if (!keep->runner || keep->runner->in_flight() == 0) {
+          options_.coordinator->Forget(it->first);
+          it = channels_.erase(it);
+          continue;
+        }
+      } else {
+        ChannelConfig& mine = keep->config;
+        const ChannelConfig& theirs = found->second;
+        if (theirs.status != mine.status || theirs.data_freshness_seconds != mine.data_freshness_seconds ||
+            theirs.tags != mine.tags) {
+          ChannelStatus was = mine.status;
+          mine.status = theirs.status;
+          mine.status_reason = theirs.status_reason;
+          mine.data_freshness_seconds = theirs.data_freshness_seconds;
+          mine.logging = theirs.logging;
+          mine.tags = theirs.tags;
+          if ((mine.status == ChannelStatus::kFailed || mine.status == ChannelStatus::kDeleting) &&
+              keep->runner) {
+            keep->runner->Stop();
+          }
+          if (was == ChannelStatus::kCreating && mine.status == ChannelStatus::kActive &&
+              keep->runner) {
+            // Activated by another process: its checkpoints are in the store.
+            (void)keep->runner->Load();
+          }
+        }
+        by_id.erase(found);
+      }
+      ++it;
+    }
+    for (auto& [id, c] : by_id) {
+      auto ch = std::make_shared<Channel>();
+      ch->config = std::move(c);
+      if (ch->config.status == ChannelStatus::kUpdating) ch->config.status = ChannelStatus::kActive;
+      if (ch->config.status != ChannelStatus::kFailed && ch->config.status != ChannelStatus::kDeleting) {
+        StartRunner(ch.get());
+      }
+      channels_[id] = ch;
+      added.push_back(ch);
+    }
+  }
+  for (const auto& ch : added) spdlog::info("channel {} ({}) taken from the store", ch->config.name, ch->config.id);
+}
+
 void ChannelManager::Tick() {
+  if (options_.coordinator != nullptr && clock_->NowMillis() - last_reload_ms_ >= options_.reload_ms) {
+    last_reload_ms_ = clock_->NowMillis();
+    Reload();
+  }
   std::vector<std::shared_ptr<Channel>> all;
   {
     std::lock_guard lock(mu_);
@@ -476,7 +550,7 @@ void ChannelManager::Tick() {
     {
       std::lock_guard lock(ch->mu);
       status = ch->config.status;
-      if (status == ChannelStatus::kUpdating && now >= ch->updating_until_ms) {
+      if (status == ChannelStatus::kUpdating && now >= ch->updating_until_ms && HoldsControl(*ch)) {
         ch->config.status = ChannelStatus::kActive;
         (void)store_->SaveChannel(ch->config);
         status = ChannelStatus::kActive;
@@ -495,6 +569,7 @@ void ChannelManager::Tick() {
         // Destination checks may wait on the network: they run on a worker.
         std::lock_guard lock(ch->mu);
         if (ch->activating || now < ch->activation_retry_after_ms) break;
+        if (!HoldsControl(*ch)) break;  // another process activates it
         ch->activating = true;
         Submit([this, ch] {
           Activate(ch);
@@ -514,6 +589,9 @@ void ChannelManager::Tick() {
           std::lock_guard lock(ch->mu);
           if (ch->runner && ch->runner->in_flight() > 0) break;
           if (ch->activating) break;
+          // Another process holds the lifecycle: it removes the rows; this one drops the
+          // channel when they are gone (Reload).
+          if (!HoldsControl(*ch)) break;
           id = ch->config.id;
         }
         Status st = store_->RemoveChannel(id);
@@ -522,6 +600,7 @@ void ChannelManager::Tick() {
           break;
         }
         spdlog::info("channel {} deleted", id);
+        if (options_.coordinator != nullptr) options_.coordinator->Forget(id);
         std::lock_guard lock(mu_);
         channels_.erase(id);
         break;

@@ -38,6 +38,7 @@
 #include "common/clock.h"
 #include "common/sqlite.h"
 #include "delivery/channel.h"
+#include "delivery/coordinator.h"
 #include "delivery/delivery_store.h"
 #include "delivery/shard_runner.h"
 #include "delivery/shard_source.h"
@@ -63,6 +64,12 @@ struct ChannelManagerOptions {
   bool local_buckets = true;
   // A channel whose destination stays unreachable this long after CreateChannel FAILS.
   int64_t activation_timeout_ms = 10 * 60 * 1000;
+  // Scale-out: the processes that share the store share the channels through this
+  // coordinator's leases (coordinator.h); the channel list is read again from the store
+  // every reload_ms (other processes create, update and delete channels). Null: one
+  // server, every channel is this process's.
+  Coordinator* coordinator = nullptr;
+  int64_t reload_ms = 1000;
 };
 
 class ChannelManager {
@@ -128,6 +135,10 @@ class ChannelManager {
   void SchedulerLoop();
   void WorkerLoop();
   void Tick();
+  // Scale-out: takes what other processes did to the channel list (mu_ not held).
+  void Reload();
+  // Whether this process runs the channel's lifecycle (always without a coordinator).
+  bool HoldsControl(const Channel& ch) const;
   void Activate(const std::shared_ptr<Channel>& ch);
   void Fail(const std::shared_ptr<Channel>& ch, const std::string& reason);
   void Submit(std::function<void()> job);
@@ -150,6 +161,7 @@ class ChannelManager {
   std::thread scheduler_;
   std::mutex tick_mu_;
   std::condition_variable tick_cv_;
+  int64_t last_reload_ms_ = 0;
 };
 
 }  // namespace icestream::delivery

@@ -1,6 +1,8 @@
 // Sequence-number order.
 #include "delivery/position.h"
 
+#include <cstdlib>
+
 namespace icestream::delivery {
 
 int CompareSequenceNumbers(std::string_view a, std::string_view b) {
@@ -19,10 +21,23 @@ bool IsSequenceNumber(std::string_view s) {
   return true;
 }
 
+std::optional<int64_t> Position::timestamp_ms() const {
+  if (sequence.size() < 2 || sequence[0] != '@') return std::nullopt;
+  char* end = nullptr;
+  long long v = std::strtoll(sequence.c_str() + 1, &end, 10);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+
 int ComparePositions(const Position& a, const Position& b) {
   if (a.at_start() || b.at_start()) {
     if (a.at_start() && b.at_start()) return 0;
     return a.at_start() ? -1 : 1;
+  }
+  auto ta = a.timestamp_ms(), tb = b.timestamp_ms();
+  if (ta || tb) {
+    if (ta && tb) return *ta < *tb ? -1 : (*ta > *tb ? 1 : 0);
+    return ta ? -1 : 1;
   }
   int c = CompareSequenceNumbers(a.sequence, b.sequence);
   if (c != 0) return c;
@@ -35,6 +50,7 @@ int ComparePositions(const Position& a, const Position& b) {
 
 std::string PositionText(const Position& p) {
   if (p.at_start()) return "at the start of the shard";
+  if (auto t = p.timestamp_ms()) return "from the records that arrived at " + std::to_string(*t) + " ms";
   std::string s = "after " + p.sequence;
   if (p.sub_sequence) s += "#" + std::to_string(*p.sub_sequence);
   return s;

@@ -19,7 +19,10 @@ int CompareSequenceNumbers(std::string_view a, std::string_view b);
 bool IsSequenceNumber(std::string_view s);
 
 struct Position {
-  // The last delivered record's sequence number; empty: before the shard's first record.
+  // The last delivered record's sequence number; empty: before the shard's first record;
+  // "@<epoch ms>": before the first record that arrived at or after that time (where a
+  // channel starting at LATEST or AT_TIMESTAMP begins, on sources that cannot name the
+  // record before it; see AtTimestamp).
   std::string sequence;
   // Set when only the user records 0..sub_sequence of the aggregate at `sequence` are
   // delivered (the rest of it is not); unset when the record at `sequence` is delivered
@@ -27,11 +30,17 @@ struct Position {
   std::optional<uint32_t> sub_sequence;
 
   bool at_start() const { return sequence.empty(); }
+  // Before the first record that arrived at or after `ms`.
+  static Position AtTimestamp(int64_t ms) { return Position{"@" + std::to_string(ms), std::nullopt}; }
+  // The time of an AtTimestamp position; nullopt for the others.
+  std::optional<int64_t> timestamp_ms() const;
   bool operator==(const Position&) const = default;
 };
 
-// Order of positions in one shard (start < any record; inside an aggregate by
-// sub-sequence; a whole record after any of its parts).
+// Order of positions in one shard (start < a time < any record; times by time; inside an
+// aggregate by sub-sequence; a whole record after any of its parts). A time and a record
+// are not comparable in general; a record counts as later (a checkpoint that names a
+// record is always where delivery has got to).
 int ComparePositions(const Position& a, const Position& b);
 inline bool operator<(const Position& a, const Position& b) { return ComparePositions(a, b) < 0; }
 

@@ -264,6 +264,90 @@ void ShardRunner::NoteFailure(const Status& st, int attempts) {
   }
 }
 
+std::string ShardRunner::UnitOf(const std::string& shard) const {
+  return sink_->spans_shards() ? std::string(kChannelUnit) : ShardUnit(shard);
+}
+
+std::string ShardRunner::ControlUnit() const {
+  return sink_->spans_shards() ? kChannelUnit : kControlUnit;
+}
+
+std::set<std::string> ShardRunner::HeldShards(const std::vector<SourceShard>& shards) {
+  std::set<std::string> held;
+  if (coordinator_ == nullptr) {
+    for (const auto& s : shards) held.insert(s.id);
+    return held;
+  }
+  std::vector<std::string> units = {ControlUnit()};
+  for (const auto& s : shards) {
+    std::string u = UnitOf(s.id);
+    if (u != units.front() && std::find(units.begin(), units.end(), u) == units.end()) units.push_back(u);
+  }
+  coordinator_->Offer(config_.id, units);
+  std::set<std::string> taken, lost;
+  std::map<std::string, uint64_t> epochs;
+  for (const auto& u : units) epochs[u] = coordinator_->HeldEpoch(config_.id, u);
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [u, e] : epochs) {
+      uint64_t& seen = unit_epochs_[u];
+      if (e != seen) (e == 0 ? lost : taken).insert(u);
+      seen = e;
+    }
+  }
+  bool reload = !taken.empty();
+  std::map<std::string, Position> cps;
+  std::map<std::string, BatchPlan> plans;
+  std::set<std::string> finished;
+  if (reload) {
+    auto c = store_->Checkpoints(config_.id);
+    auto p = store_->Plans(config_.id);
+    auto f = store_->FinishedShards(config_.id);
+    if (!c.ok() || !p.ok() || !f.ok()) {
+      // Cannot read the state yet: take the units again next pass.
+      std::lock_guard lock(mu_);
+      for (const auto& u : taken) unit_epochs_[u] = 0;
+      taken.clear();
+    } else {
+      cps = std::move(*c);
+      plans = std::move(*p);
+      finished = std::move(*f);
+    }
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& s : shards) {
+    std::string u = UnitOf(s.id);
+    if (taken.count(u)) {
+      auto& st = shards_[s.id];
+      auto cp = cps.find(s.id);
+      st.checkpoint = cp == cps.end() ? Position{} : cp->second;
+      st.known = cp != cps.end();
+      st.failures = 0;
+      st.retry_after_ms = 0;
+      auto plan = plans.find(s.id);
+      if (plan == plans.end()) {
+        plans_.erase(s.id);
+      } else {
+        plans_[s.id] = plan->second;
+      }
+      if (finished.count(s.id)) finished_.insert(s.id);
+    }
+    if (lost.count(u) && !shards_[s.id].in_flight) {
+      // Another process delivers it now: what is known here is stale.
+      shards_[s.id].known = false;
+      plans_.erase(s.id);
+    }
+    if (coordinator_->HeldEpoch(config_.id, u) != 0 && unit_epochs_[u] != 0) held.insert(s.id);
+  }
+  // Shards finished elsewhere are finished here too (parents before children).
+  for (const auto& f : finished) finished_.insert(f);
+  if (sink_->spans_shards() && taken.count(kChannelUnit)) {
+    // The destination's own record is read again before the first batch.
+    recovered_ = false;
+  }
+  return held;
+}
+
 std::optional<Position> ShardRunner::NeededPosition(const std::string& shard) const {
   std::lock_guard lock(mu_);
   if (finished_.count(shard)) return std::nullopt;
@@ -282,7 +366,8 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
   {
     std::lock_guard lock(mu_);
     if (fatal_) return jobs;
-    if (!recovered_) {
+    // (With a coordinator, recovery waits until the units are known to be held.)
+    if (!recovered_ && coordinator_ == nullptr) {
       if (!recovering_ && now >= recover_after_ms_ && max_jobs > in_flight_) {
         recovering_ = true;
         ++in_flight_;
@@ -304,12 +389,27 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     }
     return jobs;
   }
+  const std::set<std::string> held = HeldShards(*shards);
+  if (coordinator_ != nullptr) {
+    std::lock_guard lock(mu_);
+    // A channel delivered as one unit (a table): nothing at all unless it is ours; its
+    // destination's checkpoints are read first.
+    if (held.empty() && !shards->empty()) return jobs;
+    if (!recovered_) {
+      if (!recovering_ && now >= recover_after_ms_ && max_jobs > in_flight_ && in_flight_ == 0) {
+        recovering_ = true;
+        ++in_flight_;
+        jobs.push_back(RecoverJob());
+      }
+      return jobs;
+    }
+  }
   std::map<std::string, Position> positions;
   {
     std::lock_guard lock(mu_);
     known_shards_ = *shards;
     for (const auto& s : *shards) {
-      if (finished_.count(s.id)) continue;
+      if (finished_.count(s.id) || !held.count(s.id)) continue;
       auto& st = shards_[s.id];
       if (!st.known) st.known = true;  // created after activation: from its beginning
       positions[s.id] = st.checkpoint;
@@ -344,7 +444,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
   for (const auto& s : *shards) present.insert(s.id);
   std::set<std::string> newly_finished;
   for (const auto& s : *shards) {
-    if (finished_.count(s.id)) continue;
+    if (finished_.count(s.id) || !held.count(s.id)) continue;
     auto bit = backlogs.find(s.id);
     if (bit == backlogs.end()) continue;
     auto& st = shards_[s.id];
@@ -404,6 +504,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
   // A plan must start where its shard's checkpoint is: anything else would skip records
   // (or deliver some twice).
   for (const auto& [shard, plan] : plans_) {
+    if (!held.count(shard)) continue;
     auto it = shards_.find(shard);
     Position cp = it == shards_.end() ? Position{} : it->second.checkpoint;
     if (!(plan.after == cp)) {
@@ -448,6 +549,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
       std::vector<ShardRange> ranges;
       int64_t attempt_ms = 0;
       for (const auto& [shard, plan] : plans_) {
+        if (!held.count(shard)) continue;
         ranges.push_back({shard, plan.after, plan.last_sequence, plan.records});
         attempt_ms = std::max(attempt_ms, plan.attempt_ms);
       }

@@ -39,6 +39,7 @@
 #include "common/clock.h"
 #include "delivery/channel.h"
 #include "delivery/channel_metrics.h"
+#include "delivery/coordinator.h"
 #include "delivery/delivery_log.h"
 #include "delivery/delivery_store.h"
 #include "delivery/shard_source.h"
@@ -77,6 +78,16 @@ class ShardRunner {
   // Takes the checkpoints, plans and finished marks the store holds (a channel that was
   // ACTIVE before). The destination's own checkpoints are read by the first Schedule().
   Status Load();
+
+  // Scale-out: deliver only the lease units this process holds (coordinator.h). Each
+  // time a unit is taken (anew, or under a new epoch) its shards' state is read again
+  // from the store (another process may have moved it); a unit lost is forgotten. Set
+  // before the first Schedule; null (the default) delivers everything.
+  void SetCoordinator(Coordinator* coordinator) { coordinator_ = coordinator; }
+  // The unit a shard's state belongs to, and the unit of the channel's lifecycle.
+  std::string UnitOf(const std::string& shard) const;
+  std::string ControlUnit() const;
+  bool spans_shards() const { return sink_->spans_shards(); }
 
   // CREATING → ACTIVE: checks the destination and fixes where each existing shard starts
   // (StartingPosition; shards created later start at their beginning). The caller
@@ -118,6 +129,10 @@ class ShardRunner {
   struct ShardState;
   ShardRunner(ChannelConfig config, std::shared_ptr<ShardSource> source, DeliveryStore* store,
               const Clock* clock, RunnerOptions options);
+  // Scale-out: which of `shards` this process holds now; reloads the state of those taken
+  // since the last pass and forgets those lost. Returns the held ones (all without a
+  // coordinator). Called without mu_.
+  std::set<std::string> HeldShards(const std::vector<SourceShard>& shards);
 
   Job RecoverJob();
   Job BatchJob(DeliveryBatch batch);
@@ -157,6 +172,8 @@ class ShardRunner {
   uint64_t rng_state_ = 0;
   std::mutex log_mu_;  // guards log_ only (taken inside mu_, never the other way)
   std::shared_ptr<DeliveryLog> log_;
+  Coordinator* coordinator_ = nullptr;
+  std::map<std::string, uint64_t> unit_epochs_;  // the epoch each unit was last seen held at
 };
 
 }  // namespace icestream::delivery

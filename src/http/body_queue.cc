@@ -7,11 +7,19 @@
 
 namespace icestream::http {
 
+BodyQueue::~BodyQueue() {
+  // Whatever is still counted leaves the connection's shared count with the queue.
+  if (accounting_.shared && pending_ > 0) {
+    accounting_.shared->fetch_sub(static_cast<int64_t>(pending_));
+  }
+}
+
 bool BodyQueue::Write(std::string piece) {
   {
     std::lock_guard lock(mu_);
     if (closed_ || finished_) return false;
     pending_ += piece.size();
+    if (accounting_.shared) accounting_.shared->fetch_add(static_cast<int64_t>(piece.size()));
     queue_.push_back(std::move(piece));
   }
   Kick();
@@ -37,6 +45,49 @@ bool BodyQueue::closed() const {
   return closed_ || stopping_->load();
 }
 
+bool BodyQueue::CongestedLocked() const {
+  if (closed_) return false;
+  if (pending_ > max_queued_) return true;
+  return accounting_.shared && accounting_.shared->load() >= accounting_.budget;
+}
+
+bool BodyQueue::congested() const {
+  std::lock_guard lock(mu_);
+  return CongestedLocked();
+}
+
+void BodyQueue::WhenWritable(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mu_);
+    if (CongestedLocked()) {
+      on_writable_ = std::move(fn);
+      return;
+    }
+    on_writable_ = nullptr;
+  }
+  fn();
+}
+
+std::function<void()> BodyQueue::TakeWritableLocked() {
+  if (!on_writable_ || CongestedLocked()) return nullptr;
+  return std::exchange(on_writable_, nullptr);
+}
+
+void BodyQueue::CheckWritable() {
+  std::function<void()> fn;
+  {
+    std::lock_guard lock(mu_);
+    fn = TakeWritableLocked();
+  }
+  if (fn) fn();
+}
+
+void BodyQueue::Unqueue(size_t n) {
+  n = std::min(pending_, n);
+  pending_ -= n;
+  if (accounting_.shared) accounting_.shared->fetch_sub(static_cast<int64_t>(n));
+}
+
 std::optional<std::string> BodyQueue::TakePiece() {
   std::lock_guard lock(mu_);
   if (queue_.empty()) return std::nullopt;
@@ -47,25 +98,35 @@ std::optional<std::string> BodyQueue::TakePiece() {
 }
 
 void BodyQueue::Written(size_t n) {
-  std::lock_guard lock(mu_);
-  pending_ -= std::min(pending_, n);
+  std::function<void()> fn;
+  {
+    std::lock_guard lock(mu_);
+    Unqueue(n);
+    fn = TakeWritableLocked();
+  }
+  if (fn) fn();
 }
 
 size_t BodyQueue::Pull(uint8_t* dst, size_t n) {
-  std::lock_guard lock(mu_);
+  std::function<void()> fn;
   size_t done = 0;
-  while (done < n && !queue_.empty()) {
-    std::string& front = queue_.front();
-    size_t take = std::min(n - done, front.size() - offset_);
-    std::memcpy(dst + done, front.data() + offset_, take);
-    done += take;
-    offset_ += take;
-    if (offset_ == front.size()) {
-      queue_.pop_front();
-      offset_ = 0;
+  {
+    std::lock_guard lock(mu_);
+    while (done < n && !queue_.empty()) {
+      std::string& front = queue_.front();
+      size_t take = std::min(n - done, front.size() - offset_);
+      std::memcpy(dst + done, front.data() + offset_, take);
+      done += take;
+      offset_ += take;
+      if (offset_ == front.size()) {
+        queue_.pop_front();
+        offset_ = 0;
+      }
     }
+    Unqueue(done);
+    fn = TakeWritableLocked();
   }
-  pending_ -= std::min(pending_, done);
+  if (fn) fn();
   return done;
 }
 
@@ -85,17 +146,20 @@ bool BodyQueue::connection_closed() const {
 }
 
 void BodyQueue::MarkClosed() {
-  std::function<void()> kick;
+  std::function<void()> kick, writable;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
     queue_.clear();
     offset_ = 0;
-    pending_ = 0;
+    Unqueue(pending_);
     kick = std::move(kick_);
     kick_ = nullptr;
+    writable = std::exchange(on_writable_, nullptr);
   }
-  // Destroyed outside the lock: it may hold the last reference to the connection.
+  // Called outside the lock (the producer learns it may stop); the kick is destroyed
+  // outside it too: it may hold the last reference to the connection.
+  if (writable) writable();
 }
 
 void BodyQueue::Kick() {

@@ -92,6 +92,9 @@ Result<ClientResponse> HttpClient::Send(const ClientRequest& req) {
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, options_.low_speed_seconds);
   curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, options_.verify_tls ? 1L : 0L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, options_.verify_tls ? 2L : 0L);
+  if (!options_.ca_file.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, options_.ca_file.c_str());
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, WriteBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &res.body);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, WriteHeader);

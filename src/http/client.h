@@ -40,6 +40,10 @@ struct HttpClientOptions {
   long low_speed_bytes = 1024;
   long low_speed_seconds = 30;
   size_t max_pooled_handles = 32;
+  // TLS: verify the server's certificate (against `ca_file` when set, else the system's
+  // store). Off only on request (a test server's self-signed certificate).
+  bool verify_tls = true;
+  std::string ca_file;
 };
 
 class HttpClient {

@@ -1,23 +1,36 @@
 // HTTP/2 server connection on libnghttp2 (see h2_connection.h). nghttp2 does the framing,
 // HPACK, flow control, stream states and HTTP messaging checks (pseudo-headers,
-// content-length against DATA); this file maps streams to Request/Response.
+// content-length against DATA); this file maps streams to Request/Response and keeps the
+// connection's memory within its budget.
 #include "http/h2_connection.h"
 
 #include <nghttp2/nghttp2.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <vector>
 
 #include "common/base64.h"
 #include "common/clock.h"
 #include "common/time_format.h"
+#include "http/body_budget.h"
 #include "http/body_queue.h"
 
 namespace icestream::http {
 
 namespace {
+
+// Reserved for a handler's answer when it is dispatched (most answers are smaller), and
+// the least reserve_response grants (an answer must be able to carry one record).
+constexpr int64_t kDefaultReserve = 64 << 10;
+constexpr int64_t kMinGrant = 64 << 10;
+// A request body's first allocation; it grows as bytes arrive (never to what a peer
+// merely announces in content-length).
+constexpr size_t kFirstBodyReserve = 64 << 10;
+// simdjson reads past a document's end: bodies keep this much room after them.
+constexpr size_t kBodyPadding = 64;
 
 // Connection-specific header fields may not appear in HTTP/2 (RFC 9113 §8.2.2).
 bool ConnectionSpecific(std::string_view lower) {
@@ -39,12 +52,22 @@ struct H2Connection::StreamState {
   size_t header_bytes = 0;
   bool headers_too_large = false;  // answered 431
   bool body_too_large = false;     // answered 413
+  bool credit_timeout = false;     // answered 503: its body waited too long for credit
+  bool queued = false;             // complete, waiting for the budget before dispatch
   bool dispatched = false;
   bool responded = false;
   // Every stream holds a share of `inflight` from its creation (its first HEADERS frame,
   // or the upgrade) until it is settled: answered, reset, or the connection lost.
   bool settled = false;
-  std::string body;  // a whole response body, sent from `offset`
+  size_t received = 0;        // request body bytes held (in used_ and the server budget)
+  size_t unconsumed = 0;      // of those, bytes whose window credit was not returned yet
+  int64_t waiting_since = 0;  // when credit was first withheld (0: not waiting)
+  // Set when the stream is reset while its handler is queued or running: a handler not
+  // started yet is skipped.
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  // The running handler's reservation for its answer (counted in used_ until answered).
+  std::shared_ptr<std::atomic<int64_t>> reserved;
+  std::string body;  // a whole response body, sent from `offset` (the rest is in used_)
   size_t offset = 0;
   std::shared_ptr<BodyQueue> writer;  // a streamed response body, pulled as the window allows
 };
@@ -58,9 +81,16 @@ struct H2Callbacks {
         nghttp2_session_get_stream_user_data(session, id));
   }
 
-  static int OnBeginHeaders(nghttp2_session* /*session*/, const nghttp2_frame* frame, void* ud) {
+  static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame, void* ud) {
     if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
     auto* c = Conn(ud);
+    // nghttp2 counts open streams against SETTINGS_MAX_CONCURRENT_STREAMS; handlers still
+    // running for streams the peer reset count too, or resets would pile up work.
+    if (c->streams_.size() + c->orphaned_.size() >= c->options_.max_concurrent_streams) {
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_REFUSED_STREAM);
+      return 0;
+    }
     c->AddStream(frame->hd.stream_id, std::make_unique<H2Connection::StreamState>());
     return 0;
   }
@@ -100,29 +130,30 @@ struct H2Callbacks {
 
   static int OnDataChunk(nghttp2_session* session, uint8_t /*flags*/, int32_t stream_id,
                          const uint8_t* data, size_t len, void* ud) {
-    auto* s = State(session, stream_id);
-    if (!s || s->body_too_large || s->dispatched) return 0;
     auto* c = Conn(ud);
+    auto* s = State(session, stream_id);
+    if (!s || s->body_too_large || s->credit_timeout || s->dispatched) {
+      // Bytes nobody keeps: their credit goes back at once.
+      nghttp2_session_consume(session, stream_id, len);
+      return 0;
+    }
     std::string& body = s->request->body;
     if (body.size() + len > c->options_.max_body_bytes) {
       s->body_too_large = true;
+      c->ReleaseBody(s);
       std::string().swap(body);
+      nghttp2_session_consume(session, stream_id, len);
       // Answer at once (RFC 9113 §8.1: a server may respond before the request is
       // complete); nghttp2 then resets the stream with NO_ERROR to stop the upload.
-      c->Dispatch(stream_id);
+      c->Ready(stream_id);
       return 0;
     }
-    if (body.empty()) {
-      // Room for the padding simdjson wants after a document (the router parses in place).
-      auto cl = s->request->GetHeader("content-length");
-      size_t want = 0;
-      for (char ch : cl) {
-        if (ch < '0' || ch > '9' || want > c->options_.max_body_bytes) break;
-        want = want * 10 + static_cast<size_t>(ch - '0');
-      }
-      body.reserve(std::min(want, c->options_.max_body_bytes) + 64);
-    }
+    if (body.empty()) body.reserve(kFirstBodyReserve);
     body.append(reinterpret_cast<const char*>(data), len);
+    s->received += len;
+    s->unconsumed += len;
+    c->used_->fetch_add(static_cast<int64_t>(len));
+    if (c->env_.bodies) c->env_.bodies->Charge(len);
     return 0;
   }
 
@@ -141,7 +172,7 @@ struct H2Callbacks {
         if (!r.HasHeader("host")) r.headers.push_back({"host", s->authority});
       }
       if (s->headers_too_large) {
-        c->Dispatch(frame->hd.stream_id);
+        c->Ready(frame->hd.stream_id);
         return 0;
       }
       if (!end && r.GetHeader("expect") == "100-continue") {
@@ -151,7 +182,7 @@ struct H2Callbacks {
                                nullptr);
       }
     }
-    if (end) c->Dispatch(frame->hd.stream_id);
+    if (end) c->Ready(frame->hd.stream_id);
     return 0;
   }
 
@@ -162,20 +193,33 @@ struct H2Callbacks {
     if (it == c->streams_.end()) return 0;
     auto& s = *it->second;
     if (s.writer) s.writer->MarkClosed();
-    // A stream closed while its handler works is settled by the responder.
-    if (!s.dispatched || s.responded) c->Settle(&s);
+    // An answer not sent in full is no longer held.
+    c->used_->fetch_sub(static_cast<int64_t>(s.body.size() - s.offset));
+    std::string().swap(s.body);
+    s.offset = 0;
+    if (s.dispatched && !s.responded) {
+      // Reset while its handler is queued or running: a handler that has not started is
+      // skipped; one that runs still counts against the stream limit until it answers
+      // (Respond settles it and frees what it holds).
+      s.cancelled->store(true);
+      c->orphaned_[stream_id] = std::move(it->second);
+    } else {
+      c->ReleaseBody(&s);
+      c->Settle(&s);
+    }
     c->streams_.erase(it);
     return 0;
   }
 
   static ssize_t ReadBody(nghttp2_session* /*session*/, int32_t /*stream_id*/, uint8_t* buf,
                           size_t length, uint32_t* data_flags, nghttp2_data_source* source,
-                          void* /*ud*/) {
+                          void* ud) {
     auto* s = static_cast<H2Connection::StreamState*>(source->ptr);
     if (!s->writer) {
       size_t n = std::min(length, s->body.size() - s->offset);
       std::memcpy(buf, s->body.data() + s->offset, n);
       s->offset += n;
+      Conn(ud)->used_->fetch_sub(static_cast<int64_t>(n));
       if (s->offset == s->body.size()) {
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
         std::string().swap(s->body);
@@ -194,7 +238,15 @@ struct H2Callbacks {
 };
 
 H2Connection::H2Connection(H2Options options, H2Env env)
-    : options_(std::move(options)), env_(std::move(env)) {}
+    : options_(std::move(options)), env_(std::move(env)) {
+  // Credit is returned while the connection holds less than budget - window, so the
+  // window must leave room for a whole body below the budget.
+  int64_t half = static_cast<int64_t>(options_.budget_bytes / 2);
+  options_.connection_window_bytes = static_cast<int32_t>(
+      std::max<int64_t>(65535, std::min<int64_t>(options_.connection_window_bytes, half)));
+  options_.stream_window_bytes =
+      std::min(options_.stream_window_bytes, options_.connection_window_bytes);
+}
 
 H2Connection::~H2Connection() {
   Abort();
@@ -205,6 +257,11 @@ Result<std::shared_ptr<H2Connection>> H2Connection::Make(H2Options options, H2En
   std::shared_ptr<H2Connection> c(new H2Connection(std::move(options), std::move(env)));
   RETURN_IF_ERROR(c->Init());
   return c;
+}
+
+int64_t H2Connection::Now() const {
+  if (env_.now_ms) return env_.now_ms();
+  return MonotonicNanos() / 1000000;
 }
 
 Status H2Connection::Init() {
@@ -219,6 +276,9 @@ Status H2Connection::Init() {
   nghttp2_option_new(&opt);
   // Bounds HPACK's decoder table and the header block nghttp2 buffers for one stream.
   nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+  // Window credit is returned by ReturnCredit, as bodies are consumed and the budgets
+  // allow; nghttp2's automatic updates would let a peer upload without bound.
+  nghttp2_option_set_no_auto_window_update(opt, 1);
   int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
   nghttp2_option_del(opt);
   nghttp2_session_callbacks_del(cbs);
@@ -246,7 +306,7 @@ Status H2Connection::Upgrade(std::string_view settings_b64url, std::shared_ptr<R
   auto s = std::make_unique<StreamState>();
   s->request = std::move(request);
   AddStream(1, std::move(s));
-  Dispatch(1);
+  Ready(1);
   return Status::OK();
 }
 
@@ -265,6 +325,7 @@ bool H2Connection::Receive(const uint8_t* data, size_t n) {
 std::string H2Connection::TakeOutput(size_t max) {
   std::string out;
   if (aborted_) return out;
+  ReturnCredit();
   while (out.size() < max) {
     const uint8_t* data = nullptr;
     ssize_t n = nghttp2_session_mem_send(session_, &data);
@@ -273,15 +334,56 @@ std::string H2Connection::TakeOutput(size_t max) {
       fatal_ = true;
       break;
     }
-    if (n == 0) break;
+    if (n == 0) {
+      // Answers sent just now may have made room for credit (WINDOW_UPDATE to send).
+      if (ReturnCredit()) continue;
+      break;
+    }
     out.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
   }
+  DispatchQueued();
+  NotifyWritable();
   return out;
 }
 
 bool H2Connection::Finished() const {
   return fatal_ || aborted_ ||
          (nghttp2_session_want_read(session_) == 0 && nghttp2_session_want_write(session_) == 0);
+}
+
+bool H2Connection::idle() const {
+  return streams_.empty() && orphaned_.empty() && !aborted_ && !fatal_ &&
+         nghttp2_session_want_write(session_) == 0;
+}
+
+bool H2Connection::NeedsTick() const {
+  for (const auto& [id, s] : streams_) {
+    if (s->waiting_since) return true;
+  }
+  return false;
+}
+
+void H2Connection::Tick() {
+  if (aborted_ || fatal_) return;
+  int64_t now = Now();
+  std::vector<int32_t> expired;
+  for (const auto& [id, s] : streams_) {
+    if (s->waiting_since && !s->dispatched && now - s->waiting_since >= options_.credit_wait_ms) {
+      expired.push_back(id);
+    }
+  }
+  for (int32_t id : expired) {
+    auto it = streams_.find(id);
+    if (it == streams_.end()) continue;
+    StreamState& s = *it->second;
+    spdlog::debug("http/2 stream {} from {}: its body waited {} ms for room; answered 503", id,
+                  env_.remote_address, now - s.waiting_since);
+    s.credit_timeout = true;
+    ReleaseBody(&s);
+    std::string().swap(s.request->body);
+    if (s.queued) s.queued = false;  // a queued request is complete: it is not waiting
+    Ready(id);
+  }
 }
 
 void H2Connection::GoAway() {
@@ -294,11 +396,25 @@ void H2Connection::GoAway() {
 void H2Connection::Abort() {
   if (aborted_) return;
   aborted_ = true;
+  if (room_ticket_ && env_.bodies) env_.bodies->Cancel(room_ticket_);
+  room_ticket_ = 0;
   for (auto& [id, s] : streams_) {
     if (s->writer) s->writer->MarkClosed();
-    if (!s->dispatched || s->responded) Settle(s.get());
+    used_->fetch_sub(static_cast<int64_t>(s->body.size() - s->offset));
+    std::string().swap(s->body);
+    s->offset = 0;
+    if (s->dispatched && !s->responded) {
+      s->cancelled->store(true);
+      orphaned_[id] = std::move(s);  // settled and freed by its responder
+      continue;
+    }
+    if (env_.bodies) env_.bodies->Release(s->received);
+    used_->fetch_sub(static_cast<int64_t>(s->received));
+    s->received = s->unconsumed = 0;
+    Settle(s.get());
   }
   streams_.clear();
+  ready_.clear();
 }
 
 void H2Connection::AddStream(int32_t stream_id, std::unique_ptr<StreamState> s) {
@@ -314,6 +430,96 @@ void H2Connection::Settle(StreamState* s) {
   env_.inflight->fetch_sub(1);
 }
 
+bool H2Connection::OverBudget() const {
+  return used_->load() >= static_cast<int64_t>(options_.budget_bytes);
+}
+
+void H2Connection::ReleaseBody(StreamState* s) {
+  if (s->received) {
+    used_->fetch_sub(static_cast<int64_t>(s->received));
+    if (env_.bodies) env_.bodies->Release(s->received);
+    s->received = 0;
+  }
+  if (s->unconsumed && !aborted_) {
+    // The stream may be gone already: then only the connection's window gets it back.
+    for (auto& [id, st] : streams_) {
+      if (st.get() != s) continue;
+      nghttp2_session_consume(session_, id, s->unconsumed);
+      s->unconsumed = 0;
+      break;
+    }
+    if (s->unconsumed) nghttp2_session_consume_connection(session_, s->unconsumed);
+  }
+  s->unconsumed = 0;
+  s->waiting_since = 0;
+}
+
+bool H2Connection::ReturnCredit() {
+  if (aborted_ || fatal_) return false;
+  bool returned = false, server_full = false;
+  int64_t threshold =
+      static_cast<int64_t>(options_.budget_bytes) - options_.connection_window_bytes;
+  // Oldest streams first (ids grow), so the first uploads finish rather than all of them
+  // creeping on.
+  for (auto& [id, s] : streams_) {
+    if (!s->unconsumed) continue;
+    bool room = used_->load() <= threshold;
+    if (room && env_.bodies && !env_.bodies->HasRoom()) {
+      room = false;
+      server_full = true;
+    }
+    if (!room) {
+      if (!s->waiting_since) s->waiting_since = Now();
+      continue;
+    }
+    nghttp2_session_consume(session_, id, s->unconsumed);
+    s->unconsumed = 0;
+    s->waiting_since = 0;
+    returned = true;
+  }
+  if (server_full && room_ticket_ == 0) {
+    // Woken when another connection's request ends; the post flushes, which returns the
+    // credit that is due.
+    std::weak_ptr<H2Connection> weak = weak_from_this();
+    auto post = env_.post;
+    room_ticket_ = env_.bodies->WhenRoom([weak, post] {
+      post([weak] {
+        if (auto c = weak.lock()) c->room_ticket_ = 0;
+      });
+    });
+  }
+  return returned;
+}
+
+void H2Connection::NotifyWritable() {
+  for (auto& [id, s] : streams_) {
+    if (s->writer) s->writer->CheckWritable();
+  }
+}
+
+void H2Connection::Ready(int32_t stream_id) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return;
+  StreamState& s = *it->second;
+  if (s.dispatched || s.queued) return;
+  // Answers that run no handler go out at once.
+  bool early = s.headers_too_large || s.body_too_large || s.credit_timeout;
+  if (early || (ready_.empty() && !OverBudget())) return Dispatch(stream_id);
+  s.queued = true;
+  ready_.push_back(stream_id);
+}
+
+void H2Connection::DispatchQueued() {
+  while (!ready_.empty() && !OverBudget() && !aborted_) {
+    int32_t id = ready_.front();
+    ready_.pop_front();
+    auto it = streams_.find(id);
+    if (it == streams_.end() || !it->second->queued) continue;  // reset meanwhile
+    it->second->queued = false;
+    Dispatch(id);
+  }
+}
+
 void H2Connection::Dispatch(int32_t stream_id) {
   auto it = streams_.find(stream_id);
   if (it == streams_.end() || it->second->dispatched) return;
@@ -321,8 +527,27 @@ void H2Connection::Dispatch(int32_t stream_id) {
   s.dispatched = true;
   if (s.headers_too_large) return SubmitSimple(stream_id, 431);
   if (s.body_too_large) return SubmitSimple(stream_id, 413);
+  if (s.credit_timeout) return SubmitSimple(stream_id, 503);
   auto req = s.request;
+  if (req->body.capacity() < req->body.size() + kBodyPadding) {
+    req->body.reserve(req->body.size() + kBodyPadding);
+  }
   req->remote_address = env_.remote_address;
+  s.reserved = std::make_shared<std::atomic<int64_t>>(kDefaultReserve);
+  used_->fetch_add(kDefaultReserve);
+  req->reserve_response = [used = used_, reserved = s.reserved,
+                           budget = static_cast<int64_t>(options_.budget_bytes)](size_t want) {
+    int64_t w = static_cast<int64_t>(want);
+    int64_t have = reserved->load();
+    if (w <= have) return want;
+    int64_t room = std::max<int64_t>(0, budget - used->load());
+    int64_t grant = std::max(have + std::min(w - have, room), std::min(w, kMinGrant));
+    if (grant > have) {
+      reserved->fetch_add(grant - have);
+      used->fetch_add(grant - have);
+    }
+    return static_cast<size_t>(std::max(grant, have));
+  };
   auto self = shared_from_this();
   Responder respond = [self, stream_id](Response r) {
     auto shared = std::make_shared<Response>(std::move(r));
@@ -330,8 +555,13 @@ void H2Connection::Dispatch(int32_t stream_id) {
   };
   // The handler runs off the connection's strand (env_.run), so one connection's streams
   // are parsed and decoded on every I/O thread at once while the strand goes on reading.
-  auto call = [handler = env_.handler, req = std::move(req),
-               respond = std::move(respond)]() mutable {
+  auto call = [handler = env_.handler, req = std::move(req), respond = std::move(respond),
+               cancelled = s.cancelled]() mutable {
+    if (cancelled->load()) {
+      // Reset before it started (the rapid-reset pattern): the work is not done.
+      respond(Response{});
+      return;
+    }
     try {
       handler(std::move(req), respond);
     } catch (const std::exception& e) {
@@ -353,6 +583,12 @@ void H2Connection::Dispatch(int32_t stream_id) {
 void H2Connection::SubmitSimple(int32_t stream_id, int status) {
   Response r;
   r.status = status;
+  if (status == 503) {
+    r.SetHeader("Content-Type", "application/json");
+    r.SetHeader("Retry-After", "1");
+    r.body = R"({"__type":"ServiceUnavailable","message":"The server is receiving too many )"
+             R"(request bodies at once; retry."})";
+  }
   Respond(stream_id, std::move(r));
 }
 
@@ -360,6 +596,12 @@ void H2Connection::Respond(int32_t stream_id, Response r) {
   auto it = aborted_ ? streams_.end() : streams_.find(stream_id);
   if (it == streams_.end() || it->second->responded) {
     // The stream is gone (reset by the client, connection lost): nothing to send.
+    if (auto o = orphaned_.find(stream_id); o != orphaned_.end()) {
+      StreamState& gone = *o->second;
+      if (gone.reserved) used_->fetch_sub(gone.reserved->exchange(0));
+      ReleaseBody(&gone);
+      orphaned_.erase(o);
+    }
     env_.inflight->fetch_sub(1);
     if (r.stream) {
       auto dead = std::make_shared<BodyQueue>([] {}, env_.stopping);
@@ -370,6 +612,8 @@ void H2Connection::Respond(int32_t stream_id, Response r) {
   }
   StreamState& s = *it->second;
   s.responded = true;
+  if (s.reserved) used_->fetch_sub(s.reserved->exchange(0));
+  ReleaseBody(&s);  // the request is answered: its body is no longer held
   std::vector<std::string> strings;
   strings.reserve(2 * r.headers.size() + 6);
   strings.push_back(":status");
@@ -408,15 +652,18 @@ void H2Connection::Respond(int32_t stream_id, Response r) {
             if (auto c = weak.lock()) c->ResumeBody(stream_id);
           });
         },
-        env_.stopping);
-  } else {
+        env_.stopping, BodyQueue::Accounting{used_, static_cast<int64_t>(options_.budget_bytes)});
+  } else if (with_body) {
     s.body = std::move(r.body);
+    used_->fetch_add(static_cast<int64_t>(s.body.size()));
   }
   int rv = nghttp2_submit_response(session_, stream_id, nva.data(), nva.size(),
                                    with_body ? &prd : nullptr);
   if (rv != 0) {
     spdlog::debug("http/2 stream {}: {}", stream_id, nghttp2_strerror(rv));
     if (s.writer) s.writer->MarkClosed();
+    used_->fetch_sub(static_cast<int64_t>(s.body.size()));
+    std::string().swap(s.body);
     Settle(&s);
   }
   if (r.stream) {

@@ -22,6 +22,12 @@ struct Request {
   std::vector<Header> headers;
   std::string body;
   std::string remote_address;
+  // How many bytes this request's answer may take, for handlers whose answer size is
+  // theirs to choose (GetRecords may return fewer records): returns at most `want`, and
+  // never less than a small minimum (an answer always makes progress). Set by HTTP/2,
+  // whose connections hold answers their peer has not read yet within a budget; empty
+  // (no bound) on HTTP/1.1, which writes one answer at a time.
+  std::function<size_t(size_t want)> reserve_response;
 
   // Value of the first header with this (lower-case) name, or "".
   std::string_view GetHeader(std::string_view lower_name) const;
@@ -41,6 +47,14 @@ class BodyWriter {
   virtual size_t pending_bytes() const = 0;
   // True once the connection is closed or the server is stopping: finish soon.
   virtual bool closed() const = 0;
+  // True while the producer should hold back: much of this body is still queued or (HTTP/2)
+  // the connection's memory budget is spent by answers the peer does not read. Write
+  // never refuses a piece for it; producers that can wait (event streams) check it.
+  virtual bool congested() const = 0;
+  // Calls `fn` once, when congested() turns false or the body is closed (at once when it
+  // already is), on the connection's thread; `fn` must not block. A newer call replaces
+  // an older one that has not fired.
+  virtual void WhenWritable(std::function<void()> fn) = 0;
 };
 
 struct Response {

@@ -10,6 +10,14 @@
 // when the process runs out of descriptors, handlers that complete asynchronously from
 // any thread, streamed response bodies (chunked on HTTP/1.1, DATA frames on HTTP/2).
 //
+// What a client can make the server hold is bounded: request bodies grow as their bytes
+// arrive (never to an announced Content-Length) within a server-wide budget
+// (max_request_bytes_in_flight; a body that waits longer than body_wait_seconds for room
+// is answered 503); an HTTP/2 connection holds at most h2_connection_budget_bytes of
+// bodies and unread answers (h2_connection.h); a connection must send its first bytes,
+// finish its TLS handshake and each request header within first_byte_timeout_seconds;
+// at the connection cap the connection idle longest is closed to make room.
+//
 // Lifetime: Start() listens and runs the I/O threads; Stop() stops accepting, sends
 // GOAWAY on HTTP/2 connections, waits (bounded) for in-flight requests to be answered,
 // then closes every connection and joins the threads. Thread-safety: Stop may be called
@@ -33,10 +41,21 @@ struct ServerOptions {
   size_t threads = 2;
   size_t max_body_bytes = 16u << 20;
   size_t max_header_bytes = 64u << 10;  // larger request headers get 431
-  // Open connections at most; further clients wait in the listen backlog until one
-  // closes (each connection holds a descriptor).
+  // Open connections at most (each holds a descriptor). At the cap the connection idle
+  // longest is closed for a new one; when none is idle, new clients wait in the listen
+  // backlog until one closes.
   size_t max_connections = 4096;
   int idle_timeout_seconds = 300;  // a keep-alive connection idle this long is closed
+  // A new connection's first bytes, its TLS handshake, and a request header once begun
+  // must arrive within this many seconds.
+  int first_byte_timeout_seconds = 10;
+  // Request-body bytes held at once, all connections together (at least max_body_bytes);
+  // bodies of 64 KiB or less are always taken (their bound is the connection cap).
+  size_t max_request_bytes_in_flight = 256u << 20;
+  int body_wait_seconds = 10;  // a body waiting this long for room is answered 503
+  // Bytes one HTTP/2 connection holds for its peer at most: request bodies, answers not
+  // yet read, streamed events (see h2_connection.h).
+  size_t h2_connection_budget_bytes = 64u << 20;
   int stop_grace_seconds = 30;
   // TLS: PEM certificate chain and private key. Both empty: plaintext only. With them,
   // the port takes TLS (ALPN h2, http/1.1) and still plaintext.

@@ -8,6 +8,7 @@
 
 #include "iceberg/catalog_conformance.h"
 #include "iceberg/sqlite_catalog.h"
+#include "common/testing/status_assertions.h"
 #include "iceberg/table_metadata_json.h"
 #include "iceberg/table_update_json.h"
 #include "iceberg/test_env.h"
@@ -76,19 +77,18 @@ INSTANTIATE_TEST_SUITE_P(Sqlite, CatalogConformance,
 TEST_F(CatalogTest, MetadataCacheStaysBoundedUnderManyCommits) {
   // A single writer reads back only what it wrote (never a cache miss); the cache must
   // still stay within its bound.
-  ASSERT_TRUE(catalog_->CreateNamespace({"db"}, {}).ok());
-  ASSERT_TRUE(catalog_->CreateTable({"db"}, Request("t")).ok());
+  ASSERT_OK(catalog_->CreateNamespace({"db"}, {}));
+  ASSERT_OK(catalog_->CreateTable({"db"}, Request("t")));
   TableIdentifier id{{"db"}, "t"};
   for (int i = 0; i < 150; ++i) {
-    auto r = catalog_->CommitTable(id, {}, {update::SetProperties{{{"n", std::to_string(i)}}}});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    ASSERT_TRUE(catalog_->LoadTable(id).ok());
+    ASSERT_OK(catalog_->CommitTable(id, {}, {update::SetProperties{{{"n", std::to_string(i)}}}}));
+    ASSERT_OK(catalog_->LoadTable(id));
   }
   EXPECT_LE(catalog_->cached_metadata_count(), MetastoreCatalogOptions().metadata_cache_entries);
   EXPECT_EQ(catalog_->LoadTable(id)->metadata.properties.at("n"), "149");
 }
 
-TEST(TableUpdateJson, RoundTripsAndRejectsUnknown) {
+TEST(TableUpdateJsonTest, RoundTripsAndRejectsUnknown) {
   using nlohmann::json;
   const char* updates[] = {
       R"({"action":"assign-uuid","uuid":"u"})",
@@ -111,14 +111,17 @@ TEST(TableUpdateJson, RoundTripsAndRejectsUnknown) {
       R"({"action":"remove-schemas","schema-ids":[3]})"};
   for (const char* text : updates) {
     auto u = TableUpdateFromJsonValue(json::parse(text));
-    ASSERT_TRUE(u.ok()) << text << ": " << u.status().ToString();
+    ASSERT_OK(u) << text << ": ";
     EXPECT_EQ(TableUpdateToJsonValue(*u), json::parse(text)) << text;
   }
-  EXPECT_FALSE(TableUpdateFromJsonValue(json::parse(R"({"action":"add-view-version"})")).ok());
-  EXPECT_FALSE(TableUpdateFromJsonValue(json::parse(R"({"action":"set-properties"})")).ok());
-  EXPECT_FALSE(TableRequirementFromJsonValue(json::parse(R"({"type":"assert-nothing"})")).ok());
+  EXPECT_STATUS(kInvalidArgument,
+                TableUpdateFromJsonValue(json::parse(R"({"action":"add-view-version"})")));
+  EXPECT_STATUS(kInvalidArgument,
+                TableUpdateFromJsonValue(json::parse(R"({"action":"set-properties"})")));
+  EXPECT_STATUS(kInvalidArgument,
+                TableRequirementFromJsonValue(json::parse(R"({"type":"assert-nothing"})")));
   auto r = TableRequirementFromJsonValue(json::parse(R"({"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":null})"));
-  ASSERT_TRUE(r.ok());
+  ASSERT_OK(r);
   EXPECT_FALSE(std::get<requirement::AssertRefSnapshotId>(*r).snapshot_id.has_value());
   EXPECT_EQ(TableRequirementToJsonValue(*r)["snapshot-id"], nullptr);
 }

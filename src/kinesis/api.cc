@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iterator>
+#include <thread>
 #include <unordered_map>
 
 #include "common/base64.h"
@@ -126,10 +128,12 @@ void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string
 }
 
 void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t max_entries) {
+  // Maps are rendered as Java prints them ({key=value, ...}), as AWS's messages show them.
+  std::string rendered = aws::Params::RenderMap(map);
   if (map.size() > max_entries || map.empty()) {
     p.AddViolation(fmt::format(
-        "Value '{}' at '{}' failed to satisfy constraint: Member must have length {} {}",
-        map.dump(), path, map.empty() ? "greater than or equal to" : "less than or equal to",
+        "Value '{}' at '{}' failed to satisfy constraint: Member must have length {} {}", rendered,
+        path, map.empty() ? "greater than or equal to" : "less than or equal to",
         map.empty() ? 1 : max_entries));
   }
   bool bad_key = false, bad_value = false;
@@ -141,13 +145,7 @@ void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t 
       if (it.value().is_null()) {
         bad_value = true;
       } else {
-        p.AddSerializationError(
-            it.value().is_number()
-                ? "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not be "
-                  "converted to an String"
-                : (it.value().is_boolean()
-                       ? "class java.lang.Boolean can not be converted to an String"
-                       : "Start of structure or map found where not expected."));
+        p.AddSerializationError(aws::Params::TypeMessage(it.value(), aws::MemberType::kString));
       }
       continue;
     }
@@ -158,14 +156,14 @@ void CheckTagMap(aws::Params& p, std::string_view path, const json& map, size_t 
         "Value '{}' at '{}' failed to satisfy constraint: Map keys must satisfy constraint: "
         "[Member must have length less than or equal to 128, Member must have length greater "
         "than or equal to 1]",
-        map.dump(), path));
+        rendered, path));
   }
   if (bad_value) {
     p.AddViolation(fmt::format(
         "Value '{}' at '{}' failed to satisfy constraint: Map value must satisfy constraint: "
         "[Member must have length less than or equal to 256, Member must have length greater "
         "than or equal to 0]",
-        map.dump(), path));
+        rendered, path));
   }
 }
 
@@ -204,6 +202,36 @@ json ChildShardsJson(const std::vector<stream::ShardInfo>& children) {
 namespace {
 
 constexpr size_t kMaxRequestNesting = 64;
+// A JSON tree costs tens of bytes per value: a 16 MiB body of small values would cost
+// hundreds of MiB before authentication is even looked at. No Kinesis request but
+// PutRecords (parsed in place, records.cc) holds more than a few thousand values; the
+// largest (CreateChannel with its stream list) stays well below this.
+constexpr size_t kMaxRequestValues = 200000;
+
+// Separators and openings outside strings, a bound on the values of a JSON text, counted
+// up to `limit` + 1 (one linear pass, no allocation).
+size_t JsonValueBound(std::string_view text, size_t limit) {
+  size_t n = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == ',' || c == ':' || c == '[' || c == '{') {
+      if (++n > limit) return n;
+    }
+  }
+  return n;
+}
 
 // Operations of the Kinesis model that this server does not offer (yet). They get a
 // clear error instead of UnknownOperationException, which would suggest a typo.
@@ -313,7 +341,11 @@ KinesisApi::KinesisApi(KinesisOptions options, stream::StreamManager* streams, c
                        {},
                        nullptr,
                        {},
-                       "DISABLED"}) {}
+                       "DISABLED"}) {
+  size_t threads = ctx_->options.subscription_threads;
+  if (threads == 0) threads = std::max<size_t>(2, std::thread::hardware_concurrency());
+  ctx_->subscriptions = MakeSubscriptionHub(threads);
+}
 
 KinesisApi::~KinesisApi() { StopSubscriptions(); }
 
@@ -349,6 +381,11 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
   Call call{std::move(req), std::move(respond), crypto::RandomUuid(), std::move(auth_error)};
   if (auto ext = ctx_->external.find(op); ext != ctx_->external.end()) {
     if (call.auth_error) return call.Fail(*call.auth_error);
+    if (JsonValueBound(call.req->body, kMaxRequestValues) > kMaxRequestValues) {
+      return call.Fail(aws::SerializationError(
+          fmt::format("Request body holds more than {} JSON values; no {} request does.",
+                      kMaxRequestValues, op)));
+    }
     ext->second(call.req, call.respond, call.request_id);
     return;
   }
@@ -374,10 +411,15 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
     return call.Fail(aws::SerializationError(
         fmt::format("Request body nests JSON more than {} levels deep.", kMaxRequestNesting)));
   }
+  if (JsonValueBound(call.req->body, kMaxRequestValues) > kMaxRequestValues) {
+    return call.Fail(aws::SerializationError(
+        fmt::format("Request body holds more than {} JSON values; no {} request does.",
+                    kMaxRequestValues, op)));
+  }
   json body = json::parse(call.req->body, nullptr, false);
   if (body.is_discarded() || !body.is_object()) {
-    return call.Fail(aws::SerializationError(body.is_discarded() ? "Request body is not valid JSON."
-                                                                 : "Expected a JSON object."));
+    // AWS answers a body that is not a JSON object with no message (kinesalite's suite).
+    return call.Fail(aws::SerializationError(""));
   }
   aws::Params p(body);
   p.SetAuthError(call.auth_error);

@@ -25,6 +25,9 @@ struct KinesisOptions {
   bool aws_strict = false;
   int64_t iterator_ttl_ms = 300 * 1000;
   int64_t next_token_ttl_ms = 300 * 1000;
+  // Threads that push SubscribeToShard events, all subscriptions together (0: one per
+  // core, at least 2).
+  size_t subscription_threads = 0;
 };
 
 struct Context;

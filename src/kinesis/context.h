@@ -44,7 +44,6 @@ struct Call {
 };
 
 class SubscriptionHub;
-std::shared_ptr<SubscriptionHub> MakeSubscriptionHub();
 
 struct Context {
   KinesisOptions options;
@@ -61,7 +60,7 @@ struct Context {
   // --aws-strict: per-operation token buckets for AWS's control-plane rates.
   std::mutex rate_mu;
   std::map<std::string, TokenBucket, std::less<>> rate_buckets;
-  std::shared_ptr<SubscriptionHub> subscriptions = MakeSubscriptionHub();
+  std::shared_ptr<SubscriptionHub> subscriptions;  // set by KinesisApi
 };
 
 // Reads the «S» stream selector (StreamName and/or StreamARN, aws-api.md §B.0) and
@@ -74,6 +73,9 @@ const Pattern& StreamArnPattern();
 // Checks a StreamARN value; returns the stream name or nullopt (violation recorded).
 std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
                                              std::string_view path, const std::string& arn);
+// ShardIteratorType's values in the order AWS's validation message lists them
+// (kinesalite's suite).
+extern const std::string_view kIteratorTypes[5];
 // Validates a ShardId member (1–128, [a-zA-Z0-9_.-]+).
 void CheckShardIdMember(aws::Params& p, std::string_view path, const std::string& value);
 // Validates a Tags-style map (keys 1–128, values 0–256).
@@ -147,10 +149,10 @@ ConsumerArnParts ReadConsumerArn(Context& ctx, aws::Params& p);
 std::optional<std::string> ConsumerStatusOf(const stream::StreamInfo& info,
                                             const ConsumerArnParts& consumer, int64_t now_ms);
 
-// SubscribeToShard (handlers/subscribe.cc): the running subscriptions, each pushing
-// events from its own thread. StopSubscriptions ends them all and joins the threads.
+// SubscribeToShard (handlers/subscribe.cc): the running subscriptions, pushed by a pool
+// of `threads` threads. StopSubscriptions ends them all and joins the threads.
 class SubscriptionHub;
-std::shared_ptr<SubscriptionHub> MakeSubscriptionHub();
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub(size_t threads);
 void StopSubscriptions(SubscriptionHub& hub);
 void SubscribeToShard(Context&, Call&, aws::Params&);
 

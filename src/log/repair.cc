@@ -12,6 +12,7 @@
 #include "common/fs.h"
 #include "log/format.h"
 #include "log/segment.h"
+#include "log/shard_dir.h"
 
 namespace icestream::log {
 
@@ -132,18 +133,20 @@ Status Salvage(const std::string& dir, const SegmentScan& scan, uint64_t next_ba
 Result<ShardCheck> CheckShardLog(const std::string& dir, bool repair,
                                  uint64_t index_interval_bytes) {
   ShardCheck out;
-  ASSIGN_OR_RETURN(auto names, fs::ListDir(dir));
-  std::vector<uint64_t> bases;
-  for (const auto& n : names) {
-    if (n.size() == 24 && n.ends_with(".log") && n.find_first_not_of("0123456789") == 20) {
-      bases.push_back(std::stoull(n.substr(0, 20)));
-    } else if (n.ends_with(".tmp")) {
-      out.findings.push_back(n + ": a temporary file left by an interrupted write");
-      out.actions.push_back("remove " + n);
-      if (repair) RETURN_IF_ERROR(fs::RemoveFile(fs::Join(dir, n)));
-    }
+  ASSIGN_OR_RETURN(ShardDirListing listing, ListShardDir(dir));
+  for (const auto& n : listing.temporary) {
+    out.findings.push_back(n + ": a temporary file left by an interrupted write");
+    out.actions.push_back("remove " + n);
+    if (repair) RETURN_IF_ERROR(fs::RemoveFile(fs::Join(dir, n)));
   }
-  std::sort(bases.begin(), bases.end());
+  // A stray file is not part of the log: it is named, and neither read nor counted (its
+  // name would otherwise look like a segment far ahead, and every offset up to it like
+  // lost records).
+  for (const auto& [name, why] : listing.strays) {
+    out.notes.push_back(name + ": stray file, not part of the log (" + why +
+                        "); left alone: move it away if it is not needed");
+  }
+  std::vector<uint64_t> bases = std::move(listing.segments);
   for (size_t i = 0; i < bases.size(); ++i) {
     bool active = i + 1 == bases.size();
     uint64_t next = active ? kNoNext : bases[i + 1];

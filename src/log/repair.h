@@ -7,7 +7,9 @@
 //     records after the damage is moved, unchanged, into a new segment file named by its
 //     first offset, so offsets are kept and never handed out again; only the damaged
 //     records themselves are lost, and the log steps over their offsets;
-//   - missing or stale index files are rebuilt; leftover temporary files are removed.
+//   - missing or stale index files are rebuilt; leftover temporary files are removed;
+//   - stray files (not segments of this log by name or header, log/shard_dir.h) are
+//     named and left alone: they are neither read nor counted as lost records.
 // A segment whose header is damaged is reported and left for the operator.
 //
 // Runs only while no server uses the data directory (the caller holds its lock).
@@ -24,6 +26,7 @@ namespace icestream::log {
 struct ShardCheck {
   std::vector<std::string> findings;  // what is wrong, one line each
   std::vector<std::string> actions;   // what a repair does (or did), one line each
+  std::vector<std::string> notes;     // stray files beside the log (not problems of it)
   uint64_t dropped_records = 0;       // records a repair loses (damaged beyond reading)
   bool clean() const { return findings.empty(); }
   bool repairable = true;  // false: something needs the operator's hands

@@ -14,6 +14,7 @@
 #include "common/bytes.h"
 #include "common/fs.h"
 #include "log/committer.h"
+#include "log/shard_dir.h"
 
 namespace icestream::log {
 
@@ -34,16 +35,13 @@ Result<std::shared_ptr<ShardLog>> ShardLog::Open(std::string dir, LogOptions opt
 
 Status ShardLog::Recover() {
   RETURN_IF_ERROR(fs::MakeDirsDurable(dir_));
-  ASSIGN_OR_RETURN(auto names, fs::ListDir(dir_));
-  std::vector<uint64_t> bases;
-  for (const auto& n : names) {
-    if (n.size() == 24 && n.ends_with(".log")) {
-      bases.push_back(std::stoull(n.substr(0, 20)));
-    } else if (n.ends_with(".tmp")) {
-      RETURN_IF_ERROR(fs::RemoveFile(fs::Join(dir_, n)));
-    }
+  ASSIGN_OR_RETURN(ShardDirListing listing, ListShardDir(dir_));
+  for (const auto& n : listing.temporary) RETURN_IF_ERROR(fs::RemoveFile(fs::Join(dir_, n)));
+  for (const auto& [name, why] : listing.strays) {
+    // Not part of the log: passed by, never deleted (icestream fsck names it too).
+    spdlog::warn("{}: {} is not part of the shard log and is ignored: {}", dir_, name, why);
   }
-  std::sort(bases.begin(), bases.end());
+  std::vector<uint64_t> bases = std::move(listing.segments);
   // Segments are created under a temporary name and renamed once their header is durable
   // (Segment::Create), so every segment file has a whole header. One that does not is
   // damage (or a newer format): refuse to open the shard rather than drop acknowledged

@@ -12,17 +12,55 @@
 
 namespace icestream::server {
 
-std::string Config::host() const {
+Status ParseListen(std::string_view listen, std::string* host, uint16_t* port) {
   auto colon = listen.rfind(':');
-  std::string h = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == listen.size()) {
+    return InvalidArgument("--listen must be HOST:PORT, got '" + std::string(listen) + "'");
+  }
+  std::string_view digits = listen.substr(colon + 1);
+  uint32_t value = 0;
+  for (char ch : digits) {
+    if (ch < '0' || ch > '9') {
+      return InvalidArgument("--listen '" + std::string(listen) +
+                             "': the port must be a number from 0 to 65535");
+    }
+    value = value * 10 + static_cast<uint32_t>(ch - '0');
+    if (value > 65535) {
+      return InvalidArgument("--listen '" + std::string(listen) +
+                             "': port out of range (0 to 65535)");
+    }
+  }
+  std::string h(listen.substr(0, colon));
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (host) *host = h;
+  if (port) *port = static_cast<uint16_t>(value);
+  return Status::OK();
+}
+
+std::string Config::host() const {
+  std::string h;
+  if (!ParseListen(listen, &h, nullptr).ok()) return "127.0.0.1";
   return h;
 }
 
 uint16_t Config::port() const {
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return 4567;
-  return static_cast<uint16_t>(std::stoul(listen.substr(colon + 1)));
+  uint16_t p = 4567;
+  if (!ParseListen(listen, nullptr, &p).ok()) return 4567;
+  return p;
+}
+
+bool ValidRegion(std::string_view r) {
+  // AWS region names: lower-case letters and digits in dash-separated words, starting
+  // with a letter ("us-east-1", "us-gov-west-1", "local"). They go into ARNs, SigV4
+  // scopes and paths, where '/' or ':' would change what those mean.
+  if (r.empty() || r.size() > 32 || !(r[0] >= 'a' && r[0] <= 'z') || r.back() == '-') return false;
+  char prev = 0;
+  for (char c : r) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok || (c == '-' && prev == '-')) return false;
+    prev = c;
+  }
+  return true;
 }
 
 namespace {
@@ -138,6 +176,17 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"access_log", r.Bool(&c.access_log, "server.access_log")},
       {"tls_cert", r.Str(&c.tls_cert, "server.tls_cert")},
       {"tls_key", r.Str(&c.tls_key, "server.tls_key")},
+      {"first_byte_timeout_seconds",
+       r.Int(&c.first_byte_timeout_seconds, "server.first_byte_timeout_seconds", 1, 3600)},
+      {"max_request_bytes_in_flight",
+       r.Int(&c.max_request_bytes_in_flight, "server.max_request_bytes_in_flight", 1 << 20,
+             kMaxInt)},
+      {"body_wait_seconds", r.Int(&c.body_wait_seconds, "server.body_wait_seconds", 1, 3600)},
+      {"http2_connection_budget_bytes",
+       r.Int(&c.http2_connection_budget_bytes, "server.http2_connection_budget_bytes", 1 << 20,
+             kMaxInt)},
+      {"subscription_threads",
+       r.Int(&c.subscription_threads, "server.subscription_threads", 0, 256)},
   };
   const Keys auth = {
       {"bearer_tokens", r.StrList(&c.bearer_tokens, "auth.bearer_tokens")},
@@ -246,15 +295,15 @@ Status Validate(const Config& c) {
     return InvalidArgument("log level '" + c.log_level +
                            "' is not one of trace, debug, info, warn, error, off");
   }
-  if (c.region.empty()) return InvalidArgument("region must not be empty");
-  auto colon = c.listen.rfind(':');
-  if (colon == std::string::npos || colon + 1 == c.listen.size()) {
-    return InvalidArgument("--listen must be HOST:PORT, got '" + c.listen + "'");
+  if (!ValidRegion(c.region)) {
+    return InvalidArgument("region '" + c.region +
+                           "' is not a region name (lower-case letters, digits and single "
+                           "dashes, starting with a letter, e.g. us-east-1)");
   }
-  for (char ch : c.listen.substr(colon + 1)) {
-    if (ch < '0' || ch > '9') return InvalidArgument("bad port in --listen '" + c.listen + "'");
+  if (!c.s3_region.empty() && !ValidRegion(c.s3_region)) {
+    return InvalidArgument("s3.region '" + c.s3_region + "' is not a region name");
   }
-  if (std::stoul(c.listen.substr(colon + 1)) > 65535) return InvalidArgument("port out of range");
+  RETURN_IF_ERROR(ParseListen(c.listen, nullptr, nullptr));
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     return InvalidArgument(
         "TLS needs both server.tls_cert (--tls-cert) and server.tls_key (--tls-key)");

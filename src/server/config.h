@@ -36,10 +36,22 @@ struct Config {
   size_t max_open_segment_files = 512;  // descriptors of sealed segments kept open
 
   // Serving.
-  size_t io_threads = 0;  // 0 = one per core (at least 2)
+  size_t io_threads = 0;           // 0 = one per core (at least 2)
   size_t max_connections = 4096;   // further connections wait in the listen backlog
   int idle_timeout_seconds = 300;  // a keep-alive connection idle this long is closed
-  bool access_log = false;         // one info line per request
+  // A new connection's first bytes, its TLS handshake and a request header once begun
+  // must arrive within this many seconds (slow or silent clients hold connection slots).
+  int first_byte_timeout_seconds = 10;
+  // Request-body bytes held at once, all connections together; a body that waits longer
+  // than body_wait_seconds for room is answered 503.
+  uint64_t max_request_bytes_in_flight = 256ull << 20;
+  int body_wait_seconds = 10;
+  // Bytes one HTTP/2 connection holds for its peer at most (request bodies, answers and
+  // events it has not read yet).
+  uint64_t http2_connection_budget_bytes = 64ull << 20;
+  // Threads that push SubscribeToShard events for all subscriptions (0: one per core).
+  size_t subscription_threads = 0;
+  bool access_log = false;  // one info line per request
   // TLS on the listening port (PEM files; both or neither). With them the port takes
   // HTTPS (ALPN h2, http/1.1) beside plaintext HTTP/1.1 and h2c.
   std::string tls_cert;
@@ -97,6 +109,10 @@ struct Config {
 Result<Config> LoadConfigFile(const std::string& path, Config base);
 // Checks values and the listen address (and the log level).
 Status Validate(const Config& c);
+// HOST:PORT (HOST may be a name or [IPv6]); the port 0..65535. Either out may be null.
+Status ParseListen(std::string_view listen, std::string* host, uint16_t* port);
+// An AWS region name: lower-case letters, digits and single dashes, from a letter.
+bool ValidRegion(std::string_view region);
 // trace|debug|info|warn|error|off.
 bool ValidLogLevel(std::string_view level);
 

@@ -77,12 +77,14 @@ int RunFsck(const FsckFlags& f) {
       }
       if (check->clean()) {
         std::cout << label << ": ok\n";
+        for (const auto& line : check->notes) std::cout << "  note: " << line << "\n";
         continue;
       }
       ++problems;
       if (!check->repairable) ++unrepairable;
       dropped += check->dropped_records;
       std::cout << label << ":\n";
+      for (const auto& line : check->notes) std::cout << "  note: " << line << "\n";
       for (const auto& line : check->findings) std::cout << "  found: " << line << "\n";
       for (const auto& line : check->actions) {
         std::cout << "  " << (f.repair ? "repaired: " : "a repair would: ") << line << "\n";

@@ -1,12 +1,13 @@
 // Server wiring.
 #include "server/server.h"
 
-#include <thread>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/crypto.h"
 #include "common/fs.h"
@@ -15,8 +16,8 @@
 #include "delivery/s3/s3_sink.h"
 #include "delivery/sqlite_delivery_store.h"
 #include "delivery/table/table_sink.h"
-#include "iceberg/warehouses.h"
 #include "http/server.h"
+#include "iceberg/warehouses.h"
 #include "kinesis/api.h"
 #include "objectstore/local_store.h"
 #include "objectstore/s3_store.h"
@@ -54,16 +55,17 @@ namespace {
 // A random secret kept in meta.db: it keys shard iterators and NextTokens so they stay
 // valid across restarts and cannot be forged.
 Result<std::string> TokenSecret(Database* db) {
-  RETURN_IF_ERROR(
-      db->Exec("CREATE TABLE IF NOT EXISTS server_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
-  ASSIGN_OR_RETURN(auto rows, db->Query("SELECT value FROM server_meta WHERE key = 'token_secret'"));
+  RETURN_IF_ERROR(db->Exec(
+      "CREATE TABLE IF NOT EXISTS server_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
+  ASSIGN_OR_RETURN(auto rows,
+                   db->Query("SELECT value FROM server_meta WHERE key = 'token_secret'"));
   if (!rows.empty()) return AsText(rows[0][0]);
   uint8_t b[32];
   crypto::RandomBytes(b, sizeof b);
   std::string secret = crypto::Hex(b, sizeof b);
-  RETURN_IF_ERROR(db->Query("INSERT INTO server_meta(key, value) VALUES ('token_secret', ?1)",
-                            {secret})
-                      .status());
+  RETURN_IF_ERROR(
+      db->Query("INSERT INTO server_meta(key, value) VALUES ('token_secret', ?1)", {secret})
+          .status());
   return secret;
 }
 
@@ -72,15 +74,38 @@ Result<std::string> TokenSecret(Database* db) {
 http::Handler WithAccessLog(http::Handler inner) {
   return [inner = std::move(inner)](std::shared_ptr<http::Request> req, http::Responder respond) {
     int64_t start = MonotonicNanos();
-    std::string line = fmt::format("access {} {} {} {}", req->remote_address, req->method, req->path,
-                                   req->HasHeader("x-amz-target") ? std::string(req->GetHeader("x-amz-target"))
-                                                                  : std::string("-"));
-    inner(std::move(req), [respond = std::move(respond), line = std::move(line), start](http::Response r) {
-      spdlog::info("{} {} {} B {:.1f} ms", line, r.status, r.body.size(),
-                   static_cast<double>(MonotonicNanos() - start) / 1e6);
-      respond(std::move(r));
-    });
+    std::string line =
+        fmt::format("access {} {} {} {}", req->remote_address, req->method, req->path,
+                    req->HasHeader("x-amz-target") ? std::string(req->GetHeader("x-amz-target"))
+                                                   : std::string("-"));
+    inner(std::move(req),
+          [respond = std::move(respond), line = std::move(line), start](http::Response r) {
+            spdlog::info("{} {} {} B {:.1f} ms", line, r.status, r.body.size(),
+                         static_cast<double>(MonotonicNanos() - start) / 1e6);
+            respond(std::move(r));
+          });
   };
+}
+
+// Every open shard holds its active segment file open, so the process's descriptor limit
+// (ulimit -n, raised to the hard limit at start) bounds the shards it can serve beside its
+// connections and sealed-segment files. A shard_limit beyond that is announced at start;
+// CreateStream and resharding then answer LimitExceededException when the descriptors
+// would not suffice (StreamManager checks before opening any shard).
+void WarnAboutShardLimit(const Config& config) {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  uint64_t files = rl.rlim_cur;
+  uint64_t reserved = std::min<uint64_t>(config.max_open_segment_files, files / 4) +
+                      std::min<uint64_t>(config.max_connections, files / 4) + 128;
+  uint64_t fit = files > reserved ? files - reserved : 0;
+  if (fit >= config.shard_limit) return;
+  spdlog::warn(
+      "shard_limit {} is more than the process can open: it may open {} files (ulimit -n) and "
+      "keeps about {} for connections, sealed segments and itself, so about {} shards fit; "
+      "CreateStream answers LimitExceededException beyond what the descriptors allow (raise "
+      "ulimit -n to serve more)",
+      config.shard_limit, files, reserved, fit);
 }
 
 }  // namespace
@@ -111,13 +136,15 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   so.commit_threads = config.commit_threads;
   so.retention_check_interval_ms = config.retention_check_interval_ms;
   so.shard_limit = config.shard_limit;
+  WarnAboutShardLimit(config);
   so.on_demand_stream_limit = config.on_demand_stream_limit;
   so.max_open_segment_files = config.max_open_segment_files;
   ASSIGN_OR_RETURN(p->streams,
                    stream::StreamManager::Open(so, SystemClock::Default(), p->db.get()));
 
   if (config.s3_endpoint.empty()) {
-    p->buckets = std::make_shared<objectstore::LocalObjectStore>(fs::Join(config.data_dir, "buckets"));
+    p->buckets =
+        std::make_shared<objectstore::LocalObjectStore>(fs::Join(config.data_dir, "buckets"));
   } else {
     objectstore::S3Options s3;
     s3.endpoint = config.s3_endpoint;
@@ -135,6 +162,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   ko.aws_strict = config.aws_strict;
   ko.iterator_ttl_ms = config.iterator_ttl_ms;
   ko.next_token_ttl_ms = config.iterator_ttl_ms;
+  ko.subscription_threads = config.subscription_threads;
   Parts* raw = p.get();
   auto post = [raw](std::function<void()> fn) {
     if (auto* h = raw->http_raw.load()) {
@@ -144,13 +172,14 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
     }
   };
   p->kinesis = std::make_unique<kinesis::KinesisApi>(ko, p->streams.get(), SystemClock::Default(),
-                                                      secret, post);
+                                                     secret, post);
 
   aws::AuthenticatorOptions auth_options;
   auth_options.secrets = config.credentials;
   auth_options.region = config.region;
   p->auth = std::make_unique<aws::Authenticator>(auth_options);
-  p->surface_auth = std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
+  p->surface_auth =
+      std::make_unique<SurfaceAuth>(p->auth.get(), config.bearer_tokens, config.public_metrics);
   p->router = std::make_unique<Router>(p->auth.get());
   kinesis::KinesisApi* k = p->kinesis.get();
   // Kinesis speaks JSON 1.1 and CBOR, and reports authentication failures in AWS's
@@ -164,13 +193,14 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   };
   p->router->AddService(std::move(kinesis_service));
   SurfaceAuth* surface = p->surface_auth.get();
-  p->router->AddPath({"/metrics", [raw, surface](std::shared_ptr<http::Request> req, http::Responder respond) {
-                        if (auto denied = surface->CheckMetrics(*req)) return respond(MetricsDenied(*denied));
-                        http::Response r;
-                        r.SetHeader("Content-Type", "text/plain; version=0.0.4");
-                        r.body = raw->channels ? raw->channels->PrometheusText() : std::string();
-                        respond(std::move(r));
-                      }});
+  p->router->AddPath(
+      {"/metrics", [raw, surface](std::shared_ptr<http::Request> req, http::Responder respond) {
+         if (auto denied = surface->CheckMetrics(*req)) return respond(MetricsDenied(*denied));
+         http::Response r;
+         r.SetHeader("Content-Type", "text/plain; version=0.0.4");
+         r.body = raw->channels ? raw->channels->PrometheusText() : std::string();
+         respond(std::move(r));
+       }});
   stream::StreamManager* sm = p->streams.get();
   p->router->AddPath({"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
                         // 200 either way (the server serves); "degraded" lists the shards
@@ -201,8 +231,9 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                         respond(std::move(r));
                       }});
 
-  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(config, p->db.get(), p->router.get(), p->surface_auth.get(),
-                                                      config.s3_endpoint.empty() ? nullptr : p->buckets));
+  ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(
+                                   config, p->db.get(), p->router.get(), p->surface_auth.get(),
+                                   config.s3_endpoint.empty() ? nullptr : p->buckets));
 
   // Channels: S3 buckets and streaming tables (the catalog's warehouses and registry).
   delivery::ChannelManagerOptions co;
@@ -259,6 +290,10 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
                                  : std::max<size_t>(2, std::thread::hardware_concurrency());
   ho.max_connections = config.max_connections;
   ho.idle_timeout_seconds = config.idle_timeout_seconds;
+  ho.first_byte_timeout_seconds = config.first_byte_timeout_seconds;
+  ho.max_request_bytes_in_flight = config.max_request_bytes_in_flight;
+  ho.body_wait_seconds = config.body_wait_seconds;
+  ho.h2_connection_budget_bytes = config.http2_connection_budget_bytes;
   ho.tls_cert_file = config.tls_cert;
   ho.tls_key_file = config.tls_key;
   Router* router = p->router.get();

@@ -9,10 +9,14 @@ namespace icestream::stream {
 
 std::string_view StreamStatusName(StreamStatus s) {
   switch (s) {
-    case StreamStatus::kCreating: return "CREATING";
-    case StreamStatus::kActive: return "ACTIVE";
-    case StreamStatus::kUpdating: return "UPDATING";
-    case StreamStatus::kDeleting: return "DELETING";
+    case StreamStatus::kCreating:
+      return "CREATING";
+    case StreamStatus::kActive:
+      return "ACTIVE";
+    case StreamStatus::kUpdating:
+      return "UPDATING";
+    case StreamStatus::kDeleting:
+      return "DELETING";
   }
   return "ACTIVE";
 }
@@ -37,16 +41,22 @@ void AppendShardId(std::string* out, uint32_t index) {
 }
 
 std::optional<uint32_t> ParseShardId(std::string_view id) {
-  size_t dash = id.rfind('-');
-  if (dash == std::string_view::npos || dash == 0 || dash + 1 >= id.size()) return std::nullopt;
-  std::string_view digits = id.substr(dash + 1);
-  if (digits.size() > 20) return std::nullopt;
+  // AWS resolves the piece between the first and second '-' (or the whole id when it has
+  // none) as the shard's number, 0..2^31-1 (kinesalite's suite): "shardId-7", "shard-7"
+  // and "7" name shard 7.
+  size_t dash = id.find('-');
+  std::string_view digits = id;
+  if (dash != std::string_view::npos) {
+    digits = id.substr(dash + 1);
+    digits = digits.substr(0, digits.find('-'));
+  }
+  if (digits.empty()) return std::nullopt;
   uint64_t v = 0;
   for (char c : digits) {
     if (c < '0' || c > '9') return std::nullopt;
     v = v * 10 + static_cast<uint64_t>(c - '0');
+    if (v > 2147483647) return std::nullopt;
   }
-  if (v > UINT32_MAX) return std::nullopt;
   return static_cast<uint32_t>(v);
 }
 
@@ -79,7 +89,8 @@ std::optional<StreamArnParts> ParseStreamArn(std::string_view arn) {
   arn.remove_prefix(7);
   std::string_view name = arn.substr(0, arn.find('/'));
   if (name.empty()) return std::nullopt;
-  return StreamArnParts{std::string(part[1]), std::string(part[3]), std::string(part[4]), std::string(name)};
+  return StreamArnParts{std::string(part[1]), std::string(part[3]), std::string(part[4]),
+                        std::string(name)};
 }
 
 namespace {

@@ -22,7 +22,8 @@ std::string_view StreamModeName(StreamMode m);      // "PROVISIONED" | "ON_DEMAN
 // "shardId-000000000007" for index 7.
 std::string ShardIdString(uint32_t index);  // "shardId-" + 12 digits
 void AppendShardId(std::string* out, uint32_t index);
-// Accepts "shardId-000000000007" and, like AWS, any "<prefix>-<digits>" ("shard-7").
+// Accepts "shardId-000000000007" and, like AWS, "<prefix>-<digits>[-...]" and plain
+// digits ("shard-7", "7"), up to 2^31-1.
 std::optional<uint32_t> ParseShardId(std::string_view id);
 
 struct ShardInfo {

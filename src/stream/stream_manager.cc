@@ -4,20 +4,26 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <set>
 
 #include "common/crypto.h"
 #include "common/fs.h"
+#include "stream/reshard.h"
 #include "stream/sequence_number.h"
 
 namespace icestream::stream {
 
 namespace {
 constexpr int64_t kHourMs = 3600 * 1000LL;
-constexpr int64_t kDayMs = 24 * kHourMs;
+// CreateStream answers once its shards exist or after this long (then CREATING).
+constexpr int64_t kCreateWaitMs = 500;
+// Descriptors kept free beside one per open shard (SQLite, sockets, directories).
+constexpr uint64_t kDescriptorSlack = 64;
 
 // The reason of an error message without the file it names ("pwrite /a/b: No space left
 // on device" -> "No space left on device"): /health is open to anyone.
@@ -68,6 +74,14 @@ void StreamManager::Stop() {
   }
   stop_cv_.notify_all();
   if (retention_thread_.joinable()) retention_thread_.join();
+  {
+    std::lock_guard lock(create_mu_);
+    create_stopping_ = true;
+  }
+  create_cv_.notify_all();
+  if (create_thread_.joinable()) create_thread_.join();
+  // Creations still queued were not started: they stay CREATING until the next start.
+  for (auto& job : create_queue_) job();
   {
     std::lock_guard lock(mu_);
     for (auto& [name, s] : streams_) {
@@ -266,6 +280,22 @@ Status StreamManager::CheckShardQuota(uint32_t additional) const {
   return ShardQuotaError(Totals().open_shards, additional);
 }
 
+Status StreamManager::DescriptorHeadroom(uint32_t additional) const {
+  // Every open shard holds its active segment open: shards beyond what the process may
+  // open would fail later, in the middle of the creation (or of a reshard).
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return Status::OK();
+  auto fds = fs::ListDir("/proc/self/fd");
+  if (!fds.ok()) return Status::OK();
+  uint64_t need = fds->size() + additional + kDescriptorSlack;
+  if (need <= rl.rlim_cur) return Status::OK();
+  return ResourceExhausted(fmt::format(
+      "This request would exceed the shard limit for the account {} in {}: the server may open "
+      "{} files (ulimit -n), {} are open, and {} more shards need {} more. Raise the limit or "
+      "delete streams.",
+      options_.account, options_.region, rl.rlim_cur, fds->size(), additional, additional));
+}
+
 Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
   uint32_t count =
       req.mode == StreamMode::kOnDemand ? options_.on_demand_shard_count : req.shard_count;
@@ -274,63 +304,133 @@ Result<StreamInfo> StreamManager::CreateStream(const CreateStreamRequest& req) {
     return ResourceExhausted(
         fmt::format("A stream can have at most {} shards.", options_.max_shards_per_stream));
   }
-  std::lock_guard lock(mu_);
-  if (streams_.count(req.name)) {
-    return AlreadyExists(
-        fmt::format("Stream {} under account {} already exists.", req.name, options_.account));
-  }
-  uint32_t open = 0, on_demand = 0;
-  for (const auto& [n, s] : streams_) {
-    std::shared_lock slock(s->mu);
-    open += static_cast<uint32_t>(s->info.OpenShardCount());
-    on_demand += s->info.mode == StreamMode::kOnDemand ? 1 : 0;
-  }
-  RETURN_IF_ERROR(ShardQuotaError(open, count));
-  if (req.mode == StreamMode::kOnDemand && on_demand >= options_.on_demand_stream_limit) {
-    return ResourceExhausted(fmt::format(
-        "This request would exceed the on-demand stream count limit for the account {} in {}. "
-        "Current on-demand stream count: {}. Limit: {}.",
-        options_.account, options_.region, on_demand, options_.on_demand_stream_limit));
-  }
+  std::shared_ptr<Stream> s;
   StreamInfo info;
-  info.name = req.name;
+  {
+    std::lock_guard lock(mu_);
+    if (streams_.count(req.name)) {
+      return AlreadyExists(
+          fmt::format("Stream {} under account {} already exists.", req.name, options_.account));
+    }
+    uint32_t open = 0, on_demand = 0;
+    for (const auto& [n, st] : streams_) {
+      std::shared_lock slock(st->mu);
+      open += static_cast<uint32_t>(st->info.OpenShardCount());
+      on_demand += st->info.mode == StreamMode::kOnDemand ? 1 : 0;
+    }
+    RETURN_IF_ERROR(ShardQuotaError(open, count));
+    if (req.mode == StreamMode::kOnDemand && on_demand >= options_.on_demand_stream_limit) {
+      return ResourceExhausted(fmt::format(
+          "This request would exceed the on-demand stream count limit for the account {} in {}. "
+          "Current on-demand stream count: {}. Limit: {}.",
+          options_.account, options_.region, on_demand, options_.on_demand_stream_limit));
+    }
+    RETURN_IF_ERROR(DescriptorHeadroom(count));
+    info.name = req.name;
+    for (;;) {
+      info.uid = kMinStreamUid + crypto::RandomU64() % (kMaxStreamUid - kMinStreamUid + 1);
+      bool clash = false;
+      for (const auto& [n, st] : streams_) clash |= st->info.uid == info.uid;
+      if (!clash && !fs::Exists(StreamDir(info.uid))) break;
+    }
+    info.arn = ArnFor(req.name);
+    // CREATING until every shard's log exists; a restart in between finishes the job
+    // (Load opens, and so creates, the logs of every shard listed).
+    info.status = StreamStatus::kCreating;
+    info.mode = req.mode;
+    info.created_ms = clock_->NowMillis();
+    info.max_record_kib = req.max_record_kib;
+    info.tags = req.tags;
+    info.warm_throughput_mibps = req.warm_throughput_mibps;
+    info.shards = InitialShards(count, info.created_ms);
+    info.next_shard_index = count;
+    RETURN_IF_ERROR(Persist(info));
+    s = std::make_shared<Stream>();
+    s->info = info;
+    streams_[info.name] = s;
+  }
+  // The shard logs are made outside the manager's lock (thousands of shards take
+  // seconds, during which every other stream is served) by the creator thread; the call
+  // waits a little, so small streams come back ACTIVE, big ones CREATING (as AWS answers).
+  auto done = std::make_shared<std::promise<Status>>();
+  auto finished = done->get_future();
+  {
+    std::lock_guard lock(create_mu_);
+    if (create_stopping_) return ShuttingDown("the server is stopping");
+    create_queue_.push_back([this, s, done] { done->set_value(FinishCreate(s)); });
+    if (!create_thread_.joinable()) create_thread_ = std::thread([this] { CreatorLoop(); });
+  }
+  create_cv_.notify_one();
+  if (finished.wait_for(std::chrono::milliseconds(kCreateWaitMs)) == std::future_status::ready) {
+    RETURN_IF_ERROR(finished.get());
+  }
+  std::shared_lock lock(s->mu);
+  return s->info;
+}
+
+Status StreamManager::FinishCreate(const std::shared_ptr<Stream>& s) {
+  StreamInfo info;
+  {
+    std::shared_lock lock(s->mu);
+    info = s->info;
+  }
+  std::map<uint32_t, std::shared_ptr<log::ShardLog>> logs;
+  Status st;
+  for (const auto& shard : info.shards) {
+    {
+      std::lock_guard lock(create_mu_);
+      if (create_stopping_) {
+        // Left CREATING: the next start finishes it.
+        for (auto& [idx, log] : logs) log->Close();
+        return ShuttingDown("the server stopped while stream " + info.name + " was created");
+      }
+    }
+    auto opened =
+        log::ShardLog::Open(ShardDir(info.uid, shard.index), options_.log, clock_, &committer_);
+    if (!opened.ok()) {
+      st = opened.status();
+      break;
+    }
+    logs[shard.index] = std::move(opened).value();
+  }
+  if (st.ok()) {
+    std::unique_lock lock(s->mu);
+    StreamInfo next = s->info;
+    next.status = StreamStatus::kActive;
+    st = Persist(next);
+    if (st.ok()) {
+      s->logs = std::move(logs);
+      s->info = std::move(next);
+      s->RebuildRoutes();
+      spdlog::info("stream {} created ({}, {} shards, uid {})", info.name,
+                   StreamModeName(info.mode), info.shards.size(), info.uid);
+      return Status::OK();
+    }
+  }
+  // The stream never became ACTIVE: it goes away whole.
+  spdlog::error("stream {} could not be created: {}", info.name, st.ToString());
+  for (auto& [idx, log] : logs) log->Close();
+  {
+    std::lock_guard lock(mu_);
+    auto it = streams_.find(info.name);
+    if (it != streams_.end() && it->second == s) streams_.erase(it);
+    (void)db_->Query("DELETE FROM streams WHERE uid = ?1", {static_cast<int64_t>(info.uid)});
+  }
+  (void)fs::RemoveAll(StreamDir(info.uid));
+  return st;
+}
+
+void StreamManager::CreatorLoop() {
+  std::unique_lock lock(create_mu_);
   for (;;) {
-    info.uid = kMinStreamUid + crypto::RandomU64() % (kMaxStreamUid - kMinStreamUid + 1);
-    bool clash = false;
-    for (const auto& [n, s] : streams_) clash |= s->info.uid == info.uid;
-    if (!clash && !fs::Exists(StreamDir(info.uid))) break;
+    create_cv_.wait(lock, [&] { return create_stopping_ || !create_queue_.empty(); });
+    if (create_queue_.empty()) return;  // stopping and nothing left
+    auto job = std::move(create_queue_.front());
+    create_queue_.pop_front();
+    lock.unlock();
+    job();
+    lock.lock();
   }
-  info.arn = ArnFor(req.name);
-  info.status = StreamStatus::kActive;
-  info.mode = req.mode;
-  info.created_ms = clock_->NowMillis();
-  info.max_record_kib = req.max_record_kib;
-  info.tags = req.tags;
-  info.warm_throughput_mibps = req.warm_throughput_mibps;
-  auto ranges = EvenSplit(count);
-  auto s = std::make_shared<Stream>();
-  for (uint32_t i = 0; i < count; ++i) {
-    ShardInfo shard;
-    shard.index = i;
-    shard.range = ranges[i];
-    shard.created_ms = info.created_ms;
-    info.shards.push_back(shard);
-    ASSIGN_OR_RETURN(auto log,
-                     log::ShardLog::Open(ShardDir(info.uid, i), options_.log, clock_, &committer_));
-    s->logs[i] = std::move(log);
-  }
-  info.next_shard_index = count;
-  Status st = Persist(info);
-  if (!st.ok()) {
-    (void)fs::RemoveAll(StreamDir(info.uid));
-    return st;
-  }
-  s->info = info;
-  s->RebuildRoutes();
-  streams_[info.name] = s;
-  spdlog::info("stream {} created ({}, {} shards, uid {})", info.name, StreamModeName(info.mode),
-               count, info.uid);
-  return info;
 }
 
 Status StreamManager::DeleteStream(const std::string& name) {
@@ -340,6 +440,10 @@ Status StreamManager::DeleteStream(const std::string& name) {
     auto it = streams_.find(name);
     if (it == streams_.end()) return NotFoundError(name);
     s = it->second;
+    {
+      std::shared_lock slock(s->mu);
+      if (s->info.status == StreamStatus::kCreating) return NotActiveError(s->info);
+    }
     // The delete is recorded with the row's removal, so a restart after a crash removes
     // the folder knowing it belonged to a deleted stream.
     int64_t uid = static_cast<int64_t>(s->info.uid);
@@ -360,6 +464,7 @@ Status StreamManager::DeleteStream(const std::string& name) {
     }
   }
   if (limiter_) limiter_->Forget(uid);
+  NotifyStream(uid);  // tip readers of the stream learn it is gone
   // Folders are removed now; descriptors held by in-flight readers stay valid. If this
   // fails or the process dies, Load() removes the leftover folder.
   Status st = fs::RemoveAll(StreamDir(uid));
@@ -403,80 +508,6 @@ Status StreamManager::Mutate(const std::string& name,
   RETURN_IF_ERROR(fn(next));
   RETURN_IF_ERROR(Persist(next));
   s->info = std::move(next);
-  return Status::OK();
-}
-
-Status StreamManager::SplitInto(StreamInfo& info, uint32_t shard, uint128 k, int64_t now,
-                                std::vector<uint32_t>* created) const {
-  ShardInfo* parent = nullptr;
-  for (auto& sh : info.shards) {
-    if (sh.index == shard) parent = &sh;
-  }
-  if (!parent) {
-    return NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
-                                ShardIdString(shard), info.name, options_.account));
-  }
-  if (!parent->open()) {
-    return FailedPrecondition(fmt::format(
-        "Shard {} in stream {} under account {} has already been merged or split, and thus is "
-        "not eligible for merging or splitting.",
-        ShardIdString(shard), info.name, options_.account));
-  }
-  parent->closed_ms = now;
-  ShardInfo left, right;
-  left.index = info.next_shard_index++;
-  right.index = info.next_shard_index++;
-  left.parent = right.parent = shard;
-  left.range = {parent->range.start, k - 1};
-  right.range = {k, parent->range.end};
-  left.created_ms = right.created_ms = now;
-  info.shards.push_back(left);
-  info.shards.push_back(right);
-  created->push_back(left.index);
-  created->push_back(right.index);
-  return Status::OK();
-}
-
-Status StreamManager::MergeInto(StreamInfo& info, uint32_t a, uint32_t b, int64_t now,
-                                std::vector<uint32_t>* created) const {
-  ShardInfo* sa = nullptr;
-  ShardInfo* sb = nullptr;
-  for (auto& sh : info.shards) {
-    if (sh.index == a) sa = &sh;
-    if (sh.index == b) sb = &sh;
-  }
-  for (auto [p, idx] : {std::pair{sa, a}, std::pair{sb, b}}) {
-    if (!p) {
-      return NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
-                                  ShardIdString(idx), info.name, options_.account));
-    }
-    if (!p->open()) {
-      return FailedPrecondition(fmt::format(
-          "Shard {} in stream {} under account {} has already been merged or split, and thus is "
-          "not eligible for merging or splitting.",
-          ShardIdString(idx), info.name, options_.account));
-    }
-  }
-  // ShardToMerge must be the lower-range shard of the pair: AWS refuses the inverted
-  // order with the same message (recorded by kinesalite's suite against AWS).
-  bool adjacent = sa->range.end != kUint128Max && sa->range.end + 1 == sb->range.start;
-  if (a == b || !adjacent) {
-    return InvalidArgument(fmt::format(
-        "Shards {} and {} in stream {} under account {} are not an adjacent pair of shards "
-        "eligible for merging",
-        ShardIdString(a), ShardIdString(b), info.name, options_.account));
-  }
-  sa->closed_ms = now;
-  sb->closed_ms = now;
-  ShardInfo child;
-  child.index = info.next_shard_index++;
-  child.parent = a;
-  child.adjacent_parent = b;
-  child.range = {std::min(sa->range.start, sb->range.start),
-                 std::max(sa->range.end, sb->range.end)};
-  child.created_ms = now;
-  info.shards.push_back(child);
-  created->push_back(child.index);
   return Status::OK();
 }
 
@@ -524,21 +555,12 @@ Status StreamManager::CommitTopology(Stream& s, StreamInfo next,
 Status StreamManager::SplitShard(const std::string& name, uint32_t shard, uint128 k) {
   ASSIGN_OR_RETURN(auto s, Find(name));
   RETURN_IF_ERROR(CheckShardQuota(1));
+  RETURN_IF_ERROR(DescriptorHeadroom(2));
   std::unique_lock lock(s->mu);
   if (s->info.status != StreamStatus::kActive) return NotActiveError(s->info);
-  const ShardInfo* p = s->info.FindShard(shard);
-  if (p && p->open() && !(k > p->range.start + 1 && k < p->range.end)) {
-    return InvalidArgument(fmt::format(
-        "NewStartingHashKey {} used in SplitShard() on shard {} in stream {} under account {} is "
-        "not both greater than one plus the shard's StartingHashKey {} and less than the shard's "
-        "EndingHashKey {}.",
-        ToDecimal(k), ShardIdString(shard), name, options_.account, ToDecimal(p->range.start),
-        ToDecimal(p->range.end)));
-  }
-  StreamInfo next = s->info;
-  std::vector<uint32_t> created;
-  RETURN_IF_ERROR(SplitInto(next, shard, k, clock_->NowMillis(), &created));
-  RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  ASSIGN_OR_RETURN(Reshard r, Split(s->info, shard, k, clock_->NowMillis(), options_.account));
+  auto created = r.created;
+  RETURN_IF_ERROR(CommitTopology(*s, std::move(r.next), created));
   spdlog::info("stream {}: split {} into {} and {}", name, ShardIdString(shard),
                ShardIdString(created[0]), ShardIdString(created[1]));
   return Status::OK();
@@ -546,12 +568,12 @@ Status StreamManager::SplitShard(const std::string& name, uint32_t shard, uint12
 
 Status StreamManager::MergeShards(const std::string& name, uint32_t a, uint32_t b) {
   ASSIGN_OR_RETURN(auto s, Find(name));
+  RETURN_IF_ERROR(DescriptorHeadroom(1));
   std::unique_lock lock(s->mu);
   if (s->info.status != StreamStatus::kActive) return NotActiveError(s->info);
-  StreamInfo next = s->info;
-  std::vector<uint32_t> created;
-  RETURN_IF_ERROR(MergeInto(next, a, b, clock_->NowMillis(), &created));
-  RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  ASSIGN_OR_RETURN(Reshard r, Merge(s->info, a, b, clock_->NowMillis(), options_.account));
+  auto created = r.created;
+  RETURN_IF_ERROR(CommitTopology(*s, std::move(r.next), created));
   spdlog::info("stream {}: merged {} and {} into {}", name, ShardIdString(a), ShardIdString(b),
                ShardIdString(created[0]));
   return Status::OK();
@@ -565,65 +587,19 @@ Result<uint32_t> StreamManager::UpdateShardCount(const std::string& name, uint32
     current = static_cast<uint32_t>(s->info.OpenShardCount());
   }
   if (target > current) RETURN_IF_ERROR(CheckShardQuota(target - current));
+  // Up to one new shard per target shard at any step (splits, then merges).
+  RETURN_IF_ERROR(DescriptorHeadroom(target));
   std::unique_lock lock(s->mu);
   if (s->info.status != StreamStatus::kActive) return NotActiveError(s->info);
   current = static_cast<uint32_t>(s->info.OpenShardCount());
-  int64_t now = clock_->NowMillis();
-  StreamInfo next = s->info;
-  std::erase_if(next.scaling_events_ms, [&](int64_t t) { return t < now - kDayMs; });
-  if (next.scaling_events_ms.size() >= 10) {
-    return ResourceExhausted(fmt::format(
-        "Stream {} under account {} has already been scaled 10 times in the last 24 hours; try "
-        "again later.",
-        name, options_.account));
-  }
-  if (target > 2 * current || 2 * target < current) {
-    return InvalidArgument(fmt::format(
-        "UpdateShardCount cannot scale stream {} under account {} from {} to {} shards: the "
-        "target must be between half and double the current open shard count.",
-        name, options_.account, current, target));
-  }
-  if (target > options_.max_shards_per_stream) {
-    return ResourceExhausted(
-        fmt::format("A stream can have at most {} shards.", options_.max_shards_per_stream));
-  }
-  next.scaling_events_ms.push_back(now);
-  if (target == current) {
-    // Nothing to reshape unless the layout is uneven; AWS still records the call.
-  }
-  std::vector<uint32_t> created;
-  auto goal = EvenSplit(target);
-  // Split phase: cut open shards at every goal boundary that falls inside them.
-  for (size_t j = 1; j < goal.size(); ++j) {
-    uint128 b = goal[j].start;
-    for (const auto& sh : next.shards) {
-      if (sh.open() && sh.range.start < b && b <= sh.range.end) {
-        uint32_t idx = sh.index;
-        RETURN_IF_ERROR(SplitInto(next, idx, b, now, &created));
-        break;
-      }
-    }
-  }
-  // Merge phase: fold the open shards inside each goal range into one, pairwise.
-  for (const auto& g : goal) {
-    std::vector<std::pair<uint128, uint32_t>> inside;
-    for (const auto& sh : next.shards) {
-      if (sh.open() && sh.range.start >= g.start && sh.range.end <= g.end) {
-        inside.emplace_back(sh.range.start, sh.index);
-      }
-    }
-    std::sort(inside.begin(), inside.end());
-    if (inside.empty()) continue;
-    uint32_t acc = inside[0].second;
-    for (size_t i = 1; i < inside.size(); ++i) {
-      RETURN_IF_ERROR(MergeInto(next, acc, inside[i].second, now, &created));
-      acc = created.back();
-    }
-  }
-  // Shards created and closed in the same call (intermediate steps) hold no records.
-  RETURN_IF_ERROR(CommitTopology(*s, std::move(next), created));
+  ScaleLimits limits;
+  limits.max_shards_per_stream = options_.max_shards_per_stream;
+  ASSIGN_OR_RETURN(Reshard r,
+                   ScaleUniformly(s->info, target, clock_->NowMillis(), options_.account, limits));
+  size_t created = r.created.size();
+  RETURN_IF_ERROR(CommitTopology(*s, std::move(r.next), r.created));
   spdlog::info("stream {}: open shard count {} -> {} ({} shards created)", name, current, target,
-               created.size());
+               created);
   return current;
 }
 
@@ -653,26 +629,64 @@ Status StreamManager::UpdateStreamMode(const std::string& name, StreamMode mode)
   });
 }
 
-uint64_t StreamManager::append_epoch() const { return append_epoch_.load(); }
-
-uint64_t StreamManager::WaitForAppend(uint64_t seen, std::chrono::milliseconds timeout) const {
-  append_waiters_.fetch_add(1);
+void StreamManager::WhenAppended(uint64_t uid, uint32_t shard, const log::ShardLog& log,
+                                 uint64_t known_end, std::function<void()> fn) {
+  uint64_t id;
   {
-    std::unique_lock lock(append_mu_);
-    append_cv_.wait_for(lock, timeout, [&] { return append_epoch_.load() != seen; });
+    std::lock_guard lock(watch_mu_);
+    id = next_watch_id_++;
+    watchers_[{uid, shard}].emplace_back(id, std::move(fn));
+    watcher_count_.fetch_add(1);
   }
-  append_waiters_.fetch_sub(1);
-  return append_epoch_.load();
+  // Registered first, checked second; NotifyShard runs after the commit moved the end.
+  // With a full fence on both sides, one of the two sees the other: no wake-up is lost.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (log.committed_end() <= known_end) return;
+  std::function<void()> mine;
+  {
+    std::lock_guard lock(watch_mu_);
+    auto it = watchers_.find({uid, shard});
+    if (it == watchers_.end()) return;  // NotifyShard took it: it calls it
+    auto& list = it->second;
+    for (auto w = list.begin(); w != list.end(); ++w) {
+      if (w->first != id) continue;
+      mine = std::move(w->second);
+      list.erase(w);
+      watcher_count_.fetch_sub(1);
+      break;
+    }
+    if (list.empty()) watchers_.erase(it);
+  }
+  if (mine) mine();
 }
 
-// The Put path takes no lock unless someone waits. Both sides are sequentially
-// consistent: a waiter counted before this load is notified (under the lock, so not
-// between its check and its wait); one counted after it sees the new epoch in its check.
-void StreamManager::NotifyAppend() {
-  append_epoch_.fetch_add(1);
-  if (append_waiters_.load() == 0) return;
-  { std::lock_guard lock(append_mu_); }
-  append_cv_.notify_all();
+void StreamManager::NotifyShard(uint64_t uid, uint32_t shard) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (watcher_count_.load() == 0) return;
+  std::vector<std::pair<uint64_t, std::function<void()>>> wake;
+  {
+    std::lock_guard lock(watch_mu_);
+    auto it = watchers_.find({uid, shard});
+    if (it == watchers_.end()) return;
+    wake = std::move(it->second);
+    watchers_.erase(it);
+    watcher_count_.fetch_sub(wake.size());
+  }
+  for (auto& [id, fn] : wake) fn();
+}
+
+void StreamManager::NotifyStream(uint64_t uid) {
+  std::vector<std::pair<uint64_t, std::function<void()>>> wake;
+  {
+    std::lock_guard lock(watch_mu_);
+    auto it = watchers_.lower_bound({uid, 0});
+    while (it != watchers_.end() && it->first.first == uid) {
+      for (auto& w : it->second) wake.push_back(std::move(w));
+      watcher_count_.fetch_sub(it->second.size());
+      it = watchers_.erase(it);
+    }
+  }
+  for (auto& [id, fn] : wake) fn();
 }
 
 Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& items,
@@ -682,6 +696,7 @@ Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& i
     PutResult result;
     std::vector<Status> group_status;
     std::vector<std::vector<size_t>> groups;
+    std::vector<uint32_t> group_shard;
     std::atomic<int> remaining{1};
     PutDone done;
     StreamManager* manager = nullptr;
@@ -690,8 +705,13 @@ Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& i
         if (group_status[g].ok()) continue;
         for (size_t i : groups[g]) result.items[i].error = group_status[g];
       }
-      // Tip readers wake as soon as the records are readable, before the answer goes out.
-      manager->NotifyAppend();
+      // Tip readers of these shards wake as soon as the records are readable, before the
+      // answer goes out; readers of other shards and streams are not disturbed.
+      for (size_t g = 0; g < groups.size(); ++g) {
+        if (group_status[g].ok() && !groups[g].empty()) {
+          manager->NotifyShard(result.stream_uid, group_shard[g]);
+        }
+      }
       done(std::move(result));
     }
   };
@@ -719,6 +739,7 @@ Status StreamManager::Put(const std::string& name, const std::vector<PutItem>& i
     state->groups[group_of_route[r]].push_back(i);
   }
   state->group_status.resize(state->groups.size());
+  for (size_t r : route_of_group) state->group_shard.push_back(routes[r].second);
   state->remaining.fetch_add(static_cast<int>(state->groups.size()));
   std::vector<log::AppendRecord> recs;
   for (size_t g = 0; g < state->groups.size(); ++g) {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -117,6 +118,10 @@ class StreamManager {
   const StreamManagerOptions& options() const { return options_; }
   std::string ArnFor(std::string_view name) const;
 
+  // Registers the stream CREATING and makes its shard logs on the creator thread, outside
+  // the manager's lock; returns once it is ACTIVE or after a short wait (then CREATING:
+  // Describe shows when it is ACTIVE). kResourceExhausted when the account's shard limit
+  // or the process's descriptors would not suffice.
   Result<StreamInfo> CreateStream(const CreateStreamRequest& req);
   Status DeleteStream(const std::string& name);
   Result<StreamInfo> Describe(const std::string& name) const;
@@ -150,11 +155,12 @@ class StreamManager {
   Result<ShardReadResult> Read(const std::string& name, uint64_t uid, uint32_t shard, uint64_t from,
                                size_t max_records, size_t max_bytes) const;
 
-  // Counts completed Put calls (any stream). Readers that follow the tip (SubscribeToShard)
-  // wait for it to move instead of polling on a timer.
-  uint64_t append_epoch() const;
-  // Waits until append_epoch() differs from `seen` or `timeout` passes; returns the epoch.
-  uint64_t WaitForAppend(uint64_t seen, std::chrono::milliseconds timeout) const;
+  // Calls `fn` once, when records past `known_end` are readable in the shard `log` of
+  // stream `uid` (at once when they already are), or when the stream is deleted. From a
+  // log thread or this one; `fn` must not block. Readers that follow a shard's tip
+  // (SubscribeToShard) wait this way: a Put wakes only the readers of its own shards.
+  void WhenAppended(uint64_t uid, uint32_t shard, const log::ShardLog& log, uint64_t known_end,
+                    std::function<void()> fn);
 
   // Delivery reads shard logs directly (no GetRecords quota).
   Result<std::shared_ptr<log::ShardLog>> ShardLogFor(uint64_t uid, uint32_t shard) const;
@@ -193,11 +199,13 @@ class StreamManager {
   Status BrokenShardError(const Stream& s, uint32_t shard) const;
   Status CheckShardQuota(uint32_t additional) const;  // takes mu_
   Status ShardQuotaError(uint32_t open_shards, uint32_t additional) const;
-  // Resharding primitives on a copy of the metadata (no I/O).
-  Status SplitInto(StreamInfo& info, uint32_t shard, uint128 k, int64_t now,
-                   std::vector<uint32_t>* created) const;
-  Status MergeInto(StreamInfo& info, uint32_t a, uint32_t b, int64_t now,
-                   std::vector<uint32_t>* created) const;
+  // kResourceExhausted when `additional` more open shards would leave the process short
+  // of descriptors (ulimit -n): each open shard holds its active segment open.
+  Status DescriptorHeadroom(uint32_t additional) const;
+  // Opens the shard logs of a CREATING stream and makes it ACTIVE (creator thread); on
+  // failure the stream is removed.
+  Status FinishCreate(const std::shared_ptr<Stream>& s);
+  void CreatorLoop();
   // Persists `next` and swaps it in, opening logs for new shards and closing logs of
   // shards that closed. Caller holds the stream's lock exclusively.
   Status CommitTopology(Stream& s, StreamInfo next, const std::vector<uint32_t>& created);
@@ -215,11 +223,22 @@ class StreamManager {
   std::mutex floor_mu_;
   RetentionFloor floor_;
 
-  void NotifyAppend();
-  std::atomic<uint64_t> append_epoch_{0};
-  mutable std::atomic<int> append_waiters_{0};
-  mutable std::mutex append_mu_;  // only for append_cv_
-  mutable std::condition_variable append_cv_;
+  // Tip readers waiting per shard (WhenAppended). The Put path takes no lock unless
+  // someone waits (watcher_count_).
+  void NotifyShard(uint64_t uid, uint32_t shard);
+  void NotifyStream(uint64_t uid);
+  std::mutex watch_mu_;
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<std::pair<uint64_t, std::function<void()>>>>
+      watchers_;
+  uint64_t next_watch_id_ = 1;
+  std::atomic<size_t> watcher_count_{0};
+
+  // CreateStream's shard logs are made by one creator thread, outside mu_.
+  std::mutex create_mu_;
+  std::condition_variable create_cv_;
+  std::deque<std::function<void()>> create_queue_;
+  bool create_stopping_ = false;
+  std::thread create_thread_;
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -2,6 +2,7 @@
 #include "stream/stream_manager.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -154,7 +155,8 @@ TEST_F(StreamManagerTest, SplitAndMerge) {
 }
 
 TEST_F(StreamManagerTest, UpdateShardCountKeepsSpaceCoveredAndParentsValid) {
-  for (auto [from, to] : std::vector<std::pair<uint32_t, uint32_t>>{{4, 8}, {8, 4}, {3, 5}, {5, 3}, {4, 7}}) {
+  for (auto [from, to] :
+       std::vector<std::pair<uint32_t, uint32_t>>{{4, 8}, {8, 4}, {3, 5}, {5, 3}, {4, 7}}) {
     std::string name = "s" + std::to_string(from) + "-" + std::to_string(to);
     ASSERT_OK(mgr_->CreateStream({.name = name, .shard_count = from}));
     ASSERT_OK_AND_ASSIGN(auto prev, mgr_->UpdateShardCount(name, to));
@@ -231,6 +233,42 @@ TEST(StreamArnTest, ParsesPartsAndRefusesOtherResources) {
   EXPECT_FALSE(ParseStreamArn("arn:aws:s3:us-east-1:000000000000:stream/x"));
   EXPECT_FALSE(ParseStreamArn("arn:aws:kinesis:us-east-1:000000000000:stream/"));
   EXPECT_FALSE(ParseStreamArn("orders"));
+}
+
+// Tip readers wait per shard: a Put wakes the readers of the shards it wrote to and
+// nobody else (issue 19: every Put used to wake every subscriber of every stream).
+TEST_F(StreamManagerTest, AppendsWakeOnlyTheirShardsReaders) {
+  ASSERT_TRUE(mgr_->CreateStream({.name = "a", .shard_count = 2}).ok());
+  ASSERT_TRUE(mgr_->CreateStream({.name = "b", .shard_count = 1}).ok());
+  auto a = *mgr_->Describe("a");
+  auto b = *mgr_->Describe("b");
+  std::string key0, key1;
+  for (int i = 0; key0.empty() || key1.empty(); ++i) {
+    std::string k = "k" + std::to_string(i);
+    (ShardFor(a, k) == 0 ? key0 : key1) = k;
+  }
+  auto log0 = *mgr_->ShardLogFor(a.uid, 0);
+  auto log1 = *mgr_->ShardLogFor(a.uid, 1);
+  std::atomic<int> woke0{0}, woke1{0};
+  mgr_->WhenAppended(a.uid, 0, *log0, log0->committed_end(), [&] { ++woke0; });
+  mgr_->WhenAppended(a.uid, 1, *log1, log1->committed_end(), [&] { ++woke1; });
+  PutSync("b", {"x", "y", "z"});  // another stream
+  PutSync("a", {key1});           // the other shard
+  EXPECT_EQ(woke0.load(), 0);
+  EXPECT_EQ(woke1.load(), 1);
+  PutSync("a", {key0});
+  EXPECT_EQ(woke0.load(), 1);
+  // Once: a callback is spent by the append that fired it.
+  PutSync("a", {key0, key1});
+  EXPECT_EQ(woke0.load(), 1);
+  EXPECT_EQ(woke1.load(), 1);
+  // Already past the known end: called at once.
+  mgr_->WhenAppended(a.uid, 0, *log0, 0, [&] { ++woke0; });
+  EXPECT_EQ(woke0.load(), 2);
+  // Deleting the stream wakes its readers (they then see it gone).
+  mgr_->WhenAppended(a.uid, 1, *log1, log1->committed_end(), [&] { ++woke1; });
+  ASSERT_TRUE(mgr_->DeleteStream("a").ok());
+  EXPECT_EQ(woke1.load(), 2);
 }
 
 }  // namespace

@@ -414,3 +414,47 @@ def wait_channel(server, arn, status="ACTIVE", timeout=20):
             return None
         time.sleep(0.05)
     raise AssertionError(f"channel {arn} did not reach {status}: {last}")
+
+
+class Kinesalite:
+    """kinesalite (npm, installed by scripts/install-deps into .cache/npm) on 127.0.0.1: the
+    peer whose validation texts were recorded against AWS by its own test suite. Missing
+    kinesalite fails start() loudly."""
+
+    def __init__(self, npm_dir=None):
+        root = os.path.abspath(os.path.join(LIB_DIR, "..", ".."))
+        self.npm = npm_dir or os.environ.get("ICESTREAM_NPM_DIR") or os.path.join(root, ".cache", "npm")
+        self.port = free_port()
+        self.proc = None
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self):
+        modules = os.path.join(self.npm, "node_modules")
+        if not os.path.isdir(os.path.join(modules, "kinesalite")):
+            raise RuntimeError(f"kinesalite is not installed under {modules}: run scripts/install-deps")
+        env = dict(os.environ, NODE_PATH=modules)
+        self.proc = subprocess.Popen(
+            ["node", "-e", 'require("kinesalite")({createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0})'
+             '.listen(Number(process.argv[1]), "127.0.0.1")', str(self.port)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("kinesalite did not start")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

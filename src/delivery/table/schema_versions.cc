@@ -5,7 +5,7 @@
 
 namespace icestream::delivery::table {
 
-SchemaVersions::SchemaVersions(registry::SchemaRegistry* registry, std::string schema_arn,
+SchemaVersions::SchemaVersions(VersionLookup* registry, std::string schema_arn,
                                PartitionFieldConfig partition_field)
     : registry_(registry),
       schema_arn_(std::move(schema_arn)),

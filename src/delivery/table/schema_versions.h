@@ -19,6 +19,35 @@
 
 namespace icestream::delivery::table {
 
+// Where a channel looks its schema's versions up: the built-in registry, or — on a
+// scale-out worker — a Glue Schema Registry API (another icestream server, or AWS Glue).
+// Errors: kNotFound when there is no such version; kUnavailable and the like when the
+// registry cannot be read. Thread-safe.
+class VersionLookup {
+ public:
+  virtual ~VersionLookup() = default;
+  virtual Result<registry::VersionInfo> GetVersionById(const std::string& id) = 0;
+  virtual Result<registry::VersionInfo> GetVersion(const std::string& registry,
+                                                   const std::string& schema,
+                                                   const registry::VersionSelector& selector) = 0;
+};
+
+// The built-in registry as a VersionLookup.
+class RegistryVersions final : public VersionLookup {
+ public:
+  explicit RegistryVersions(registry::SchemaRegistry* registry) : registry_(registry) {}
+  Result<registry::VersionInfo> GetVersionById(const std::string& id) override {
+    return registry_->GetVersionById(id);
+  }
+  Result<registry::VersionInfo> GetVersion(const std::string& registry, const std::string& schema,
+                                           const registry::VersionSelector& selector) override {
+    return registry_->GetVersion(registry, schema, selector);
+  }
+
+ private:
+  registry::SchemaRegistry* registry_;
+};
+
 struct SchemaVersion {
   std::string id;
   int64_t number = 0;
@@ -33,7 +62,7 @@ struct SchemaVersion {
 class SchemaVersions {
  public:
   // `registry` must outlive this object.
-  SchemaVersions(registry::SchemaRegistry* registry, std::string schema_arn,
+  SchemaVersions(VersionLookup* registry, std::string schema_arn,
                  PartitionFieldConfig partition_field);
 
   // The version with this id; an id the registry does not know is an unusable version.
@@ -49,7 +78,7 @@ class SchemaVersions {
   std::shared_ptr<const SchemaVersion> Make(const registry::VersionInfo& info);
   Result<registry::VersionInfo> Get(const registry::VersionSelector& selector);
 
-  registry::SchemaRegistry* registry_;
+  VersionLookup* registry_;
   const std::string schema_arn_;
   const PartitionFieldConfig partition_field_;
   std::mutex mu_;

@@ -102,7 +102,9 @@ class TableSink final : public Sink {
       : config_(config),
         options_(options),
         env_(env),
-        versions_(services.registry, config_.gsr_schema_arn,
+        lookup_(services.versions ? services.versions
+                                  : std::make_shared<RegistryVersions>(services.registry)),
+        versions_(lookup_.get(), config_.gsr_schema_arn,
                   config_.table().partition_fields.at(0)),
         owner_(config_, services, options, env),
         follower_(config_, &versions_, env),
@@ -308,6 +310,7 @@ class TableSink final : public Sink {
   const ChannelConfig config_;
   const TableSinkOptions options_;
   const SinkEnv env_;
+  std::shared_ptr<VersionLookup> lookup_;
   SchemaVersions versions_;
   pq::WriterOptions writer_options_;
 
@@ -515,7 +518,9 @@ Result<std::unique_ptr<Sink>> TableDestination::MakeSink(const ChannelConfig& co
   const auto& t = config.table();
   if (t.partition_fields.size() != 1)
     return InvalidArgument("a streaming table has exactly one partition field");
-  SchemaVersions versions(services_.registry, config.gsr_schema_arn, t.partition_fields[0]);
+  std::shared_ptr<VersionLookup> lookup =
+      services_.versions ? services_.versions : std::make_shared<RegistryVersions>(services_.registry);
+  SchemaVersions versions(lookup.get(), config.gsr_schema_arn, t.partition_fields[0]);
   ASSIGN_OR_RETURN(auto pinned, versions.ById(t.schema_version_id));
   if (!pinned->usable) {
     return InvalidArgument(fmt::format(

@@ -33,6 +33,7 @@
 #include "iceberg/catalog.h"
 #include "iceberg/catalog_store.h"
 #include "iceberg/file_io.h"
+#include "delivery/table/schema_versions.h"
 #include "registry/registry.h"
 
 namespace icestream::delivery::table {
@@ -46,7 +47,11 @@ struct TableServices {
   // The warehouse's catalog and files; kNotFound when the table bucket does not exist.
   std::function<Result<iceberg::Catalog*>(const std::string& bucket)> catalog;
   std::function<Result<const iceberg::FileIO*>(const std::string& bucket)> io;
+  // The built-in registry (CreateChannel's checks, and version lookups unless
+  // `versions` is set).
   registry::SchemaRegistry* registry = nullptr;
+  // Where sinks look versions up (a scale-out worker: a Glue API client). Null: `registry`.
+  std::shared_ptr<VersionLookup> versions;
   // The fence every write of a channel's table carries (appends, schema changes,
   // compaction, expiry), checked in the catalog transaction of the pointer swap: a
   // scale-out worker's lease on the table's committer role. Null (or a null result):

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 
+#include "common/testing/status_assertions.h"
 #include "http/server.h"
 #include "iceberg/catalog_conformance.h"
 #include "iceberg/rest/rest_server.h"
@@ -103,18 +104,16 @@ class RestCatalogTest : public testing::CatalogEnv {
     http::ServerOptions ho;
     ho.port = 0;
     RestCatalogServer* rs = server_impl_.get();
-    auto s = http::Server::Start(ho, [rs](std::shared_ptr<http::Request> req, http::Responder respond) {
-      respond(rs->Handle(*req));
-    });
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    http_ = std::move(s).value();
+    ASSERT_OK_AND_ASSIGN(auto s, http::Server::Start(ho, [rs](std::shared_ptr<http::Request> req,
+                                                              http::Responder respond) {
+                           respond(rs->Handle(*req));
+                         }));
+    http_ = std::move(s);
     RestCatalogOptions o;
     o.uri = "http://127.0.0.1:" + std::to_string(http_->port()) + "/iceberg/";
     o.warehouse = "wh";
     o.token = "secret";
-    auto c = RestCatalog::Open(o);
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    rest_ = std::move(c).value();
+    ASSERT_OK_AND_ASSIGN(rest_, RestCatalog::Open(o));
   }
   void TearDown() override {
     rest_.reset();
@@ -140,27 +139,26 @@ class RestCatalogTest : public testing::CatalogEnv {
 
 TEST_F(RestCatalogTest, CatalogOperationsRoundTrip) {
   EXPECT_EQ(rest_->prefix(), "wh");
-  ASSERT_TRUE(rest_->CreateNamespace({"db"}, {{"owner", "me"}}).ok());
+  ASSERT_OK(rest_->CreateNamespace({"db"}, {{"owner", "me"}}));
   // Names follow S3 Tables' rules (lowercase letters, digits, '_'); the levels of a
   // nested namespace still travel %1F-joined in the path.
-  EXPECT_EQ(rest_->CreateNamespace({"db", "sub space"}, {}).code(), StatusCode::kInvalidArgument);
-  ASSERT_TRUE(rest_->CreateNamespace({"db", "sub_space"}, {}).ok());
-  EXPECT_EQ(rest_->CreateNamespace({"db"}, {}).code(), StatusCode::kAlreadyExists);
+  EXPECT_STATUS(kInvalidArgument, rest_->CreateNamespace({"db", "sub space"}, {}));
+  ASSERT_OK(rest_->CreateNamespace({"db", "sub_space"}, {}));
+  EXPECT_STATUS(kAlreadyExists, rest_->CreateNamespace({"db"}, {}));
   EXPECT_EQ(*rest_->ListNamespaces({}), (std::vector<Namespace>{{"db"}}));
   EXPECT_EQ(*rest_->ListNamespaces({"db"}), (std::vector<Namespace>{{"db", "sub_space"}}));
   EXPECT_TRUE(IsNoSuchNamespace(rest_->ListNamespaces({"zz"}).status()));
   EXPECT_EQ(rest_->LoadNamespaceProperties({"db"})->at("owner"), "me");
   EXPECT_TRUE(*rest_->NamespaceExists({"db", "sub_space"}));
   EXPECT_FALSE(*rest_->NamespaceExists({"nope"}));
-  auto change = rest_->UpdateNamespaceProperties({"db"}, {"owner"}, {{"a", "1"}});
-  ASSERT_TRUE(change.ok());
-  EXPECT_EQ(change->removed, std::vector<std::string>{"owner"});
-  EXPECT_EQ(rest_->UpdateNamespaceProperties({"db"}, {"a"}, {{"a", "2"}}).status().code(), StatusCode::kInvalidArgument);
+  ASSERT_OK_AND_ASSIGN(auto change,
+                       rest_->UpdateNamespaceProperties({"db"}, {"owner"}, {{"a", "1"}}));
+  EXPECT_EQ(change.removed, std::vector<std::string>{"owner"});
+  EXPECT_STATUS(kInvalidArgument, rest_->UpdateNamespaceProperties({"db"}, {"a"}, {{"a", "2"}}));
 
-  auto t = rest_->CreateTable({"db"}, Request("t"));
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->metadata, catalog_->LoadTable({{"db"}, "t"})->metadata);
-  EXPECT_EQ(rest_->CreateTable({"db"}, Request("t")).status().code(), StatusCode::kAlreadyExists);
+  ASSERT_OK_AND_ASSIGN(auto t, rest_->CreateTable({"db"}, Request("t")));
+  EXPECT_EQ(t.metadata, catalog_->LoadTable({{"db"}, "t"})->metadata);
+  EXPECT_STATUS(kAlreadyExists, rest_->CreateTable({"db"}, Request("t")));
   EXPECT_TRUE(IsNoSuchNamespace(rest_->CreateTable({"zz"}, Request("t")).status()));
   EXPECT_TRUE(IsNoSuchTable(rest_->LoadTable({{"db"}, "none"}).status()));
   EXPECT_TRUE(*rest_->TableExists({{"db"}, "t"}));
@@ -168,39 +166,38 @@ TEST_F(RestCatalogTest, CatalogOperationsRoundTrip) {
   EXPECT_EQ(rest_->ListTables({"db"})->size(), 1u);
 
   TableIdentifier id{{"db"}, "t"};
-  EXPECT_EQ(rest_->CommitTable(id, {requirement::AssertTableUuid{"x"}}, {update::SetProperties{{{"a", "b"}}}})
-                .status()
-                .code(),
-            StatusCode::kConflict);
-  EXPECT_EQ(rest_->CommitTable(id, {}, {update::SetCurrentSchema{42}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kConflict, rest_
+                               ->CommitTable(id, {requirement::AssertTableUuid{"x"}},
+                                             {update::SetProperties{{{"a", "b"}}}})
+                               .status());
+  EXPECT_STATUS(kInvalidArgument, rest_->CommitTable(id, {}, {update::SetCurrentSchema{42}}));
   EXPECT_TRUE(IsNoSuchTable(rest_->CommitTable({{"db"}, "none"}, {}, {update::SetProperties{{{"a", "b"}}}}).status()));
-  auto committed = rest_->CommitTable(id, {requirement::AssertTableUuid{t->metadata.table_uuid}},
-                                      {update::SetProperties{{{"a", "b"}}}});
-  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
-  EXPECT_EQ(committed->metadata.properties.at("a"), "b");
-  EXPECT_EQ(committed->metadata_location, catalog_->LoadTable(id)->metadata_location);
+  ASSERT_OK_AND_ASSIGN(auto committed,
+                       rest_->CommitTable(id, {requirement::AssertTableUuid{t.metadata.table_uuid}},
+                                          {update::SetProperties{{{"a", "b"}}}}));
+  EXPECT_EQ(committed.metadata.properties.at("a"), "b");
+  EXPECT_EQ(committed.metadata_location, catalog_->LoadTable(id)->metadata_location);
 
   std::vector<TableCommit> tx = {{id, {}, {update::SetProperties{{{"tx", "1"}}}}},
                                  {{{"db"}, "none"}, {}, {update::SetProperties{{{"tx", "1"}}}}}};
   EXPECT_TRUE(IsNoSuchTable(rest_->CommitTransaction(tx)));
   tx.pop_back();
-  ASSERT_TRUE(rest_->CommitTransaction(tx).ok());
+  ASSERT_OK(rest_->CommitTransaction(tx));
   EXPECT_EQ(rest_->LoadTable(id)->metadata.properties.at("tx"), "1");
 
-  auto reg = rest_->RegisterTable({{"db"}, "copy"}, committed->metadata_location, false);
-  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
-  ASSERT_TRUE(rest_->RenameTable({{"db"}, "copy"}, {{"db", "sub_space"}, "moved"}).ok());
+  ASSERT_OK(rest_->RegisterTable({{"db"}, "copy"}, committed.metadata_location, false));
+  ASSERT_OK(rest_->RenameTable({{"db"}, "copy"}, {{"db", "sub_space"}, "moved"}));
   EXPECT_TRUE(IsNoSuchTable(rest_->RenameTable({{"db"}, "copy"}, {{"db"}, "x"})));
-  EXPECT_EQ(rest_->DropNamespace({"db", "sub_space"}).code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(rest_->DropTable({{"db", "sub_space"}, "moved"}, false).ok());
-  ASSERT_TRUE(rest_->DropNamespace({"db", "sub_space"}).ok());
-  ASSERT_TRUE(rest_->DropTable(id, true).ok());
+  EXPECT_STATUS(kFailedPrecondition, rest_->DropNamespace({"db", "sub_space"}));
+  ASSERT_OK(rest_->DropTable({{"db", "sub_space"}, "moved"}, false));
+  ASSERT_OK(rest_->DropNamespace({"db", "sub_space"}));
+  ASSERT_OK(rest_->DropTable(id, true));
   EXPECT_TRUE(IsNoSuchTable(rest_->DropTable(id, false)));
 }
 
 TEST_F(RestCatalogTest, TablesCommitThroughRestFromTwoWriters) {
-  ASSERT_TRUE(rest_->CreateNamespace({"db"}, {}).ok());
-  ASSERT_TRUE(rest_->CreateTable({"db"}, Request("events")).ok());
+  ASSERT_OK(rest_->CreateNamespace({"db"}, {}));
+  ASSERT_OK(rest_->CreateTable({"db"}, Request("events")));
   TableIdentifier id{{"db"}, "events"};
   constexpr int kCommits = 8;
   std::vector<Status> errors(2);
@@ -230,15 +227,13 @@ TEST_F(RestCatalogTest, TablesCommitThroughRestFromTwoWriters) {
     });
   }
   for (auto& th : threads) th.join();
-  ASSERT_TRUE(errors[0].ok()) << errors[0].ToString();
-  ASSERT_TRUE(errors[1].ok()) << errors[1].ToString();
-  auto loaded = rest_->LoadTable(id);
-  ASSERT_TRUE(loaded.ok());
-  EXPECT_EQ(loaded->metadata.snapshots.size(), 2u * kCommits);
-  auto entries = LiveEntries(*io_, *loaded->metadata.CurrentSnapshot());
-  ASSERT_TRUE(entries.ok());
+  ASSERT_OK(errors[0]);
+  ASSERT_OK(errors[1]);
+  ASSERT_OK_AND_ASSIGN(auto loaded, rest_->LoadTable(id));
+  EXPECT_EQ(loaded.metadata.snapshots.size(), 2u * kCommits);
+  ASSERT_OK_AND_ASSIGN(auto entries, LiveEntries(*io_, *loaded.metadata.CurrentSnapshot()));
   std::multiset<std::string> paths;
-  for (const auto& e : *entries) paths.insert(e.data_file.file_path);
+  for (const auto& e : entries) paths.insert(e.data_file.file_path);
   EXPECT_EQ(paths.size(), 2u * kCommits);
   EXPECT_EQ(std::set<std::string>(paths.begin(), paths.end()).size(), 2u * kCommits);
 }
@@ -247,22 +242,21 @@ TEST_F(RestCatalogTest, UnreachableCatalogs) {
   RestCatalogOptions o;
   o.uri = "http://127.0.0.1:1/iceberg";
   o.read_attempts = 1;
-  EXPECT_EQ(RestCatalog::Open(o).status().code(), StatusCode::kUnavailable);
+  EXPECT_STATUS(kUnavailable, RestCatalog::Open(o));
   o.uri = "ftp://x";
-  EXPECT_EQ(RestCatalog::Open(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, RestCatalog::Open(o));
   RestCatalogOptions bad;
   bad.uri = "http://127.0.0.1:" + std::to_string(http_->port()) + "/iceberg";
   bad.warehouse = "other";
-  EXPECT_EQ(RestCatalog::Open(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, RestCatalog::Open(bad));
   // A commit whose answer never comes is an unknown outcome, not a failure.
   RestCatalogOptions ok;
   ok.uri = bad.uri;
-  auto c = RestCatalog::Open(ok);
-  ASSERT_TRUE(c.ok());
+  ASSERT_OK_AND_ASSIGN(auto c, RestCatalog::Open(ok));
   http_->Stop();
-  auto st = (*c)->CommitTable({{"db"}, "t"}, {}, {update::SetProperties{{{"a", "b"}}}}).status();
-  EXPECT_EQ(st.code(), StatusCode::kUnknownOutcome) << st.ToString();
-  EXPECT_EQ((*c)->LoadTable({{"db"}, "t"}).status().code(), StatusCode::kUnavailable);
+  auto st = c->CommitTable({{"db"}, "t"}, {}, {update::SetProperties{{{"a", "b"}}}}).status();
+  EXPECT_STATUS(kUnknownOutcome, st);
+  EXPECT_STATUS(kUnavailable, c->LoadTable({{"db"}, "t"}));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "common/json_depth.h"
 #include "iceberg/json_util.h"
 #include "iceberg/rest/rest_json.h"
+#include "iceberg/rest/table_locations.h"
 #include "iceberg/table_metadata_json.h"
 
 namespace icestream::iceberg::rest {
@@ -48,18 +49,22 @@ ErrorModel ErrorFor(const Status& st, Route route) {
       if (IsNoSuchTable(st)) return {404, "NoSuchTableException", m};
       if (route == Route::kConfig) return {404, "NoSuchWarehouseException", m};
       return {404, "NotFoundException", m};
-    case StatusCode::kAlreadyExists: return {409, "AlreadyExistsException", m};
+    case StatusCode::kAlreadyExists:
+      return {409, "AlreadyExistsException", m};
     case StatusCode::kFailedPrecondition:
       if (m.rfind("Namespace is not empty", 0) == 0) return {409, "NamespaceNotEmptyException", m};
       return {400, "BadRequestException", m};
-    case StatusCode::kConflict: return {409, "CommitFailedException", m};
-    case StatusCode::kUnimplemented: return {406, "UnsupportedOperationException", m};
+    case StatusCode::kConflict:
+      return {409, "CommitFailedException", m};
+    case StatusCode::kUnimplemented:
+      return {406, "UnsupportedOperationException", m};
     case StatusCode::kUnavailable:
     case StatusCode::kThrottled:
     case StatusCode::kShuttingDown:
       if (route == Route::kCommit) return {503, "CommitStateUnknownException", m};
       return {503, "ServiceUnavailableException", m};
-    case StatusCode::kUnknownOutcome: return {500, "CommitStateUnknownException", m};
+    case StatusCode::kUnknownOutcome:
+      return {500, "CommitStateUnknownException", m};
     default:
       if (route == Route::kCommit) return {500, "CommitStateUnknownException", m};
       return {500, "InternalServerError", m.empty() ? "internal error" : m};
@@ -87,7 +92,8 @@ Result<std::map<std::string, std::string>> ParseQuery(std::string_view q) {
   size_t start = 0;
   while (start < q.size()) {
     size_t amp = q.find('&', start);
-    std::string_view pair = q.substr(start, amp == std::string_view::npos ? std::string_view::npos : amp - start);
+    std::string_view pair =
+        q.substr(start, amp == std::string_view::npos ? std::string_view::npos : amp - start);
     size_t eq = pair.find('=');
     ASSIGN_OR_RETURN(std::string k, PercentDecode(pair.substr(0, eq), true));
     std::string v;
@@ -119,8 +125,8 @@ Result<json> Body(const http::Request& req) {
 // Pagination (REST OpenAPI "PageToken"): without pageToken everything comes back in one
 // response; with it, pages of pageSize (default 100) and an opaque offset token.
 template <typename T>
-Result<std::pair<std::vector<T>, std::optional<std::string>>> Page(std::vector<T> all,
-                                                                   const std::map<std::string, std::string>& query) {
+Result<std::pair<std::vector<T>, std::optional<std::string>>> Page(
+    std::vector<T> all, const std::map<std::string, std::string>& query) {
   size_t offset = 0, size = 100;
   // pageSize is checked whenever it is given (an integer >= 1), even without a pageToken.
   if (auto ps = query.find("pageSize"); ps != query.end()) {
@@ -132,19 +138,22 @@ Result<std::pair<std::vector<T>, std::optional<std::string>>> Page(std::vector<T
   auto token = query.find("pageToken");
   if (token == query.end()) return std::make_pair(std::move(all), std::optional<std::string>());
   if (!token->second.empty()) {
-    auto [p, ec] = std::from_chars(token->second.data(), token->second.data() + token->second.size(), offset);
+    auto [p, ec] =
+        std::from_chars(token->second.data(), token->second.data() + token->second.size(), offset);
     if (ec != std::errc() || p != token->second.data() + token->second.size()) {
       return InvalidArgument("invalid pageToken");
     }
   }
   std::vector<T> page;
-  for (size_t i = offset; i < all.size() && page.size() < size; ++i) page.push_back(std::move(all[i]));
+  for (size_t i = offset; i < all.size() && page.size() < size; ++i)
+    page.push_back(std::move(all[i]));
   std::optional<std::string> next;
   if (offset + page.size() < all.size()) next = std::to_string(offset + page.size());
   return std::make_pair(std::move(page), next);
 }
 
-void PutPageToken(json* j, const std::map<std::string, std::string>& query, const std::optional<std::string>& next) {
+void PutPageToken(json* j, const std::map<std::string, std::string>& query,
+                  const std::optional<std::string>& next) {
   if (query.count("pageToken")) (*j)["next-page-token"] = next ? json(*next) : json(nullptr);
 }
 
@@ -226,9 +235,14 @@ json NamespaceResponse(const Namespace& ns, const Properties& props) {
 
 class Handler {
  public:
+  // `root`: the warehouse's root location; empty: locations are not checked.
   Handler(const http::Request& req, Catalog* catalog, std::vector<std::string> segs,
-          std::map<std::string, std::string> query)
-      : req_(req), catalog_(catalog), segs_(std::move(segs)), query_(std::move(query)) {}
+          std::map<std::string, std::string> query, std::string root)
+      : req_(req),
+        catalog_(catalog),
+        segs_(std::move(segs)),
+        query_(std::move(query)),
+        root_(std::move(root)) {}
 
   http::Response Run() {
     const std::string& m = req_.method;
@@ -246,8 +260,10 @@ class Handler {
         return MethodNotAllowed();
       }
       const std::string& what = segs_[2];
-      if (segs_.size() == 3 && what == "properties") return m == "POST" ? UpdateProperties(ns) : MethodNotAllowed();
-      if (segs_.size() == 3 && what == "register") return m == "POST" ? RegisterTable(ns) : MethodNotAllowed();
+      if (segs_.size() == 3 && what == "properties")
+        return m == "POST" ? UpdateProperties(ns) : MethodNotAllowed();
+      if (segs_.size() == 3 && what == "register")
+        return m == "POST" ? RegisterTable(ns) : MethodNotAllowed();
       if (segs_.size() == 3 && what == "tables") {
         if (m == "GET") return ListTables(ns);
         if (m == "POST") return CreateTable(ns);
@@ -262,9 +278,11 @@ class Handler {
           if (m == "DELETE") return DropTable(id);
           return MethodNotAllowed();
         }
-        if (segs_.size() == 5 && segs_[4] == "metrics") return m == "POST" ? ReportMetrics(id) : MethodNotAllowed();
+        if (segs_.size() == 5 && segs_[4] == "metrics")
+          return m == "POST" ? ReportMetrics(id) : MethodNotAllowed();
       }
-      if (what == "views") return Fail(Unimplemented("views are not supported by this catalog"), Route::kOther, req_);
+      if (what == "views")
+        return Fail(Unimplemented("views are not supported by this catalog"), Route::kOther, req_);
     }
     if (segs_.size() == 2 && segs_[0] == "tables" && segs_[1] == "rename") {
       return m == "POST" ? RenameTable() : MethodNotAllowed();
@@ -272,20 +290,38 @@ class Handler {
     if (segs_.size() == 2 && segs_[0] == "transactions" && segs_[1] == "commit") {
       return m == "POST" ? CommitTransaction() : MethodNotAllowed();
     }
-    if (segs_[0] == "views") return Fail(Unimplemented("views are not supported by this catalog"), Route::kOther, req_);
-    return ErrorResponse({404, "NotFoundException", "no such Iceberg REST route: " + req_.method + " " + req_.path}, req_);
+    if (segs_[0] == "views")
+      return Fail(Unimplemented("views are not supported by this catalog"), Route::kOther, req_);
+    return ErrorResponse(
+        {404, "NotFoundException", "no such Iceberg REST route: " + req_.method + " " + req_.path},
+        req_);
   }
 
  private:
   http::Response MethodNotAllowed() {
-    return ErrorResponse({405, "MethodNotAllowedException", "method " + req_.method + " is not allowed on " + req_.path},
+    return ErrorResponse({405, "MethodNotAllowedException",
+                          "method " + req_.method + " is not allowed on " + req_.path},
                          req_);
   }
-  http::Response Done(const Status& st, Route route) { return st.ok() ? NoContent() : Fail(st, route, req_); }
+  http::Response Done(const Status& st, Route route) {
+    return st.ok() ? NoContent() : Fail(st, route, req_);
+  }
+
+  // A commit's set-location must follow the same rules as a new table's location.
+  Status CheckMoves(const TableCommit& commit, const TableIdentifier& id) {
+    if (root_.empty()) return Status::OK();
+    for (const auto& u : commit.updates) {
+      if (const auto* move = std::get_if<update::SetLocation>(&u)) {
+        RETURN_IF_ERROR(CheckTableLocation(catalog_, root_, move->location, &id));
+      }
+    }
+    return Status::OK();
+  }
 
   http::Response ListNamespaces() {
     Namespace parent;
-    if (auto it = query_.find("parent"); it != query_.end() && !it->second.empty()) parent = SplitNamespace(it->second);
+    if (auto it = query_.find("parent"); it != query_.end() && !it->second.empty())
+      parent = SplitNamespace(it->second);
     auto list = catalog_->ListNamespaces(parent);
     if (!list.ok()) return Fail(list.status(), Route::kOther, req_);
     auto page = Page(std::move(list).value(), query_);
@@ -299,7 +335,9 @@ class Handler {
     auto body = Body(req_);
     if (!body.ok()) return Fail(body.status(), Route::kOther, req_);
     const json* ns = ju::Find(*body, "namespace");
-    if (ns == nullptr) return Fail(InvalidArgument("CreateNamespaceRequest: missing \"namespace\""), Route::kOther, req_);
+    if (ns == nullptr)
+      return Fail(InvalidArgument("CreateNamespaceRequest: missing \"namespace\""), Route::kOther,
+                  req_);
     auto parts = ju::StringList(*body, "namespace", "CreateNamespaceRequest");
     auto props = ju::StringMap(*body, "properties", "CreateNamespaceRequest");
     if (!parts.ok()) return Fail(parts.status(), Route::kOther, req_);
@@ -333,7 +371,8 @@ class Handler {
     if (!updates.ok()) return Fail(updates.status(), Route::kOther, req_);
     auto change = catalog_->UpdateNamespaceProperties(ns, *removals, *updates);
     if (!change.ok()) return Fail(change.status(), Route::kNamespaceProperties, req_);
-    json j = {{"updated", change->updated}, {"removed", change->removed}, {"missing", change->missing}};
+    json j = {
+        {"updated", change->updated}, {"removed", change->removed}, {"missing", change->missing}};
     return JsonResponse(200, j.dump());
   }
 
@@ -362,6 +401,24 @@ class Handler {
     if (!request.ok()) return Fail(request.status(), Route::kOther, req_);
     if (Status named = CheckName("table", request->name); !named.ok())
       return Fail(named, Route::kOther, req_);
+    if (!root_.empty()) {
+      // A namespace's "location" property places its tables; made explicit here so that the
+      // location rules see where the table would go.
+      if (!request->location || request->location->empty()) {
+        auto props = catalog_->LoadNamespaceProperties(ns);
+        if (props.ok()) {
+          if (auto it = props->find("location"); it != props->end() && !it->second.empty()) {
+            std::string base = it->second;
+            while (base.size() > 1 && base.back() == '/') base.pop_back();
+            request->location = base + "/" + request->name;
+          }
+        }
+      }
+      if (request->location && !request->location->empty()) {
+        Status where = CheckTableLocation(catalog_, root_, *request->location, nullptr);
+        if (!where.ok()) return Fail(where, Route::kOther, req_);
+      }
+    }
     auto t = catalog_->CreateTable(ns, *request);
     if (!t.ok()) return Fail(t.status(), Route::kOther, req_);
     return Loaded(*t);
@@ -378,8 +435,18 @@ class Handler {
     if (!overwrite.ok()) return Fail(overwrite.status(), Route::kOther, req_);
     if (Status named = CheckName("table", *name); !named.ok())
       return Fail(named, Route::kOther, req_);
-    auto t = catalog_->RegisterTable({ns, *name}, *location, overwrite->value_or(false));
+    TableIdentifier id{ns, *name};
+    auto t = catalog_->RegisterTable(id, *location, overwrite->value_or(false));
     if (!t.ok()) return Fail(t.status(), Route::kOther, req_);
+    if (!root_.empty()) {
+      // The metadata names the table's location: a registration onto a live table's files
+      // is undone (the catalog entry only; no file is touched).
+      Status where = CheckTableLocation(catalog_, root_, t->metadata.location, &id, false);
+      if (!where.ok()) {
+        (void)catalog_->DropTable(id, /*purge=*/false);
+        return Fail(where, Route::kOther, req_);
+      }
+    }
     return Loaded(*t);
   }
 
@@ -403,7 +470,8 @@ class Handler {
     if (snapshots == "refs") {
       std::set<int64_t> referenced;
       for (const auto& [name, ref] : t->metadata.refs) referenced.insert(ref.snapshot_id);
-      std::erase_if(t->metadata.snapshots, [&](const Snapshot& s) { return !referenced.count(s.snapshot_id); });
+      std::erase_if(t->metadata.snapshots,
+                    [&](const Snapshot& s) { return !referenced.count(s.snapshot_id); });
       t->metadata_json.reset();
     }
     return Loaded(*t, snapshots);
@@ -422,8 +490,11 @@ class Handler {
     auto commit = CommitTableRequestFromJson(*body, false);
     if (!commit.ok()) return Fail(commit.status(), Route::kOther, req_);
     if (!commit->id.name.empty() && !(commit->id == id)) {
-      return Fail(InvalidArgument("the identifier in the body does not match the path"), Route::kOther, req_);
+      return Fail(InvalidArgument("the identifier in the body does not match the path"),
+                  Route::kOther, req_);
     }
+    if (Status where = CheckMoves(*commit, id); !where.ok())
+      return Fail(where, Route::kOther, req_);
     auto t = catalog_->CommitTable(id, commit->requirements, commit->updates);
     if (!t.ok()) return Fail(t.status(), Route::kCommit, req_);
     http::Response r = JsonResponse(200, json{{"metadata-location", t->metadata_location}}.dump());
@@ -461,7 +532,8 @@ class Handler {
     const json* src = ju::Find(*body, "source");
     const json* dst = ju::Find(*body, "destination");
     if (src == nullptr || dst == nullptr) {
-      return Fail(InvalidArgument("RenameTableRequest needs \"source\" and \"destination\""), Route::kOther, req_);
+      return Fail(InvalidArgument("RenameTableRequest needs \"source\" and \"destination\""),
+                  Route::kOther, req_);
     }
     auto from = TableIdentifierFromJson(*src);
     auto to = TableIdentifierFromJson(*dst);
@@ -477,12 +549,16 @@ class Handler {
     if (!body.ok()) return Fail(body.status(), Route::kOther, req_);
     const json* changes = ju::Find(*body, "table-changes");
     if (changes == nullptr || !changes->is_array()) {
-      return Fail(InvalidArgument("CommitTransactionRequest: \"table-changes\" must be an array"), Route::kOther, req_);
+      return Fail(InvalidArgument("CommitTransactionRequest: \"table-changes\" must be an array"),
+                  Route::kOther, req_);
     }
     std::vector<TableCommit> commits;
     for (const auto& c : *changes) {
       auto commit = CommitTableRequestFromJson(c, true);
       if (!commit.ok()) return Fail(commit.status(), Route::kOther, req_);
+      if (Status where = CheckMoves(*commit, commit->id); !where.ok()) {
+        return Fail(where, Route::kOther, req_);
+      }
       commits.push_back(std::move(commit).value());
     }
     return Done(catalog_->CommitTransaction(commits), Route::kCommit);
@@ -492,6 +568,7 @@ class Handler {
   Catalog* catalog_;
   std::vector<std::string> segs_;
   std::map<std::string, std::string> query_;
+  std::string root_;
 };
 
 }  // namespace
@@ -510,7 +587,8 @@ http::Response RestCatalogServer::Handle(const http::Request& req) const {
   size_t start = path.empty() || path[0] != '/' ? 0 : 1;
   while (start <= path.size() && !path.empty()) {
     size_t slash = path.find('/', start);
-    std::string_view raw = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    std::string_view raw = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     auto seg = PercentDecode(raw);
     if (!seg.ok()) return Fail(seg.status(), Route::kOther, req);
     segs.push_back(std::move(seg).value());
@@ -521,21 +599,26 @@ http::Response RestCatalogServer::Handle(const http::Request& req) const {
   auto query = ParseQuery(req.query);
   if (!query.ok()) return Fail(query.status(), Route::kOther, req);
   if (segs.empty() || segs[0] != "v1" || segs.size() < 2) {
-    return ErrorResponse({404, "NotFoundException", "Iceberg REST routes start with " + options_.base_path + "/v1/"}, req);
+    return ErrorResponse(
+        {404, "NotFoundException", "Iceberg REST routes start with " + options_.base_path + "/v1/"},
+        req);
   }
   if (segs[1] == "config") {
-    if (req.method != "GET") return ErrorResponse({405, "MethodNotAllowedException", "config is GET only"}, req);
+    if (req.method != "GET")
+      return ErrorResponse({405, "MethodNotAllowedException", "config is GET only"}, req);
     json overrides = json::object();
     if (auto w = query->find("warehouse"); w != query->end() && !w->second.empty()) {
       auto prefix = warehouses_.prefix_for(w->second);
       if (!prefix.ok()) return Fail(prefix.status(), Route::kConfig, req);
       overrides["prefix"] = *prefix;
     }
-    json j = {{"defaults", options_.defaults}, {"overrides", overrides}, {"endpoints", Endpoints()}};
+    json j = {
+        {"defaults", options_.defaults}, {"overrides", overrides}, {"endpoints", Endpoints()}};
     return JsonResponse(200, j.dump());
   }
   if (segs[1] == "oauth") {
-    return Fail(Unimplemented("OAuth2 token exchange is not offered; send any bearer token"), Route::kOther, req);
+    return Fail(Unimplemented("OAuth2 token exchange is not offered; send any bearer token"),
+                Route::kOther, req);
   }
   // A warehouse prefix can be a word that also starts a route without prefix (a table
   // bucket named "tables" or "transactions"): the reading that makes a route wins;
@@ -557,14 +640,21 @@ http::Response RestCatalogServer::Handle(const http::Request& req) const {
     first = 2;
   }
   if (segs.size() <= first) {
-    return ErrorResponse({404, "NotFoundException", "no such Iceberg REST route: " + req.path}, req);
+    return ErrorResponse({404, "NotFoundException", "no such Iceberg REST route: " + req.path},
+                         req);
   }
   auto catalog = warehouses_.catalog(prefix);
   if (!catalog.ok()) {
     return ErrorResponse({404, "NoSuchWarehouseException", catalog.status().message()}, req);
   }
-  Handler h(req, *catalog, std::vector<std::string>(segs.begin() + static_cast<ptrdiff_t>(first), segs.end()),
-            std::move(query).value());
+  std::string root;
+  if (warehouses_.root_location) {
+    auto r = warehouses_.root_location(prefix);
+    if (r.ok()) root = std::move(*r);
+  }
+  Handler h(req, *catalog,
+            std::vector<std::string>(segs.begin() + static_cast<ptrdiff_t>(first), segs.end()),
+            std::move(query).value(), std::move(root));
   return h.Run();
 }
 

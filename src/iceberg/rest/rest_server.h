@@ -36,6 +36,9 @@ struct Warehouses {
   std::function<Result<std::string>(const std::string& warehouse)> prefix_for;
   // The catalog of a prefix; an empty prefix is the default warehouse.
   std::function<Result<Catalog*>(const std::string& prefix)> catalog;
+  // The warehouse's root location (a URI, no trailing '/'), for the table location rules
+  // (rest/table_locations.h). Empty function: locations are not checked.
+  std::function<Result<std::string>(const std::string& prefix)> root_location;
 };
 
 class RestCatalogServer {

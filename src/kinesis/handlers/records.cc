@@ -21,6 +21,16 @@ using stream::ShardIdString;
 namespace {
 
 constexpr size_t kMaxGetRecordsBytes = 10u << 20;
+// ShardIteratorType's values in the order AWS's validation message lists them.
+}  // namespace
+
+const std::string_view kIteratorTypes[5] = {"AFTER_SEQUENCE_NUMBER", "LATEST", "AT_TIMESTAMP",
+                                            "AT_SEQUENCE_NUMBER", "TRIM_HORIZON"};
+
+namespace {
+// How AWS shows a PutRecordsRequestEntry inside a validation message (Java's toString).
+constexpr const char* kEntryName =
+    "com.amazonaws.kinesis.v20131202.PutRecordsRequestEntry@c965e310";
 constexpr size_t kPartitionKeyMaxChars = 256;
 
 // Limits that depend on the stream (MaxRecordSizeInKiB).
@@ -69,50 +79,42 @@ std::string BlobDecodeError(std::string_view text) {
                      base64::DecodeError(text));
 }
 
-std::string BlobTypeError(const json& v) {
-  if (v.is_boolean()) return "class java.lang.Boolean can not be converted to a Blob";
-  if (v.is_number()) {
-    return "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not be converted "
-           "to a Blob";
-  }
-  if (v.is_array()) return "Start of list found where not expected";
-  return "Start of structure or map found where not expected.";
-}
-
 }  // namespace
 
 void PutRecord(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamSelector(ctx, p);
+  // Members in the order AWS checks them, types first, then constraints
+  // (kinesalite's validations, recorded against AWS).
+  auto order = p.Str("SequenceNumberForOrdering");
+  auto pk = p.Str("PartitionKey");
+  auto ehk = p.Str("ExplicitHashKey");
   std::optional<std::string> data_b64;
   if (const auto& obj = p.object(); obj.contains("Data") && !obj["Data"].is_null()) {
     if (const json& d = obj["Data"]; d.is_string()) {
       data_b64 = d.get<std::string>();
     } else {
-      p.AddSerializationError(BlobTypeError(d));
+      p.AddSerializationError(aws::Params::TypeMessage(d, aws::MemberType::kBlob));
     }
   }
-  auto pk = p.Str("PartitionKey");
-  auto ehk = p.Str("ExplicitHashKey");
-  auto order = p.Str("SequenceNumberForOrdering");
   std::optional<std::string> data;
   if (data_b64) {
     data = base64::Decode(*data_b64);
     if (!data) p.AddSerializationError(BlobDecodeError(*data_b64));
   }
-  p.Required("data", p.object().contains("Data") && !p.object()["Data"].is_null());
+  if (order) {
+    p.Pattern("sequenceNumberForOrdering", *order, aws::MatchesDecimal(*order, 129),
+              "0|([1-9]\\d{0,128})");
+  }
   p.Required("partitionKey", pk.has_value());
+  if (pk) p.Length("partitionKey", *pk, 1, kPartitionKeyMaxChars);
+  if (ehk) p.Pattern("explicitHashKey", *ehk, aws::MatchesDecimal(*ehk, 39), "0|([1-9]\\d{0,38})");
+  p.Required("data", p.object().contains("Data") && !p.object()["Data"].is_null());
   if (data && data->size() > (10u << 20)) {
     p.AddViolation(fmt::format(
         "Value 'java.nio.HeapByteBuffer[pos=0 lim={0} cap={0}]' at 'data' failed to satisfy "
         "constraint: Member must have length less than or equal to 10485760",
         data->size()));
   }
-  if (pk) p.Length("partitionKey", *pk, 1, kPartitionKeyMaxChars);
-  if (ehk) p.Pattern("explicitHashKey", *ehk, aws::MatchesDecimal(*ehk, 39), "0|([1-9]\\d{0,38})");
-  if (order) {
-    p.Pattern("sequenceNumberForOrdering", *order, aws::MatchesDecimal(*order, 129),
-              "0|([1-9]\\d{0,128})");
-  }
+  auto name = StreamSelector(ctx, p);
   if (auto e = p.Error()) return call.Fail(*e);
   uint128 hash;
   if (ehk) {
@@ -184,32 +186,39 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   // simdjson string views point into the parser's buffer, valid until the next parse on
   // this thread: small strings are copied, payloads decoded before this function returns.
   auto fail_ser = [&](std::string msg) { call.Fail(aws::SerializationError(std::move(msg))); };
-  const char* kNotString =
-      "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not be converted to an "
-      "String";
+
+  // What AWS says for a member holding another JSON type (aws::Params::TypeMessage).
+  auto found = [](simdjson::dom::element v, aws::MemberType t) {
+    simdjson::dom::element_type k = v.type();
+    json like = k == simdjson::dom::element_type::ARRAY    ? json::array()
+                : k == simdjson::dom::element_type::OBJECT ? json::object()
+                : k == simdjson::dom::element_type::BOOL   ? json(true)
+                : k == simdjson::dom::element_type::STRING ? json("")
+                                                           : json(0);
+    return aws::Params::TypeMessage(like, t);
+  };
 
   simdjson::dom::element doc;
-  if (parser.parse(body.data(), len, false).get(doc)) {
-    return fail_ser("Request body is not valid JSON.");
-  }
+  // A body that is not a JSON object: no message (as AWS answers).
+  if (parser.parse(body.data(), len, false).get(doc)) return fail_ser("");
   simdjson::dom::object obj;
-  if (doc.get_object().get(obj)) return fail_ser("Expected a JSON object.");
+  if (doc.get_object().get(obj)) return fail_ser("");
   for (auto field : obj) {
     std::string_view key = field.key;
     simdjson::dom::element v = field.value;
     if (v.is_null()) continue;
     if (key == "StreamName" || key == "StreamARN") {
       std::string_view sv;
-      if (v.get_string().get(sv)) return fail_ser(kNotString);
+      if (v.get_string().get(sv)) return fail_ser(found(v, aws::MemberType::kString));
       (key == "StreamName" ? name : arn) = std::string(sv);
     } else if (key == "Records") {
       simdjson::dom::array arr;
-      if (v.get_array().get(arr)) return fail_ser("Expected list or null");
+      if (v.get_array().get(arr)) return fail_ser(found(v, aws::MemberType::kList));
       has_records = true;
       entries.reserve(arr.size());
       for (auto elem : arr) {
         simdjson::dom::object rec;
-        if (elem.get_object().get(rec)) return fail_ser("Start of list found where not expected");
+        if (elem.get_object().get(rec)) return fail_ser(found(elem, aws::MemberType::kStructure));
         Entry e;
         for (auto rf : rec) {
           std::string_view rk = rf.key;
@@ -217,13 +226,8 @@ void PutRecordsRaw(Context& ctx, Call& call) {
           if (rk != "Data" && rk != "PartitionKey" && rk != "ExplicitHashKey") continue;
           std::string_view sv;
           if (rf.value.get_string().get(sv)) {
-            if (rk != "Data") return fail_ser(kNotString);
-            simdjson::dom::element_type t = rf.value.type();
-            return fail_ser(BlobTypeError(t == simdjson::dom::element_type::BOOL    ? json(true)
-                                          : t == simdjson::dom::element_type::ARRAY ? json::array()
-                                          : t == simdjson::dom::element_type::OBJECT
-                                              ? json::object()
-                                              : json(0)));
+            return fail_ser(
+                found(rf.value, rk == "Data" ? aws::MemberType::kBlob : aws::MemberType::kString));
           }
           if (rk == "Data") {
             e.data_b64 = sv;  // decoded below, before the parser is reused
@@ -270,15 +274,17 @@ void PutRecordsRaw(Context& ctx, Call& call) {
   json empty = json::object();
   aws::Params p(empty);
   p.SetAuthError(call.auth_error);
-  if (name) {
-    p.Pattern("streamName", *name, aws::MatchesNameChars(*name), "[a-zA-Z0-9_.-]+");
-    p.Length("streamName", *name, 1, 128);
-  }
-  std::optional<std::string> arn_name;
-  if (arn) arn_name = StreamNameFromArn(ctx, p, "streamARN", *arn);
+  // Members in the order AWS checks them: Records (each entry's PartitionKey,
+  // ExplicitHashKey, Data), then the stream (kinesalite's validations, recorded against AWS).
   p.Required("records", has_records);
   if (has_records) {
-    p.ListLength("records", entries.size(), fmt::format("[{} records]", entries.size()), 1, 500);
+    // AWS renders each entry by its Java class and hash (kinesalite's suite).
+    std::string rendered = "[";
+    for (size_t i = 0; i < entries.size() && i < 1000; ++i) {
+      rendered += (i ? ", " : "") + std::string(kEntryName);
+    }
+    rendered += entries.size() > 1000 ? ", ...]" : "]";
+    p.ListLength("records", entries.size(), rendered, 1, 500);
   }
   for (size_t i = 0; i < entries.size() && i < 500; ++i) {
     const auto& e = entries[i];
@@ -289,13 +295,13 @@ void PutRecordsRaw(Context& ctx, Call& call) {
       continue;
     }
     std::string base = fmt::format("records.{}.member.", i + 1);
-    p.Required(base + "data", e.has_data);
     p.Required(base + "partitionKey", e.has_pk);
     if (e.has_pk) p.Length(base + "partitionKey", pks[i], 1, kPartitionKeyMaxChars);
     if (e.has_ehk) {
       p.Pattern(base + "explicitHashKey", ehks[i], aws::MatchesDecimal(ehks[i], 39),
                 "0|([1-9]\\d{0,38})");
     }
+    p.Required(base + "data", e.has_data);
     if (e.data_size > (10u << 20)) {
       p.AddViolation(fmt::format(
           "Value 'java.nio.HeapByteBuffer[pos=0 lim={0} cap={0}]' at '{1}data' failed to satisfy "
@@ -303,6 +309,12 @@ void PutRecordsRaw(Context& ctx, Call& call) {
           e.data_size, base));
     }
   }
+  if (name) {
+    p.Pattern("streamName", *name, aws::MatchesNameChars(*name), "[a-zA-Z0-9_.-]+");
+    p.Length("streamName", *name, 1, 128);
+  }
+  std::optional<std::string> arn_name;
+  if (arn) arn_name = StreamNameFromArn(ctx, p, "streamARN", *arn);
   if (!name && !arn)
     p.Defer(aws::InvalidArgumentError("Neither StreamARN nor StreamName was provided."));
   if (auto err = p.Error()) return call.Fail(*err);
@@ -385,24 +397,37 @@ void PutRecordsRaw(Context& ctx, Call& call) {
 }
 
 void GetShardIterator(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamSelector(ctx, p);
   auto shard_id = p.Str("ShardId");
-  auto type = p.Str("ShardIteratorType");
-  auto seq = p.Str("StartingSequenceNumber");
-  auto ts = p.TimestampMs("Timestamp");
   p.Required("shardId", shard_id.has_value());
-  p.Required("shardIteratorType", type.has_value());
   if (shard_id) CheckShardIdMember(p, "shardId", *shard_id);
-  if (type) {
-    p.Enum(
-        "shardIteratorType", *type,
-        {"AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "TRIM_HORIZON", "LATEST", "AT_TIMESTAMP"});
-  }
+  auto type = p.Str("ShardIteratorType");
+  p.Required("shardIteratorType", type.has_value());
+  // The enum in the order AWS lists it (kinesalite's suite).
+  if (type) p.Enum("shardIteratorType", *type, kIteratorTypes);
+  auto seq = p.Str("StartingSequenceNumber");
   if (seq) {
     p.Pattern("startingSequenceNumber", *seq, aws::MatchesDecimal(*seq, 129),
               "0|([1-9]\\d{0,128})");
   }
+  auto name = StreamSelector(ctx, p);
+  auto ts = p.TimestampMs("Timestamp");
   if (auto e = p.Error()) return call.Fail(*e);
+  // AWS's order and texts (kinesalite's suite): a shard id that names no shard at all,
+  // then the stream and the shard (both reported as the shard, named canonically), then
+  // the iterator type's rules.
+  auto idx = stream::ParseShardId(*shard_id);
+  if (!idx) {
+    return call.Fail(NotFound(fmt::format("Could not find shard {} in stream {} under account {}.",
+                                          *shard_id, *name, ctx.options.account)));
+  }
+  std::string not_found = fmt::format("Shard {} in stream {} under account {} does not exist",
+                                      ShardIdString(*idx), *name, ctx.options.account);
+  auto info = ctx.streams->Describe(*name);
+  if (!info.ok()) {
+    if (info.status().code() == StatusCode::kNotFound) return call.Fail(NotFound(not_found));
+    return call.Fail(info.status());
+  }
+  if (!info->FindShard(*idx)) return call.Fail(NotFound(not_found));
   bool by_seq = *type == "AT_SEQUENCE_NUMBER" || *type == "AFTER_SEQUENCE_NUMBER";
   if (by_seq && !seq) {
     return call.Fail(aws::InvalidArgumentError(fmt::format(
@@ -432,12 +457,6 @@ void GetShardIterator(Context& ctx, Call& call, aws::Params& p) {
           *ts, now)));
     }
   }
-  auto info = ctx.streams->Describe(*name);
-  if (!info.ok()) return call.Fail(info.status());
-  auto idx = stream::ParseShardId(*shard_id);
-  std::string not_found = fmt::format("Shard {} in stream {} under account {} does not exist",
-                                      *shard_id, *name, ctx.options.account);
-  if (!idx || !info->FindShard(*idx)) return call.Fail(NotFound(not_found));
   auto bounds = ctx.streams->Bounds(*name, info->uid, *idx);
   if (!bounds.ok()) return call.Fail(bounds.status());
   if (auto* limiter = ctx.streams->limiter(); limiter && !limiter->AdmitIterator(info->uid, *idx)) {
@@ -475,12 +494,12 @@ void GetShardIterator(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void GetRecords(Context& ctx, Call& call, aws::Params& p) {
-  auto it_text = p.Str("ShardIterator");
   auto limit = p.Int("Limit");
-  auto arn = p.Str("StreamARN");
+  if (limit) p.Range("limit", *limit, 1, 10000);
+  auto it_text = p.Str("ShardIterator");
   p.Required("shardIterator", it_text.has_value());
   if (it_text) p.Length("shardIterator", *it_text, 1, 512);
-  if (limit) p.Range("limit", *limit, 1, 10000);
+  auto arn = p.Str("StreamARN");
   std::optional<std::string> arn_name;
   if (arn) arn_name = StreamNameFromArn(ctx, p, "streamARN", *arn);
   if (auto e = p.Error()) return call.Fail(*e);
@@ -505,9 +524,41 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
   if (limiter && !limiter->AdmitRead(t->stream_uid, t->shard_index)) {
     return call.Fail(ShardRateExceeded(ctx.options.account, t->shard_index, t->stream_name));
   }
+  // Over HTTP/2 an answer stays in memory until the peer reads it: the connection grants
+  // how many bytes this one may take (http::Request::reserve_response), and fewer records
+  // come back when it grants less — as AWS's GetRecords may return fewer records than are
+  // there; clients call again with NextShardIterator.
+  size_t max_bytes = kMaxGetRecordsBytes;
+  size_t granted = SIZE_MAX;
+  if (call.req->reserve_response) {
+    granted = call.req->reserve_response(base64::EncodedSize(kMaxGetRecordsBytes) + (1u << 20));
+    max_bytes = std::min(kMaxGetRecordsBytes, granted / 4 * 3);
+  }
   auto r = ctx.streams->Read(t->stream_name, t->stream_uid, t->shard_index, t->offset, max_records,
-                             kMaxGetRecordsBytes);
-  if (!r.ok()) return call.Fail(r.status());
+                             max_bytes);
+  if (!r.ok()) {
+    // A stream deleted (or re-created) since: AWS names the shard (kinesalite's suite).
+    if (r.status().code() == StatusCode::kNotFound) {
+      return call.Fail(NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
+                                            ShardIdString(t->shard_index), t->stream_name,
+                                            ctx.options.account)));
+    }
+    return call.Fail(r.status());
+  }
+  if (granted != SIZE_MAX) {
+    // The log hands out at least one record; within a grant, even that one must fit.
+    size_t answer = 256, kept = 0;
+    for (const auto& rec : r->records) {
+      answer += base64::EncodedSize(rec.data.size()) + 2 * rec.partition_key.size() + 160;
+      if (answer > granted) break;
+      ++kept;
+    }
+    if (kept < r->records.size()) {
+      r->next_offset = r->records[kept].offset;
+      r->records.resize(kept);
+      r->shard_end = false;
+    }
+  }
   if (limiter) {
     size_t bytes = 0;
     for (const auto& rec : r->records) bytes += rec.data.size() + rec.partition_key.size();

@@ -46,22 +46,23 @@ bool FilterKeeps(const std::string& type, const ShardInfo& s, std::optional<uint
 }  // namespace
 
 void ListShards(Context& ctx, Call& call, aws::Params& p) {
-  auto name = p.Str("StreamName");
-  auto arn = p.Str("StreamARN");
-  auto token = p.Str("NextToken");
+  // Members in the order AWS checks them (kinesalite's validations, recorded against AWS).
   auto start = p.Str("ExclusiveStartShardId");
+  if (start) CheckShardIdMember(p, "exclusiveStartShardId", *start);
   auto max_results = p.Int("MaxResults");
+  if (max_results) p.Range("maxResults", *max_results, 1, 10000);
+  auto token = p.Str("NextToken");
+  if (token) p.Length("nextToken", *token, 1, 1048576);
   auto created = p.TimestampMs("StreamCreationTimestamp");
-  const json* filter = p.Struct("ShardFilter");
+  auto name = p.Str("StreamName");
   if (name) {
     p.Pattern("streamName", *name, aws::MatchesNameChars(*name), "[a-zA-Z0-9_.-]+");
     p.Length("streamName", *name, 1, 128);
   }
+  auto arn = p.Str("StreamARN");
   std::optional<std::string> arn_name;
   if (arn) arn_name = StreamNameFromArn(ctx, p, "streamARN", *arn);
-  if (token) p.Length("nextToken", *token, 1, 1048576);
-  if (start) CheckShardIdMember(p, "exclusiveStartShardId", *start);
-  if (max_results) p.Range("maxResults", *max_results, 1, 10000);
+  const json* filter = p.Struct("ShardFilter");
   std::string ftype = "FROM_TRIM_HORIZON";
   std::optional<std::string> fshard;
   std::optional<int64_t> fts;
@@ -178,14 +179,14 @@ void ListShards(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void SplitShard(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamSelector(ctx, p);
-  auto shard = p.Str("ShardToSplit");
   auto key = p.Str("NewStartingHashKey");
-  p.Required("shardToSplit", shard.has_value());
   p.Required("newStartingHashKey", key.has_value());
-  if (shard) CheckShardIdMember(p, "shardToSplit", *shard);
   if (key)
     p.Pattern("newStartingHashKey", *key, aws::MatchesDecimal(*key, 39), "0|([1-9]\\d{0,38})");
+  auto name = StreamSelector(ctx, p);
+  auto shard = p.Str("ShardToSplit");
+  p.Required("shardToSplit", shard.has_value());
+  if (shard) CheckShardIdMember(p, "shardToSplit", *shard);
   if (auto e = p.Error()) return call.Fail(*e);
   if (RejectOnDemand(ctx, call, *name, "SplitShard")) return;
   auto k = ParseDecimal128(*key);
@@ -197,7 +198,7 @@ void SplitShard(Context& ctx, Call& call, aws::Params& p) {
   }
   auto idx = stream::ParseShardId(*shard);
   if (!idx) {
-    return call.Fail(NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
+    return call.Fail(NotFound(fmt::format("Could not find shard {} in stream {} under account {}.",
                                           *shard, *name, ctx.options.account)));
   }
   Status st = ctx.streams->SplitShard(*name, *idx, *k);
@@ -206,21 +207,22 @@ void SplitShard(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void MergeShards(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamSelector(ctx, p);
   auto a = p.Str("ShardToMerge");
-  auto b = p.Str("AdjacentShardToMerge");
   p.Required("shardToMerge", a.has_value());
-  p.Required("adjacentShardToMerge", b.has_value());
   if (a) CheckShardIdMember(p, "shardToMerge", *a);
+  auto b = p.Str("AdjacentShardToMerge");
+  p.Required("adjacentShardToMerge", b.has_value());
   if (b) CheckShardIdMember(p, "adjacentShardToMerge", *b);
+  auto name = StreamSelector(ctx, p);
   if (auto e = p.Error()) return call.Fail(*e);
   if (RejectOnDemand(ctx, call, *name, "MergeShards")) return;
   auto ia = stream::ParseShardId(*a);
   auto ib = stream::ParseShardId(*b);
   for (auto [parsed, text] : {std::pair{ia, *a}, std::pair{ib, *b}}) {
     if (!parsed) {
-      return call.Fail(NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
-                                            text, *name, ctx.options.account)));
+      return call.Fail(
+          NotFound(fmt::format("Could not find shard {} in stream {} under account {}.", text,
+                               *name, ctx.options.account)));
     }
   }
   Status st = ctx.streams->MergeShards(*name, *ia, *ib);

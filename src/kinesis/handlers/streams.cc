@@ -54,9 +54,10 @@ std::map<std::string, std::string> TagsFrom(const json& map) {
 }
 
 void ChangeRetention(Context& ctx, Call& call, aws::Params& p, bool increase) {
-  auto name = StreamSelector(ctx, p);
+  // Members in the order AWS checks them (kinesalite's validations, recorded against AWS).
   auto hours = p.Int("RetentionPeriodHours");
   p.Required("retentionPeriodHours", hours.has_value());
+  auto name = StreamSelector(ctx, p);
   if (auto e = p.Error()) return call.Fail(*e);
   int h = static_cast<int>(*hours);
   if (h < kMinRetention) {
@@ -110,7 +111,7 @@ void ChangeMonitoring(Context& ctx, Call& call, aws::Params& p, bool enable) {
   p.Required("shardLevelMetrics", metrics != nullptr);
   std::vector<std::string> wanted;
   if (metrics) {
-    p.ListLength("shardLevelMetrics", metrics->size(), metrics->dump(), 1, 7);
+    p.ListLength("shardLevelMetrics", metrics->size(), aws::Params::RenderList(*metrics), 1, 7);
     for (size_t i = 0; i < metrics->size(); ++i) {
       const json& m = (*metrics)[i];
       std::string v = m.is_string() ? m.get<std::string>() : m.dump();
@@ -149,8 +150,9 @@ void ChangeMonitoring(Context& ctx, Call& call, aws::Params& p, bool enable) {
 }  // namespace
 
 void CreateStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = p.Str("StreamName");
   auto shard_count = p.Int("ShardCount");
+  if (shard_count) p.Range("shardCount", *shard_count, 1, INT32_MAX);
+  auto name = p.Str("StreamName");
   auto mode = ReadModeDetails(p, "StreamModeDetails");
   const json* tags = p.Map("Tags");
   auto max_kib = p.Int("MaxRecordSizeInKiB");
@@ -160,7 +162,6 @@ void CreateStream(Context& ctx, Call& call, aws::Params& p) {
     p.Pattern("streamName", *name, aws::MatchesNameChars(*name), "[a-zA-Z0-9_.-]+");
     p.Length("streamName", *name, 1, 128);
   }
-  if (shard_count) p.Range("shardCount", *shard_count, 1, INT32_MAX);
   if (tags) CheckTagMap(p, "tags", *tags, 200);
   if (max_kib) p.Range("maxRecordSizeInKiB", *max_kib, 1024, 10240);
   if (warm) p.Range("warmThroughputMiBps", *warm, 0, INT32_MAX);
@@ -224,11 +225,11 @@ void DeleteStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void DescribeStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamSelector(ctx, p);
   auto limit = p.Int("Limit");
-  auto start = p.Str("ExclusiveStartShardId");
   if (limit) p.Range("limit", *limit, 1, 10000);
+  auto start = p.Str("ExclusiveStartShardId");
   if (start) CheckShardIdMember(p, "exclusiveStartShardId", *start);
+  auto name = StreamSelector(ctx, p);
   if (auto e = p.Error()) return call.Fail(*e);
   auto info = ctx.streams->Describe(*name);
   if (!info.ok()) return call.Fail(info.status());
@@ -237,7 +238,10 @@ void DescribeStream(Context& ctx, Call& call, aws::Params& p) {
   if (start) after = stream::ParseShardId(*start);
   json shards = json::array();
   bool more = false;
+  // A stream still CREATING lists no shards yet (as AWS answers; kinesalite's suite).
+  bool creating = info->status == stream::StreamStatus::kCreating;
   for (const auto& s : info->shards) {
+    if (creating) break;
     if (start && (!after || s.index <= *after)) continue;
     if (shards.size() == max) {
       more = true;

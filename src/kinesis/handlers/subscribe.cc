@@ -1,27 +1,32 @@
-// SubscribeToShard over HTTP/1.1 (chunked transfer; aws-api.md §A.10, §B.1): an
-// `application/vnd.amazon.eventstream` body with an `initial-response` event, then
+// SubscribeToShard over HTTP/1.1 (chunked transfer) and HTTP/2 (aws-api.md §A.10, §B.1):
+// an `application/vnd.amazon.eventstream` body with an `initial-response` event, then
 // `SubscribeToShardEvent` events (Records, ContinuationSequenceNumber,
 // MillisBehindLatest, ChildShards at the shard's end). A subscription lasts 5 minutes;
 // a second one for the same consumer and shard within 5 s is refused
 // (ResourceInUseException), a later one takes over and the first ends with a
 // ResourceInUseException event.
 //
-// Each subscription runs on its own thread: it reads the shard's log from its position,
-// sends what it finds (at most 1 MiB of data per event) and, when nothing is new, sleeps
-// until the next Put completes (StreamManager::WaitForAppend), so records reach the
-// consumer within milliseconds of their acknowledgement without a polling interval. It
-// reads nothing while more than kMaxPendingBytes wait for the socket: a slow consumer
-// holds a bounded amount of memory and slows nobody else.
+// Subscriptions are tasks of a small pool of threads (kinesis/push_pool.h), not a thread
+// each: a subscription's step reads its shard's log from its position and sends what it
+// finds (at most 1 MiB of data per event); at the tip it asks to be woken by the next
+// append to its own shard (StreamManager::WhenAppended) or by its heartbeat timer, so
+// records reach the consumer within milliseconds of their acknowledgement and a Put
+// wakes no subscriber of another shard. While its body writer is congested (a slow
+// consumer, or an HTTP/2 connection whose budget is spent) it reads nothing and waits for
+// the writer to have room: a slow consumer holds a bounded amount of memory and slows
+// nobody else.
 #include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <set>
 #include <thread>
 
 #include "aws/event_stream.h"
 #include "common/base64.h"
 #include "kinesis/context.h"
+#include "kinesis/push_pool.h"
 #include "stream/sequence_number.h"
 
 namespace icestream::kinesis {
@@ -36,9 +41,8 @@ constexpr int64_t kSubscriptionMs = 5 * 60 * 1000;
 constexpr int64_t kTakeOverAfterMs = 5000;
 constexpr int64_t kHeartbeatMs = 2000;  // an event at least this often, records or not
 constexpr size_t kMaxEventBytes = 1u << 20;
-constexpr size_t kMaxPendingBytes = 4u << 20;
-constexpr auto kIdleWait = std::chrono::milliseconds(5);   // while the socket is backed up
-constexpr auto kTipWait = std::chrono::milliseconds(100);  // at the tip, between appends
+// Events one step sends at most before the task yields its pool thread to others.
+constexpr int kEventsPerStep = 8;
 
 std::string Event(std::string_view type, std::string_view payload) {
   return aws::EncodeEventMessage({{":event-type", std::string(type)},
@@ -54,12 +58,14 @@ std::string ExceptionEvent(std::string_view type, std::string_view message) {
                                  json{{"message", message}}.dump());
 }
 
+class Pusher;
+
 struct Subscription {
   std::atomic<bool> cancelled{false};
   std::atomic<bool> taken_over{false};
   std::atomic<bool> done{false};
   int64_t started_ms = 0;
-  std::thread thread;
+  std::weak_ptr<Pusher> pusher;  // woken when cancelled
 };
 
 // Events recently sent, by the position they start at. Consumers that follow the same
@@ -111,76 +117,39 @@ class EventCache {
 
 }  // namespace
 
-class SubscriptionHub {
+class SubscriptionHub : public std::enable_shared_from_this<SubscriptionHub> {
  public:
-  EventCache& events() { return events_; }
-
+  explicit SubscriptionHub(size_t threads) : pool_(threads) {}
   ~SubscriptionHub() { Stop(); }
+
+  EventCache& events() { return events_; }
+  PushPool& pool() { return pool_; }
 
   // Registers a subscription of `key` (consumer ARN + shard); nullptr while another one
   // started less than 5 s ago is running. An older one is told it was taken over.
-  std::shared_ptr<Subscription> Claim(const std::string& key, int64_t now) {
-    std::lock_guard lock(mu_);
-    Reap();
-    auto it = active_.find(key);
-    if (it != active_.end() && !it->second->done &&
-        now - it->second->started_ms < kTakeOverAfterMs) {
-      return nullptr;
-    }
-    if (it != active_.end() && !it->second->done) {
-      it->second->taken_over = true;
-      it->second->cancelled = true;
-    }
-    auto sub = std::make_shared<Subscription>();
-    sub->started_ms = now;
-    active_[key] = sub;
-    all_.push_back(sub);
-    return sub;
-  }
-
-  // Runs `fn` on the subscription's own thread; during Stop, at once on this thread (it
-  // sees the cancellation and only ends the body).
-  void Run(const std::shared_ptr<Subscription>& sub, std::function<void()> fn) {
-    std::unique_lock lock(mu_);
-    if (stopping_) {
-      sub->cancelled = true;
-      lock.unlock();
-      fn();
-      return;
-    }
-    sub->thread = std::thread(std::move(fn));
-  }
-
-  // Joins under the lock (subscription threads never take it), so that Reap and Stop
-  // never join one thread twice.
-  void Stop() {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-    for (auto& s : all_) s->cancelled = true;
-    for (auto& s : all_) {
-      if (s->thread.joinable()) s->thread.join();
-    }
-  }
+  std::shared_ptr<Subscription> Claim(const std::string& key, int64_t now);
+  // Starts the subscription's pusher on the pool; during Stop, ends it at once.
+  void Start(const std::shared_ptr<Subscription>& sub, std::shared_ptr<Pusher> pusher);
+  // Wakes the subscription's pusher (cancelled, taken over).
+  void Poke(const std::shared_ptr<Subscription>& sub);
+  // Ends every subscription (their bodies are finished) and joins the pool's threads.
+  void Stop();
 
  private:
-  // Joins the threads of ended subscriptions and forgets them (under mu_).
-  void Reap() {
-    for (auto& s : all_) {
-      if (s->done && s->thread.joinable()) s->thread.join();
-    }
-    std::erase_if(all_, [](const auto& s) { return s->done && !s->thread.joinable(); });
-    std::erase_if(active_, [](const auto& kv) { return kv.second->done.load(); });
-  }
+  void Reap();  // under mu_
 
   EventCache events_;
+  PushPool pool_;
   std::mutex mu_;
   bool stopping_ = false;
   std::map<std::string, std::shared_ptr<Subscription>> active_;
-  std::vector<std::shared_ptr<Subscription>> all_;
+  // Owns the pushers (the pool, watchers and timers hold them weakly), with their
+  // subscriptions: ended ones are dropped by Reap.
+  std::vector<std::pair<std::shared_ptr<Subscription>, std::shared_ptr<Pusher>>> running_;
 };
 
-std::shared_ptr<SubscriptionHub> MakeSubscriptionHub() {
-  return std::make_shared<SubscriptionHub>();
+std::shared_ptr<SubscriptionHub> MakeSubscriptionHub(size_t threads) {
+  return std::make_shared<SubscriptionHub>(threads);
 }
 void StopSubscriptions(SubscriptionHub& hub) { hub.Stop(); }
 
@@ -201,7 +170,200 @@ std::string EventJson(const stream::ShardReadResult& r, uint64_t uid, uint32_t s
   return out;
 }
 
+// One subscription's pushing, as a task of the hub's pool. Every step runs on a pool
+// thread (never two at once) and returns without blocking; it is woken by an append to
+// its shard, by its writer having room, by its heartbeat timer, or by cancellation.
+class Pusher : public PushPool::Task, public std::enable_shared_from_this<Pusher> {
+ public:
+  struct Params {
+    Context* ctx = nullptr;
+    std::weak_ptr<SubscriptionHub> hub;
+    std::shared_ptr<Subscription> sub;
+    std::shared_ptr<http::BodyWriter> writer;
+    std::shared_ptr<log::ShardLog> log;
+    std::string stream_name;
+    uint64_t uid = 0;
+    uint32_t shard = 0;
+    uint64_t at = 0;
+    ConsumerArnParts consumer;
+  };
+  explicit Pusher(Params p) : p_(std::move(p)) {}
+
+  void Step() override {
+    if (done_) return;
+    auto hub = p_.hub.lock();
+    if (!hub) return;
+    Context& c = *p_.ctx;
+    http::BodyWriter& w = *p_.writer;
+    int64_t now = c.clock->NowMillis();
+    if (!started_) {
+      started_ = true;
+      begin_ = last_check_ = now;
+      w.Write(Event("initial-response", "{}"));
+    }
+    for (int i = 0; i < kEventsPerStep; ++i) {
+      if (p_.sub->cancelled || w.closed() || now - begin_ >= kSubscriptionMs) return Finish();
+      if (now - last_check_ >= kHeartbeatMs) {
+        // A deregistered consumer's subscriptions end.
+        last_check_ = now;
+        auto current = c.streams->Describe(p_.stream_name);
+        auto state = current.ok() ? ConsumerStatusOf(*current, p_.consumer, now) : std::nullopt;
+        if (!state || *state != "ACTIVE") {
+          w.Write(ExceptionEvent("ResourceNotFoundException",
+                                 fmt::format("Consumer {} under account {} not found.",
+                                             p_.consumer.name, c.options.account)));
+          return Finish();
+        }
+      }
+      if (w.congested()) {
+        // Nothing is read while the consumer (or its connection) is backed up.
+        std::weak_ptr<Pusher> weak = weak_from_this();
+        std::weak_ptr<SubscriptionHub> weak_hub = p_.hub;
+        w.WhenWritable([weak, weak_hub] { WakeUp(weak, weak_hub); });
+        return;
+      }
+      if (auto e = hub->events().Find(p_.uid, p_.shard, p_.at, now)) {
+        w.Write(e->bytes);
+        p_.at = e->next;
+        last_event_ = now;
+        if (e->shard_end) return Finish();
+        continue;
+      }
+      auto r = c.streams->Read(p_.stream_name, p_.uid, p_.shard, p_.at, 10000, kMaxEventBytes);
+      if (!r.ok()) {
+        auto e = aws::KinesisError(r.status());
+        w.Write(
+            ExceptionEvent(e.http_status >= 500 ? "InternalFailureException" : e.type, e.message));
+        return Finish();
+      }
+      bool records = !r->records.empty();
+      if (records || r->shard_end || now - last_event_ >= kHeartbeatMs) {
+        std::string bytes =
+            Event("SubscribeToShardEvent", EventJson(*r, p_.uid, p_.shard, r->next_offset));
+        // Heartbeats (no records) are cheap and say how far behind *now*: not shared.
+        if (records || r->shard_end) {
+          hub->events().Add(std::make_shared<const EventCache::Event>(EventCache::Event{
+              p_.uid, p_.shard, p_.at, r->next_offset, r->shard_end, now, bytes}));
+        }
+        w.Write(std::move(bytes));
+        p_.at = r->next_offset;
+        last_event_ = now;
+        if (r->shard_end) return Finish();
+      }
+      if (!records) {
+        // At the tip: woken by the next append to this shard, or for the next heartbeat.
+        std::weak_ptr<Pusher> weak = weak_from_this();
+        std::weak_ptr<SubscriptionHub> weak_hub = p_.hub;
+        hub->pool().WakeAt(shared_from_this(),
+                           PushPool::Clock::now() + std::chrono::milliseconds(std::max<int64_t>(
+                                                        1, last_event_ + kHeartbeatMs - now)));
+        // One callback pending at a time: an idle subscription's heartbeats must not pile up
+        // callbacks (a pending one fires on the next append whatever position it knew).
+        if (!watching_->exchange(true)) {
+          c.streams->WhenAppended(p_.uid, p_.shard, *p_.log, p_.at,
+                                  [weak, weak_hub, watching = watching_] {
+                                    watching->store(false);
+                                    WakeUp(weak, weak_hub);
+                                  });
+        }
+        return;
+      }
+    }
+    hub->pool().Wake(shared_from_this());  // more to send: after the others had a turn
+  }
+
+  // Ends the body (with the take-over event when another subscription took over).
+  void Finish() {
+    if (done_) return;
+    done_ = true;
+    if (p_.sub->taken_over) {
+      p_.writer->Write(ExceptionEvent(
+          "ResourceInUseException", "Another subscription for this consumer and shard took over."));
+    }
+    p_.writer->Finish();
+    p_.sub->done = true;
+  }
+
+  static void WakeUp(const std::weak_ptr<Pusher>& weak,
+                     const std::weak_ptr<SubscriptionHub>& weak_hub) {
+    auto hub = weak_hub.lock();
+    auto task = weak.lock();
+    if (hub && task) hub->pool().Wake(task);
+  }
+
+ private:
+  Params p_;
+  std::shared_ptr<std::atomic<bool>> watching_ = std::make_shared<std::atomic<bool>>(false);
+  bool started_ = false;
+  bool done_ = false;
+  int64_t begin_ = 0;
+  int64_t last_event_ = 0;
+  int64_t last_check_ = 0;
+};
+
 }  // namespace
+
+std::shared_ptr<Subscription> SubscriptionHub::Claim(const std::string& key, int64_t now) {
+  std::shared_ptr<Subscription> old;
+  std::shared_ptr<Subscription> sub;
+  {
+    std::lock_guard lock(mu_);
+    Reap();
+    auto it = active_.find(key);
+    if (it != active_.end() && !it->second->done &&
+        now - it->second->started_ms < kTakeOverAfterMs) {
+      return nullptr;
+    }
+    if (it != active_.end() && !it->second->done) {
+      it->second->taken_over = true;
+      it->second->cancelled = true;
+      old = it->second;
+    }
+    sub = std::make_shared<Subscription>();
+    sub->started_ms = now;
+    active_[key] = sub;
+  }
+  if (old) Poke(old);
+  return sub;
+}
+
+void SubscriptionHub::Start(const std::shared_ptr<Subscription>& sub,
+                            std::shared_ptr<Pusher> pusher) {
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_) {
+      sub->pusher = pusher;
+      running_.emplace_back(sub, pusher);
+      pool_.Wake(pusher);
+      return;
+    }
+  }
+  sub->cancelled = true;
+  pusher->Step();  // sees the cancellation: ends the body
+  pusher->Finish();
+}
+
+void SubscriptionHub::Poke(const std::shared_ptr<Subscription>& sub) {
+  if (auto p = sub->pusher.lock()) pool_.Wake(p);
+}
+
+void SubscriptionHub::Reap() {
+  std::erase_if(running_, [](const auto& sp) { return sp.first->done.load(); });
+  std::erase_if(active_, [](const auto& kv) { return kv.second->done.load(); });
+}
+
+void SubscriptionHub::Stop() {
+  std::vector<std::pair<std::shared_ptr<Subscription>, std::shared_ptr<Pusher>>> running;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [key, sub] : active_) sub->cancelled = true;
+    running.swap(running_);
+  }
+  pool_.Stop();  // no step runs after this
+  for (auto& [sub, p] : running) p->Finish();
+}
 
 void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
   auto consumer_arn = p.Str("ConsumerARN");
@@ -223,9 +385,7 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
     p.Absorb(sp);
     p.Required("startingPosition.type", type.has_value());
     if (type) {
-      p.Enum("startingPosition.type", *type,
-             {"AT_SEQUENCE_NUMBER", "AFTER_SEQUENCE_NUMBER", "TRIM_HORIZON", "LATEST",
-              "AT_TIMESTAMP"});
+      p.Enum("startingPosition.type", *type, kIteratorTypes);
     }
     if (seq) {
       p.Pattern("startingPosition.sequenceNumber", *seq, aws::MatchesDecimal(*seq, 129),
@@ -293,80 +453,26 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
         "5 seconds after it started.",
         *consumer_arn, ShardIdString(*idx))));
   }
+  auto log = ctx.streams->ShardLogFor(info->uid, *idx);
+  if (!log.ok()) return call.Fail(log.status());
   http::Response res;
   res.SetHeader("Content-Type", "application/vnd.amazon.eventstream");
   res.SetHeader("x-amzn-RequestId", call.request_id);
-  std::string stream_name = info->name;
-  uint64_t uid = info->uid;
-  uint32_t shard = *idx;
+  Pusher::Params params;
+  params.ctx = &ctx;
+  params.hub = ctx.subscriptions;
+  params.sub = sub;
+  params.log = std::move(*log);
+  params.stream_name = info->name;
+  params.uid = info->uid;
+  params.shard = *idx;
+  params.at = offset;
+  params.consumer = consumer;
   std::shared_ptr<SubscriptionHub> hub = ctx.subscriptions;
-  Context* c = &ctx;
-  res.stream = [hub, sub, c, stream_name, uid, shard, offset,
-                consumer](std::shared_ptr<http::BodyWriter> w) {
-    hub->Run(sub, [hub, sub, c, stream_name, uid, shard, offset, consumer, w] {
-      w->Write(Event("initial-response", "{}"));
-      uint64_t at = offset;
-      int64_t begin = c->clock->NowMillis();
-      int64_t last_event = 0;
-      int64_t last_check = begin;
-      while (!sub->cancelled && !w->closed()) {
-        int64_t now_ms = c->clock->NowMillis();
-        if (now_ms - begin >= kSubscriptionMs) break;
-        if (now_ms - last_check >= kHeartbeatMs) {
-          // A deregistered consumer's subscriptions end.
-          last_check = now_ms;
-          auto current = c->streams->Describe(stream_name);
-          auto state = current.ok() ? ConsumerStatusOf(*current, consumer, now_ms) : std::nullopt;
-          if (!state || *state != "ACTIVE") {
-            w->Write(ExceptionEvent("ResourceNotFoundException",
-                                    fmt::format("Consumer {} under account {} not found.",
-                                                consumer.name, c->options.account)));
-            break;
-          }
-        }
-        if (w->pending_bytes() > kMaxPendingBytes) {
-          std::this_thread::sleep_for(kIdleWait);
-          continue;
-        }
-        if (auto e = hub->events().Find(uid, shard, at, now_ms)) {
-          w->Write(e->bytes);
-          at = e->next;
-          last_event = now_ms;
-          if (e->shard_end) break;
-          continue;
-        }
-        uint64_t epoch = c->streams->append_epoch();
-        auto r = c->streams->Read(stream_name, uid, shard, at, 10000, kMaxEventBytes);
-        if (!r.ok()) {
-          auto e = aws::KinesisError(r.status());
-          w->Write(ExceptionEvent(e.http_status >= 500 ? "InternalFailureException" : e.type,
-                                  e.message));
-          break;
-        }
-        bool send = !r->records.empty() || r->shard_end || now_ms - last_event >= kHeartbeatMs;
-        if (send) {
-          std::string bytes =
-              Event("SubscribeToShardEvent", EventJson(*r, uid, shard, r->next_offset));
-          // Heartbeats (no records) are cheap and say how far behind *now*: not shared.
-          if (!r->records.empty() || r->shard_end) {
-            hub->events().Add(std::make_shared<const EventCache::Event>(
-                EventCache::Event{uid, shard, at, r->next_offset, r->shard_end, now_ms, bytes}));
-          }
-          w->Write(std::move(bytes));
-          at = r->next_offset;
-          last_event = now_ms;
-          if (r->shard_end) break;
-        }
-        // Nothing new: sleep until some Put completes (or a heartbeat is due), not on a timer.
-        if (r->records.empty()) c->streams->WaitForAppend(epoch, kTipWait);
-      }
-      if (sub->taken_over) {
-        w->Write(ExceptionEvent("ResourceInUseException",
-                                "Another subscription for this consumer and shard took over."));
-      }
-      w->Finish();
-      sub->done = true;
-    });
+  res.stream = [hub, params = std::move(params)](std::shared_ptr<http::BodyWriter> w) mutable {
+    params.writer = std::move(w);
+    auto claimed = params.sub;
+    hub->Start(claimed, std::make_shared<Pusher>(std::move(params)));
   };
   call.respond(std::move(res));
 }

@@ -77,29 +77,34 @@ Status RemoveTags(Context& ctx, const std::string& name, const json& keys) {
     for (const auto& k : keys) {
       if (!ValidTagText(k.get<std::string>())) return InvalidArgument(kInvalidTagChars);
     }
+    // '%' passes the character check but not the service's own (as for AddTagsToStream).
+    for (const auto& k : keys) {
+      if (k.get<std::string>().find('%') != std::string::npos) {
+        return InvalidArgument(fmt::format(
+            "Failed to remove tags from stream {} under account {} because some tags contained "
+            "illegal characters. The allowed characters are Unicode letters, white-spaces, "
+            "'_',',','/','=','+','-','@'.",
+            info.name, ctx.options.account));
+      }
+    }
     for (const auto& k : keys) info.tags.erase(k.get<std::string>());
     return Status::OK();
   });
 }
 
 // A TagKeys list: every element a string (else SerializationException, as for any
-// string member), 1–50 of them, each 1–128 characters.
+// string member), 1–50 of them, each 1–128 characters (reported on the list, as AWS does).
 void CheckTagKeyList(aws::Params& p, std::string_view path, const json& keys) {
   for (const auto& k : keys) {
     if (!k.is_string()) {
       p.AddSerializationError(
-          k.is_number()
-              ? "class com.amazon.coral.value.json.numbers.TruncatingBigNumber can not "
-                "be converted to an String"
-              : (k.is_boolean() ? "class java.lang.Boolean can not be converted to an String"
-                                : "Unexpected value type in TagKeys: expected a string."));
+          k.is_null() ? std::string("Unexpected value type in TagKeys: expected a string.")
+                      : aws::Params::TypeMessage(k, aws::MemberType::kString));
       return;
     }
   }
-  p.ListLength(path, keys.size(), keys.dump(), 1, 50);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    p.Length(fmt::format("{}.{}.member", path, i + 1), keys[i].get<std::string>(), 1, 128);
-  }
+  p.ListLength(path, keys.size(), aws::Params::RenderList(keys), 1, 50);
+  p.ListMemberLengths(path, keys, 1, 128);
 }
 
 // ResourceARN: a stream ARN (consumers are not supported). Records violations and the
@@ -144,10 +149,10 @@ json TagList(const StreamInfo& info) {
 }  // namespace
 
 void AddTagsToStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamSelector(ctx, p);
   const json* tags = p.Map("Tags");
   p.Required("tags", tags != nullptr);
   if (tags) CheckTagMap(p, "tags", *tags, 200);
+  auto name = StreamSelector(ctx, p);
   if (auto e = p.Error()) return call.Fail(*e);
   Status st = AddTags(ctx, *name, *tags);
   if (!st.ok()) return call.Fail(st);
@@ -155,10 +160,10 @@ void AddTagsToStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void RemoveTagsFromStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamSelector(ctx, p);
   const json* keys = p.List("TagKeys");
   p.Required("tagKeys", keys != nullptr);
   if (keys) CheckTagKeyList(p, "tagKeys", *keys);
+  auto name = StreamSelector(ctx, p);
   if (auto e = p.Error()) return call.Fail(*e);
   Status st = RemoveTags(ctx, *name, *keys);
   if (!st.ok()) return call.Fail(st);
@@ -166,11 +171,11 @@ void RemoveTagsFromStream(Context& ctx, Call& call, aws::Params& p) {
 }
 
 void ListTagsForStream(Context& ctx, Call& call, aws::Params& p) {
-  auto name = StreamSelector(ctx, p);
-  auto start = p.Str("ExclusiveStartTagKey");
   auto limit = p.Int("Limit");
-  if (start) p.Length("exclusiveStartTagKey", *start, 1, 128);
   if (limit) p.Range("limit", *limit, 1, 50);
+  auto start = p.Str("ExclusiveStartTagKey");
+  if (start) p.Length("exclusiveStartTagKey", *start, 1, 128);
+  auto name = StreamSelector(ctx, p);
   if (auto e = p.Error()) return call.Fail(*e);
   auto info = ctx.streams->Describe(*name);
   if (!info.ok()) return call.Fail(info.status());

@@ -231,6 +231,12 @@ class LocalShardSource final : public delivery::ShardSource {
   // The first offset after `after` (the aggregate itself when only part of it is done).
   Result<uint64_t> NextOffset(const Shard& s, const Position& after) {
     if (after.at_start()) return uint64_t{0};
+    if (auto t = after.timestamp_ms()) {
+      // A start set by a worker that reads through the API: the first record at or after
+      // the time.
+      auto o = s.log->OffsetAtTime(*t);
+      return o.ok() ? std::min(*o, s.end) : s.end;
+    }
     auto seq = stream::SequenceNumber::Parse(after.sequence);
     if (!seq || seq->stream_uid != uid_ || seq->shard_index != s.index || seq->position == 0) {
       return InvalidArgument(fmt::format("{} is not a sequence number of {}", after.sequence,

@@ -1,0 +1,41 @@
+// Coordinator: which parts of the channels this process delivers when several processes
+// share them (scale-out workers on PostgreSQL: scaleout/lease_manager.h). Null on one
+// server, where everything is this process's.
+//
+// Work is cut into lease units per channel:
+//   "control"        the channel's lifecycle (activation, deletion) and its sink notes;
+//   "shard:<id>"     one shard of a channel whose sink delivers shard by shard (S3);
+//   "channel"        the whole of a channel whose sink spans shards (a table: one commit
+//                    for every shard) — it also stands for "control".
+// A unit is held with an epoch that changes every time its owner changes; every durable
+// write of a unit's state checks (owner, epoch) in the same transaction, so a process that
+// lost a unit (paused, partitioned, superseded) writes nothing.
+//
+// Thread-safety: implementations are safe to call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace icestream::delivery {
+
+inline constexpr const char* kControlUnit = "control";
+inline constexpr const char* kChannelUnit = "channel";
+inline std::string ShardUnit(const std::string& shard) { return "shard:" + shard; }
+
+class Coordinator {
+ public:
+  virtual ~Coordinator() = default;
+
+  // The epoch under which this process holds `unit` of the channel; 0 when it does not.
+  virtual uint64_t HeldEpoch(const std::string& channel_id, const std::string& unit) const = 0;
+  // The units a channel has now (lease rows are made for them; others take them too).
+  virtual void Offer(const std::string& channel_id, const std::vector<std::string>& units) = 0;
+  // The channel is gone: its units are dropped.
+  virtual void Forget(const std::string& channel_id) = 0;
+  // This process's identity (for status): host:pid:uuid.
+  virtual std::string owner() const = 0;
+};
+
+}  // namespace icestream::delivery

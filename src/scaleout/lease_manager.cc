@@ -1,0 +1,236 @@
+// Leases on PostgreSQL rows: renew, take, hand back.
+#include "scaleout/lease_manager.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/crypto.h"
+
+namespace icestream::scaleout {
+
+namespace {
+
+std::string Hostname() {
+  char buf[256] = {0};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+std::string Interval(int64_t ms) { return std::to_string(ms) + " milliseconds"; }
+
+}  // namespace
+
+LeaseManager::LeaseManager(pg::PgPool* pool, LeaseOptions options, std::string owner)
+    : pool_(pool), options_(std::move(options)), owner_(std::move(owner)) {}
+
+Result<std::unique_ptr<LeaseManager>> LeaseManager::Start(pg::PgPool* pool, LeaseOptions options) {
+  std::string owner =
+      fmt::format("{}:{}:{}", Hostname(), ::getpid(), crypto::RandomUuid().substr(0, 8));
+  std::unique_ptr<LeaseManager> m(new LeaseManager(pool, std::move(options), owner));
+  RETURN_IF_ERROR(pool->Exec("INSERT INTO icestream_worker (worker_id, host, pid, listen) VALUES "
+                             "($1, $2, $3, $4)",
+                             {owner, Hostname(), std::to_string(::getpid()), m->options_.listen})
+                      .status());
+  spdlog::info("scale-out: worker {} joined the pool (lease {} ms)", owner, m->options_.lease_ms);
+  LeaseManager* raw = m.get();
+  m->thread_ = std::thread([raw] { raw->Loop(); });
+  return m;
+}
+
+LeaseManager::~LeaseManager() { Stop(false); }
+
+void LeaseManager::Stop(bool handoff) {
+  if (stopping_.exchange(true)) return;
+  loop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (handoff) {
+    auto r = pool_->Exec("UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE owner = $1",
+                         {owner_});
+    if (r.ok()) {
+      spdlog::info("scale-out: worker {} handed {} lease(s) over", owner_, r->affected());
+    } else {
+      spdlog::warn("scale-out: handing the leases over: {}", r.status().ToString());
+    }
+  }
+  (void)pool_->Exec("DELETE FROM icestream_worker WHERE worker_id = $1", {owner_});
+  std::lock_guard lock(mu_);
+  held_.clear();
+}
+
+uint64_t LeaseManager::HeldEpoch(const std::string& channel_id, const std::string& unit) const {
+  std::lock_guard lock(mu_);
+  if (std::chrono::steady_clock::now() >= valid_until_) return 0;
+  auto it = held_.find({channel_id, unit});
+  return it == held_.end() ? 0 : it->second.epoch;
+}
+
+void LeaseManager::Offer(const std::string& channel_id, const std::vector<std::string>& units) {
+  std::lock_guard lock(mu_);
+  auto& set = offered_[channel_id];
+  for (const auto& u : units) set.insert(u);
+}
+
+void LeaseManager::Forget(const std::string& channel_id) {
+  std::lock_guard lock(mu_);
+  offered_.erase(channel_id);
+  for (auto it = held_.begin(); it != held_.end();) {
+    it = it->first.first == channel_id ? held_.erase(it) : std::next(it);
+  }
+  for (auto it = inserted_.begin(); it != inserted_.end();) {
+    it = it->first == channel_id ? inserted_.erase(it) : std::next(it);
+  }
+}
+
+std::string LeaseManager::UnitFor(const std::string& channel_id, const std::string& shard) const {
+  std::lock_guard lock(mu_);
+  auto it = offered_.find(channel_id);
+  if (it != offered_.end() && it->second.count(delivery::kChannelUnit)) return delivery::kChannelUnit;
+  return delivery::ShardUnit(shard);
+}
+
+std::map<std::string, std::map<std::string, uint64_t>> LeaseManager::Held() const {
+  std::map<std::string, std::map<std::string, uint64_t>> out;
+  std::lock_guard lock(mu_);
+  if (std::chrono::steady_clock::now() >= valid_until_) return out;
+  for (const auto& [k, u] : held_) out[k.first][k.second] = u.epoch;
+  return out;
+}
+
+void LeaseManager::Loop() {
+  auto next_take = std::chrono::steady_clock::now();
+  while (!stopping_) {
+    bool take = std::chrono::steady_clock::now() >= next_take;
+    if (take) next_take = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.take_ms);
+    Cycle(take);
+    std::unique_lock lock(loop_mu_);
+    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.renew_ms), [&] { return stopping_.load(); });
+  }
+}
+
+void LeaseManager::CycleForTest() { Cycle(true); }
+
+void LeaseManager::Cycle(bool take) {
+  for (auto step : {&LeaseManager::Heartbeat, &LeaseManager::Renew, &LeaseManager::InsertOffered}) {
+    Status st = (this->*step)();
+    if (!st.ok()) {
+      spdlog::warn("scale-out: {}", st.ToString());
+      return;
+    }
+  }
+  if (!take) return;
+  if (Status st = Take(); !st.ok()) spdlog::warn("scale-out: taking leases: {}", st.ToString());
+}
+
+Status LeaseManager::Heartbeat() {
+  ASSIGN_OR_RETURN(auto r, pool_->Exec("UPDATE icestream_worker SET heartbeat_at = clock_timestamp() "
+                                       "WHERE worker_id = $1",
+                                       {owner_}));
+  if (r.affected() == 0) {
+    // Removed by an operator or a database restored from a backup: join again.
+    RETURN_IF_ERROR(pool_->Exec("INSERT INTO icestream_worker (worker_id, host, pid, listen) VALUES "
+                                "($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                                {owner_, Hostname(), std::to_string(::getpid()), options_.listen})
+                        .status());
+  }
+  return Status::OK();
+}
+
+Status LeaseManager::Renew() {
+  auto started = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(auto r, pool_->Exec("UPDATE icestream_lease SET expires_at = clock_timestamp() + "
+                                       "$2::interval WHERE owner = $1 RETURNING channel_id, unit, "
+                                       "epoch",
+                                       {owner_, Interval(options_.lease_ms)}));
+  std::map<std::pair<std::string, std::string>, Unit> now;
+  for (size_t i = 0; i < r.rows(); ++i) {
+    now[{r.text(i, 0), r.text(i, 1)}] = Unit{static_cast<uint64_t>(r.integer(i, 2))};
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& [k, u] : held_) {
+    auto it = now.find(k);
+    if (it == now.end() || it->second.epoch != u.epoch) {
+      spdlog::warn("scale-out: lost the lease of {} {} (epoch {}); another worker holds it now",
+                   k.first, k.second, u.epoch);
+    }
+  }
+  held_ = std::move(now);
+  valid_until_ = started + std::chrono::milliseconds(options_.lease_ms - options_.renew_ms);
+  return Status::OK();
+}
+
+Status LeaseManager::InsertOffered() {
+  std::vector<std::pair<std::string, std::string>> missing;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [ch, units] : offered_) {
+      for (const auto& u : units) {
+        if (!inserted_.count({ch, u})) missing.emplace_back(ch, u);
+      }
+    }
+  }
+  for (const auto& [ch, u] : missing) {
+    RETURN_IF_ERROR(pool_->Exec("INSERT INTO icestream_lease (channel_id, unit) VALUES ($1, $2) ON "
+                                "CONFLICT DO NOTHING",
+                                {ch, u})
+                        .status());
+    std::lock_guard lock(mu_);
+    inserted_.insert({ch, u});
+  }
+  return Status::OK();
+}
+
+Status LeaseManager::Take() {
+  // The fair share: units over live workers (those whose heartbeat is within a lease).
+  ASSIGN_OR_RETURN(auto counts, pool_->Exec("SELECT (SELECT count(*) FROM icestream_lease), (SELECT "
+                                            "count(*) FROM icestream_worker WHERE heartbeat_at > "
+                                            "clock_timestamp() - $1::interval)",
+                                            {Interval(options_.lease_ms)}));
+  int64_t units = counts.integer(0, 0);
+  int64_t workers = std::max<int64_t>(1, counts.integer(0, 1));
+  int64_t share = (units + workers - 1) / workers;
+  size_t held;
+  {
+    std::lock_guard lock(mu_);
+    held = held_.size();
+  }
+  if (static_cast<int64_t>(held) < share) {
+    ASSIGN_OR_RETURN(
+        auto taken,
+        pool_->Exec("WITH c AS (SELECT channel_id, unit FROM icestream_lease WHERE owner IS NULL "
+                    "OR expires_at < clock_timestamp() ORDER BY channel_id, unit LIMIT $2 FOR UPDATE "
+                    "SKIP LOCKED), t AS (UPDATE icestream_lease l SET owner = $1, epoch = l.epoch + "
+                    "1, expires_at = clock_timestamp() + $3::interval FROM c WHERE l.channel_id = "
+                    "c.channel_id AND l.unit = c.unit RETURNING l.channel_id, l.unit, l.epoch), h "
+                    "AS (INSERT INTO icestream_lease_history (channel_id, unit, owner, epoch) SELECT "
+                    "channel_id, unit, $1, epoch FROM t) SELECT channel_id, unit, epoch FROM t",
+                    {owner_, std::to_string(share - static_cast<int64_t>(held)),
+                     Interval(options_.lease_ms)}));
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < taken.rows(); ++i) {
+      held_[{taken.text(i, 0), taken.text(i, 1)}] = Unit{static_cast<uint64_t>(taken.integer(i, 2))};
+      spdlog::info("scale-out: took {} {} (epoch {})", taken.text(i, 0), taken.text(i, 1),
+                   taken.integer(i, 2));
+    }
+  } else if (static_cast<int64_t>(held) > share && workers > 1) {
+    // Hand one back: a worker that joined takes it at its next pass.
+    std::pair<std::string, std::string> give;
+    uint64_t epoch = 0;
+    {
+      std::lock_guard lock(mu_);
+      give = held_.rbegin()->first;
+      epoch = held_.rbegin()->second.epoch;
+      held_.erase(give);
+    }
+    RETURN_IF_ERROR(pool_->Exec("UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE "
+                                "channel_id = $1 AND unit = $2 AND owner = $3 AND epoch = $4",
+                                {give.first, give.second, owner_, std::to_string(epoch)})
+                        .status());
+    spdlog::info("scale-out: handed {} {} over (holding more than the share of {})", give.first,
+                 give.second, share);
+  }
+  return Status::OK();
+}
+
+}  // namespace icestream::scaleout

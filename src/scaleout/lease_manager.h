@@ -1,0 +1,104 @@
+// LeaseManager: this process's part of the channels a pool of processes shares, as rows of
+// icestream_lease in PostgreSQL (schema.h). It implements delivery::Coordinator.
+//
+// One thread, every renew interval:
+//   - heartbeat in icestream_worker (the pool's live workers: heartbeat within a lease);
+//   - renew: one UPDATE … WHERE owner = me sets expires_at = clock_timestamp() + lease
+//     for every unit held (the database's clock, never this machine's); units it does not
+//     return are lost and dropped at once;
+//   - make the rows of units offered (ON CONFLICT DO NOTHING);
+// and every take interval:
+//   - take up to this process's fair share (ceil(units / live workers)) of the units that
+//     nobody holds or whose lease expired, FOR UPDATE SKIP LOCKED, bumping the epoch and
+//     writing icestream_lease_history in the same statement;
+//   - hand one unit back when holding more than the share (a process that joined gets
+//     work without waiting for anyone to fail).
+// A unit counts as held locally only until this process's last successful renewal plus
+// the lease minus one renew interval: a process that cannot reach the database stops
+// working before anyone else may take over. Safety does not depend on it — every write
+// is fenced on (owner, epoch) in its own transaction — but it avoids wasted work.
+//
+// Owner ids are "<host>:<pid>:<uuid>", new at every start, so a restarted process never
+// mistakes an old lease for its own, and a fence on (owner, epoch) holds even when a
+// database failover lost the last epoch bump.
+//
+// Thread-safety: all public methods may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "delivery/coordinator.h"
+#include "pg/client.h"
+
+namespace icestream::scaleout {
+
+struct LeaseOptions {
+  int64_t lease_ms = 10000;
+  int64_t renew_ms = 2000;
+  int64_t take_ms = 3000;
+  std::string listen;  // where this process serves /metrics and /health (for status)
+};
+
+class LeaseManager final : public delivery::Coordinator {
+ public:
+  // Registers this process and starts the lease thread. `pool` must outlive it.
+  static Result<std::unique_ptr<LeaseManager>> Start(pg::PgPool* pool, LeaseOptions options);
+  ~LeaseManager() override;
+
+  uint64_t HeldEpoch(const std::string& channel_id, const std::string& unit) const override;
+  void Offer(const std::string& channel_id, const std::vector<std::string>& units) override;
+  void Forget(const std::string& channel_id) override;
+  std::string owner() const override { return owner_; }
+
+  // The unit a shard's state is fenced by: the channel's own unit when it was offered
+  // (a channel delivered as one unit), else the shard's.
+  std::string UnitFor(const std::string& channel_id, const std::string& shard) const;
+
+  // Stops the thread. With `handoff`, the units are given back (owner cleared) so that
+  // others take them at once instead of waiting for the leases to expire (SIGTERM). The
+  // caller stops delivery first.
+  void Stop(bool handoff);
+
+  // Held units (channel id → unit → epoch), for status and tests.
+  std::map<std::string, std::map<std::string, uint64_t>> Held() const;
+  // Runs one renew/take cycle now (tests).
+  void CycleForTest();
+
+ private:
+  LeaseManager(pg::PgPool* pool, LeaseOptions options, std::string owner);
+  void Loop();
+  void Cycle(bool take);
+  Status Heartbeat();
+  Status Renew();
+  Status InsertOffered();
+  Status Take();
+
+  pg::PgPool* pool_;
+  const LeaseOptions options_;
+  const std::string owner_;
+
+  mutable std::mutex mu_;
+  struct Unit {
+    uint64_t epoch = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Unit> held_;
+  std::map<std::string, std::set<std::string>> offered_;  // channel → units
+  std::set<std::pair<std::string, std::string>> inserted_;
+  std::chrono::steady_clock::time_point valid_until_;  // of the held set (local clock)
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace icestream::scaleout

@@ -1,0 +1,74 @@
+// PgDeliveryStore: the DeliveryStore of a pool of processes, in PostgreSQL (schema.h).
+// The same rows as meta.db's, with one difference that makes exactly-once hold across
+// processes: every write of a unit's state runs in a transaction that first locks that
+// unit's lease row with owner = this process and epoch = the one it holds it under
+// (SELECT … FOR NO KEY UPDATE). A process that lost the unit — paused longer than its
+// lease, cut off from the database, superseded — matches no row, writes nothing, and gets
+// kFailedPrecondition ("fenced"). A takeover, which bumps the epoch, waits for the row
+// lock, so a write and a takeover never interleave.
+//
+//   checkpoints, plans     fenced by the shard's unit (or the channel's, for a table)
+//   activation, sink notes fenced by the channel's control unit
+//   channel documents      not fenced (the API writes them; any process may fail one)
+//
+// Thread-safety: as PgPool.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "delivery/delivery_store.h"
+#include "iceberg/catalog_store.h"
+#include "pg/client.h"
+#include "scaleout/lease_manager.h"
+
+namespace icestream::scaleout {
+
+class PgDeliveryStore final : public delivery::DeliveryStore {
+ public:
+  // `pool` and `leases` must outlive the store; EnsureDeliverySchema must have run.
+  // Without `leases` (the `channels` command, which only edits channel documents) every
+  // fenced write is refused.
+  PgDeliveryStore(pg::PgPool* pool, const LeaseManager* leases) : pool_(pool), leases_(leases) {}
+
+  Result<std::vector<delivery::ChannelConfig>> LoadChannels() override;
+  Status SaveChannel(const delivery::ChannelConfig& c) override;
+  Status RemoveChannel(const std::string& id) override;
+  Result<std::map<std::string, delivery::Position>> Checkpoints(const std::string& id) override;
+  Status Activate(const delivery::ChannelConfig& c,
+                  const std::map<std::string, delivery::Position>& checkpoints) override;
+  Result<std::map<std::string, delivery::BatchPlan>> Plans(const std::string& id) override;
+  Status SavePlans(const std::string& id,
+                   const std::map<std::string, delivery::BatchPlan>& plans) override;
+  Status Commit(const std::string& id, const std::map<std::string, delivery::Position>& checkpoints,
+                const std::set<std::string>& finished) override;
+  Result<std::set<std::string>> FinishedShards(const std::string& id) override;
+  Result<nlohmann::json> LoadSinkState(const std::string& id) override;
+  Status SaveSinkState(const std::string& id, const nlohmann::json& doc) override;
+
+ private:
+  // Locks the unit's lease row if this process holds it; kFailedPrecondition otherwise.
+  // Returns the epoch.
+  Result<uint64_t> Fence(pg::PgTx& tx, const std::string& channel_id, const std::string& unit) const;
+  std::string ControlUnit(const std::string& channel_id) const;
+
+  pg::PgPool* pool_;
+  const LeaseManager* leases_;
+};
+
+// The fence a table channel's catalog commits carry on a worker: the channel's lease
+// ("channel" unit), locked with owner and epoch in the catalog transaction of the pointer
+// swap, with a row in icestream_commit_log written in the same transaction. The catalog
+// must be the PostgreSQL one of the same database (PgCatalogStore).
+class PgLeaseFence final : public iceberg::CommitFence {
+ public:
+  PgLeaseFence(const LeaseManager* leases, std::string channel_id)
+      : leases_(leases), channel_id_(std::move(channel_id)) {}
+  Status Check(iceberg::CatalogStore::Tx& tx) const override;
+
+ private:
+  const LeaseManager* leases_;
+  const std::string channel_id_;
+};
+
+}  // namespace icestream::scaleout

@@ -1,0 +1,40 @@
+// Migrations of icestream's scale-out tables.
+#include "scaleout/schema.h"
+
+#include "pg/migrate.h"
+
+namespace icestream::scaleout {
+
+Status EnsureDeliverySchema(pg::PgPool* pool) {
+  static const std::vector<std::string> kSteps = {
+      // 1: workers, leases and their history; the delivery store's rows.
+      "CREATE TABLE icestream_worker (worker_id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER "
+      "NOT NULL, listen TEXT NOT NULL DEFAULT '', started_at TIMESTAMPTZ NOT NULL DEFAULT "
+      "clock_timestamp(), heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()) WITH "
+      "(fillfactor = 50);"
+      "CREATE TABLE icestream_lease (channel_id TEXT NOT NULL, unit TEXT NOT NULL, owner TEXT, "
+      "epoch BIGINT NOT NULL DEFAULT 0, expires_at TIMESTAMPTZ, PRIMARY KEY (channel_id, unit)) "
+      "WITH (fillfactor = 50);"
+      "CREATE INDEX icestream_lease_owner ON icestream_lease (owner);"
+      "CREATE TABLE icestream_lease_history (channel_id TEXT NOT NULL, unit TEXT NOT NULL, owner "
+      "TEXT NOT NULL, epoch BIGINT NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp());"
+      "CREATE TABLE icestream_commit_log (channel_id TEXT NOT NULL, owner TEXT NOT NULL, epoch "
+      "BIGINT NOT NULL, metadata_location TEXT, at TIMESTAMPTZ NOT NULL DEFAULT "
+      "clock_timestamp());"
+      "CREATE TABLE icestream_channels (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, doc TEXT "
+      "NOT NULL);"
+      "CREATE TABLE icestream_checkpoints (channel_id TEXT NOT NULL, shard_id TEXT NOT NULL, "
+      "sequence TEXT NOT NULL, sub_sequence INTEGER, epoch BIGINT NOT NULL, PRIMARY KEY "
+      "(channel_id, shard_id));"
+      "CREATE TABLE icestream_plans (channel_id TEXT NOT NULL, shard_id TEXT NOT NULL, "
+      "after_sequence TEXT NOT NULL, after_sub_sequence INTEGER, last_sequence TEXT NOT NULL, "
+      "records BIGINT NOT NULL, attempt_ms BIGINT NOT NULL, epoch BIGINT NOT NULL, PRIMARY KEY "
+      "(channel_id, shard_id));"
+      "CREATE TABLE icestream_finished (channel_id TEXT NOT NULL, shard_id TEXT NOT NULL, "
+      "PRIMARY KEY (channel_id, shard_id));"
+      "CREATE TABLE icestream_sink_state (channel_id TEXT PRIMARY KEY, doc TEXT NOT NULL)",
+  };
+  return pg::Migrate(pool, "delivery", kSteps);
+}
+
+}  // namespace icestream::scaleout

@@ -1,0 +1,62 @@
+// A client of AWS JSON 1.1 services (Kinesis, Glue) over HTTP/1.1 or TLS, signed with the
+// project's own SigV4 signer: one POST per call with X-Amz-Target, the answer parsed as
+// JSON, and AWS errors mapped to statuses that say what to do next:
+//
+//   ProvisionedThroughputExceededException, LimitExceededException,
+//   ThrottlingException, KMSThrottlingException                     kThrottled (back off)
+//   ExpiredIteratorException                                         kFailedPrecondition
+//   ResourceNotFoundException, EntityNotFoundException               kNotFound
+//   ResourceInUseException                                           kFailedPrecondition
+//   other 4xx                                                        kInvalidArgument
+//   5xx, transport failures, unparsable answers                       kUnavailable
+//
+// The error's type is kept in the message ("<Type>: <message>") and in the status detail
+// returned by ErrorType().
+//
+// Thread-safety: Call may be used from many threads at once.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "aws/sigv4.h"
+#include "common/status.h"
+#include "http/client.h"
+
+namespace icestream::source {
+
+struct AwsEndpoint {
+  std::string url;  // http(s)://host[:port] (a path, if any, is ignored)
+  std::string region = "us-east-1";
+  std::string service;        // "kinesis" | "glue" (the signing name)
+  std::string target_prefix;  // "Kinesis_20131202." | "AWSGlue."
+  aws::Credentials credentials;
+  int timeout_ms = 30000;
+  bool verify_tls = true;
+};
+
+class AwsJsonClient {
+ public:
+  // kInvalidArgument for a URL that is not http(s)://host[:port].
+  static Result<std::unique_ptr<AwsJsonClient>> Make(AwsEndpoint endpoint);
+
+  // One call; `error_type` (when not null) gets the AWS error type of a failed call.
+  Result<nlohmann::json> Call(const std::string& operation, const nlohmann::json& body,
+                              std::string* error_type = nullptr);
+
+  const AwsEndpoint& endpoint() const { return endpoint_; }
+
+ private:
+  explicit AwsJsonClient(AwsEndpoint endpoint, std::string host);
+  AwsEndpoint endpoint_;
+  std::string host_;  // host[:port] as signed
+  http::HttpClient http_;
+};
+
+// Credentials from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN), or the placeholders icestream and kinesalite accept when unset.
+aws::Credentials CredentialsFromEnvironment();
+
+}  // namespace icestream::source

@@ -1,0 +1,635 @@
+// Reading Kinesis shards through the API.
+#include "source/kinesis/kinesis_source.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/base64.h"
+#include "common/clock.h"
+#include "stream/sequence_number.h"
+
+namespace icestream::source {
+
+using delivery::Position;
+using nlohmann::json;
+
+uint64_t OrdinalOf(std::string_view seq) {
+  if (auto sn = stream::SequenceNumber::Parse(seq); sn && sn->position > 0) return sn->position - 1;
+  std::string_view tail = seq.size() > 18 ? seq.substr(seq.size() - 18) : seq;
+  uint64_t v = 0;
+  for (char c : tail) v = v * 10 + static_cast<uint64_t>(c >= '0' && c <= '9' ? c - '0' : 0);
+  return v;
+}
+
+namespace {
+
+int64_t NowMs() { return SystemClock::Default()->NowMillis(); }
+
+// The decoded records of one GetRecords answer: the strings the views point into.
+struct Answer {
+  std::string bytes;  // sequence numbers, partition keys and data, back to back
+  std::vector<delivery::StreamRecord> records;
+  size_t data_bytes = 0;
+};
+
+// Decodes a GetRecords answer's Records into one Answer (two passes: sizes, then views).
+Result<std::shared_ptr<Answer>> Decode(const json& records) {
+  auto a = std::make_shared<Answer>();
+  size_t total = 0;
+  for (const auto& r : records) {
+    const auto& data = r.at("Data").get_ref<const std::string&>();
+    total += r.at("SequenceNumber").get_ref<const std::string&>().size() +
+             r.at("PartitionKey").get_ref<const std::string&>().size() + data.size();
+  }
+  a->bytes.reserve(total);
+  struct Span {
+    size_t seq, seq_n, pk, pk_n, data, data_n;
+    int64_t arrival;
+  };
+  std::vector<Span> spans;
+  spans.reserve(records.size());
+  for (const auto& r : records) {
+    Span s{};
+    const auto& seq = r.at("SequenceNumber").get_ref<const std::string&>();
+    const auto& pk = r.at("PartitionKey").get_ref<const std::string&>();
+    const auto& data = r.at("Data").get_ref<const std::string&>();
+    s.seq = a->bytes.size();
+    s.seq_n = seq.size();
+    a->bytes += seq;
+    s.pk = a->bytes.size();
+    s.pk_n = pk.size();
+    a->bytes += pk;
+    auto decoded = base64::Decode(data);
+    if (!decoded) return Unavailable("GetRecords: a record's Data is not base64");
+    s.data = a->bytes.size();
+    s.data_n = decoded->size();
+    a->bytes += *decoded;
+    a->data_bytes += decoded->size();
+    const auto& ts = r.at("ApproximateArrivalTimestamp");
+    s.arrival = ts.is_number() ? static_cast<int64_t>(std::llround(ts.get<double>() * 1000.0)) : 0;
+    spans.push_back(s);
+  }
+  const char* base = a->bytes.data();
+  for (const auto& s : spans) {
+    std::string_view seq(base + s.seq, s.seq_n);
+    a->records.push_back({seq, OrdinalOf(seq), s.arrival, std::string_view(base + s.pk, s.pk_n),
+                          std::string_view(base + s.data, s.data_n)});
+  }
+  return a;
+}
+
+// GetShardIterator from a position.
+json IteratorRequest(const std::string& stream, const std::string& shard, const Position& after) {
+  json req = {{"StreamName", stream}, {"ShardId", shard}};
+  if (after.at_start()) {
+    req["ShardIteratorType"] = "TRIM_HORIZON";
+  } else if (auto t = after.timestamp_ms()) {
+    req["ShardIteratorType"] = "AT_TIMESTAMP";
+    req["Timestamp"] = static_cast<double>(*t) / 1000.0;
+  } else if (after.sub_sequence) {
+    req["ShardIteratorType"] = "AT_SEQUENCE_NUMBER";
+    req["StartingSequenceNumber"] = after.sequence;
+  } else {
+    req["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER";
+    req["StartingSequenceNumber"] = after.sequence;
+  }
+  return req;
+}
+
+// Whether a record lies after a position (a time position: arrived at or after it; a
+// position inside an aggregate: the aggregate itself is still due).
+bool After(const delivery::StreamRecord& r, const Position& p) {
+  if (p.at_start()) return true;
+  if (auto t = p.timestamp_ms()) return r.arrival_ms >= *t;
+  int c = delivery::CompareSequenceNumbers(r.sequence_number, p.sequence);
+  return c > 0 || (c == 0 && p.sub_sequence.has_value());
+}
+
+class KinesisShardSource;
+
+// One shard's reader: a thread that keeps a buffer of what follows `start_`.
+class ShardReader {
+ public:
+  ShardReader(std::shared_ptr<AwsJsonClient> client, const KinesisSourceOptions& options,
+              std::string stream, std::string shard)
+      : client_(std::move(client)), options_(options), stream_(std::move(stream)), shard_(std::move(shard)) {}
+  ~ShardReader() { Stop(); }
+
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // The engine stands at `after`: the buffer drops what is before it, or starts over
+  // when `after` is not where the buffer is. Starts the thread on first use.
+  void Sync(const Position& after) {
+    std::lock_guard lock(mu_);
+    last_interest_ms_ = NowMs();
+    if (!thread_.joinable() && !stopping_) thread_ = std::thread([this] { Loop(); });
+    if (start_ == after) return;
+    // Records up to `after` are delivered: drop them, if `after` is one of them.
+    bool inside = false;
+    if (!after.at_start() && !after.timestamp_ms()) {
+      for (const auto& a : buffer_) {
+        for (const auto& r : a->records) {
+          if (r.sequence_number == std::string_view(after.sequence)) inside = true;
+        }
+      }
+    }
+    if (inside && !after.sub_sequence) {
+      while (!buffer_.empty()) {
+        auto& front = buffer_.front();
+        auto& recs = front->records;
+        size_t keep = 0;
+        while (keep < recs.size() && !After(recs[keep], after)) ++keep;
+        if (keep == recs.size()) {
+          bytes_ -= front->data_bytes;
+          count_ -= recs.size();
+          buffer_.pop_front();
+          continue;
+        }
+        if (keep > 0) {
+          // Readers that took chunks of this answer hold their own copies of the views;
+          // the bytes stay as they are.
+          for (size_t i = 0; i < keep; ++i) {
+            bytes_ -= recs[i].data.size();
+            front->data_bytes -= recs[i].data.size();
+          }
+          count_ -= keep;
+          recs.erase(recs.begin(), recs.begin() + static_cast<ptrdiff_t>(keep));
+        }
+        break;
+      }
+      start_ = after;
+      return;
+    }
+    // Somewhere else: start over from there.
+    buffer_.clear();
+    bytes_ = 0;
+    count_ = 0;
+    iterator_.clear();
+    ended_ = false;
+    start_ = after;
+    next_poll_ms_ = 0;
+    cv_.notify_all();
+  }
+
+  delivery::ShardBacklog Backlog(bool closed) {
+    std::lock_guard lock(mu_);
+    delivery::ShardBacklog b;
+    b.records = count_;
+    b.bytes = bytes_;
+    if (!buffer_.empty() && !buffer_.front()->records.empty()) {
+      b.oldest_arrival_ms = buffer_.front()->records.front().arrival_ms;
+    }
+    b.finished = closed && ended_ && count_ == 0 && !start_.sub_sequence;
+    return b;
+  }
+
+  Result<delivery::PlannedRange> Plan(const Position& after, uint64_t max_bytes, size_t max_records) {
+    std::lock_guard lock(mu_);
+    if (!(start_ == after) || count_ == 0) {
+      return FailedPrecondition(shard_ + " has no record read yet after " + delivery::PositionText(after));
+    }
+    delivery::PlannedRange r;
+    r.after = after;
+    for (const auto& a : buffer_) {
+      for (const auto& rec : a->records) {
+        if (r.records > 0 && (r.records >= max_records || r.bytes + rec.data.size() > max_bytes)) {
+          return r;
+        }
+        r.last_sequence = std::string(rec.sequence_number);
+        ++r.records;
+        r.bytes += rec.data.size();
+      }
+    }
+    return r;
+  }
+
+  // The buffered records from `after` to `last`, when the buffer holds all of them.
+  std::optional<std::vector<delivery::StreamChunk>> Take(const Position& after, const std::string& last) {
+    std::lock_guard lock(mu_);
+    if (!(start_ == after)) return std::nullopt;
+    std::vector<delivery::StreamChunk> out;
+    for (const auto& a : buffer_) {
+      delivery::StreamChunk c;
+      c.storage = a;
+      for (const auto& rec : a->records) {
+        c.records.push_back(rec);
+        if (rec.sequence_number == std::string_view(last)) {
+          out.push_back(std::move(c));
+          return out;
+        }
+      }
+      out.push_back(std::move(c));
+    }
+    return std::nullopt;  // `last` is not (or no longer) buffered
+  }
+
+  bool idle(int64_t now) const {
+    std::lock_guard lock(mu_);
+    return now - last_interest_ms_ > options_.idle_reader_ms;
+  }
+  Status last_error() const {
+    std::lock_guard lock(mu_);
+    return error_;
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    int failures = 0;
+    while (!stopping_) {
+      int64_t now = NowMs();
+      bool full = bytes_ >= options_.max_buffered_bytes_per_shard;
+      if (ended_ || full || now < next_poll_ms_) {
+        int64_t wait = ended_ || full ? 200 : std::max<int64_t>(1, next_poll_ms_ - now);
+        cv_.wait_for(lock, std::chrono::milliseconds(wait));
+        continue;
+      }
+      // The position to read from: after the last buffered record, else the start.
+      Position from = start_;
+      if (!buffer_.empty() && !buffer_.back()->records.empty()) {
+        from = Position{std::string(buffer_.back()->records.back().sequence_number), std::nullopt};
+      }
+      std::string iterator = iterator_;
+      Position start_then = start_;
+      lock.unlock();
+      Status st;
+      std::string next;
+      bool end = false;
+      int64_t behind = 0;
+      std::shared_ptr<Answer> answer;
+      if (iterator.empty()) {
+        auto it = client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, from));
+        if (it.ok()) {
+          iterator = it->value("ShardIterator", "");
+        } else {
+          st = it.status();
+        }
+      }
+      if (st.ok() && !iterator.empty()) {
+        json req = {{"ShardIterator", iterator}, {"Limit", options_.get_records_limit}};
+        auto r = client_->Call("GetRecords", req);
+        if (!r.ok()) {
+          st = r.status();
+          if (st.code() == StatusCode::kFailedPrecondition) iterator.clear();  // expired
+        } else {
+          auto decoded = Decode(r->value("Records", json::array()));
+          if (!decoded.ok()) {
+            st = decoded.status();
+          } else {
+            answer = std::move(*decoded);
+            if (!r->contains("NextShardIterator") || (*r)["NextShardIterator"].is_null()) {
+              end = true;
+            } else {
+              next = (*r)["NextShardIterator"].get<std::string>();
+            }
+            behind = r->value("MillisBehindLatest", int64_t{0});
+          }
+        }
+      }
+      lock.lock();
+      if (!(start_ == start_then)) continue;  // the engine moved elsewhere meanwhile
+      now = NowMs();
+      const int64_t min_gap = 1000 / std::max(1, options_.max_calls_per_second);
+      if (!st.ok()) {
+        error_ = st;
+        ++failures;
+        iterator_ = iterator;
+        int64_t backoff = std::min<int64_t>(30000, 500LL << std::min(failures, 6));
+        if (st.code() == StatusCode::kThrottled) backoff = std::max<int64_t>(backoff, 1000);
+        next_poll_ms_ = now + backoff;
+        if (failures == 1 || failures % 20 == 0) {
+          spdlog::warn("kinesis source: {} of {}: {} (retrying)", shard_, stream_, st.ToString());
+        }
+        continue;
+      }
+      failures = 0;
+      error_ = Status::OK();
+      const size_t got = answer ? answer->data_bytes : 0;
+      if (answer && !answer->records.empty()) {
+        // Drop anything at or before where the buffer stands (an AT_SEQUENCE iterator's
+        // first record, a time start's earlier ones do not occur: AT_TIMESTAMP starts there).
+        auto& recs = answer->records;
+        recs.erase(std::remove_if(recs.begin(), recs.end(),
+                                  [&](const delivery::StreamRecord& r) { return !After(r, from); }),
+                   recs.end());
+        for (const auto& r : recs) bytes_ += r.data.size();
+        count_ += recs.size();
+        if (!recs.empty()) buffer_.push_back(std::move(answer));
+      }
+      iterator_ = end ? std::string() : next;
+      ended_ = end;
+      if (got >= (10u << 20) - (1u << 20)) {
+        next_poll_ms_ = now + 5000;  // a 10 MiB answer uses the next 5 s of the read budget
+      } else if (behind > 0) {
+        next_poll_ms_ = now + min_gap;
+      } else {
+        next_poll_ms_ = now + std::max<int64_t>(min_gap, options_.poll_interval_ms);
+      }
+    }
+  }
+
+  std::shared_ptr<AwsJsonClient> client_;
+  const KinesisSourceOptions& options_;
+  const std::string stream_;
+  const std::string shard_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  Position start_{"<unset>", std::nullopt};
+  std::deque<std::shared_ptr<Answer>> buffer_;
+  uint64_t bytes_ = 0;
+  uint64_t count_ = 0;
+  std::string iterator_;
+  bool ended_ = false;
+  int64_t next_poll_ms_ = 0;
+  int64_t last_interest_ms_ = 0;
+  Status error_;
+  std::thread thread_;
+};
+
+// A replayed range that is no longer buffered: read again from its start.
+class DirectRangeReader final : public delivery::RangeReader {
+ public:
+  DirectRangeReader(std::shared_ptr<AwsJsonClient> client, std::string stream, std::string shard,
+                    Position after, std::string last, int limit)
+      : client_(std::move(client)),
+        stream_(std::move(stream)),
+        shard_(std::move(shard)),
+        after_(std::move(after)),
+        last_(std::move(last)),
+        limit_(limit) {}
+
+  Result<bool> Next(delivery::StreamChunk* chunk) override {
+    for (int attempt = 0; !done_; ++attempt) {
+      if (iterator_.empty()) {
+        std::string type;
+        auto it = client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, after_), &type);
+        if (!it.ok()) {
+          if (it.status().code() == StatusCode::kThrottled && attempt < 20) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+            continue;
+          }
+          return it.status();
+        }
+        iterator_ = it->value("ShardIterator", "");
+      }
+      auto r = client_->Call("GetRecords", json{{"ShardIterator", iterator_}, {"Limit", limit_}});
+      if (!r.ok()) {
+        if (r.status().code() == StatusCode::kThrottled && attempt < 20) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+          continue;
+        }
+        if (r.status().code() == StatusCode::kFailedPrecondition) {  // expired iterator
+          iterator_.clear();
+          continue;
+        }
+        return r.status();
+      }
+      ASSIGN_OR_RETURN(auto answer, Decode(r->value("Records", json::array())));
+      bool end = !r->contains("NextShardIterator") || (*r)["NextShardIterator"].is_null();
+      iterator_ = end ? std::string() : (*r)["NextShardIterator"].get<std::string>();
+      chunk->records.clear();
+      for (const auto& rec : answer->records) {
+        if (!After(rec, after_)) continue;
+        chunk->records.push_back(rec);
+        if (rec.sequence_number == std::string_view(last_)) {
+          done_ = true;
+          break;
+        }
+        if (delivery::CompareSequenceNumbers(rec.sequence_number, last_) > 0) {
+          chunk->records.pop_back();
+          done_ = true;
+          break;
+        }
+      }
+      if (!chunk->records.empty()) {
+        after_ = Position{std::string(chunk->records.back().sequence_number), std::nullopt};
+        chunk->storage = std::move(answer);
+        return true;
+      }
+      if (end) {
+        done_ = true;  // the shard ended before `last`: records are gone (retention)
+        spdlog::warn("kinesis source: {} ended before {}: the rest of the batch is gone", shard_, last_);
+        break;
+      }
+      if (answer->records.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+  }
+
+ private:
+  std::shared_ptr<AwsJsonClient> client_;
+  const std::string stream_;
+  const std::string shard_;
+  Position after_;
+  const std::string last_;
+  const int limit_;
+  std::string iterator_;
+  bool done_ = false;
+};
+
+class BufferedRangeReader final : public delivery::RangeReader {
+ public:
+  explicit BufferedRangeReader(std::vector<delivery::StreamChunk> chunks) : chunks_(std::move(chunks)) {}
+  Result<bool> Next(delivery::StreamChunk* chunk) override {
+    if (at_ >= chunks_.size()) return false;
+    *chunk = std::move(chunks_[at_++]);
+    return true;
+  }
+
+ private:
+  std::vector<delivery::StreamChunk> chunks_;
+  size_t at_ = 0;
+};
+
+class KinesisShardSource final : public delivery::ShardSource {
+ public:
+  KinesisShardSource(std::shared_ptr<AwsJsonClient> client, KinesisSourceOptions options,
+                     std::string stream, int64_t created_ms)
+      : client_(std::move(client)),
+        options_(std::move(options)),
+        stream_(std::move(stream)),
+        created_ms_(created_ms) {}
+  ~KinesisShardSource() override {
+    std::lock_guard lock(mu_);
+    for (auto& [id, r] : readers_) r->Stop();
+  }
+
+  Result<std::vector<delivery::SourceShard>> Shards() override {
+    int64_t now = NowMs();
+    {
+      std::lock_guard lock(mu_);
+      if (cached_ && now - cached_at_ < 1000) return *cached_;
+    }
+    RETURN_IF_ERROR(CheckIdentity(now));
+    std::vector<delivery::SourceShard> out;
+    closed_.clear();
+    std::string token;
+    do {
+      json req = token.empty() ? json{{"StreamName", stream_}} : json{{"NextToken", token}};
+      auto r = client_->Call("ListShards", req);
+      if (!r.ok()) {
+        if (r.status().code() == StatusCode::kNotFound) return NotFound("The source stream no longer exists.");
+        return r.status();
+      }
+      for (const auto& s : r->value("Shards", json::array())) {
+        delivery::SourceShard d;
+        d.id = s.value("ShardId", "");
+        for (const char* k : {"ParentShardId", "AdjacentParentShardId"}) {
+          if (s.contains(k) && s[k].is_string()) d.parents.push_back(s[k].get<std::string>());
+        }
+        const auto& range = s.value("SequenceNumberRange", json::object());
+        d.closed = range.contains("EndingSequenceNumber") && range["EndingSequenceNumber"].is_string();
+        out.push_back(std::move(d));
+      }
+      token = r->contains("NextToken") && (*r)["NextToken"].is_string() ? (*r)["NextToken"].get<std::string>() : "";
+    } while (!token.empty());
+    std::lock_guard lock(mu_);
+    for (const auto& s : out) closed_[s.id] = s.closed;
+    cached_ = out;
+    cached_at_ = now;
+    // Readers of shards the engine stopped asking about end.
+    for (auto it = readers_.begin(); it != readers_.end();) {
+      if (it->second->idle(now)) {
+        it->second->Stop();
+        it = readers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+
+  Result<Position> StartPosition(const std::string&, const delivery::StartingPosition& start) override {
+    if (start.type == "TRIM_HORIZON") return Position{};
+    // The source cannot name the record before a time: the position is the time itself
+    // (the API's AT_TIMESTAMP iterator starts there).
+    return Position::AtTimestamp(start.type == "AT_TIMESTAMP" ? start.timestamp_ms : NowMs());
+  }
+
+  Result<delivery::ShardBacklog> Backlog(const std::string& shard, const Position& after) override {
+    ShardReader* r = Reader(shard);
+    r->Sync(after);
+    bool closed;
+    {
+      std::lock_guard lock(mu_);
+      closed = closed_[shard];
+    }
+    return r->Backlog(closed);
+  }
+
+  Result<delivery::PlannedRange> PlanRange(const std::string& shard, const Position& after,
+                                           uint64_t max_bytes, size_t max_records) override {
+    ShardReader* r = Reader(shard);
+    r->Sync(after);
+    return r->Plan(after, max_bytes, max_records);
+  }
+
+  Result<std::unique_ptr<delivery::RangeReader>> OpenRange(const std::string& shard, const Position& after,
+                                                           const std::string& last, size_t,
+                                                           size_t chunk_records) override {
+    if (auto chunks = Reader(shard)->Take(after, last)) {
+      return std::unique_ptr<delivery::RangeReader>(new BufferedRangeReader(std::move(*chunks)));
+    }
+    return std::unique_ptr<delivery::RangeReader>(new DirectRangeReader(
+        client_, stream_, shard, after, last,
+        static_cast<int>(std::min<size_t>(chunk_records, static_cast<size_t>(options_.get_records_limit)))));
+  }
+
+ private:
+  ShardReader* Reader(const std::string& shard) {
+    std::lock_guard lock(mu_);
+    auto& r = readers_[shard];
+    if (!r) r = std::make_unique<ShardReader>(client_, options_, stream_, shard);
+    return r.get();
+  }
+
+  // The stream is the channel's while its creation time is (checked every 30 s).
+  Status CheckIdentity(int64_t now) {
+    {
+      std::lock_guard lock(mu_);
+      if (now - identity_checked_ms_ < 30000) return Status::OK();
+    }
+    auto d = client_->Call("DescribeStreamSummary", json{{"StreamName", stream_}});
+    if (!d.ok()) {
+      if (d.status().code() == StatusCode::kNotFound) return NotFound("The source stream no longer exists.");
+      return d.status();
+    }
+    const auto& summary = d->value("StreamDescriptionSummary", json::object());
+    if (created_ms_ > 0 && summary.contains("StreamCreationTimestamp") &&
+        summary["StreamCreationTimestamp"].is_number()) {
+      auto created = static_cast<int64_t>(std::llround(summary["StreamCreationTimestamp"].get<double>() * 1000.0));
+      // Seconds are what every endpoint keeps; compare at that precision.
+      if (created / 1000 != created_ms_ / 1000) {
+        return NotFound(fmt::format("The source stream no longer exists (a stream named {} was created again).",
+                                    stream_));
+      }
+    }
+    std::lock_guard lock(mu_);
+    identity_checked_ms_ = now;
+    return Status::OK();
+  }
+
+  std::shared_ptr<AwsJsonClient> client_;
+  const KinesisSourceOptions options_;
+  const std::string stream_;
+  const int64_t created_ms_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<ShardReader>> readers_;
+  std::map<std::string, bool> closed_;
+  std::optional<std::vector<delivery::SourceShard>> cached_;
+  int64_t cached_at_ = 0;
+  int64_t identity_checked_ms_ = -1000000;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<KinesisSourceProvider>> KinesisSourceProvider::Make(KinesisSourceOptions options) {
+  options.endpoint.service = "kinesis";
+  options.endpoint.target_prefix = "Kinesis_20131202.";
+  ASSIGN_OR_RETURN(auto client, AwsJsonClient::Make(options.endpoint));
+  return std::unique_ptr<KinesisSourceProvider>(
+      new KinesisSourceProvider(std::move(options), std::shared_ptr<AwsJsonClient>(std::move(client))));
+}
+
+Result<delivery::SourceStream> KinesisSourceProvider::DescribeStream(const std::string& name) {
+  ASSIGN_OR_RETURN(auto d, client_->Call("DescribeStreamSummary", json{{"StreamName", name}}));
+  const auto& s = d.value("StreamDescriptionSummary", json::object());
+  delivery::SourceStream out;
+  out.name = s.value("StreamName", name);
+  out.arn = s.value("StreamARN", "");
+  if (s.contains("StreamCreationTimestamp") && s["StreamCreationTimestamp"].is_number()) {
+    out.created_ms = static_cast<int64_t>(std::llround(s["StreamCreationTimestamp"].get<double>() * 1000.0));
+  }
+  const auto& mode = s.value("StreamModeDetails", json::object());
+  out.on_demand = mode.value("StreamMode", "ON_DEMAND") == "ON_DEMAND";
+  out.encryption_type = s.value("EncryptionType", "NONE");
+  out.key_id = s.value("KeyId", "");
+  return out;
+}
+
+Result<std::shared_ptr<delivery::ShardSource>> KinesisSourceProvider::OpenSource(
+    const delivery::ChannelConfig& channel) {
+  return std::shared_ptr<delivery::ShardSource>(
+      new KinesisShardSource(client_, options_, channel.stream_name, channel.stream_created_ms));
+}
+
+}  // namespace icestream::source

@@ -1,0 +1,65 @@
+// The Kinesis record source: channels read any Kinesis endpoint through the public API —
+// another icestream server, kinesalite or AWS Kinesis itself (the same code path) — as
+// scale-out workers do (`icestream worker --source URL`).
+//
+// Reading (scale-out.md §4): ListShards for the shards and their lineage (cached for a
+// second); per shard a reader thread, started when the engine asks about the shard and
+// stopped when it stops asking, follows the shard with GetShardIterator + GetRecords:
+//   - from the channel's position: AFTER_SEQUENCE_NUMBER (AT_SEQUENCE_NUMBER when the
+//     position is inside a KPL aggregate), TRIM_HORIZON at the start, AT_TIMESTAMP for a
+//     time (positions "@ms", where LATEST and AT_TIMESTAMP starts begin);
+//   - at most `max_calls_per_second` GetRecords per shard (AWS's limit is 5), a quiet shard
+//     every `poll_interval_ms`, at once again while MillisBehindLatest > 0;
+//   - ProvisionedThroughputExceededException / LimitExceededException back off (at least a
+//     second, 5 s after a 10 MiB answer); ExpiredIteratorException gets a new iterator
+//     from the last record read;
+//   - a null NextShardIterator is the shard's end (children come from ListShards).
+// What it read waits in a bounded buffer per shard; the engine plans batches from it and
+// reads them from it (views into the answers' decoded bytes). A batch replayed after a
+// restart, whose records are no longer buffered, is read again directly from its start.
+// Sequence numbers are compared as numbers (kinesalite's and moto's differ in length).
+//
+// The stream is the channel's only while its creation time is the channel's: a stream
+// deleted and re-created under the same name is another stream (kNotFound).
+//
+// Thread-safety: as ShardSource (readers run on their own threads).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "delivery/shard_source.h"
+#include "source/kinesis/aws_json_client.h"
+
+namespace icestream::source {
+
+struct KinesisSourceOptions {
+  AwsEndpoint endpoint;  // service "kinesis", target "Kinesis_20131202." are filled in
+  int64_t poll_interval_ms = 1000;
+  int max_calls_per_second = 5;
+  int get_records_limit = 10000;
+  size_t max_buffered_bytes_per_shard = 32u << 20;
+  // A reader stops when the engine has not asked about its shard for this long.
+  int64_t idle_reader_ms = 15000;
+};
+
+class KinesisSourceProvider final : public delivery::SourceProvider {
+ public:
+  static Result<std::unique_ptr<KinesisSourceProvider>> Make(KinesisSourceOptions options);
+
+  Result<delivery::SourceStream> DescribeStream(const std::string& name) override;
+  Result<std::shared_ptr<delivery::ShardSource>> OpenSource(
+      const delivery::ChannelConfig& channel) override;
+
+ private:
+  KinesisSourceProvider(KinesisSourceOptions options, std::shared_ptr<AwsJsonClient> client)
+      : options_(std::move(options)), client_(std::move(client)) {}
+  KinesisSourceOptions options_;
+  std::shared_ptr<AwsJsonClient> client_;
+};
+
+// The ordinal of a record (StreamRecord::ordinal) from its sequence number: an icestream
+// sequence number's log offset, else the number's last 18 digits.
+uint64_t OrdinalOf(std::string_view sequence_number);
+
+}  // namespace icestream::source
