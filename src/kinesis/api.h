@@ -57,10 +57,6 @@ class KinesisApi {
   // The Kinesis model's blob and timestamp members, for the CBOR codec (aws/cbor.h).
   static const aws::CborModel& CborModel();
 
-  // Registers an extra operation handled elsewhere (channels live in delivery/).
-  using ExternalHandler =
-      std::function<void(std::shared_ptr<http::Request>, http::Responder, std::string request_id)>;
-  void AddOperation(std::string op, ExternalHandler handler);
   // Enables the channel operations (CreateChannel, ...) and the channel fields of
   // DescribeStreamSummary/DescribeLimits; DeleteStream then refuses streams with channels.
   void SetChannels(delivery::ChannelManager* channels);

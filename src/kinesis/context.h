@@ -51,7 +51,6 @@ struct Context {
   const Clock* clock;
   TokenCodec tokens;
   std::function<void(std::function<void()>)> post;
-  std::map<std::string, KinesisApi::ExternalHandler, std::less<>> external;
   delivery::ChannelManager* channels = nullptr;  // null when delivery is not wired
   // UpdateAccountSettings' MinimumThroughputBillingCommitment, echoed by
   // DescribeAccountSettings (billing does not exist here; kept in memory).

@@ -3,12 +3,10 @@
 // AWS-shaped request JSON (a file, file://path, or stdin) as a SigV4-signed JSON 1.1 call
 // and prints the AWS-shaped response.
 #include <CLI/CLI.hpp>
-
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "aws/sigv4.h"
@@ -16,7 +14,7 @@
 #include "common/crypto.h"
 #include "common/fs.h"
 #include "http/client.h"
-#include "objectstore/s3_store.h"
+#include "objectstore/s3/s3_store.h"
 #include "server/commands.h"
 
 namespace icestream::server {
@@ -59,7 +57,7 @@ int Run(const std::string& op, const ChannelFlags& f, bool body_optional) {
     if (!r) r = std::getenv("AWS_DEFAULT_REGION");
     region = r ? r : "us-east-1";
   }
-  aws::Credentials creds = objectstore::CredentialsFromEnvironment();
+  aws::Credentials creds = objectstore::s3::CredentialsFromEnvironment();
   if (creds.access_key_id.empty()) creds = {"test", "test", ""};
   std::string ep = f.endpoint;
   while (!ep.empty() && ep.back() == '/') ep.pop_back();
@@ -98,11 +96,12 @@ void AddChannelsCommand(CLI::App* app) {
     bool arn_flag;
     bool body_optional;
   };
-  for (const Op& op : {Op{"create", "CreateChannel", "CreateChannel request JSON", false, false},
-                       Op{"describe", "DescribeChannel", "DescribeChannel", true, true},
-                       Op{"list", "ListChannels", "ListChannels (request JSON optional)", false, true},
-                       Op{"update", "UpdateChannel", "UpdateChannel request JSON", true, false},
-                       Op{"delete", "DeleteChannel", "DeleteChannel", true, true}}) {
+  for (const Op& op :
+       {Op{"create", "CreateChannel", "CreateChannel request JSON", false, false},
+        Op{"describe", "DescribeChannel", "DescribeChannel", true, true},
+        Op{"list", "ListChannels", "ListChannels (request JSON optional)", false, true},
+        Op{"update", "UpdateChannel", "UpdateChannel request JSON", true, false},
+        Op{"delete", "DeleteChannel", "DeleteChannel", true, true}}) {
     auto flags = std::make_shared<ChannelFlags>();
     auto* sub = cmd->add_subcommand(op.name, op.help);
     sub->add_option("request", flags->input, "Request JSON: a file, file://path, or - for stdin");

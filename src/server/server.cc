@@ -20,7 +20,7 @@
 #include "iceberg/warehouses.h"
 #include "kinesis/api.h"
 #include "objectstore/local_store.h"
-#include "objectstore/s3_store.h"
+#include "objectstore/s3/s3_store.h"
 #include "server/catalog_wiring.h"
 #include "server/data_dir_lock.h"
 #include "server/router.h"
@@ -146,15 +146,15 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
     p->buckets =
         std::make_shared<objectstore::LocalObjectStore>(fs::Join(config.data_dir, "buckets"));
   } else {
-    objectstore::S3Options s3;
+    objectstore::s3::S3Options s3;
     s3.endpoint = config.s3_endpoint;
     s3.region = config.s3_region.empty() ? config.region : config.s3_region;
-    s3.credentials = objectstore::CredentialsFromEnvironment();
+    s3.credentials = objectstore::s3::CredentialsFromEnvironment();
     s3.path_style = config.s3_path_style;
     s3.multipart_threshold = config.s3_multipart_threshold;
     s3.request_timeout_ms = config.s3_request_timeout_ms;
     s3.max_attempts = config.s3_max_attempts;
-    p->buckets = std::make_shared<objectstore::S3ObjectStore>(s3);
+    p->buckets = std::make_shared<objectstore::s3::S3ObjectStore>(s3);
   }
   kinesis::KinesisOptions ko;
   ko.region = config.region;
@@ -202,34 +202,35 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
          respond(std::move(r));
        }});
   stream::StreamManager* sm = p->streams.get();
-  p->router->AddPath({"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
-                        // 200 either way (the server serves); "degraded" lists the shards
-                        // that do not and the channels whose deliveries are failing, and why.
-                        http::Response r;
-                        r.SetHeader("Content-Type", "application/json");
-                        auto problems = sm->Problems();
-                        std::map<std::string, int64_t> failing;
-                        if (raw->channels) failing = raw->channels->FailingChannels();
-                        if (problems.empty() && failing.empty()) {
-                          r.body = R"({"status":"ok"})";
-                        } else {
-                          nlohmann::json list = nlohmann::json::array();
-                          for (const auto& pr : problems) {
-                            list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
-                          }
-                          nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
-                          if (!failing.empty()) {
-                            nlohmann::json channels = nlohmann::json::array();
-                            for (const auto& [name, since] : failing) {
-                              channels.push_back({{"channel", name},
-                                                  {"failingSince", static_cast<double>(since) / 1000.0}});
-                            }
-                            body["channels"] = std::move(channels);
-                          }
-                          r.body = body.dump();
-                        }
-                        respond(std::move(r));
-                      }});
+  p->router->AddPath(
+      {"/health", [sm, raw](std::shared_ptr<http::Request>, http::Responder respond) {
+         // 200 either way (the server serves); "degraded" lists the shards
+         // that do not and the channels whose deliveries are failing, and why.
+         http::Response r;
+         r.SetHeader("Content-Type", "application/json");
+         auto problems = sm->Problems();
+         std::map<std::string, int64_t> failing;
+         if (raw->channels) failing = raw->channels->FailingChannels();
+         if (problems.empty() && failing.empty()) {
+           r.body = R"({"status":"ok"})";
+         } else {
+           nlohmann::json list = nlohmann::json::array();
+           for (const auto& pr : problems) {
+             list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
+           }
+           nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
+           if (!failing.empty()) {
+             nlohmann::json channels = nlohmann::json::array();
+             for (const auto& [name, since] : failing) {
+               channels.push_back(
+                   {{"channel", name}, {"failingSince", static_cast<double>(since) / 1000.0}});
+             }
+             body["channels"] = std::move(channels);
+           }
+           r.body = body.dump();
+         }
+         respond(std::move(r));
+       }});
 
   ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(
                                    config, p->db.get(), p->router.get(), p->surface_auth.get(),
@@ -271,10 +272,9 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   p->sources = std::make_unique<source::LocalSourceProvider>(p->streams.get());
   ASSIGN_OR_RETURN(auto delivery_store,
                    delivery::SqliteDeliveryStore::Open(p->db.get(), source::LegacyPosition));
-  ASSIGN_OR_RETURN(p->channels,
-                   delivery::ChannelManager::Open(co, p->sources.get(), std::move(delivery_store),
-                                                  p->buckets, std::move(destinations),
-                                                  SystemClock::Default()));
+  ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(
+                                    co, p->sources.get(), std::move(delivery_store), p->buckets,
+                                    std::move(destinations), SystemClock::Default()));
   // Retention keeps what channels still have to read.
   delivery::ChannelManager* cm = p->channels.get();
   p->streams->SetRetentionFloor([cm](uint64_t uid, uint32_t shard) {
@@ -320,7 +320,8 @@ void IcestreamServer::Stop() {
   if (parts_->channels) parts_->channels->Stop();
   // Until the stream manager stops, retention must not delete what channels still need,
   // and the channels are about to go: keep everything.
-  if (parts_->streams) parts_->streams->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
+  if (parts_->streams)
+    parts_->streams->SetRetentionFloor([](uint64_t, uint32_t) { return uint64_t{0}; });
   if (parts_->streams) parts_->streams->Stop();
 }
 

@@ -104,8 +104,7 @@ class TableSink final : public Sink {
         env_(env),
         lookup_(services.versions ? services.versions
                                   : std::make_shared<RegistryVersions>(services.registry)),
-        versions_(lookup_.get(), config_.gsr_schema_arn,
-                  config_.table().partition_fields.at(0)),
+        versions_(lookup_.get(), config_.gsr_schema_arn, config_.table().partition_fields.at(0)),
         owner_(config_, services, options, env),
         follower_(config_, &versions_, env),
         committer_(config_, env),
@@ -442,42 +441,17 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   return counts;
 }
 
-namespace {
-
-// kds-delivery-spec.md §1.3 / §2.4: the schema ARN's parts.
-struct GsrArn {
-  std::string region, account, registry, schema;
-};
-std::optional<GsrArn> ParseGsrArn(std::string_view arn) {
-  // arn:aws:glue:<region>:<account>:schema/<registry>/<schema>
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (int i = 0; i < 5; ++i) {
-    size_t c = arn.find(':', start);
-    if (c == std::string_view::npos) return std::nullopt;
-    parts.emplace_back(arn.substr(start, c - start));
-    start = c + 1;
-  }
-  std::string_view rest = arn.substr(start);
-  if (!rest.starts_with("schema/")) return std::nullopt;
-  rest.remove_prefix(7);
-  size_t slash = rest.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  return GsrArn{parts[3], parts[4], std::string(rest.substr(0, slash)),
-                std::string(rest.substr(slash + 1))};
-}
-
-}  // namespace
-
 TableDestination::TableDestination(TableServices services, TableSinkOptions options)
     : services_(std::move(services)), options_(options) {}
 
 Status TableDestination::Prepare(ChannelConfig* config) {
   auto& t = config->table();
   RETURN_IF_ERROR(services_.bucket_name(t.table_bucket_arn).status());
-  auto arn = ParseGsrArn(config->gsr_schema_arn);
-  if (!arn)
+  // kds-delivery-spec.md §1.3 / §2.4: the schema ARN's parts.
+  auto arn = registry::ParseSchemaArn(config->gsr_schema_arn);
+  if (!arn) {
     return InvalidArgument("GSRSchemaARN " + config->gsr_schema_arn + " is not a schema ARN.");
+  }
   if (arn->region != services_.region || arn->account != services_.account) {
     return InvalidArgument(fmt::format(
         "GSRSchemaARN {} names a schema in region {} and account {}; the schema must be in the "
@@ -519,7 +493,8 @@ Result<std::unique_ptr<Sink>> TableDestination::MakeSink(const ChannelConfig& co
   if (t.partition_fields.size() != 1)
     return InvalidArgument("a streaming table has exactly one partition field");
   std::shared_ptr<VersionLookup> lookup =
-      services_.versions ? services_.versions : std::make_shared<RegistryVersions>(services_.registry);
+      services_.versions ? services_.versions
+                         : std::make_shared<RegistryVersions>(services_.registry);
   SchemaVersions versions(lookup.get(), config.gsr_schema_arn, t.partition_fields[0]);
   ASSIGN_OR_RETURN(auto pinned, versions.ById(t.schema_version_id));
   if (!pinned->usable) {

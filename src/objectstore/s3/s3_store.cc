@@ -1,25 +1,24 @@
 // S3 REST calls (PutObject, multipart upload, GetObject, HeadObject, ListObjectsV2,
 // DeleteObject, HeadBucket) with SigV4 and retries.
-#include "objectstore/s3_store.h"
+#include "objectstore/s3/s3_store.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <random>
 #include <thread>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "common/crypto.h"
-#include "objectstore/s3_xml.h"
+#include "objectstore/s3/s3_xml.h"
 
-namespace icestream::objectstore {
+namespace icestream::objectstore::s3 {
 namespace {
 
 bool Retryable(int status, const std::string& code) {
   return status >= 500 || status == 429 || code == "SlowDown" || code == "RequestTimeout" ||
-         code == "InternalError" || code == "ServiceUnavailable" ||
-         code == "RequestTimeTooSkewed";
+         code == "InternalError" || code == "ServiceUnavailable" || code == "RequestTimeTooSkewed";
 }
 
 std::string EncodeKey(const std::string& key) { return aws::UriEncode(key, true); }
@@ -59,8 +58,8 @@ std::string S3ObjectStore::Uri(const std::string& bucket, const std::string& key
 Status S3ObjectStore::ErrorFrom(const http::ClientResponse& r, const std::string& what) {
   std::string code = XmlText(r.body, "Code").value_or("");
   std::string msg = XmlText(r.body, "Message").value_or("");
-  std::string text = fmt::format("{}: HTTP {} {}{}{}", what, r.status, code,
-                                 msg.empty() ? "" : ": ", msg);
+  std::string text =
+      fmt::format("{}: HTTP {} {}{}{}", what, r.status, code, msg.empty() ? "" : ": ", msg);
   if (r.status == 404 || code == "NoSuchKey" || code == "NoSuchBucket") return NotFound(text);
   if (r.status == 412 || r.status == 409) return Conflict(text);
   if (r.status == 403 || r.status == 401) return FailedPrecondition(text);
@@ -148,7 +147,8 @@ Status S3ObjectStore::PutMultipart(const std::string& bucket, const std::string&
   std::string what = "multipart upload s3://" + bucket + "/" + key;
   Call create{"POST", bucket, key, "uploads=", {}, {}};
   if (!o.content_type.empty()) create.headers.push_back({"content-type", o.content_type});
-  if (!o.content_encoding.empty()) create.headers.push_back({"content-encoding", o.content_encoding});
+  if (!o.content_encoding.empty())
+    create.headers.push_back({"content-encoding", o.content_encoding});
   if (!o.storage_class.empty()) create.headers.push_back({"x-amz-storage-class", o.storage_class});
   if (!o.server_side_encryption.empty()) {
     create.headers.push_back({"x-amz-server-side-encryption", o.server_side_encryption});
@@ -157,7 +157,8 @@ Status S3ObjectStore::PutMultipart(const std::string& bucket, const std::string&
     create.headers.push_back({"x-amz-server-side-encryption-aws-kms-key-id", o.sse_kms_key_id});
   }
   std::vector<http::Header> owner;
-  if (!o.expected_bucket_owner.empty()) owner.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    owner.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   create.headers.insert(create.headers.end(), owner.begin(), owner.end());
   ASSIGN_OR_RETURN(auto cr, Send(create));
   if (cr.status >= 300) return ErrorFrom(cr, what);
@@ -207,7 +208,8 @@ Status S3ObjectStore::PutMultipart(const std::string& bucket, const std::string&
 Result<std::string> S3ObjectStore::Get(const std::string& bucket, const std::string& key,
                                        const ReadOptions& o) {
   Call call{"GET", bucket, key, "", {}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status >= 300) return ErrorFrom(r, "GET s3://" + bucket + "/" + key);
   return std::move(r.body);
@@ -217,8 +219,11 @@ Result<std::string> S3ObjectStore::GetRange(const std::string& bucket, const std
                                             uint64_t offset, uint64_t length,
                                             const ReadOptions& o) {
   if (length == 0) return std::string();
-  Call call{"GET", bucket, key, "", {{"range", fmt::format("bytes={}-{}", offset, offset + length - 1)}}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  Call call{
+      "GET", bucket, key, "", {{"range", fmt::format("bytes={}-{}", offset, offset + length - 1)}},
+      {}};
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status == 416) return std::string();  // range past the end
   if (r.status >= 300) return ErrorFrom(r, "GET s3://" + bucket + "/" + key);
@@ -228,7 +233,8 @@ Result<std::string> S3ObjectStore::GetRange(const std::string& bucket, const std
 Result<ObjectInfo> S3ObjectStore::Head(const std::string& bucket, const std::string& key,
                                        const ReadOptions& o) {
   Call call{"HEAD", bucket, key, "", {}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status >= 300) return ErrorFrom(r, "HEAD s3://" + bucket + "/" + key);
   ObjectInfo info;
@@ -248,7 +254,8 @@ Result<std::vector<ObjectInfo>> S3ObjectStore::List(const std::string& bucket,
     if (!token.empty()) q = "continuation-token=" + aws::UriEncode(token, false) + "&" + q;
     if (!prefix.empty()) q += "&prefix=" + aws::UriEncode(prefix, false);
     Call call{"GET", bucket, "", q, {}, {}};
-    if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+    if (!o.expected_bucket_owner.empty())
+      call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
     ASSIGN_OR_RETURN(auto r, Send(call));
     if (r.status >= 300) return ErrorFrom(r, "LIST s3://" + bucket + "/" + prefix);
     ListPage page = ParseListObjectsV2(r.body);
@@ -261,7 +268,8 @@ Result<std::vector<ObjectInfo>> S3ObjectStore::List(const std::string& bucket,
 Status S3ObjectStore::Delete(const std::string& bucket, const std::string& key,
                              const ReadOptions& o) {
   Call call{"DELETE", bucket, key, "", {}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status >= 300 && r.status != 404) return ErrorFrom(r, "DELETE s3://" + bucket + "/" + key);
   return Status::OK();
@@ -269,15 +277,18 @@ Status S3ObjectStore::Delete(const std::string& bucket, const std::string& key,
 
 Status S3ObjectStore::CheckBucket(const std::string& bucket, const ReadOptions& o) {
   Call call{"HEAD", bucket, "", "", {}, {}};
-  if (!o.expected_bucket_owner.empty()) call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
+  if (!o.expected_bucket_owner.empty())
+    call.headers.push_back({"x-amz-expected-bucket-owner", o.expected_bucket_owner});
   ASSIGN_OR_RETURN(auto r, Send(call));
   if (r.status == 404) return NotFound("bucket " + bucket + " does not exist");
   if (r.status == 403) {
-    return FailedPrecondition("bucket " + bucket + " is not accessible (access denied, or it is "
-                              "not owned by account " + o.expected_bucket_owner + ")");
+    return FailedPrecondition("bucket " + bucket +
+                              " is not accessible (access denied, or it is "
+                              "not owned by account " +
+                              o.expected_bucket_owner + ")");
   }
   if (r.status >= 300) return ErrorFrom(r, "HEAD bucket " + bucket);
   return Status::OK();
 }
 
-}  // namespace icestream::objectstore
+}  // namespace icestream::objectstore::s3
