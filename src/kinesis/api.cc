@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "aws/arn.h"
 #include "aws/json_request.h"
 #include "common/base64.h"
 #include "common/crypto.h"
@@ -93,8 +94,9 @@ std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
     // Another region's or account's stream: it does not exist here. The ARN itself is
     // returned as the name: it can never name a stream (':' and '/' are not allowed), and
     // StreamManager's not-found message names the ARN's stream and account from it.
-    return "arn:" + parts->partition + ":kinesis:" + parts->region + ":" + parts->account +
-           ":stream/" + parts->name;
+    return aws::Arn{parts->partition, "kinesis", parts->region, parts->account,
+                    "stream/" + parts->name}
+        .ToString();
   }
   return parts->name;
 }
