@@ -10,14 +10,19 @@
 #include "common/crypto.h"
 #include "common/fs.h"
 #include "delivery/delivery_log.h"
+#include "delivery/retry.h"
 
 namespace icestream::delivery {
 
 struct ChannelManager::Channel {
   mutable std::mutex mu;
   ChannelConfig config;
-  // Null only when the channel's sink could not be made (the channel is then FAILED).
+  // Null when the channel's sink could not be made: FAILED for a permanent reason; for a
+  // passing one (the source or the registry unreachable, this process's credentials
+  // refused) the start is tried again at start_retry_after_ms.
   std::shared_ptr<ShardRunner> runner;
+  int start_failures = 0;
+  int64_t start_retry_after_ms = 0;
   int64_t updating_until_ms = 0;
   bool activating = false;  // an activation job is queued or running
   int activation_attempts = 0;
@@ -127,6 +132,15 @@ void ChannelManager::StartRunner(Channel* ch) {
       if (st.ok()) return;
     } else {
       st = runner.status();
+    }
+    if (!IsPermanent(st)) {
+      ch->runner.reset();
+      ++ch->start_failures;
+      ch->start_retry_after_ms =
+          clock_->NowMillis() + RetryDelayMs(ch->start_failures, 500, 30000, crypto::RandomU64());
+      spdlog::warn("channel {}: cannot start delivery ({} attempt(s) so far): {} (retrying)", c.name,
+                   ch->start_failures, st.ToString());
+      return;
     }
   }
   c.status = ChannelStatus::kFailed;
@@ -557,6 +571,11 @@ void ChannelManager::Tick() {
       }
       runner = ch->runner;
       freshness_ms = int64_t{ch->config.data_freshness_seconds} * 1000;
+    }
+    if (!runner && status != ChannelStatus::kFailed && status != ChannelStatus::kDeleting) {
+      std::lock_guard lock(ch->mu);
+      if (!ch->runner && now >= ch->start_retry_after_ms) StartRunner(ch.get());
+      continue;
     }
     if (runner && (status == ChannelStatus::kActive || status == ChannelStatus::kUpdating)) {
       if (auto reason = runner->fatal()) {

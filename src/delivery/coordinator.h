@@ -15,8 +15,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "common/status.h"
 
 namespace icestream::delivery {
 
@@ -36,6 +39,14 @@ class Coordinator {
   virtual void Forget(const std::string& channel_id) = 0;
   // This process's identity (for status): host:pid:uuid.
   virtual std::string owner() const = 0;
+
+  // Who holds each unit of a channel across the pool now (for status): unit → owner and
+  // epoch; an empty owner for a unit nobody holds (or whose lease expired).
+  struct UnitOwner {
+    std::string owner;
+    uint64_t epoch = 0;
+  };
+  virtual Result<std::map<std::string, UnitOwner>> Owners(const std::string& channel_id) const = 0;
 };
 
 }  // namespace icestream::delivery

@@ -775,9 +775,43 @@ nlohmann::json ShardRunner::StatusJson(int64_t now) const {
       out["LastErrorAttempts"] = last_error_attempts_;
     }
   }
+  if (coordinator_ != nullptr) AddPoolStatus(&out);
   nlohmann::json sink_status = sink_->StatusJson();
   for (const auto& [k, v] : sink_status.items()) out[k] = v;
   return out;
+}
+
+// In a pool, a shard this process does not deliver is described from the pool's rows:
+// who holds it under which epoch, its checkpoint in the store, and its backlog from there.
+void ShardRunner::AddPoolStatus(nlohmann::json* out) const {
+  auto owners = coordinator_->Owners(config_.id);
+  auto checkpoints = store_->Checkpoints(config_.id);
+  if (!owners.ok() || !checkpoints.ok()) {
+    (*out)["PoolStatusError"] = (!owners.ok() ? owners.status() : checkpoints.status()).message();
+    return;
+  }
+  auto unit_owner = owners->find(kChannelUnit);
+  for (auto& j : (*out)["Shards"]) {
+    const std::string shard = j["ShardId"].get<std::string>();
+    auto it = unit_owner != owners->end() ? unit_owner : owners->find(ShardUnit(shard));
+    if (it != owners->end()) {
+      if (!it->second.owner.empty()) j["Owner"] = it->second.owner;
+      j["Epoch"] = it->second.epoch;
+    }
+    if (it != owners->end() && it->second.owner == coordinator_->owner()) continue;  // ours
+    auto cp = checkpoints->find(shard);
+    if (cp == checkpoints->end()) continue;
+    if (!cp->second.at_start()) j["LastCommittedSequenceNumber"] = cp->second.sequence;
+    if (j.value("Delivered", false)) continue;
+    if (auto b = source_->Backlog(shard, cp->second); b.ok()) {
+      j["LagRecords"] = b->records;
+      j["LagSeconds"] =
+          b->records > 0 && b->oldest_arrival_ms >= 0
+              ? static_cast<double>(std::max<int64_t>(0, clock_->NowMillis() - b->oldest_arrival_ms)) /
+                    1000.0
+              : 0.0;
+    }
+  }
 }
 
 }  // namespace icestream::delivery

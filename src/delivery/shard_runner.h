@@ -119,6 +119,7 @@ class ShardRunner {
   // icestream's status fields for DescribeChannel: per shard the last delivered sequence
   // number and the lag in records and seconds; the DLQ count; the last error (with its
   // time and the attempts it has failed); and the sink's own fields.
+  // With a coordinator, each shard also names its Owner and Epoch across the pool.
   nlohmann::json StatusJson(int64_t now) const;
   // The last retryable error (empty when the last attempt succeeded).
   std::string last_error() const;
@@ -126,6 +127,7 @@ class ShardRunner {
   std::vector<SinkMetric> SinkMetrics() const { return sink_->Metrics(); }
 
  private:
+  void AddPoolStatus(nlohmann::json* out) const;
   struct ShardState;
   ShardRunner(ChannelConfig config, std::shared_ptr<ShardSource> source, DeliveryStore* store,
               const Clock* clock, RunnerOptions options);

@@ -7,7 +7,16 @@ namespace icestream::iceberg {
 
 Warehouses::Warehouses(Database* db, objectstore::ObjectStore* store, const Clock* clock,
                        std::string region, std::string account)
-    : db_(db),
+    : Warehouses(
+          [db](const std::string& bucket) -> Result<std::shared_ptr<CatalogStore>> {
+            ASSIGN_OR_RETURN(auto s, SqliteCatalogStore::Open(db, bucket));
+            return std::shared_ptr<CatalogStore>(std::move(s));
+          },
+          store, clock, std::move(region), std::move(account)) {}
+
+Warehouses::Warehouses(StoreFactory stores, objectstore::ObjectStore* store, const Clock* clock,
+                       std::string region, std::string account)
+    : stores_(std::move(stores)),
       store_(store),
       clock_(clock),
       region_(std::move(region)),
@@ -59,9 +68,8 @@ Result<Warehouses::Warehouse*> Warehouses::Get(const std::string& bucket) {
   }
   Warehouse w;
   w.io = std::make_unique<FileIO>(store_, name);
-  SqliteCatalogOptions o;
-  o.warehouse = name;
-  ASSIGN_OR_RETURN(w.catalog, SqliteCatalog::Open(db_, w.io.get(), clock_, o));
+  ASSIGN_OR_RETURN(std::shared_ptr<CatalogStore> rows, stores_(name));
+  w.catalog = std::make_unique<MetastoreCatalog>(std::move(rows), w.io.get(), clock_);
   return &warehouses_.emplace(name, std::move(w)).first->second;
 }
 

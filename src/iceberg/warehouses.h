@@ -1,11 +1,14 @@
 // Warehouses: one Iceberg warehouse per table bucket (kds-delivery-spec's
 // arn:aws:s3tables:<region>:<account>:bucket/<name>), each a FileIO over the bucket of
 // the same name in the table-bucket ObjectStore (DATA_DIR/table-buckets/<name>/ in the
-// embedded mode) and a SqliteCatalog keyed by the bucket name. Created on first use.
+// embedded mode) and a catalog keyed by the bucket name: the Iceberg metastore rules over a
+// row store from a factory (SQLite in meta.db by default; PostgreSQL's JDBC-catalog tables
+// in a scale-out pool). Created on first use.
 //
 // Thread-safe. The returned pointers live as long as the Warehouses object.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,9 +25,15 @@ namespace icestream::iceberg {
 
 class Warehouses {
  public:
-  // `db`, `store` and `clock` must outlive this object.
+  // A warehouse's row store, by bucket name.
+  using StoreFactory = std::function<Result<std::shared_ptr<CatalogStore>>(const std::string&)>;
+
+  // `db`, `store` and `clock` must outlive this object. Rows in `db` (SqliteCatalogStore).
   Warehouses(Database* db, objectstore::ObjectStore* store, const Clock* clock, std::string region,
              std::string account);
+  // Rows where `stores` keeps them.
+  Warehouses(StoreFactory stores, objectstore::ObjectStore* store, const Clock* clock,
+             std::string region, std::string account);
 
   // The table bucket name of a name or table-bucket ARN. kInvalidArgument for a
   // malformed name (S3 Tables rules: 3-63 of [a-z0-9-], starting and ending with a
@@ -44,7 +53,7 @@ class Warehouses {
   };
   Result<Warehouse*> Get(const std::string& bucket);
 
-  Database* db_;
+  StoreFactory stores_;
   objectstore::ObjectStore* store_;
   const Clock* clock_;
   std::string region_;

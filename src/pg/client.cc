@@ -80,6 +80,10 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& c
   pg_conn* c = PQconnectStartParams(keys, values, /*expand_dbname=*/1);
   if (c == nullptr) return Unavailable("connecting to PostgreSQL: out of memory");
   std::unique_ptr<PgConnection> conn(new PgConnection(c));
+  // Server notices (e.g. "relation … already exists, skipping" of the idempotent DDL that
+  // every joining process runs) go to the debug log, not to stderr.
+  PQsetNoticeProcessor(
+      c, [](void*, const char* message) { spdlog::debug("PostgreSQL: {}", message); }, nullptr);
   if (PQstatus(c) == CONNECTION_BAD) {
     return Unavailable("connecting to PostgreSQL: " + ConnMessage(c));
   }

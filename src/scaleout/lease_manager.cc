@@ -41,6 +41,19 @@ Result<std::unique_ptr<LeaseManager>> LeaseManager::Start(pg::PgPool* pool, Leas
 
 LeaseManager::~LeaseManager() { Stop(false); }
 
+Result<std::map<std::string, delivery::Coordinator::UnitOwner>> LeaseManager::Owners(
+    const std::string& channel_id) const {
+  ASSIGN_OR_RETURN(pg::PgResult r,
+                   pool_->Exec("SELECT unit, CASE WHEN expires_at > clock_timestamp() THEN owner "
+                               "ELSE '' END, epoch FROM icestream_lease WHERE channel_id = $1",
+                               {channel_id}));
+  std::map<std::string, UnitOwner> out;
+  for (size_t i = 0; i < r.rows(); ++i) {
+    out[r.text(i, 0)] = UnitOwner{r.text(i, 1), static_cast<uint64_t>(r.integer(i, 2))};
+  }
+  return out;
+}
+
 void LeaseManager::Stop(bool handoff) {
   if (stopping_.exchange(true)) return;
   loop_cv_.notify_all();
@@ -112,7 +125,7 @@ void LeaseManager::Loop() {
 void LeaseManager::CycleForTest() { Cycle(true); }
 
 void LeaseManager::Cycle(bool take) {
-  for (auto step : {&LeaseManager::Heartbeat, &LeaseManager::Renew, &LeaseManager::InsertOffered}) {
+  for (auto step : {&LeaseManager::Renew, &LeaseManager::InsertOffered}) {
     Status st = (this->*step)();
     if (!st.ok()) {
       spdlog::warn("scale-out: {}", st.ToString());
@@ -123,29 +136,28 @@ void LeaseManager::Cycle(bool take) {
   if (Status st = Take(); !st.ok()) spdlog::warn("scale-out: taking leases: {}", st.ToString());
 }
 
-Status LeaseManager::Heartbeat() {
-  ASSIGN_OR_RETURN(auto r, pool_->Exec("UPDATE icestream_worker SET heartbeat_at = clock_timestamp() "
-                                       "WHERE worker_id = $1",
-                                       {owner_}));
-  if (r.affected() == 0) {
+Status LeaseManager::Renew() {
+  auto started = std::chrono::steady_clock::now();
+  // The heartbeat and the renewal of every unit held, in one statement (one round trip and
+  // one transaction per renew interval, whatever the number of units).
+  ASSIGN_OR_RETURN(
+      auto r, pool_->Exec("WITH hb AS (UPDATE icestream_worker SET heartbeat_at = clock_timestamp() "
+                          "WHERE worker_id = $1 RETURNING 1), r AS (UPDATE icestream_lease SET "
+                          "expires_at = clock_timestamp() + $2::interval WHERE owner = $1 RETURNING "
+                          "channel_id, unit, epoch) SELECT (SELECT count(*) FROM hb), r.channel_id, "
+                          "r.unit, r.epoch FROM (SELECT 1) one LEFT JOIN r ON true",
+                          {owner_, Interval(options_.lease_ms)}));
+  if (r.rows() > 0 && r.integer(0, 0) == 0) {
     // Removed by an operator or a database restored from a backup: join again.
     RETURN_IF_ERROR(pool_->Exec("INSERT INTO icestream_worker (worker_id, host, pid, listen) VALUES "
                                 "($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                                 {owner_, Hostname(), std::to_string(::getpid()), options_.listen})
                         .status());
   }
-  return Status::OK();
-}
-
-Status LeaseManager::Renew() {
-  auto started = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(auto r, pool_->Exec("UPDATE icestream_lease SET expires_at = clock_timestamp() + "
-                                       "$2::interval WHERE owner = $1 RETURNING channel_id, unit, "
-                                       "epoch",
-                                       {owner_, Interval(options_.lease_ms)}));
   std::map<std::pair<std::string, std::string>, Unit> now;
   for (size_t i = 0; i < r.rows(); ++i) {
-    now[{r.text(i, 0), r.text(i, 1)}] = Unit{static_cast<uint64_t>(r.integer(i, 2))};
+    if (r.is_null(i, 1)) continue;  // no unit held
+    now[{r.text(i, 1), r.text(i, 2)}] = Unit{static_cast<uint64_t>(r.integer(i, 3))};
   }
   std::lock_guard lock(mu_);
   for (const auto& [k, u] : held_) {

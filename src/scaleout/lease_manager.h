@@ -2,10 +2,10 @@
 // icestream_lease in PostgreSQL (schema.h). It implements delivery::Coordinator.
 //
 // One thread, every renew interval:
-//   - heartbeat in icestream_worker (the pool's live workers: heartbeat within a lease);
-//   - renew: one UPDATE … WHERE owner = me sets expires_at = clock_timestamp() + lease
-//     for every unit held (the database's clock, never this machine's); units it does not
-//     return are lost and dropped at once;
+//   - heartbeat and renew in one statement: icestream_worker's heartbeat (the pool's live
+//     workers: heartbeat within a lease) and one UPDATE … WHERE owner = me that sets
+//     expires_at = clock_timestamp() + lease for every unit held (the database's clock,
+//     never this machine's); units it does not return are lost and dropped at once;
 //   - make the rows of units offered (ON CONFLICT DO NOTHING);
 // and every take interval:
 //   - take up to this process's fair share (ceil(units / live workers)) of the units that
@@ -58,6 +58,7 @@ class LeaseManager final : public delivery::Coordinator {
   void Offer(const std::string& channel_id, const std::vector<std::string>& units) override;
   void Forget(const std::string& channel_id) override;
   std::string owner() const override { return owner_; }
+  Result<std::map<std::string, UnitOwner>> Owners(const std::string& channel_id) const override;
 
   // The unit a shard's state is fenced by: the channel's own unit when it was offered
   // (a channel delivered as one unit), else the shard's.
@@ -77,7 +78,6 @@ class LeaseManager final : public delivery::Coordinator {
   LeaseManager(pg::PgPool* pool, LeaseOptions options, std::string owner);
   void Loop();
   void Cycle(bool take);
-  Status Heartbeat();
   Status Renew();
   Status InsertOffered();
   Status Take();

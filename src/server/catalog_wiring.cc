@@ -28,7 +28,9 @@ registry::SchemaRegistry* CatalogServices::registry() const { return impl_->regi
 
 Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(
     const Config& config, Database* db, Router* router, const SurfaceAuth* auth,
-    std::shared_ptr<objectstore::ObjectStore> s3_buckets) {
+    std::shared_ptr<objectstore::ObjectStore> s3_buckets,
+    std::function<Result<std::shared_ptr<iceberg::CatalogStore>>(const std::string&)>
+        catalog_rows) {
   auto impl = std::make_unique<Impl>();
   if (s3_buckets) {
     impl->table_buckets = std::move(s3_buckets);
@@ -37,8 +39,14 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(
     RETURN_IF_ERROR(fs::MakeDirs(root));
     impl->table_buckets = std::make_shared<objectstore::LocalObjectStore>(root);
   }
-  impl->warehouses = std::make_unique<iceberg::Warehouses>(
-      db, impl->table_buckets.get(), SystemClock::Default(), config.region, config.account);
+  if (catalog_rows) {
+    impl->warehouses = std::make_unique<iceberg::Warehouses>(
+        std::move(catalog_rows), impl->table_buckets.get(), SystemClock::Default(), config.region,
+        config.account);
+  } else {
+    impl->warehouses = std::make_unique<iceberg::Warehouses>(
+        db, impl->table_buckets.get(), SystemClock::Default(), config.region, config.account);
+  }
   iceberg::Warehouses* wh = impl->warehouses.get();
   std::string default_warehouse = config.iceberg_default_warehouse;
   RETURN_IF_ERROR(wh->BucketName(default_warehouse).status());

@@ -7,7 +7,9 @@
 // destroy after the HTTP server stopped. Thread-safe once started.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "common/sqlite.h"
 #include "common/status.h"
@@ -18,6 +20,7 @@
 
 namespace icestream::iceberg {
 class Warehouses;
+class CatalogStore;
 }
 namespace icestream::registry {
 class SchemaRegistry;
@@ -31,9 +34,13 @@ class CatalogServices {
   // the S3 bucket of the same name); null in the embedded mode, where table buckets are
   // folders DATA_DIR/table-buckets/<name>/.
   // `auth` decides who may call the REST catalog; it must outlive this object.
+  // `catalog_rows`: where the catalog's rows live (a scale-out pool's PostgreSQL); null:
+  // meta.db. The schema registry stays in meta.db either way.
   static Result<std::unique_ptr<CatalogServices>> Start(
       const Config& config, Database* db, Router* router, const SurfaceAuth* auth,
-      std::shared_ptr<objectstore::ObjectStore> s3_buckets);
+      std::shared_ptr<objectstore::ObjectStore> s3_buckets,
+      std::function<Result<std::shared_ptr<iceberg::CatalogStore>>(const std::string&)>
+          catalog_rows = nullptr);
   ~CatalogServices();
 
   // The warehouses (one per table bucket) and the schema registry, for the streaming-table

@@ -232,6 +232,14 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
   const Keys iceberg = {
       {"default_warehouse", r.Str(&c.iceberg_default_warehouse, "iceberg.default_warehouse")},
   };
+  const Keys scaleout = {
+      {"pg", r.Str(&c.pg, "scaleout.pg")},
+      {"lease_ms", r.Int(&c.lease_ms, "scaleout.lease_ms", 100, kMaxInt)},
+      {"renew_ms", r.Int(&c.lease_renew_ms, "scaleout.renew_ms", 10, kMaxInt)},
+      {"take_ms", r.Int(&c.lease_take_ms, "scaleout.take_ms", 10, kMaxInt)},
+      {"source", r.Str(&c.source, "scaleout.source")},
+      {"registry", r.Str(&c.registry, "scaleout.registry")},
+  };
   const Keys limits = {
       {"shard_limit", r.Int(&c.shard_limit, "limits.shard_limit", 1, UINT32_MAX)},
       {"on_demand_stream_limit",
@@ -239,7 +247,8 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
   };
   const std::vector<std::pair<std::string, const Keys*>> sections = {
       {"storage", &storage},   {"server", &server},   {"auth", &auth},       {"s3", &s3},
-      {"delivery", &delivery}, {"kinesis", &kinesis}, {"iceberg", &iceberg}, {"limits", &limits}};
+      {"delivery", &delivery}, {"kinesis", &kinesis}, {"iceberg", &iceberg}, {"limits", &limits},
+      {"scaleout", &scaleout}};
 
   // [[credentials]]: an array of tables, each with both keys.
   auto credentials = [&](const toml::node& n) -> Status {
@@ -313,6 +322,11 @@ Status Validate(const Config& c) {
     if (ch < '0' || ch > '9') return InvalidArgument("account must have 12 digits");
   }
   if (c.segment_bytes < 4096) return InvalidArgument("storage.segment_bytes must be >= 4096");
+  if (!c.pg.empty() && c.lease_ms < 2 * c.lease_renew_ms) {
+    return InvalidArgument(
+        "scaleout.lease_ms must be at least twice scaleout.renew_ms (a lease must survive one "
+        "missed renewal)");
+  }
   if (c.commit_threads == 0 || c.commit_threads > 64) {
     return InvalidArgument("storage.commit_threads must be 1..64");
   }

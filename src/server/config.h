@@ -95,6 +95,19 @@ struct Config {
   // prefix (GET /iceberg/v1/namespaces without ?warehouse in /v1/config).
   std::string iceberg_default_warehouse = "default";
 
+  // Scale-out ([scaleout], docs/scale-out.md). pg: a PostgreSQL conninfo or URI; set, the
+  // channels, checkpoints, leases and the Iceberg catalog live there and this process is
+  // one worker of the pool. Leases last lease_ms on the database clock, are renewed every
+  // renew_ms and free ones taken every take_ms.
+  std::string pg;
+  int64_t lease_ms = 10000;
+  int64_t lease_renew_ms = 2000;
+  int64_t lease_take_ms = 3000;
+  // `icestream worker`: the Kinesis endpoint channels read, and the Glue API the table
+  // channels' schemas are read from (default: the source).
+  std::string source;
+  std::string registry;
+
   // Account limits (DescribeLimits).
   uint32_t shard_limit = 20000;
   uint32_t on_demand_stream_limit = 50;

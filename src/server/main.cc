@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   icestream::server::AddParquetCommand(&app);
   icestream::server::AddChannelsCommand(&app);
   icestream::server::AddFsckCommand(&app);
+  icestream::server::AddWorkerCommand(&app);
+  icestream::server::AddPoolCommand(&app);
   CLI11_PARSE(app, argc, argv);
   return icestream::server::ExitCode();
 }

@@ -60,6 +60,7 @@ struct ServeFlags {
   std::string s3_endpoint;
   std::string tls_cert;
   std::string tls_key;
+  std::string pg;
   bool aws_strict = false;
   bool no_fsync = false;
   bool access_log = false;
@@ -82,6 +83,7 @@ int RunServe(const ServeFlags& f) {
   if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
   if (!f.tls_cert.empty()) c.tls_cert = f.tls_cert;
   if (!f.tls_key.empty()) c.tls_key = f.tls_key;
+  if (!f.pg.empty()) c.pg = f.pg;
   if (f.no_fsync) c.fsync = false;
   if (f.access_log) c.access_log = true;
   if (!ValidLogLevel(c.log_level)) {
@@ -117,11 +119,12 @@ int RunServe(const ServeFlags& f) {
                                                   : "SigV4 (s3tables) or bearer token";
   spdlog::info(
       "icestream {} listening on http://{}:{}{} | data dir {} | region {} account {} | auth: {} | "
-      "iceberg catalog: {} | /metrics: {} | aws-strict {} | S3: {} | fsync {} | open files limit "
+      "iceberg catalog: {}{} | /metrics: {} | aws-strict {} | S3: {} | fsync {} | open files limit "
       "{}",
       ICESTREAM_VERSION, c.host(), (*server)->port(),
       c.tls_cert.empty() ? std::string() : " and https (" + c.tls_cert + ")",
       AbsolutePath(c.data_dir), c.region, c.account, auth, catalog,
+      c.pg.empty() ? "" : " in PostgreSQL (scale-out pool)",
       (!c.credentials.empty() || !c.bearer_tokens.empty()) && !c.public_metrics ? "bearer token"
                                                                                 : "open",
       c.aws_strict ? "on" : "off", c.s3_endpoint.empty() ? "local folders" : c.s3_endpoint,
@@ -149,6 +152,9 @@ void AddServeCommand(CLI::App* app) {
   cmd->add_option("--tls-cert", flags->tls_cert,
                   "PEM certificate chain: the port also serves HTTPS (ALPN h2, http/1.1)");
   cmd->add_option("--tls-key", flags->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--pg", flags->pg,
+                  "PostgreSQL conninfo: channels, checkpoints, leases and the Iceberg catalog live "
+                  "there, shared with `icestream worker` processes ([scaleout] pg)");
   cmd->add_flag("--aws-strict", flags->aws_strict,
                 "Enforce every AWS limit exactly (e.g. DataFreshnessInSeconds >= 300)");
   cmd->add_flag("--access-log", flags->access_log,

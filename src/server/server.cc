@@ -13,16 +13,15 @@
 #include "common/fs.h"
 #include "common/sqlite.h"
 #include "delivery/channel_manager.h"
-#include "delivery/s3/s3_sink.h"
 #include "delivery/sqlite_delivery_store.h"
 #include "delivery/table/table_sink.h"
 #include "http/server.h"
 #include "iceberg/warehouses.h"
 #include "kinesis/api.h"
-#include "objectstore/local_store.h"
-#include "objectstore/s3/s3_store.h"
+#include "scaleout/pool.h"
 #include "server/catalog_wiring.h"
 #include "server/data_dir_lock.h"
+#include "server/delivery_wiring.h"
 #include "server/router.h"
 #include "server/surface_auth.h"
 #include "source/local/local_source.h"
@@ -35,6 +34,7 @@ struct IcestreamServer::Parts {
   Config config;
   std::unique_ptr<DataDirLock> lock;  // first in, last out
   std::unique_ptr<Database> db;
+  std::unique_ptr<scaleout::Pool> pool;  // --pg: outlives the catalog and the channels
   std::unique_ptr<stream::StreamManager> streams;
   std::shared_ptr<objectstore::ObjectStore> buckets;
   std::unique_ptr<CatalogServices> catalog;  // Iceberg REST catalog, Glue schema registry
@@ -142,20 +142,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
   ASSIGN_OR_RETURN(p->streams,
                    stream::StreamManager::Open(so, SystemClock::Default(), p->db.get()));
 
-  if (config.s3_endpoint.empty()) {
-    p->buckets =
-        std::make_shared<objectstore::LocalObjectStore>(fs::Join(config.data_dir, "buckets"));
-  } else {
-    objectstore::s3::S3Options s3;
-    s3.endpoint = config.s3_endpoint;
-    s3.region = config.s3_region.empty() ? config.region : config.s3_region;
-    s3.credentials = objectstore::s3::CredentialsFromEnvironment();
-    s3.path_style = config.s3_path_style;
-    s3.multipart_threshold = config.s3_multipart_threshold;
-    s3.request_timeout_ms = config.s3_request_timeout_ms;
-    s3.max_attempts = config.s3_max_attempts;
-    p->buckets = std::make_shared<objectstore::s3::S3ObjectStore>(s3);
-  }
+  p->buckets = MakeBuckets(config);
   kinesis::KinesisOptions ko;
   ko.region = config.region;
   ko.account = config.account;
@@ -232,49 +219,47 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
          respond(std::move(r));
        }});
 
+  // Scale-out: channels, checkpoints, leases and the catalog in PostgreSQL; this server's
+  // delivery is one worker of the pool.
+  std::function<Result<std::shared_ptr<iceberg::CatalogStore>>(const std::string&)> rows;
+  if (!config.pg.empty()) {
+    scaleout::PoolOptions po;
+    po.conninfo = config.pg;
+    po.leases.lease_ms = config.lease_ms;
+    po.leases.renew_ms = config.lease_renew_ms;
+    po.leases.take_ms = config.lease_take_ms;
+    po.leases.listen = config.listen;
+    ASSIGN_OR_RETURN(p->pool, scaleout::Pool::Join(po));
+    scaleout::Pool* pool = p->pool.get();
+    rows = [pool](const std::string& w) { return pool->CatalogRows(w); };
+  }
   ASSIGN_OR_RETURN(p->catalog, CatalogServices::Start(
                                    config, p->db.get(), p->router.get(), p->surface_auth.get(),
-                                   config.s3_endpoint.empty() ? nullptr : p->buckets));
+                                   config.s3_endpoint.empty() ? nullptr : p->buckets, rows));
 
   // Channels: S3 buckets and streaming tables (the catalog's warehouses and registry).
-  delivery::ChannelManagerOptions co;
-  co.data_dir = config.data_dir;
-  co.region = config.region;
-  co.account = config.account;
-  co.min_freshness_seconds = config.aws_strict ? 300 : 1;
-  co.max_channels_per_account = 2 * static_cast<size_t>(config.on_demand_stream_limit);
-  co.worker_threads = config.delivery_workers;
-  co.runner.max_batch_bytes = config.delivery_max_batch_bytes;
-  co.runner.max_spanning_batch_bytes = config.table_max_commit_bytes;
-  co.tick_ms = config.delivery_tick_ms;
-  co.local_buckets = config.s3_endpoint.empty();
-  co.activation_timeout_ms = config.delivery_activation_timeout_ms;
+  delivery::ChannelManagerOptions co = ChannelOptions(config);
   delivery::table::TableServices ts;
   iceberg::Warehouses* wh = p->catalog->warehouses();
   ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
   ts.catalog = [wh](const std::string& bucket) { return wh->CatalogFor(bucket); };
   ts.io = [wh](const std::string& bucket) { return wh->Io(bucket); };
   ts.registry = p->catalog->registry();
-  ts.region = config.region;
-  ts.account = config.account;
-  delivery::table::TableSinkOptions to;
-  to.target_file_size_bytes = config.table_target_file_bytes;
-  to.convert_threads = config.table_convert_threads;
-  to.snapshot_max_age_ms = config.table_snapshot_max_age_ms;
-  to.expire_interval_ms = config.table_expire_interval_ms;
-  to.orphan_age_ms = config.table_orphan_age_ms;
-  to.orphan_interval_ms = std::max<int64_t>(config.table_orphan_age_ms / 4, 10000);
-  to.compaction = config.table_compaction;
-  to.compaction_cold_after_ms = config.table_compaction_cold_after_ms;
-  std::vector<std::shared_ptr<delivery::Destination>> destinations = {
-      std::make_shared<delivery::s3::S3Destination>(),
-      std::make_shared<delivery::table::TableDestination>(std::move(ts), to)};
+  std::unique_ptr<delivery::DeliveryStore> delivery_store;
+  if (p->pool) {
+    scaleout::Pool* pool = p->pool.get();
+    co.coordinator = pool->leases();
+    ts.fence_for = [pool](const delivery::ChannelConfig& c) { return pool->FenceFor(c.id); };
+    delivery_store = pool->MakeDeliveryStore();
+  } else {
+    ASSIGN_OR_RETURN(delivery_store,
+                     delivery::SqliteDeliveryStore::Open(p->db.get(), source::LegacyPosition));
+  }
   p->sources = std::make_unique<source::LocalSourceProvider>(p->streams.get());
-  ASSIGN_OR_RETURN(auto delivery_store,
-                   delivery::SqliteDeliveryStore::Open(p->db.get(), source::LegacyPosition));
-  ASSIGN_OR_RETURN(p->channels, delivery::ChannelManager::Open(
-                                    co, p->sources.get(), std::move(delivery_store), p->buckets,
-                                    std::move(destinations), SystemClock::Default()));
+  ASSIGN_OR_RETURN(p->channels,
+                   delivery::ChannelManager::Open(
+                       co, p->sources.get(), std::move(delivery_store), p->buckets,
+                       MakeDestinations(config, std::move(ts)), SystemClock::Default()));
   // Retention keeps what channels still have to read.
   delivery::ChannelManager* cm = p->channels.get();
   p->streams->SetRetentionFloor([cm](uint64_t uid, uint32_t shard) {
@@ -318,6 +303,8 @@ void IcestreamServer::Stop() {
   // SubscribeToShard threads read the logs: end them before the logs close.
   if (parts_->kinesis) parts_->kinesis->StopSubscriptions();
   if (parts_->channels) parts_->channels->Stop();
+  // Delivery stopped: the leases go back to the pool at once (no wait for their expiry).
+  if (parts_->pool) parts_->pool->Leave(/*handoff=*/true);
   // Until the stream manager stops, retention must not delete what channels still need,
   // and the channels are about to go: keep everything.
   if (parts_->streams)

@@ -24,6 +24,17 @@ Status FromAwsError(int http_status, const std::string& type, const std::string&
   if (type == "ResourceNotFoundException" || type == "EntityNotFoundException") {
     return NotFound(std::move(text));
   }
+  // The endpoint refuses this process's credentials or permissions: the trouble is this
+  // process's (its keys, its role, its clock), not the channel's, so it is retried (and
+  // shown as the channel's last error) rather than failing a channel that the other
+  // processes of a pool deliver fine.
+  if (http_status == 401 || http_status == 403 || type == "InvalidSignatureException" ||
+      type == "UnrecognizedClientException" || type == "IncompleteSignatureException" ||
+      type == "MissingAuthenticationTokenException" || type == "AccessDeniedException" ||
+      type == "ExpiredTokenException" || type == "InvalidClientTokenId" ||
+      type == "SignatureDoesNotMatch") {
+    return Unavailable(std::move(text) + " (the credentials of this process)");
+  }
   if (http_status >= 500) return Unavailable(std::move(text));
   return InvalidArgument(std::move(text));
 }
@@ -48,6 +59,7 @@ AwsJsonClient::AwsJsonClient(AwsEndpoint endpoint, std::string host)
         http::HttpClientOptions o;
         o.timeout_ms = endpoint_.timeout_ms;
         o.verify_tls = endpoint_.verify_tls;
+        o.ca_file = endpoint_.ca_file;
         return o;
       }()) {}
 

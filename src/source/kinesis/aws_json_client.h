@@ -35,6 +35,7 @@ struct AwsEndpoint {
   aws::Credentials credentials;
   int timeout_ms = 30000;
   bool verify_tls = true;
+  std::string ca_file;  // PEM bundle the server's certificate is checked against (default: the system's)
 };
 
 class AwsJsonClient {

@@ -23,6 +23,17 @@ namespace icestream::source {
 using delivery::Position;
 using nlohmann::json;
 
+bool PaceReadsFor(const std::string& url) {
+  std::string_view u = url;
+  size_t scheme = u.find("://");
+  if (scheme != std::string_view::npos) u.remove_prefix(scheme + 3);
+  u = u.substr(0, u.find_first_of("/:"));
+  auto ends = [&](std::string_view suffix) {
+    return u.size() >= suffix.size() && u.substr(u.size() - suffix.size()) == suffix;
+  };
+  return ends(".amazonaws.com") || ends(".amazonaws.com.cn");
+}
+
 uint64_t OrdinalOf(std::string_view seq) {
   if (auto sn = stream::SequenceNumber::Parse(seq); sn && sn->position > 0) return sn->position - 1;
   std::string_view tail = seq.size() > 18 ? seq.substr(seq.size() - 18) : seq;
@@ -335,8 +346,9 @@ class ShardReader {
       }
       iterator_ = end ? std::string() : next;
       ended_ = end;
-      if (got >= (10u << 20) - (1u << 20)) {
-        next_poll_ms_ = now + 5000;  // a 10 MiB answer uses the next 5 s of the read budget
+      if (options_.pace_reads && got > (2u << 20)) {
+        // AWS's 2 MiB/s per shard: an answer of N MiB uses the next N/2 seconds.
+        next_poll_ms_ = now + static_cast<int64_t>(got / ((2u << 20) / 1000));
       } else if (behind > 0) {
         next_poll_ms_ = now + min_gap;
       } else {

@@ -39,6 +39,11 @@ struct KinesisSourceOptions {
   int max_calls_per_second = 5;
   int get_records_limit = 10000;
   size_t max_buffered_bytes_per_shard = 32u << 20;
+  // Pace reads to AWS's 2 MiB/s per shard (a 10 MiB answer waits 5 s before the next
+  // call), so a worker leaves the shard's shared read budget to other consumers. Off for
+  // endpoints without that limit (icestream, kinesalite): there only a throttling answer
+  // slows the reader down. Default: on for *.amazonaws.com endpoints (PaceReadsFor).
+  bool pace_reads = false;
   // A reader stops when the engine has not asked about its shard for this long.
   int64_t idle_reader_ms = 15000;
 };
@@ -57,6 +62,10 @@ class KinesisSourceProvider final : public delivery::SourceProvider {
   KinesisSourceOptions options_;
   std::shared_ptr<AwsJsonClient> client_;
 };
+
+// Whether reads from `url` are paced by default: AWS's endpoints (*.amazonaws.com,
+// *.amazonaws.com.cn).
+bool PaceReadsFor(const std::string& url);
 
 // The ordinal of a record (StreamRecord::ordinal) from its sequence number: an icestream
 // sequence number's log offset, else the number's last 18 digits.

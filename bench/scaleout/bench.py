@@ -1,0 +1,318 @@
+"""Driver of bench/scaleout (see run). Prints every figure with its goal; asserts nothing.
+
+1. Throughput: a backlog of ~1 KiB JSON records in a 4-shard ON_DEMAND stream, delivered
+   from TRIM_HORIZON by an S3 channel (GZIP JSON to bucket folders) and by a streaming-
+   table channel (ZSTD Parquet), each timed from CreateChannel to the last record
+   delivered: by one `icestream serve` (meta.db, the single-process channel), by
+   `serve --pg` alone (one worker of a pool), and by `serve --pg` plus one `icestream
+   worker` (two workers). Goal: two workers >= 0.9x the single process on this 2-core
+   machine (coordination costs nothing visible). A table channel is one lease unit today
+   (docs/scale-out.md), so its second worker adds no conversion capacity.
+2. Failover gap: an S3 channel at freshness 1 s with a steady producer; the worker holding
+   a shard is killed with SIGKILL; the gap is the time from the kill until that shard's
+   checkpoint moves again. Goal <= lease + take interval + freshness + 1 s.
+3. PostgreSQL load at steady state: transactions committed per second per shard
+   (pg_stat_database.xact_commit) while the S3 channel delivers a steady ~200 records/s
+   with two workers. Goal <= 1 per shard besides commits (a renewal covers every unit of
+   a worker in one statement).
+4. 1,000 leases renewed: one worker holding 1,000 units; the server-side duration of its
+   renew statement (log_min_duration_statement = 0, parsed from PostgreSQL's log).
+   Goal p99 <= 50 ms.
+All on 127.0.0.1; PostgreSQL is a throw-away cluster (tests/lib/pg.py)."""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "lib"))
+import harness  # noqa: E402
+from harness import Server, channel_request, kinesis_call, wait_channel  # noqa: E402
+from pg import PgCluster  # noqa: E402
+from table_check import register_schema, table_bucket_arn, table_channel_request, total_records  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--bin", required=True)
+ap.add_argument("--mb", type=int, default=100, help="backlog size for the throughput runs")
+ap.add_argument("--only", default="throughput,failover,pgload,renew")
+args = ap.parse_args()
+harness.BINARY = os.path.abspath(args.bin)
+LEASE_MS, RENEW_MS, TAKE_MS = 3000, 500, 500
+CONFIG = f"[scaleout]\nlease_ms = {LEASE_MS}\nrenew_ms = {RENEW_MS}\ntake_ms = {TAKE_MS}\n"
+SCHEMA = {"type": "object", "required": ["id"],
+          "properties": {"id": {"type": "string"}, "n": {"type": "integer"}, "amount": {"type": "number"},
+                         "merchant": {"type": "string"}, "t": {"type": "string", "format": "date-time"}}}
+WORDS = "card present online terminal settlement batch acquirer issuer region branch kiosk".split()
+
+
+def records(mb):
+    rng = random.Random(1)
+    out, size, n = [], 0, 0
+    while size < mb * 1_000_000:
+        merchant = " ".join(rng.choice(WORDS) for _ in range(120))
+        d = json.dumps({"id": f"r{n}", "n": n, "amount": round(rng.uniform(1, 5000), 2), "merchant": merchant,
+                        "t": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(1764583200 + rng.randrange(7200)))})
+        out.append(d.encode())
+        size += len(d)
+        n += 1
+    return out, size
+
+
+def put_all(k, stream, recs):
+    for i in range(0, len(recs), 500):
+        batch = [{"Data": d, "PartitionKey": f"k{i + j}"} for j, d in enumerate(recs[i:i + 500])]
+        while True:
+            r = k.put_records(StreamName=stream, Records=batch)
+            if r["FailedRecordCount"] == 0:
+                break
+            batch = [b for b, res in zip(batch, r["Records"]) if "ErrorCode" in res]
+
+
+class Worker:
+    def __init__(self, conninfo, source, config_path, data_dir):
+        self.port = harness.free_port()
+        self.log = open(os.path.join(tempfile.gettempdir(), f"icestream-bench-worker-{self.port}.log"), "wb")
+        self.proc = subprocess.Popen([harness.BINARY, "worker", "--pg", conninfo, "--source", source, "--data-dir",
+                                      data_dir, "--listen", f"127.0.0.1:{self.port}", "--config", config_path,
+                                      "--log-level", "warn"], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
+                    self.owner = json.loads(r.read())["worker"]
+                    return
+            except (OSError, KeyError, ValueError):
+                time.sleep(0.1)
+        raise RuntimeError("worker did not start")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(30)
+        self.log.close()
+
+
+def shards_done(server, arn, want_last):
+    st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+    if st != 200:
+        print(f"  (DescribeChannel answered {st}: {body})")
+        return False
+    shards = body["ChannelDescription"].get("IcestreamStatus", {}).get("Shards", [])
+    got = {s["ShardId"]: s.get("LastCommittedSequenceNumber") for s in shards}
+    return all(got.get(sh) == seq for sh, seq in want_last.items())
+
+
+def last_sequences(k, stream):
+    out = {}
+    for sh in k.list_shards(StreamName=stream)["Shards"]:
+        it = k.get_shard_iterator(StreamName=stream, ShardId=sh["ShardId"], ShardIteratorType="TRIM_HORIZON")[
+            "ShardIterator"]
+        last = None
+        while it:
+            r = k.get_records(ShardIterator=it, Limit=10000)
+            if r["Records"]:
+                last = r["Records"][-1]["SequenceNumber"]
+            if not r["Records"] and r.get("MillisBehindLatest", 0) == 0:
+                break
+            it = r.get("NextShardIterator")
+        if last:
+            out[sh["ShardId"]] = last
+    return out
+
+
+def throughput_run(kind, mode, recs, size):
+    """Seconds from CreateChannel until everything is delivered."""
+    tmp = tempfile.mkdtemp(prefix="icestream-bench-scaleout-")
+    pg = PgCluster().start() if mode != "single" else None
+    workers = []
+    try:
+        extra = ["--pg", pg.create_database("pool")] if pg else []
+        server = Server(data_dir=os.path.join(tmp, "data"), config_text=CONFIG, extra_args=extra).start()
+        try:
+            k = server.client()
+            k.create_stream(StreamName="bench", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            put_all(k, "bench", recs)
+            want = last_sequences(k, "bench")
+            if mode == "two":
+                workers.append(Worker(extra[1], server.endpoint, server.config_path, server.data_dir))
+            if kind == "s3":
+                req = channel_request("b", "bench", bucket="out", compression="GZIP", freshness=1)
+                req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
+            else:
+                arn, _ = register_schema(server.client("glue"), "bench", "tx", SCHEMA)
+                req = table_channel_request("b", "bench", arn, "tables", "ns", "t", "dlq", freshness=1,
+                                            partition="t", start="TRIM_HORIZON")
+            t0 = time.time()
+            st, body = kinesis_call(server, "CreateChannel", req)
+            assert st == 200, body
+            carn = body["ChannelDescription"]["ChannelARN"]
+            deadline = t0 + 1800
+            while time.time() < deadline:
+                if kind == "s3" and shards_done(server, carn, want):
+                    break
+                if kind == "table" and total_records(server, table_bucket_arn("tables"), "ns", "t") >= len(recs):
+                    break
+                time.sleep(0.2)
+            return time.time() - t0
+        finally:
+            for w in workers:
+                w.stop()
+            server.stop()
+            server.cleanup()
+    finally:
+        if pg:
+            pg.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def throughput():
+    recs, size = records(args.mb)
+    print(f"## 1. throughput: {len(recs)} records, {size / 1e6:.0f} MB backlog, 4 shards (goal: two workers >= 0.9x "
+          "the single process)")
+    for kind in ("s3", "table"):
+        base = None
+        for mode, label in (("single", "one server (meta.db)"), ("one", "serve --pg (1 worker)"),
+                            ("two", "serve --pg + 1 worker (2 workers)")):
+            secs = throughput_run(kind, mode, recs, size)
+            mbs = size / 1e6 / secs
+            base = base or mbs
+            print(f"  {kind:5} {label:36} {secs:7.1f} s  {mbs:7.1f} MB/s  {mbs / base:5.2f}x")
+
+
+def steady_pool(pg, n_workers=1, config=CONFIG):
+    conninfo = pg.create_database(f"pool{random.randrange(10**6)}")
+    server = Server(config_text=config, extra_args=["--pg", conninfo]).start()
+    k = server.client()
+    k.create_stream(StreamName="steady", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+    st, body = kinesis_call(server, "CreateChannel", channel_request("s", "steady", bucket="out", freshness=1))
+    arn = body["ChannelDescription"]["ChannelARN"]
+    wait_channel(server, arn, timeout=60)
+    workers = [Worker(conninfo, server.endpoint, server.config_path, server.data_dir) for _ in range(n_workers)]
+    time.sleep(1)
+    stop = threading.Event()
+
+    def produce():
+        n = 0
+        while not stop.is_set():
+            k.put_records(StreamName="steady", Records=[{"Data": json.dumps({"n": n + i}).encode(),
+                                                         "PartitionKey": f"k{n + i}"} for i in range(20)])
+            n += 20
+            time.sleep(0.1)
+
+    t = threading.Thread(target=produce, daemon=True)
+    t.start()
+    return server, workers, arn, stop, t, conninfo
+
+
+def checkpoints(server, arn):
+    st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+    return {s["ShardId"]: (s.get("Owner"), s.get("LastCommittedSequenceNumber"))
+            for s in body["ChannelDescription"]["IcestreamStatus"]["Shards"]}
+
+
+def failover():
+    print(f"## 2. failover gap after kill -9 (lease {LEASE_MS} ms, take {TAKE_MS} ms, freshness 1 s: goal <= "
+          f"{(LEASE_MS + TAKE_MS) / 1000 + 2:.1f} s)")
+    with PgCluster() as pg:
+        server, workers, arn, stop, t, _ = steady_pool(pg, 1)
+        try:
+            gaps = []
+            for _ in range(3):
+                time.sleep(4)
+                w = workers[0]
+                mine = {sh: cp for sh, (owner, cp) in checkpoints(server, arn).items() if owner == w.owner}
+                if not mine:
+                    print("  the worker held no shard; skipped")
+                    continue
+                shard, cp = next(iter(mine.items()))
+                t0 = time.time()
+                w.stop(signal.SIGKILL)
+                while time.time() - t0 < 60:
+                    now = checkpoints(server, arn)[shard][1]
+                    if now != cp and now is not None:
+                        break
+                    time.sleep(0.05)
+                gaps.append(time.time() - t0)
+                workers[0] = Worker(w.proc.args[3], server.endpoint, server.config_path, server.data_dir)
+            for g in gaps:
+                print(f"  gap {g:5.2f} s")
+        finally:
+            stop.set()
+            for w in workers:
+                w.stop()
+            server.stop()
+            server.cleanup()
+
+
+def pgload():
+    print("## 3. PostgreSQL transactions per second per shard at steady state (S3 channel, 4 shards, 2 workers, "
+          "~200 records/s, default lease timings; goal <= 1 per shard besides the batches' plan and checkpoint "
+          "commits)")
+    with PgCluster() as pg:
+        server, workers, arn, stop, t, conninfo = steady_pool(pg, 1, config="")
+        db = conninfo.split("dbname=")[-1].split()[0]
+        try:
+            time.sleep(8)
+            q = f"SELECT xact_commit FROM pg_stat_database WHERE datname = '{db}'"
+            cq = "SELECT n_tup_upd + n_tup_ins FROM pg_stat_user_tables WHERE relname = 'icestream_checkpoints'"
+            a, c0, t0 = int(pg.psql(q)), int(pg.psql(cq, db)), time.time()
+            time.sleep(20)
+            b, c1, t1 = int(pg.psql(q)), int(pg.psql(cq, db)), time.time()
+            per_s = (b - a) / (t1 - t0)
+            batches = (c1 - c0) / (t1 - t0)
+            other = max(0.0, per_s - 2 * batches)
+            print(f"  {per_s:.1f} transactions/s in all; {batches:.1f} batches/s (a plan and a checkpoint "
+                  f"commit each); besides those {other:.2f}/s = {other / 4:.2f} per shard per second")
+        finally:
+            stop.set()
+            for w in workers:
+                w.stop()
+            server.stop()
+            server.cleanup()
+
+
+def renew():
+    print("## 4. 1,000 leases renewed by one worker (server-side duration of the renew statement; goal p99 <= 50 ms)")
+    with PgCluster(settings={"log_min_duration_statement": "0"}) as pg:
+        conninfo = pg.create_database("renew")
+        # Make the schema, then 1,000 free units the worker takes as its share.
+        server = Server(config_text=CONFIG, extra_args=["--pg", conninfo]).start()
+        server.stop()
+        server.cleanup()
+        values = ",".join(f"('bench-1000', 'shard:{i:04d}')" for i in range(1000))
+        pg.psql(f"INSERT INTO icestream_lease (channel_id, unit) VALUES {values}", "renew")
+        tmp = tempfile.mkdtemp()
+        cfg = os.path.join(tmp, "c.toml")
+        with open(cfg, "w") as f:
+            f.write(CONFIG)
+        w = Worker(conninfo, "http://127.0.0.1:1", cfg, tmp)
+        time.sleep(15)
+        held = int(pg.psql(f"SELECT count(*) FROM icestream_lease WHERE owner = '{w.owner}'", "renew"))
+        w.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+        durations = []
+        with open(pg.log, errors="replace") as f:
+            for line in f:
+                m = re.search(r"duration: ([0-9.]+) ms\s+execute [^:]*: WITH hb AS \(UPDATE icestream_worker", line)
+                if m:
+                    durations.append(float(m.group(1)))
+        durations.sort()
+        if not durations:
+            print("  no renew statement found in the log")
+            return
+        p = lambda q: durations[min(len(durations) - 1, int(q * len(durations)))]  # noqa: E731
+        print(f"  {held} units held; {len(durations)} renewals: p50 {p(0.5):.2f} ms, p99 {p(0.99):.2f} ms, "
+              f"max {durations[-1]:.2f} ms")
+
+
+for part in args.only.split(","):
+    {"throughput": throughput, "failover": failover, "pgload": pgload, "renew": renew}[part]()

@@ -1,0 +1,326 @@
+"""Scale-out chaos, black-box: a pool of icestream processes on one PostgreSQL.
+
+`icestream serve --pg` (the Kinesis API, the REST catalog, and one delivery worker of the
+pool) and two `icestream worker --pg --source <server>` processes deliver a 4-shard stream
+into an S3 bucket (radosgw) and into an Iceberg table (catalog in PostgreSQL's JDBC-catalog
+tables, files in radosgw) while producers write. Meanwhile workers are killed with SIGKILL
+(at least 20 times) and restarted, one is paused longer than its lease (SIGSTOP/SIGCONT),
+and PostgreSQL itself is restarted with `-m immediate`. Afterwards:
+
+- every record of the stream (every acknowledged one among them) is in the bucket exactly
+  once and a row of the table exactly once (the independent reader: icebird + DuckDB
+  through the REST catalog);
+- no table commit carries a superseded lease: icestream_commit_log's (owner, epoch) pairs
+  are lease_history entries of the channel's unit, and epochs never go back;
+- the checkpoints in the table's snapshot summaries only move forward;
+- the leases changed hands many times (the kills landed on workers holding work).
+
+PostgreSQL comes from tests/lib/pg.py (a throw-away cluster as the postgres user), S3 from
+radosgw (tests/lib/start-rgw.sh); both fail the test when missing."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import harness  # noqa: E402
+from delivery_check import S3Bucket, decompress  # noqa: E402
+from harness import Rgw, Server, channel_request, kinesis_call, read_stream, wait_channel  # noqa: E402
+from pg import PgCluster  # noqa: E402
+from table_check import (assert_rows, expected_row, read_table, register_schema, table_bucket_arn,  # noqa: E402
+                         table_channel_request, wait_records)
+
+ROUNDS = int(os.environ.get("POOL_KILL_ROUNDS", "20"))
+STREAM = "pool-src"
+NS, TABLE = "pool", "events"
+LEASE_MS, RENEW_MS, TAKE_MS = 2000, 400, 400
+CONFIG = f"""[scaleout]
+lease_ms = {LEASE_MS}
+renew_ms = {RENEW_MS}
+take_ms = {TAKE_MS}
+"""
+SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "type": "object",
+    "required": ["id", "n"],
+    "properties": {
+        "id": {"type": "string"},
+        "event_time": {"type": "string", "format": "date-time"},
+        "n": {"type": "integer"},
+        "p": {"type": "string"},
+    },
+}
+
+
+def record(tag, n, rng):
+    secs = 1740823200 + rng.randrange(3 * 3600)
+    return json.dumps({"id": f"{tag}-{n}", "n": n, "p": "x" * rng.randint(0, 300),
+                       "event_time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(secs))}).encode()
+
+
+class Producer(threading.Thread):
+    def __init__(self, server, tag):
+        super().__init__(daemon=True)
+        self.k = server.client(connect_timeout=2, read_timeout=10)
+        self.tag = tag
+        self.acked = []
+        self.stop = threading.Event()
+
+    def run(self):
+        n = 0
+        rng = random.Random(self.tag)
+        while not self.stop.is_set():
+            recs = []
+            for _ in range(rng.randint(20, 200)):
+                recs.append({"Data": record(self.tag, n, rng), "PartitionKey": f"k{rng.randint(0, 999)}"})
+                n += 1
+            try:
+                r = self.k.put_records(StreamName=STREAM, Records=recs)
+            except Exception:
+                time.sleep(0.2)
+                continue
+            for rec, res in zip(recs, r["Records"]):
+                if "SequenceNumber" in res:
+                    self.acked.append((rec["Data"], res["ShardId"], res["SequenceNumber"]))
+            time.sleep(0.05)
+
+
+class Worker:
+    """One `icestream worker` process of the pool."""
+
+    def __init__(self, name, conninfo, source, s3_endpoint, config_path):
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix=f"icestream-{name}-")
+        self.port = harness.free_port()
+        self.args = [harness.BINARY, "worker", "--pg", conninfo, "--source", source, "--s3-endpoint", s3_endpoint,
+                     "--listen", f"127.0.0.1:{self.port}", "--data-dir", self.dir, "--config", config_path,
+                     "--log-level", "info"]
+        self.log_path = self.dir + ".log"
+        self.proc = None
+        self.starts = 0
+
+    def start(self):
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.starts += 1
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker {self.name} exited with {self.proc.returncode}: {self.tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"worker {self.name} did not become healthy: {self.tail()}")
+
+    def health(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=5) as r:
+            return json.loads(r.read())
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise RuntimeError(f"worker {self.name} did not stop on SIGTERM: {self.tail()}")
+            self.log.close()
+        return self.proc.returncode if self.proc else None
+
+    def tail(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+    def cleanup(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        subprocess.run(["rm", "-rf", self.dir, self.log_path])
+
+
+def seq_key(s):
+    return int(s)
+
+
+class PoolChaos(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pg = PgCluster().start()
+        try:
+            cls.rgw = Rgw().start()
+        except Exception:
+            cls.pg.cleanup()
+            raise
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = Rgw.access_key, Rgw.secret_key
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rgw.stop()
+        cls.pg.cleanup()
+
+    def s3(self):
+        return (self.rgw.endpoint, Rgw.access_key, Rgw.secret_key)
+
+    def sql(self, query):
+        out = self.pg.psql(query, "pool").strip()
+        return [line.split("|") for line in out.splitlines() if line]
+
+    def test_three_processes_exactly_once_through_kills_pauses_and_a_database_restart(self):
+        conninfo = self.pg.create_database("pool")
+        s3 = self.rgw.s3()
+        for b in ("pool-out", "pool-tables", "pool-dlq"):
+            s3.create_bucket(Bucket=b)
+        server = Server(config_text=CONFIG, extra_args=["--pg", conninfo, "--s3-endpoint", self.rgw.endpoint],
+                        log_level="info").start()
+        workers = []
+        producers = []
+        try:
+            k = server.client()
+            k.create_stream(StreamName=STREAM, StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            schema_arn, _ = register_schema(server.client("glue"), "pool", "events", SCHEMA)
+            st, body = kinesis_call(server, "CreateChannel", channel_request(
+                "pool-s3", STREAM, bucket="pool-out", compression="GZIP", freshness=1))
+            self.assertEqual(st, 200, body)
+            s3_arn = body["ChannelDescription"]["ChannelARN"]
+            st, body = kinesis_call(server, "CreateChannel", table_channel_request(
+                "pool-table", STREAM, schema_arn, "pool-tables", NS, TABLE, "pool-dlq", freshness=1))
+            self.assertEqual(st, 200, body)
+            table_arn = body["ChannelDescription"]["ChannelARN"]
+            wait_channel(server, s3_arn, timeout=60)
+            wait_channel(server, table_arn, timeout=60)
+
+            workers = [Worker(f"w{i}", conninfo, server.endpoint, self.rgw.endpoint, server.config_path)
+                       for i in range(2)]
+            for w in workers:
+                w.start()
+            producers = [Producer(server, f"p{i}") for i in range(2)]
+            for p in producers:
+                p.start()
+
+            rng = random.Random(16)
+            kills = 0
+            for r in range(ROUNDS):
+                time.sleep(rng.uniform(0.5, 2.0))
+                if r == ROUNDS // 3:
+                    # Paused longer than its lease: the others take its units over; when it
+                    # wakes up, its writes are fenced.
+                    w = rng.choice(workers)
+                    w.proc.send_signal(signal.SIGSTOP)
+                    time.sleep((LEASE_MS + 2 * TAKE_MS) / 1000 + 1)
+                    w.proc.send_signal(signal.SIGCONT)
+                if r == 2 * ROUNDS // 3:
+                    self.pg.restart(immediate=True)
+                w = rng.choice(workers)
+                w.kill()
+                kills += 1
+                w.start()
+            time.sleep(2)
+            for p in producers:
+                p.stop.set()
+                p.join(30)
+            acked = [a for p in producers for a in p.acked]
+            self.assertGreater(len(acked), 2000, "the producers wrote too little to prove anything")
+
+            everything = read_stream(k, STREAM)
+            stream = {(s, q): d for d, s, q in everything}
+            for d, s, q in acked:
+                self.assertEqual(stream.get((s, q)), d, "an acknowledged record is not in the stream")
+            want_ids = sorted(json.loads(d)["id"] for d, _, _ in everything)
+
+            # The bucket: every record exactly once.
+            bucket = S3Bucket(s3, "pool-out")
+            deadline = time.time() + 180
+            while True:
+                got = []
+                for key, raw in bucket.objects("").items():
+                    for line in decompress(key, raw).splitlines():
+                        if line.strip():
+                            got.append(json.loads(line)["id"])
+                if len(got) >= len(want_ids) or time.time() > deadline:
+                    break
+                time.sleep(1)
+            self.assertEqual(len(got), len(set(got)), "a record is in the bucket twice")
+            self.assertEqual(sorted(got), want_ids, "the bucket does not hold every record")
+
+            # The table: every record a row exactly once, read independently.
+            wh = table_bucket_arn("pool-tables")
+            wait_records(server, wh, NS, TABLE, len(everything), timeout=180)
+            t = read_table(catalog=server.endpoint + "/iceberg", warehouse=wh, namespace=NS, table=TABLE,
+                           s3=self.s3())
+            assert_rows(self, t["rows"], [expected_row(d, t["schema"]) for d, _, _ in everything], "id")
+
+            # Checkpoints only move forward along the snapshot chain.
+            last = {}
+            for snap in sorted(t["snapshots"], key=lambda s: s["sequence_number"]):
+                for key, value in snap["summary"].items():
+                    if key.startswith("icestream.checkpoint."):
+                        shard = key[len("icestream.checkpoint."):]
+                        seq = seq_key(value.split(":")[0])
+                        self.assertGreaterEqual(seq, last.get(shard, 0), f"checkpoint of {shard} went back")
+                        last[shard] = seq
+
+            # Every commit was made under the lease its maker held then; epochs never go back.
+            table_id = describe_id(server, table_arn)
+            history = {(o, int(e)) for o, e in self.sql(
+                f"SELECT owner, epoch FROM icestream_lease_history WHERE channel_id = '{table_id}' "
+                "AND unit = 'channel'")}
+            commits = self.sql(f"SELECT owner, epoch FROM icestream_commit_log WHERE channel_id = '{table_id}' "
+                               "ORDER BY at")
+            self.assertGreater(len(commits), 10)
+            top = 0
+            for owner, epoch in commits:
+                self.assertIn((owner, int(epoch)), history, "a commit under a lease that was never granted")
+                self.assertGreaterEqual(int(epoch), top, "a commit under a superseded epoch")
+                top = int(epoch)
+            changes = int(self.sql("SELECT count(*) FROM icestream_lease_history")[0][0])
+            self.assertGreater(changes, kills, "the leases did not change hands as workers died")
+
+            # DescribeChannel names an owner and an epoch for every shard.
+            st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": s3_arn})
+            shards = body["ChannelDescription"]["IcestreamStatus"]["Shards"]
+            self.assertTrue(all("Epoch" in s for s in shards), shards)
+            print(f"{kills} kill -9, 1 pause past the lease, 1 PostgreSQL restart: {len(everything)} records "
+                  f"exactly once in the bucket and the table ({len(t['snapshots'])} snapshots, {len(commits)} "
+                  f"fenced commits, {changes} lease changes, final table epoch {top})")
+        finally:
+            for p in producers:
+                p.stop.set()
+            for w in workers:
+                try:
+                    w.stop()
+                except Exception as e:  # noqa: BLE001
+                    print(e)
+                w.cleanup()
+            server.stop()
+            server.cleanup()
+
+
+def describe_id(server, arn):
+    st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": arn})
+    return body["ChannelDescription"]["ChannelId"] if "ChannelId" in body["ChannelDescription"] else \
+        arn.rsplit("/", 1)[-1]
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,181 @@
+"""A worker's record source against a locked-down server, black-box: `icestream serve --pg`
+with `[[credentials]]` (signatures verified) and TLS on its port, and an `icestream worker`
+reading it over https with the server's certificate as its CA (`--source-ca-file`) and
+SigV4-signed calls (ListShards, GetShardIterator, GetRecords, and the Glue API's
+GetSchemaVersion for a table channel). While a producer writes, the worker is stopped
+with SIGTERM and started again, so its shards are handed over and taken back.
+Afterwards every record is in the bucket exactly once and a row of the table exactly
+once, and the worker held leases (it did deliver). A worker signing with a wrong secret
+gets the server's authentication error in its log and delivers nothing."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "compat"))
+import harness  # noqa: E402
+from delivery_check import LocalBucket, decompress  # noqa: E402
+from harness import Server, channel_request, kinesis_call, read_stream, wait_channel  # noqa: E402
+from pg import PgCluster  # noqa: E402
+from table_check import assert_rows, expected_row, read_table, register_schema, table_channel_request  # noqa: E402
+from test_tls import make_cert  # noqa: E402
+
+# raw_call (harness) signs with test/test: the server verifies signatures against this key.
+KEY, SECRET = "test", "test"
+STREAM = "src-tls"
+SCHEMA = {"type": "object", "required": ["id"],
+          "properties": {"id": {"type": "string"}, "t": {"type": "string", "format": "date-time"}}}
+
+
+def worker_cmd(conninfo, source, ca, data_dir, port, config):
+    return [harness.BINARY, "worker", "--pg", conninfo, "--source", source, "--source-ca-file", ca,
+            "--data-dir", data_dir, "--listen", f"127.0.0.1:{port}", "--config", config, "--log-level", "info"]
+
+
+def health(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+            return json.loads(r.read())
+    except OSError:
+        return None
+
+
+class WorkerSource(unittest.TestCase):
+    def test_a_worker_reads_over_tls_with_signatures_verified(self):
+        tmp = tempfile.mkdtemp(prefix="icestream-wsrc-")
+        cert, key = make_cert(tmp)
+        config = os.path.join(tmp, "server.toml")
+        with open(config, "w") as f:
+            f.write(f'[[credentials]]\naccess_key_id = "{KEY}"\nsecret_access_key = "{SECRET}"\n'
+                    f'[server]\ntls_cert = "{cert}"\ntls_key = "{key}"\n'
+                    "[scaleout]\nlease_ms = 2000\nrenew_ms = 400\ntake_ms = 400\n")
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = KEY, SECRET
+        procs = []
+        with PgCluster() as pg:
+            conninfo = pg.create_database("pool")
+            server = Server(extra_args=["--pg", conninfo, "--config", config]).start()
+            try:
+                k = server.client()  # signs with TEST_AK/TEST_SK or test/test
+                k.create_stream(StreamName=STREAM, StreamModeDetails={"StreamMode": "ON_DEMAND"})
+                glue = server.client("glue")
+                schema, _ = register_schema(glue, "wsrc", "events", SCHEMA)
+                st, body = kinesis_call(server, "CreateChannel",
+                                        channel_request("tls-s3", STREAM, bucket="out", compression="NONE", freshness=1))
+                self.assertEqual(st, 200, body)
+                s3_arn = body["ChannelDescription"]["ChannelARN"]
+                st, body = kinesis_call(server, "CreateChannel", table_channel_request(
+                    "tls-table", STREAM, schema, "tables", "ns", "t", "dlq", freshness=1, partition="t"))
+                self.assertEqual(st, 200, body)
+                wait_channel(server, s3_arn, timeout=60)
+                table_arn = body["ChannelDescription"]["ChannelARN"]
+                wait_channel(server, table_arn, timeout=60)
+
+                port = harness.free_port()
+                wlog = open(os.path.join(tmp, "worker.log"), "ab")
+                cmd = worker_cmd(conninfo, server.tls_endpoint, cert, server.data_dir, port, config)
+                w = subprocess.Popen(cmd, stdout=wlog, stderr=subprocess.STDOUT)
+                procs.append(w)
+                stop = threading.Event()
+                n = [0]
+
+                def produce():
+                    while not stop.is_set():
+                        recs = [{"Data": json.dumps({"id": f"r{n[0] + i}", "t": "2026-12-01T10:00:00Z"}).encode(),
+                                 "PartitionKey": f"k{n[0] + i}"} for i in range(50)]
+                        k.put_records(StreamName=STREAM, Records=recs)
+                        n[0] += 50
+                        time.sleep(0.1)
+
+                producer = threading.Thread(target=produce, daemon=True)
+                producer.start()
+                held = 0
+                deadline = time.time() + 30
+                while time.time() < deadline and not held:
+                    h = health(port)
+                    held = sum(len(u) for u in (h or {}).get("leases", {}).values())
+                    time.sleep(0.3)
+                self.assertGreater(held, 0, "the worker took no lease")
+                time.sleep(3)
+                w.terminate()
+                self.assertEqual(w.wait(30), 0)
+                time.sleep(1)
+                w = subprocess.Popen(cmd, stdout=wlog, stderr=subprocess.STDOUT)
+                procs.append(w)
+                time.sleep(5)
+                stop.set()
+                producer.join(30)
+
+                everything = read_stream(k, STREAM)
+                want = sorted(json.loads(d)["id"] for d, _, _ in everything)
+                bucket = LocalBucket(os.path.join(server.data_dir, "buckets", "out"))
+                deadline = time.time() + 60
+                while True:
+                    got = [json.loads(line)["id"] for key, raw in bucket.objects("").items()
+                           for line in decompress(key, raw).splitlines() if line.strip()]
+                    if len(got) >= len(want) or time.time() > deadline:
+                        break
+                    time.sleep(0.5)
+                self.assertEqual(sorted(got), want, "the bucket does not hold every record exactly once")
+                # The table, read independently from the metadata file the JDBC row names (the REST
+                # catalog wants signatures here).
+                deadline = time.time() + 60
+                while True:
+                    loc = pg.psql("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = 'tables'", "pool")
+                    t = read_table(metadata_location=loc) if loc else {"rows": []}
+                    if len(t["rows"]) >= len(everything) or time.time() > deadline:
+                        break
+                    time.sleep(1)
+                assert_rows(self, t["rows"], [expected_row(d, t["schema"]) for d, _, _ in everything], "id")
+                owners = pg.psql("SELECT count(DISTINCT owner) FROM icestream_lease_history", "pool")
+                self.assertGreaterEqual(int(owners), 2, "the worker never delivered")
+                w.terminate()
+                self.assertEqual(w.wait(30), 0)
+                wlog.close()
+                with open(os.path.join(tmp, "worker.log"), "rb") as f:
+                    text = f.read().decode(errors="replace")
+                self.assertIn("worker", text)
+                self.assertNotIn("certificate", text.lower().replace("--source-ca-file", ""))
+
+                # A wrong secret: the server refuses the worker's calls, and it says so.
+                os.environ["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
+                bad_log = os.path.join(tmp, "bad.log")
+                with open(bad_log, "ab") as blog:
+                    bad = subprocess.Popen(worker_cmd(conninfo, server.tls_endpoint, cert, tempfile.mkdtemp(dir=tmp),
+                                                      harness.free_port(), config),
+                                           stdout=blog, stderr=subprocess.STDOUT)
+                    procs.append(bad)
+                    k.put_records(StreamName=STREAM, Records=[{"Data": b'{"id": "late"}', "PartitionKey": "z"}])
+                    deadline = time.time() + 30
+                    found = False
+                    while time.time() < deadline and not found:
+                        time.sleep(0.5)
+                        with open(bad_log, "rb") as f:
+                            found = b"InvalidSignatureException" in f.read()
+                    bad.terminate()
+                    bad.wait(30)
+                with open(bad_log, "rb") as f:
+                    text = f.read()
+                    self.assertIn(b"InvalidSignatureException", text)
+                    self.assertNotIn(b"FAILED", text, "a worker's own credentials failed a channel of the pool")
+                for arn in (s3_arn, table_arn):
+                    self.assertEqual(wait_channel(server, arn, timeout=10)["ChannelStatus"], "ACTIVE")
+            finally:
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                server.stop()
+                server.cleanup()
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
