@@ -7,7 +7,7 @@
 
 #include "aws/sigv4.h"
 #include "common/base64.h"
-#include "objectstore/s3_xml.h"
+#include "objectstore/s3/s3_xml.h"
 #include "stream/model.h"
 #include "stream/sequence_number.h"
 
@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)aws::ParseAuthorization(in);
   (void)aws::CanonicalQuery(in);
   (void)aws::UriDecode(in);
-  (void)objectstore::ParseListObjectsV2(in);
-  (void)objectstore::XmlText(in, "Code");
+  (void)objectstore::s3::ParseListObjectsV2(in);
+  (void)objectstore::s3::XmlText(in, "Code");
   if (auto d = base64::Decode(in)) {
     if (base64::Encode(*d) != in) std::abort();
   }

@@ -1,4 +1,4 @@
-// JSON nesting depth scan.
+// JSON nesting depth and value-count scans (json_depth.h).
 #include "common/json_depth.h"
 
 namespace icestream {
@@ -28,6 +28,29 @@ size_t JsonNestingDepth(std::string_view text, size_t limit) {
     }
   }
   return deepest;
+}
+
+size_t JsonValueBound(std::string_view text, size_t limit) {
+  size_t n = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == ',' || c == ':' || c == '[' || c == '{') {
+      if (++n > limit) return n;
+    }
+  }
+  return n;
 }
 
 }  // namespace icestream

@@ -8,28 +8,43 @@ namespace icestream {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kAlreadyExists: return "AlreadyExists";
-    case StatusCode::kFailedPrecondition: return "FailedPrecondition";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kThrottled: return "Throttled";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kConflict: return "Conflict";
-    case StatusCode::kUnknownOutcome: return "UnknownOutcome";
-    case StatusCode::kCorruption: return "Corruption";
-    case StatusCode::kIOError: return "IOError";
-    case StatusCode::kShuttingDown: return "ShuttingDown";
-    case StatusCode::kUnimplemented: return "Unimplemented";
-    case StatusCode::kInternal: return "Internal";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kFailedPrecondition:
+      return "FailedPrecondition";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kThrottled:
+      return "Throttled";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kConflict:
+      return "Conflict";
+    case StatusCode::kUnknownOutcome:
+      return "UnknownOutcome";
+    case StatusCode::kCorruption:
+      return "Corruption";
+    case StatusCode::kIOError:
+      return "IOError";
+    case StatusCode::kShuttingDown:
+      return "ShuttingDown";
+    case StatusCode::kUnimplemented:
+      return "Unimplemented";
+    case StatusCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }
 
-Status::Status(StatusCode code, std::string message) {
+Status::Status(StatusCode code, std::string message, std::shared_ptr<const StatusDetail> detail) {
   if (code != StatusCode::kOk) {
-    rep_ = std::make_shared<const Rep>(Rep{code, std::move(message)});
+    rep_ = std::make_shared<const Rep>(Rep{code, std::move(message), std::move(detail)});
   }
 }
 
@@ -53,7 +68,12 @@ Status Status::WithContext(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message();
-  return Status(code(), std::move(m));
+  return Status(code(), std::move(m), rep_->detail);
+}
+
+Status Status::WithDetail(std::shared_ptr<const StatusDetail> detail) const {
+  if (ok()) return *this;
+  return Status(code(), message(), std::move(detail));
 }
 
 Status InvalidArgument(std::string m) { return Status(StatusCode::kInvalidArgument, std::move(m)); }

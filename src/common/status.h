@@ -8,6 +8,11 @@
 //                                    assume it failed
 // Everything else is a caller error or a missing thing. Statuses are cheap to copy when
 // OK (no allocation) and carry a message otherwise.
+//
+// A caller that must tell finer kinds apart (no such table vs no such namespace) reads a
+// detail, never the message text: the component gives its statuses a Subcode<E> of its own
+// enum (WithSubcode), and the caller asks status.Is(E::kValue). Arrow's StatusDetail is the
+// model. Context added on the way up (WithContext) keeps the detail.
 #pragma once
 
 #include <memory>
@@ -40,10 +45,36 @@ enum class StatusCode : int {
 
 std::string_view StatusCodeName(StatusCode code);
 
+// What a status carries beyond its code and message, for callers that branch on it.
+// Immutable and shared between copies of a status.
+class StatusDetail {
+ public:
+  virtual ~StatusDetail() = default;
+  // For logs and test failures, e.g. "iceberg::CatalogError 2".
+  virtual std::string ToString() const = 0;
+};
+
+// The usual detail: one value of a component's own enum class. Two enums never compare
+// equal, so components need no registry of subcode numbers.
+template <typename E>
+class Subcode final : public StatusDetail {
+ public:
+  static_assert(std::is_enum_v<E>);
+  explicit Subcode(E value) : value_(value) {}
+  E value() const { return value_; }
+  std::string ToString() const override {
+    return "subcode " + std::to_string(static_cast<long long>(value_));
+  }
+
+ private:
+  E value_;
+};
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(StatusCode code, std::string message);
+  Status(StatusCode code, std::string message,
+         std::shared_ptr<const StatusDetail> detail = nullptr);
 
   static Status OK() { return Status(); }
 
@@ -53,8 +84,24 @@ class [[nodiscard]] Status {
   // "<CodeName>: <message>", or "OK".
   std::string ToString() const;
 
-  // Returns a copy with "context: " prepended to the message.
+  // Returns a copy with "context: " prepended to the message (the detail is kept).
   Status WithContext(std::string_view context) const;
+
+  // The detail, or null (always null when OK).
+  const StatusDetail* detail() const { return rep_ ? rep_->detail.get() : nullptr; }
+  // A copy carrying `detail` instead of the current one; an OK status stays OK.
+  Status WithDetail(std::shared_ptr<const StatusDetail> detail) const;
+  // The Subcode<E> this status carries, if it carries one of enum E.
+  template <typename E>
+  std::optional<E> subcode() const {
+    const auto* s = dynamic_cast<const Subcode<E>*>(detail());
+    return s ? std::optional<E>(s->value()) : std::nullopt;
+  }
+  // Whether this status carries Subcode<E>(value).
+  template <typename E>
+  bool Is(E value) const {
+    return subcode<E>() == value;
+  }
 
   bool operator==(const Status& other) const {
     return code() == other.code() && message() == other.message();
@@ -64,9 +111,16 @@ class [[nodiscard]] Status {
   struct Rep {
     StatusCode code;
     std::string message;
+    std::shared_ptr<const StatusDetail> detail;
   };
   std::shared_ptr<const Rep> rep_;
 };
+
+// `status` with Subcode<E>(value) as its detail: WithSubcode(NotFound("..."), E::kValue).
+template <typename E>
+Status WithSubcode(const Status& status, E value) {
+  return status.WithDetail(std::make_shared<const Subcode<E>>(value));
+}
 
 // Convenience constructors.
 Status InvalidArgument(std::string message);
@@ -97,13 +151,13 @@ std::string RedactPaths(std::string_view message);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(const T& value) : v_(value) {}                      // NOLINT(implicit)
-  Result(T&& value) : v_(std::move(value)) {}                // NOLINT(implicit)
-  Result(Status status) : v_(std::move(status)) {}           // NOLINT(implicit)
+  Result(const T& value) : v_(value) {}             // NOLINT(implicit)
+  Result(T&& value) : v_(std::move(value)) {}       // NOLINT(implicit)
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT(implicit)
   template <typename U, typename = std::enable_if_t<std::is_convertible_v<U&&, T> &&
                                                     !std::is_same_v<std::decay_t<U>, Status> &&
                                                     !std::is_same_v<std::decay_t<U>, T>>>
-  Result(U&& value) : v_(T(std::forward<U>(value))) {}       // NOLINT(implicit)
+  Result(U&& value) : v_(T(std::forward<U>(value))) {}  // NOLINT(implicit)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {

@@ -39,6 +39,29 @@ TEST(StatusTest, ResultPropagation) {
   EXPECT_STATUS(kInvalidArgument, Check(3));
 }
 
+enum class FirstKind { kA, kB };
+enum class OtherKind { kA };
+
+TEST(StatusTest, SubcodesSurviveContextAndNeverMatchAnotherEnum) {
+  Status s = WithSubcode(NotFound("no such table: t"), FirstKind::kB);
+  EXPECT_STATUS(kNotFound, s);
+  EXPECT_EQ(s.message(), "no such table: t");
+  EXPECT_TRUE(s.Is(FirstKind::kB));
+  EXPECT_FALSE(s.Is(FirstKind::kA));
+  EXPECT_FALSE(s.Is(OtherKind::kA));  // same number, another enum
+  EXPECT_EQ(s.subcode<FirstKind>(), FirstKind::kB);
+  EXPECT_EQ(s.subcode<OtherKind>(), std::nullopt);
+  Status wrapped = s.WithContext("loading db.t");
+  EXPECT_EQ(wrapped.message(), "loading db.t: no such table: t");
+  EXPECT_TRUE(wrapped.Is(FirstKind::kB));
+  Result<int> r = wrapped;
+  EXPECT_TRUE(r.status().Is(FirstKind::kB));
+  EXPECT_FALSE(NotFound("no such table: t").Is(FirstKind::kB));           // the text says nothing
+  EXPECT_EQ(WithSubcode(Status::OK(), FirstKind::kA).detail(), nullptr);  // OK stays OK
+  EXPECT_TRUE(WithSubcode(s, FirstKind::kA).Is(FirstKind::kA));           // replaced
+  EXPECT_EQ(s.detail()->ToString(), "subcode 1");
+}
+
 TEST(StatusTest, RedactPaths) {
   EXPECT_EQ(RedactPaths("pwrite /var/lib/icestream/streams/1/0/x.log: No space left on device"),
             "pwrite <path>: No space left on device");

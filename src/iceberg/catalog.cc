@@ -3,11 +3,6 @@
 
 namespace icestream::iceberg {
 
-namespace {
-constexpr std::string_view kNoSuchNamespace = "Namespace does not exist: ";
-constexpr std::string_view kNoSuchTable = "Table does not exist: ";
-}  // namespace
-
 std::string NamespaceName(const Namespace& ns) {
   std::string s;
   for (const auto& part : ns) {
@@ -23,24 +18,28 @@ std::string TableName(const TableIdentifier& id) {
 }
 
 Status NoSuchNamespaceError(const Namespace& ns) {
-  return NotFound(std::string(kNoSuchNamespace) + NamespaceName(ns));
+  return WithSubcode(NotFound("Namespace does not exist: " + NamespaceName(ns)),
+                     CatalogError::kNoSuchNamespace);
 }
-Status NoSuchTableError(const TableIdentifier& id) { return NotFound(std::string(kNoSuchTable) + TableName(id)); }
+Status NoSuchTableError(const TableIdentifier& id) {
+  return WithSubcode(NotFound("Table does not exist: " + TableName(id)),
+                     CatalogError::kNoSuchTable);
+}
 Status NamespaceNotEmptyError(const Namespace& ns) {
-  return FailedPrecondition("Namespace is not empty: " + NamespaceName(ns));
+  return WithSubcode(FailedPrecondition("Namespace is not empty: " + NamespaceName(ns)),
+                     CatalogError::kNamespaceNotEmpty);
 }
-bool IsNoSuchNamespace(const Status& st) {
-  return st.code() == StatusCode::kNotFound && st.message().rfind(kNoSuchNamespace, 0) == 0;
-}
-bool IsNoSuchTable(const Status& st) {
-  return st.code() == StatusCode::kNotFound && st.message().rfind(kNoSuchTable, 0) == 0;
-}
+bool IsNoSuchNamespace(const Status& st) { return st.Is(CatalogError::kNoSuchNamespace); }
+bool IsNoSuchTable(const Status& st) { return st.Is(CatalogError::kNoSuchTable); }
+bool IsNamespaceNotEmpty(const Status& st) { return st.Is(CatalogError::kNamespaceNotEmpty); }
 
 Result<LoadedTable> Catalog::CommitTableFenced(const TableIdentifier& id,
                                                const std::vector<TableRequirement>&,
-                                               const std::vector<TableUpdate>&, const CommitFence&) {
-  return FailedPrecondition("the catalog cannot check a commit fence in its own transaction; table " +
-                            TableName(id) + " was not changed");
+                                               const std::vector<TableUpdate>&,
+                                               const CommitFence&) {
+  return FailedPrecondition(
+      "the catalog cannot check a commit fence in its own transaction; table " + TableName(id) +
+      " was not changed");
 }
 
 }  // namespace icestream::iceberg

@@ -84,14 +84,14 @@ class Catalog {
   virtual Result<Properties> LoadNamespaceProperties(const Namespace& ns) = 0;
   virtual Result<bool> NamespaceExists(const Namespace& ns) = 0;
   // kInvalidArgument when a key is both removed and updated (REST 422).
-  virtual Result<NamespacePropertiesChange> UpdateNamespaceProperties(const Namespace& ns,
-                                                                     const std::vector<std::string>& removals,
-                                                                     const Properties& updates) = 0;
+  virtual Result<NamespacePropertiesChange> UpdateNamespaceProperties(
+      const Namespace& ns, const std::vector<std::string>& removals, const Properties& updates) = 0;
   // kFailedPrecondition when the namespace still holds tables or namespaces.
   virtual Status DropNamespace(const Namespace& ns) = 0;
 
   virtual Result<std::vector<TableIdentifier>> ListTables(const Namespace& ns) = 0;
-  virtual Result<LoadedTable> CreateTable(const Namespace& ns, const CreateTableRequest& request) = 0;
+  virtual Result<LoadedTable> CreateTable(const Namespace& ns,
+                                          const CreateTableRequest& request) = 0;
   virtual Result<LoadedTable> LoadTable(const TableIdentifier& id) = 0;
   virtual Result<bool> TableExists(const TableIdentifier& id) = 0;
   // Checks the requirements against the current metadata, applies the updates, writes
@@ -113,16 +113,22 @@ class Catalog {
   // `purge`: also delete the table's data and metadata files.
   virtual Status DropTable(const TableIdentifier& id, bool purge) = 0;
   virtual Status RenameTable(const TableIdentifier& from, const TableIdentifier& to) = 0;
-  virtual Result<LoadedTable> RegisterTable(const TableIdentifier& id, const std::string& metadata_location,
+  virtual Result<LoadedTable> RegisterTable(const TableIdentifier& id,
+                                            const std::string& metadata_location,
                                             bool overwrite) = 0;
 };
 
-// The statuses catalogs return for the REST error types (one spelling, so that the
-// REST layer and clients can tell them apart).
+// The finer kinds of catalog errors that the REST layer and callers branch on (the subcode
+// of the status, common/status.h; never read from the message).
+enum class CatalogError { kNoSuchNamespace = 1, kNoSuchTable, kNamespaceNotEmpty };
+
+// The statuses catalogs return for the REST error types: kNotFound or kFailedPrecondition
+// with the CatalogError subcode and one spelling of the message.
 Status NoSuchNamespaceError(const Namespace& ns);
 Status NoSuchTableError(const TableIdentifier& id);
 Status NamespaceNotEmptyError(const Namespace& ns);
 bool IsNoSuchNamespace(const Status& status);
 bool IsNoSuchTable(const Status& status);
+bool IsNamespaceNotEmpty(const Status& status);
 
 }  // namespace icestream::iceberg

@@ -3,12 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
+#include "common/testing/status_assertions.h"
 #include "iceberg/catalog_conformance.h"
 #include "iceberg/sqlite_catalog.h"
-#include "common/testing/status_assertions.h"
 #include "iceberg/table_metadata_json.h"
 #include "iceberg/table_update_json.h"
 #include "iceberg/test_env.h"
@@ -66,13 +65,29 @@ class SqliteHarness final : public testing::CatalogHarness {
   std::unique_ptr<MetastoreCatalog> first_, second_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Sqlite, CatalogConformance,
-                         ::testing::Values(testing::CatalogImpl{
-                             "sqlite",
-                             [](const std::string& root) -> std::unique_ptr<testing::CatalogHarness> {
-                               return std::make_unique<SqliteHarness>(root);
-                             }}),
-                         testing::CatalogImplName);
+INSTANTIATE_TEST_SUITE_P(
+    Sqlite, CatalogConformance,
+    ::testing::Values(testing::CatalogImpl{
+        "sqlite",
+        [](const std::string& root) -> std::unique_ptr<testing::CatalogHarness> {
+          return std::make_unique<SqliteHarness>(root);
+        }}),
+    testing::CatalogImplName);
+
+// The REST error types come from the status's subcode, not from its text: context added
+// on the way up keeps the kind, and a message that merely reads the same is not one.
+TEST(CatalogErrorTest, KindsAreSubcodesNotText) {
+  Status table = NoSuchTableError({{"db"}, "t"});
+  EXPECT_EQ(table.message(), "Table does not exist: db.t");
+  EXPECT_TRUE(IsNoSuchTable(table.WithContext("loading")));
+  EXPECT_FALSE(IsNoSuchNamespace(table));
+  EXPECT_FALSE(IsNoSuchTable(NotFound("Table does not exist: db.t")));
+  EXPECT_TRUE(IsNoSuchNamespace(NoSuchNamespaceError({"a", "b"})));
+  Status not_empty = NamespaceNotEmptyError({"db"});
+  EXPECT_STATUS(kFailedPrecondition, not_empty);
+  EXPECT_TRUE(IsNamespaceNotEmpty(not_empty));
+  EXPECT_FALSE(IsNamespaceNotEmpty(FailedPrecondition("Namespace is not empty: db")));
+}
 
 TEST_F(CatalogTest, MetadataCacheStaysBoundedUnderManyCommits) {
   // A single writer reads back only what it wrote (never a cache miss); the cache must
@@ -120,7 +135,8 @@ TEST(TableUpdateJsonTest, RoundTripsAndRejectsUnknown) {
                 TableUpdateFromJsonValue(json::parse(R"({"action":"set-properties"})")));
   EXPECT_STATUS(kInvalidArgument,
                 TableRequirementFromJsonValue(json::parse(R"({"type":"assert-nothing"})")));
-  auto r = TableRequirementFromJsonValue(json::parse(R"({"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":null})"));
+  auto r = TableRequirementFromJsonValue(
+      json::parse(R"({"type":"assert-ref-snapshot-id","ref":"main","snapshot-id":null})"));
   ASSERT_OK(r);
   EXPECT_FALSE(std::get<requirement::AssertRefSnapshotId>(*r).snapshot_id.has_value());
   EXPECT_EQ(TableRequirementToJsonValue(*r)["snapshot-id"], nullptr);

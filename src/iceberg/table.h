@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,7 +105,8 @@ class Table {
 
   // "<data dir>/<partition path>/<file_name>" where data dir is write.data.path or
   // <location>/data.
-  std::string NewDataFileLocation(const PartitionTuple& partition, const std::string& file_name) const;
+  std::string NewDataFileLocation(const PartitionTuple& partition,
+                                  const std::string& file_name) const;
 
   // Commits the files as a new "append" snapshot on main. `summary_extra` entries are
   // added to the snapshot summary (e.g. per-shard checkpoints). Files must use the
@@ -120,7 +121,8 @@ class Table {
   // `added` in one "replace" snapshot: the caller promises the rows are the same
   // (compaction). Errors: kConflict when a file to delete is no longer live (another
   // commit removed it: re-plan), plus AppendFiles' errors.
-  Result<CommitResult> ReplaceFiles(const std::vector<std::string>& deleted, const std::vector<DataFile>& added,
+  Result<CommitResult> ReplaceFiles(const std::vector<std::string>& deleted,
+                                    const std::vector<DataFile>& added,
                                     const std::map<std::string, std::string>& summary_extra = {},
                                     const CommitCheck& check = nullptr);
 
@@ -134,10 +136,12 @@ class Table {
   Result<std::vector<FileInfo>> ListOrphanFiles(int64_t older_than_ms);
 
  private:
-  Table(Catalog* catalog, const FileIO* io, TableIdentifier id, const Clock* clock, TableOptions options);
-  struct Attempt;
-  Result<CommitResult> Commit(const std::vector<DataFile>& added, const std::vector<std::string>& deleted,
-                              const std::map<std::string, std::string>& summary_extra, const CommitCheck& check);
+  Table(Catalog* catalog, const FileIO* io, TableIdentifier id, const Clock* clock,
+        TableOptions options);
+  Result<CommitResult> Commit(const std::vector<DataFile>& added,
+                              const std::vector<std::string>& deleted,
+                              const std::map<std::string, std::string>& summary_extra,
+                              const CommitCheck& check);
   int64_t NewSnapshotId() const;
   Result<LoadedTable> CommitToCatalog(const std::vector<TableRequirement>& requirements,
                                       const std::vector<TableUpdate>& updates);

@@ -1,13 +1,12 @@
 // Table metadata <-> JSON (Iceberg spec Appendix C, "Table Metadata and Snapshots").
 #include "iceberg/table_metadata_json.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <zlib.h>
 
-#include "format/avro/deflate.h"
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "compression/compression.h"
 #include "iceberg/json_util.h"
 #include "iceberg/schema/schema_json.h"
 
@@ -76,7 +75,8 @@ Result<std::vector<T>> ListOf(const json& j, const char* key, F parse) {
   std::vector<T> out;
   const json* arr = ju::Find(j, key);
   if (arr == nullptr) return out;
-  if (!arr->is_array()) return InvalidArgument(std::string("table metadata: \"") + key + "\" must be an array");
+  if (!arr->is_array())
+    return InvalidArgument(std::string("table metadata: \"") + key + "\" must be an array");
   out.reserve(arr->size());
   for (const auto& e : *arr) {
     ASSIGN_OR_RETURN(T v, parse(e));
@@ -122,10 +122,11 @@ Result<PartitionSpec> PartitionSpecFromJsonValue(const json& j, int32_t* next_fi
 json SortOrderToJsonValue(const SortOrder& order) {
   json fields = json::array();
   for (const auto& f : order.fields) {
-    fields.push_back({{"transform", TransformName(f.transform)},
-                      {"source-id", f.source_id},
-                      {"direction", f.direction == SortDirection::kAsc ? "asc" : "desc"},
-                      {"null-order", f.null_order == NullOrder::kNullsFirst ? "nulls-first" : "nulls-last"}});
+    fields.push_back(
+        {{"transform", TransformName(f.transform)},
+         {"source-id", f.source_id},
+         {"direction", f.direction == SortDirection::kAsc ? "asc" : "desc"},
+         {"null-order", f.null_order == NullOrder::kNullsFirst ? "nulls-first" : "nulls-last"}});
   }
   return {{"order-id", order.order_id}, {"fields", fields}};
 }
@@ -136,14 +137,16 @@ Result<SortOrder> SortOrderFromJsonValue(const json& j) {
   ASSIGN_OR_RETURN(auto id, ju::OptInt(j, "order-id", "sort order"));
   order.order_id = id.value_or(0);
   const json* fields = ju::Find(j, "fields");
-  if (fields == nullptr || !fields->is_array()) return InvalidArgument("sort order: \"fields\" must be an array");
+  if (fields == nullptr || !fields->is_array())
+    return InvalidArgument("sort order: \"fields\" must be an array");
   for (const auto& fj : *fields) {
     SortField f;
     ASSIGN_OR_RETURN(std::string transform, ju::String(fj, "transform", "sort field"));
     ASSIGN_OR_RETURN(f.transform, ParseTransform(transform));
     ASSIGN_OR_RETURN(f.source_id, ju::Int(fj, "source-id", "sort field"));
     ASSIGN_OR_RETURN(std::string dir, ju::String(fj, "direction", "sort field"));
-    if (dir != "asc" && dir != "desc") return InvalidArgument("sort field: direction must be asc or desc");
+    if (dir != "asc" && dir != "desc")
+      return InvalidArgument("sort field: direction must be asc or desc");
     f.direction = dir == "asc" ? SortDirection::kAsc : SortDirection::kDesc;
     ASSIGN_OR_RETURN(std::string nulls, ju::String(fj, "null-order", "sort field"));
     if (nulls != "nulls-first" && nulls != "nulls-last") {
@@ -185,7 +188,8 @@ Result<Snapshot> SnapshotFromJsonValue(const json& j) {
   if (const json* sum = ju::Find(j, "summary")) {
     if (!sum->is_object()) return InvalidArgument(where + ": \"summary\" must be an object");
     for (auto it = sum->begin(); it != sum->end(); ++it) {
-      s.summary[it.key()] = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+      s.summary[it.key()] =
+          it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
     }
   }
   if (s.summary.count(summary::kOperation) == 0) {
@@ -209,7 +213,8 @@ Result<Snapshot> SnapshotFromJsonValue(const json& j) {
 }
 
 json SnapshotRefToJsonValue(const SnapshotRef& r) {
-  json j = {{"snapshot-id", r.snapshot_id}, {"type", r.type == RefType::kBranch ? "branch" : "tag"}};
+  json j = {{"snapshot-id", r.snapshot_id},
+            {"type", r.type == RefType::kBranch ? "branch" : "tag"}};
   if (r.min_snapshots_to_keep) j["min-snapshots-to-keep"] = *r.min_snapshots_to_keep;
   if (r.max_snapshot_age_ms) j["max-snapshot-age-ms"] = *r.max_snapshot_age_ms;
   if (r.max_ref_age_ms) j["max-ref-age-ms"] = *r.max_ref_age_ms;
@@ -221,7 +226,8 @@ Result<SnapshotRef> SnapshotRefFromJsonValue(const json& j) {
   SnapshotRef r;
   ASSIGN_OR_RETURN(r.snapshot_id, ju::Long(j, "snapshot-id", "snapshot ref"));
   ASSIGN_OR_RETURN(std::string type, ju::String(j, "type", "snapshot ref"));
-  if (type != "branch" && type != "tag") return InvalidArgument("snapshot ref: type must be branch or tag");
+  if (type != "branch" && type != "tag")
+    return InvalidArgument("snapshot ref: type must be branch or tag");
   r.type = type == "branch" ? RefType::kBranch : RefType::kTag;
   ASSIGN_OR_RETURN(r.min_snapshots_to_keep, ju::OptInt(j, "min-snapshots-to-keep", "snapshot ref"));
   ASSIGN_OR_RETURN(r.max_snapshot_age_ms, ju::OptLong(j, "max-snapshot-age-ms", "snapshot ref"));
@@ -252,7 +258,8 @@ json TableMetadataToJsonValue(const TableMetadata& m) {
   j["sort-orders"] = std::move(orders);
   if (m.format_version == 1) {
     if (const Schema* s = m.CurrentSchema()) j["schema"] = SchemaToJsonValue(*s);
-    if (const PartitionSpec* p = m.DefaultSpec()) j["partition-spec"] = PartitionFieldsToJsonValue(*p);
+    if (const PartitionSpec* p = m.DefaultSpec())
+      j["partition-spec"] = PartitionFieldsToJsonValue(*p);
   }
   j["properties"] = m.properties;
   // Java writes -1 for "no current snapshot" in v1/v2; every reader accepts it.
@@ -278,7 +285,9 @@ json TableMetadataToJsonValue(const TableMetadata& m) {
   return j;
 }
 
-std::string TableMetadataToJson(const TableMetadata& m) { return TableMetadataToJsonValue(m).dump(); }
+std::string TableMetadataToJson(const TableMetadata& m) {
+  return TableMetadataToJsonValue(m).dump();
+}
 
 Result<TableMetadata> TableMetadataFromJsonValue(const json& j) {
   if (!j.is_object()) return InvalidArgument("table metadata must be a JSON object");
@@ -286,7 +295,8 @@ Result<TableMetadata> TableMetadataFromJsonValue(const json& j) {
   TableMetadata m;
   ASSIGN_OR_RETURN(m.format_version, ju::Int(j, "format-version", where));
   if (m.format_version < 1 || m.format_version > kMaxFormatVersion) {
-    return InvalidArgument(fmt::format("table metadata: unsupported format-version {}", m.format_version));
+    return InvalidArgument(
+        fmt::format("table metadata: unsupported format-version {}", m.format_version));
   }
   const bool v1 = m.format_version == 1;
   ASSIGN_OR_RETURN(auto uuid, ju::OptString(j, "table-uuid", where));
@@ -299,7 +309,8 @@ Result<TableMetadata> TableMetadataFromJsonValue(const json& j) {
   ASSIGN_OR_RETURN(m.last_column_id, ju::Int(j, "last-column-id", where));
 
   // Schemas: "schemas" + "current-schema-id", or the v1 "schema".
-  ASSIGN_OR_RETURN(m.schemas, ListOf<Schema>(j, "schemas", [](const json& s) { return SchemaFromJsonValue(s); }));
+  ASSIGN_OR_RETURN(m.schemas, ListOf<Schema>(j, "schemas",
+                                             [](const json& s) { return SchemaFromJsonValue(s); }));
   ASSIGN_OR_RETURN(auto current_schema, ju::OptInt(j, "current-schema-id", where));
   if (m.schemas.empty()) {
     const json* s = ju::Find(j, "schema");
@@ -315,7 +326,8 @@ Result<TableMetadata> TableMetadataFromJsonValue(const json& j) {
   // Partition specs: "partition-specs" + "default-spec-id", or the v1 "partition-spec".
   int32_t next_partition_id = kFirstPartitionFieldId;
   if (const json* specs = ju::Find(j, "partition-specs")) {
-    if (!specs->is_array()) return InvalidArgument("table metadata: \"partition-specs\" must be an array");
+    if (!specs->is_array())
+      return InvalidArgument("table metadata: \"partition-specs\" must be an array");
     for (const auto& s : *specs) {
       if (v1) next_partition_id = kFirstPartitionFieldId;  // v1 ids restart per spec
       ASSIGN_OR_RETURN(PartitionSpec spec, PartitionSpecFromJsonValue(s, &next_partition_id));
@@ -339,12 +351,14 @@ Result<TableMetadata> TableMetadataFromJsonValue(const json& j) {
     if (!v1) return InvalidArgument("table metadata: missing \"last-partition-id\"");
     m.last_partition_id = kFirstPartitionFieldId - 1;
     for (const auto& s : m.partition_specs) {
-      for (const auto& f : s.fields) m.last_partition_id = std::max(m.last_partition_id, f.field_id);
+      for (const auto& f : s.fields)
+        m.last_partition_id = std::max(m.last_partition_id, f.field_id);
     }
   }
 
-  ASSIGN_OR_RETURN(m.sort_orders,
-                   ListOf<SortOrder>(j, "sort-orders", [](const json& o) { return SortOrderFromJsonValue(o); }));
+  ASSIGN_OR_RETURN(m.sort_orders, ListOf<SortOrder>(j, "sort-orders", [](const json& o) {
+                     return SortOrderFromJsonValue(o);
+                   }));
   if (m.sort_orders.empty()) {
     if (!v1 && ju::Find(j, "sort-orders") == nullptr) {
       return InvalidArgument("table metadata: missing \"sort-orders\"");
@@ -357,8 +371,9 @@ Result<TableMetadata> TableMetadataFromJsonValue(const json& j) {
   ASSIGN_OR_RETURN(m.properties, ju::StringMap(j, "properties", where));
   ASSIGN_OR_RETURN(auto current, ju::OptLong(j, "current-snapshot-id", where));
   if (current && *current != -1) m.current_snapshot_id = *current;
-  ASSIGN_OR_RETURN(m.snapshots,
-                   ListOf<Snapshot>(j, "snapshots", [](const json& s) { return SnapshotFromJsonValue(s); }));
+  ASSIGN_OR_RETURN(m.snapshots, ListOf<Snapshot>(j, "snapshots", [](const json& s) {
+                     return SnapshotFromJsonValue(s);
+                   }));
   if (const json* refs = ju::Find(j, "refs")) {
     if (!refs->is_object()) return InvalidArgument("table metadata: \"refs\" must be an object");
     for (auto it = refs->begin(); it != refs->end(); ++it) {
@@ -370,10 +385,12 @@ Result<TableMetadata> TableMetadataFromJsonValue(const json& j) {
     // "There is always a main branch reference pointing to the current-snapshot-id."
     m.refs[kMainBranch] = SnapshotRef{*m.current_snapshot_id, RefType::kBranch, {}, {}, {}};
   }
-  ASSIGN_OR_RETURN(m.snapshot_log,
-                   ListOf<SnapshotLogEntry>(j, "snapshot-log", [](const json& e) { return SnapshotLogFromJson(e); }));
-  ASSIGN_OR_RETURN(m.metadata_log,
-                   ListOf<MetadataLogEntry>(j, "metadata-log", [](const json& e) { return MetadataLogFromJson(e); }));
+  ASSIGN_OR_RETURN(m.snapshot_log, ListOf<SnapshotLogEntry>(j, "snapshot-log", [](const json& e) {
+                     return SnapshotLogFromJson(e);
+                   }));
+  ASSIGN_OR_RETURN(m.metadata_log, ListOf<MetadataLogEntry>(j, "metadata-log", [](const json& e) {
+                     return MetadataLogFromJson(e);
+                   }));
   ASSIGN_OR_RETURN(m.statistics, StatisticsFromJson(j, "statistics"));
   ASSIGN_OR_RETURN(m.partition_statistics, StatisticsFromJson(j, "partition-statistics"));
   RETURN_IF_ERROR(ValidateTableMetadata(m));
@@ -384,7 +401,8 @@ Result<TableMetadata> TableMetadataFromJson(std::string_view text) {
   std::string inflated;
   if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f &&
       static_cast<unsigned char>(text[1]) == 0x8b) {
-    if (Status st = format::avro::Inflate(text, 16 + MAX_WBITS, 512u << 20, &inflated); !st.ok()) {
+    if (Status st = compression::Decompress(compression::Codec::kGzip, text, 512u << 20, &inflated);
+        !st.ok()) {
       return InvalidArgument("table metadata: gzip data: " + st.message());
     }
     text = inflated;

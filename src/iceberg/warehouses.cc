@@ -1,10 +1,12 @@
 // Table buckets as Iceberg warehouses.
 #include "iceberg/warehouses.h"
 
+#include "aws/arn.h"
+
 namespace icestream::iceberg {
 
-Warehouses::Warehouses(Database* db, objectstore::ObjectStore* store, const Clock* clock, std::string region,
-                       std::string account)
+Warehouses::Warehouses(Database* db, objectstore::ObjectStore* store, const Clock* clock,
+                       std::string region, std::string account)
     : Warehouses(
           [db](const std::string& bucket) -> Result<std::shared_ptr<CatalogStore>> {
             ASSIGN_OR_RETURN(auto s, SqliteCatalogStore::Open(db, bucket));
@@ -22,14 +24,18 @@ Warehouses::Warehouses(StoreFactory stores, objectstore::ObjectStore* store, con
 
 Result<std::string> Warehouses::BucketName(std::string_view s) const {
   std::string name(s);
-  constexpr std::string_view kArn = "arn:aws:s3tables:";
-  if (s.rfind(kArn, 0) == 0) {
-    std::string expected = std::string(kArn) + region_ + ":" + account_ + ":bucket/";
-    if (s.rfind(expected, 0) != 0) {
-      return InvalidArgument("table bucket ARN " + std::string(s) + " is not of region " + region_ + " and account " +
-                             account_);
+  if (s.starts_with("arn:")) {
+    // arn:<partition>:s3tables:<region>:<account>:bucket/<name>, of this server's region and
+    // account.
+    auto arn = aws::ParseArn(s);
+    if (!arn || !arn->Is("s3tables", "bucket")) {
+      return InvalidArgument("not a table bucket ARN: " + std::string(s));
     }
-    name = std::string(s.substr(expected.size()));
+    if (arn->region != region_ || arn->account != account_) {
+      return InvalidArgument("table bucket ARN " + std::string(s) + " is not of region " + region_ +
+                             " and account " + account_);
+    }
+    name = std::string(arn->ResourceId());
   }
   bool ok = name.size() >= 3 && name.size() <= 63;
   for (size_t i = 0; ok && i < name.size(); ++i) {
@@ -39,13 +45,14 @@ Result<std::string> Warehouses::BucketName(std::string_view s) const {
   }
   if (!ok) {
     return InvalidArgument("invalid table bucket name '" + name +
-                           "': 3-63 lower-case letters, digits and hyphens, starting and ending with a letter or digit");
+                           "': 3-63 lower-case letters, digits and hyphens, starting and ending "
+                           "with a letter or digit");
   }
   return name;
 }
 
 std::string Warehouses::BucketArn(const std::string& bucket) const {
-  return "arn:aws:s3tables:" + region_ + ":" + account_ + ":bucket/" + bucket;
+  return aws::Arn{"aws", "s3tables", region_, account_, "bucket/" + bucket}.ToString();
 }
 
 Result<Warehouses::Warehouse*> Warehouses::Get(const std::string& bucket) {
@@ -55,7 +62,8 @@ Result<Warehouses::Warehouse*> Warehouses::Get(const std::string& bucket) {
   if (it != warehouses_.end()) return &it->second;
   // Embedded: the folder appears now. S3: the bucket must exist already.
   if (Status st = store_->CheckBucket(name); !st.ok()) {
-    if (st.code() == StatusCode::kNotFound) return NotFound("table bucket " + name + " does not exist");
+    if (st.code() == StatusCode::kNotFound)
+      return NotFound("table bucket " + name + " does not exist");
     return st;
   }
   Warehouse w;

@@ -9,9 +9,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include "aws/arn.h"
+#include "aws/json_request.h"
 #include "common/base64.h"
 #include "common/crypto.h"
-#include "common/json_depth.h"
 #include "kinesis/context.h"
 #include "stream/sequence_number.h"
 
@@ -131,8 +132,9 @@ std::optional<std::string> StreamNameFromArn(const Context& ctx, aws::Params& p,
     // Another region's or account's stream: it does not exist here. The ARN itself is
     // returned as the name: it can never name a stream (':' and '/' are not allowed), and
     // StreamManager's not-found message names the ARN's stream and account from it.
-    return "arn:" + parts->partition + ":kinesis:" + parts->region + ":" + parts->account +
-           ":stream/" + parts->name;
+    return aws::Arn{parts->partition, "kinesis", parts->region, parts->account,
+                    "stream/" + parts->name}
+        .ToString();
   }
   return parts->name;
 }
@@ -238,38 +240,6 @@ json ChildShardsJson(const std::vector<stream::ShardInfo>& children) {
 }
 
 namespace {
-
-constexpr size_t kMaxRequestNesting = 64;
-// A JSON tree costs tens of bytes per value: a 16 MiB body of small values would cost
-// hundreds of MiB before authentication is even looked at. No Kinesis request but
-// PutRecords (parsed in place, records.cc) holds more than a few thousand values; the
-// largest (CreateChannel with its stream list) stays well below this.
-constexpr size_t kMaxRequestValues = 200000;
-
-// Separators and openings outside strings, a bound on the values of a JSON text, counted
-// up to `limit` + 1 (one linear pass, no allocation).
-size_t JsonValueBound(std::string_view text, size_t limit) {
-  size_t n = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == ',' || c == ':' || c == '[' || c == '{') {
-      if (++n > limit) return n;
-    }
-  }
-  return n;
-}
 
 // Operations of the Kinesis model that this server does not offer (yet). They get a
 // clear error instead of UnknownOperationException, which would suggest a typo.
@@ -393,12 +363,8 @@ void KinesisApi::SetChannels(delivery::ChannelManager* channels) { ctx_->channel
 
 void KinesisApi::SetMetrics(metrics::StreamMetrics* metrics) { ctx_->metrics = metrics; }
 
-void KinesisApi::AddOperation(std::string op, ExternalHandler handler) {
-  ctx_->external[std::move(op)] = std::move(handler);
-}
-
 bool KinesisApi::Knows(std::string_view op) const {
-  if (op == "PutRecords" || Handlers().count(op) || ctx_->external.count(op)) return true;
+  if (op == "PutRecords" || Handlers().count(op)) return true;
   for (auto u : kUnsupported) {
     if (u == op) return true;
   }
@@ -423,16 +389,6 @@ const aws::CborModel& KinesisApi::CborModel() {
 void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
                         http::Responder respond, std::optional<aws::ApiError> auth_error) {
   Call call{std::move(req), std::move(respond), crypto::RandomUuid(), std::move(auth_error)};
-  if (auto ext = ctx_->external.find(op); ext != ctx_->external.end()) {
-    if (call.auth_error) return call.Fail(*call.auth_error);
-    if (JsonValueBound(call.req->body, kMaxRequestValues) > kMaxRequestValues) {
-      return call.Fail(aws::SerializationError(
-          fmt::format("Request body holds more than {} JSON values; no {} request does.",
-                      kMaxRequestValues, op)));
-    }
-    ext->second(call.req, call.respond, call.request_id);
-    return;
-  }
   for (auto u : kUnsupported) {
     if (u == op) {
       if (call.auth_error) return call.Fail(*call.auth_error);
@@ -449,29 +405,9 @@ void KinesisApi::Handle(std::string_view op, std::shared_ptr<http::Request> req,
         "LimitExceededException",
         fmt::format("Rate exceeded for {} under account {}.", op, ctx_->options.account), 400});
   }
-  // No Kinesis request nests more than a few levels; deeper input is an attack on the
-  // recursion of whatever walks it.
-  if (JsonNestingDepth(call.req->body, kMaxRequestNesting) > kMaxRequestNesting) {
-    return call.Fail(aws::SerializationError(
-        fmt::format("Request body nests JSON more than {} levels deep.", kMaxRequestNesting)));
-  }
-  if (JsonValueBound(call.req->body, kMaxRequestValues) > kMaxRequestValues) {
-    return call.Fail(aws::SerializationError(
-        fmt::format("Request body holds more than {} JSON values; no {} request does.",
-                    kMaxRequestValues, op)));
-  }
-  json body = json::parse(call.req->body, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) {
-    // AWS answers a body that is not a JSON object with no message (kinesalite's suite).
-    return call.Fail(aws::SerializationError(""));
-  }
-  aws::Params p(body);
-  p.SetAuthError(call.auth_error);
-  try {
-    it->second(*ctx_, call, p);
-  } catch (const std::exception& e) {
-    // nlohmann throws on type confusion the checks above missed: a client error.
-    call.Fail(aws::SerializationError(e.what()));
+  if (auto e = aws::ServeJsonRequest(op, call.req->body, call.auth_error,
+                                     [&](aws::Params& p) { it->second(*ctx_, call, p); })) {
+    call.Fail(*e);
   }
 }
 

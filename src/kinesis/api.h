@@ -63,10 +63,6 @@ class KinesisApi {
   // the data-plane hot path, PutRecords, reads them in place.
   static bool DecodesCborItself(std::string_view op);
 
-  // Registers an extra operation handled elsewhere (channels live in delivery/).
-  using ExternalHandler =
-      std::function<void(std::shared_ptr<http::Request>, http::Responder, std::string request_id)>;
-  void AddOperation(std::string op, ExternalHandler handler);
   // Enables the channel operations (CreateChannel, ...) and the channel fields of
   // DescribeStreamSummary/DescribeLimits; DeleteStream then refuses streams with channels.
   void SetChannels(delivery::ChannelManager* channels);

@@ -57,7 +57,6 @@ struct Context {
   const Clock* clock;
   TokenCodec tokens;
   std::function<void(std::function<void()>)> post;
-  std::map<std::string, KinesisApi::ExternalHandler, std::less<>> external;
   delivery::ChannelManager* channels = nullptr;  // null when delivery is not wired
   metrics::StreamMetrics* metrics = nullptr;     // null: the data plane counts nothing
   // UpdateAccountSettings' MinimumThroughputBillingCommitment, echoed by

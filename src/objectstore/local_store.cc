@@ -7,18 +7,27 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 
+#include "aws/arn.h"
 #include "common/crypto.h"
 #include "common/fs.h"
 
 namespace icestream::objectstore {
 
 Result<std::string> BucketFromArn(std::string_view s) {
-  constexpr std::string_view kPrefix = "arn:aws:s3:::";
-  if (s.rfind(kPrefix, 0) == 0) s.remove_prefix(kPrefix.size());
+  std::string from_arn;
+  if (s.starts_with("arn:")) {
+    // arn:<partition>:s3:::<bucket>: an S3 bucket ARN has no region or account.
+    auto arn = aws::ParseArn(s);
+    if (!arn || !arn->Is("s3", "") || !arn->region.empty() || !arn->account.empty()) {
+      return InvalidArgument("not an S3 bucket ARN: " + std::string(s));
+    }
+    from_arn = arn->resource;
+    s = from_arn;
+  }
   if (s.empty() || s.size() > 63 || s.find('/') != std::string_view::npos) {
     return InvalidArgument("not an S3 bucket name or ARN: " + std::string(s));
   }
@@ -59,8 +68,8 @@ Status LocalObjectStore::Put(const std::string& bucket, const std::string& key,
   }
   // A unique temporary name: concurrent writers of one key each rename a whole file.
   static std::atomic<uint64_t> counter{0};
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(counter.fetch_add(1));
+  std::string tmp =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("create " + tmp, errno);
   Status st = fs::PWriteAll(fd, data.data(), data.size(), 0, tmp);
@@ -122,7 +131,8 @@ Result<ObjectInfo> LocalObjectStore::Head(const std::string& bucket, const std::
   ObjectInfo info;
   info.key = key;
   info.size = static_cast<uint64_t>(st.st_size);
-  info.last_modified_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
+  info.last_modified_ms =
+      static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1000000;
   return info;
 }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/testing/status_assertions.h"
 #include "registry/definition.h"
 
 namespace icestream::registry {
@@ -39,7 +40,7 @@ TEST(EcmaPatternTest, BoundsSizeAndNesting) {
        {R"({"type":"string","pattern":")" + deep + R"("})",
         R"({"type":"object","patternProperties":{")" + deep + R"(":{"type":"string"}}})"}) {
     Status st = CheckDefinition(DataFormat::kJson, def);
-    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+    EXPECT_STATUS(kInvalidArgument, st);
     EXPECT_NE(st.message().find("Schema definition of JSON data format is invalid"),
               std::string::npos)
         << st.message();

@@ -2,8 +2,10 @@
 #include "registry/registry.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
+#include "aws/arn.h"
 #include "common/crypto.h"
 
 namespace icestream::registry {
@@ -22,13 +24,17 @@ Tags TagsFrom(const std::string& s) {
   return t;
 }
 
-Status RegistryNotFound(const std::string& name) { return NotFound("Registry is not found. RegistryName: " + name); }
+Status RegistryNotFound(const std::string& name) {
+  return NotFound("Registry is not found. RegistryName: " + name);
+}
 Status SchemaNotFound(const std::string& registry, const std::string& name) {
-  return NotFound(fmt::format("Schema is not found. RegistryName: {}, SchemaName: {}, SchemaArn: null", registry, name));
+  return NotFound(fmt::format(
+      "Schema is not found. RegistryName: {}, SchemaName: {}, SchemaArn: null", registry, name));
 }
 
 bool ParseStatus(const std::string& s, VersionStatus* out) {
-  for (auto v : {VersionStatus::kAvailable, VersionStatus::kPending, VersionStatus::kFailure, VersionStatus::kDeleting}) {
+  for (auto v : {VersionStatus::kAvailable, VersionStatus::kPending, VersionStatus::kFailure,
+                 VersionStatus::kDeleting}) {
     if (VersionStatusName(v) == s) {
       *out = v;
       return true;
@@ -38,19 +44,26 @@ bool ParseStatus(const std::string& s, VersionStatus* out) {
 }
 
 constexpr const char* kSchemaColumns =
-    "registry, name, description, data_format, compatibility, checkpoint, next_version, tags, created_ms, updated_ms, "
-    "(SELECT COALESCE(MAX(number), 0) FROM glue_schema_versions v WHERE v.registry = s.registry AND "
+    "registry, name, description, data_format, compatibility, checkpoint, next_version, tags, "
+    "created_ms, updated_ms, "
+    "(SELECT COALESCE(MAX(number), 0) FROM glue_schema_versions v WHERE v.registry = s.registry "
+    "AND "
     "v.schema = s.name AND v.status = 'AVAILABLE')";
-constexpr const char* kVersionColumns = "id, registry, schema, number, definition, status, created_ms";
+constexpr const char* kVersionColumns =
+    "id, registry, schema, number, definition, status, created_ms";
 
 }  // namespace
 
 std::string_view VersionStatusName(VersionStatus s) {
   switch (s) {
-    case VersionStatus::kAvailable: return "AVAILABLE";
-    case VersionStatus::kPending: return "PENDING";
-    case VersionStatus::kFailure: return "FAILURE";
-    case VersionStatus::kDeleting: return "DELETING";
+    case VersionStatus::kAvailable:
+      return "AVAILABLE";
+    case VersionStatus::kPending:
+      return "PENDING";
+    case VersionStatus::kFailure:
+      return "FAILURE";
+    case VersionStatus::kDeleting:
+      return "DELETING";
   }
   return "";
 }
@@ -58,7 +71,8 @@ std::string_view VersionStatusName(VersionStatus s) {
 SchemaRegistry::SchemaRegistry(Database* db, const Clock* clock, RegistryOptions options)
     : db_(db), clock_(clock), options_(std::move(options)) {}
 
-Result<std::unique_ptr<SchemaRegistry>> SchemaRegistry::Open(Database* db, const Clock* clock, RegistryOptions options) {
+Result<std::unique_ptr<SchemaRegistry>> SchemaRegistry::Open(Database* db, const Clock* clock,
+                                                             RegistryOptions options) {
   RETURN_IF_ERROR(db->Exec(R"(
     CREATE TABLE IF NOT EXISTS glue_registries (
       name TEXT PRIMARY KEY, description TEXT NOT NULL, tags TEXT NOT NULL,
@@ -76,11 +90,31 @@ Result<std::unique_ptr<SchemaRegistry>> SchemaRegistry::Open(Database* db, const
   return std::unique_ptr<SchemaRegistry>(new SchemaRegistry(db, clock, std::move(options)));
 }
 
-std::string SchemaRegistry::RegistryArn(const std::string& registry) const {
-  return fmt::format("arn:aws:glue:{}:{}:registry/{}", options_.region, options_.account, registry);
+std::optional<SchemaArnParts> ParseSchemaArn(std::string_view text) {
+  auto arn = aws::ParseArn(text);
+  if (!arn || !arn->Is("glue", "schema")) return std::nullopt;
+  std::string_view id = arn->ResourceId();
+  size_t slash = id.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == id.size()) return std::nullopt;
+  return SchemaArnParts{arn->region, arn->account, std::string(id.substr(0, slash)),
+                        std::string(id.substr(slash + 1))};
 }
-std::string SchemaRegistry::SchemaArn(const std::string& registry, const std::string& schema) const {
-  return fmt::format("arn:aws:glue:{}:{}:schema/{}/{}", options_.region, options_.account, registry, schema);
+
+std::optional<RegistryArnParts> ParseRegistryArn(std::string_view text) {
+  auto arn = aws::ParseArn(text);
+  if (!arn || !arn->Is("glue", "registry") || arn->ResourceId().empty()) return std::nullopt;
+  return RegistryArnParts{arn->region, arn->account, std::string(arn->ResourceId())};
+}
+
+std::string SchemaRegistry::RegistryArn(const std::string& registry) const {
+  return aws::Arn{"aws", "glue", options_.region, options_.account, "registry/" + registry}
+      .ToString();
+}
+std::string SchemaRegistry::SchemaArn(const std::string& registry,
+                                      const std::string& schema) const {
+  return aws::Arn{"aws", "glue", options_.region, options_.account,
+                  "schema/" + registry + "/" + schema}
+      .ToString();
 }
 
 namespace {
@@ -124,10 +158,13 @@ struct Rows {
   }
 };
 
-Result<SchemaInfo> LoadSchema(Database::Tx& tx, const std::string& registry, const std::string& name) {
-  ASSIGN_OR_RETURN(auto rows, tx.Query(fmt::format("SELECT {} FROM glue_schemas s WHERE registry = ?1 AND name = ?2",
-                                                   kSchemaColumns),
-                                       {registry, name}));
+Result<SchemaInfo> LoadSchema(Database::Tx& tx, const std::string& registry,
+                              const std::string& name) {
+  ASSIGN_OR_RETURN(
+      auto rows,
+      tx.Query(fmt::format("SELECT {} FROM glue_schemas s WHERE registry = ?1 AND name = ?2",
+                           kSchemaColumns),
+               {registry, name}));
   if (rows.empty()) return SchemaNotFound(registry, name);
   return Rows::Schema(rows[0]);
 }
@@ -142,28 +179,36 @@ Status RegistryExists(Database::Tx& tx, const std::string& name) {
 
 // ---------------------------------------------------------------- registries
 
-Result<RegistryInfo> SchemaRegistry::CreateRegistry(const std::string& name, const std::string& description,
+Result<RegistryInfo> SchemaRegistry::CreateRegistry(const std::string& name,
+                                                    const std::string& description,
                                                     const Tags& tags) {
   int64_t now = clock_->NowMillis();
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    ASSIGN_OR_RETURN(auto rows, tx.Query("SELECT 1 FROM glue_registries WHERE name = ?1", {name}));
-    if (!rows.empty()) return AlreadyExists("Registry already exists. RegistryName: " + name);
-    ASSIGN_OR_RETURN(auto count, tx.Query("SELECT COUNT(*) FROM glue_registries"));
-    if (AsInt(count[0][0]) >= options_.max_registries) {
-      return ResourceExhausted("More registries cannot be created. The maximum limit has been reached.");
-    }
-    return tx.Exec("INSERT INTO glue_registries (name, description, tags, created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?4)",
-                   {name, description, TagsJson(tags), now});
-  }); !tx_st.ok()) {
+        ASSIGN_OR_RETURN(auto rows,
+                         tx.Query("SELECT 1 FROM glue_registries WHERE name = ?1", {name}));
+        if (!rows.empty()) return AlreadyExists("Registry already exists. RegistryName: " + name);
+        ASSIGN_OR_RETURN(auto count, tx.Query("SELECT COUNT(*) FROM glue_registries"));
+        if (AsInt(count[0][0]) >= options_.max_registries) {
+          return ResourceExhausted(
+              "More registries cannot be created. The maximum limit has been reached.");
+        }
+        return tx.Exec(
+            "INSERT INTO glue_registries (name, description, tags, created_ms, updated_ms) VALUES "
+            "(?1, ?2, ?3, ?4, ?4)",
+            {name, description, TagsJson(tags), now});
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   return GetRegistry(name);
 }
 
 Result<RegistryInfo> SchemaRegistry::GetRegistry(const std::string& name) {
-  ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT name, description, tags, created_ms, updated_ms FROM glue_registries "
-                                         "WHERE name = ?1",
-                                         {name}));
+  ASSIGN_OR_RETURN(
+      auto rows,
+      db_->Query("SELECT name, description, tags, created_ms, updated_ms FROM glue_registries "
+                 "WHERE name = ?1",
+                 {name}));
   if (rows.empty()) return RegistryNotFound(name);
   RegistryInfo r = Rows::Registry(rows[0]);
   r.arn = RegistryArn(r.name);
@@ -171,8 +216,10 @@ Result<RegistryInfo> SchemaRegistry::GetRegistry(const std::string& name) {
 }
 
 Result<std::vector<RegistryInfo>> SchemaRegistry::ListRegistries() {
-  ASSIGN_OR_RETURN(auto rows, db_->Query("SELECT name, description, tags, created_ms, updated_ms FROM glue_registries "
-                                         "ORDER BY name"));
+  ASSIGN_OR_RETURN(
+      auto rows,
+      db_->Query("SELECT name, description, tags, created_ms, updated_ms FROM glue_registries "
+                 "ORDER BY name"));
   std::vector<RegistryInfo> out;
   for (const auto& row : rows) {
     out.push_back(Rows::Registry(row));
@@ -181,12 +228,15 @@ Result<std::vector<RegistryInfo>> SchemaRegistry::ListRegistries() {
   return out;
 }
 
-Result<RegistryInfo> SchemaRegistry::UpdateRegistry(const std::string& name, const std::string& description) {
+Result<RegistryInfo> SchemaRegistry::UpdateRegistry(const std::string& name,
+                                                    const std::string& description) {
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    RETURN_IF_ERROR(RegistryExists(tx, name));
-    return tx.Exec("UPDATE glue_registries SET description = ?2, updated_ms = ?3 WHERE name = ?1",
-                   {name, description, clock_->NowMillis()});
-  }); !tx_st.ok()) {
+        RETURN_IF_ERROR(RegistryExists(tx, name));
+        return tx.Exec(
+            "UPDATE glue_registries SET description = ?2, updated_ms = ?3 WHERE name = ?1",
+            {name, description, clock_->NowMillis()});
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   return GetRegistry(name);
@@ -195,11 +245,12 @@ Result<RegistryInfo> SchemaRegistry::UpdateRegistry(const std::string& name, con
 Result<RegistryInfo> SchemaRegistry::DeleteRegistry(const std::string& name) {
   ASSIGN_OR_RETURN(RegistryInfo info, GetRegistry(name));
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    RETURN_IF_ERROR(RegistryExists(tx, name));
-    RETURN_IF_ERROR(tx.Exec("DELETE FROM glue_schema_versions WHERE registry = ?1", {name}));
-    RETURN_IF_ERROR(tx.Exec("DELETE FROM glue_schemas WHERE registry = ?1", {name}));
-    return tx.Exec("DELETE FROM glue_registries WHERE name = ?1", {name});
-  }); !tx_st.ok()) {
+        RETURN_IF_ERROR(RegistryExists(tx, name));
+        RETURN_IF_ERROR(tx.Exec("DELETE FROM glue_schema_versions WHERE registry = ?1", {name}));
+        RETURN_IF_ERROR(tx.Exec("DELETE FROM glue_schemas WHERE registry = ?1", {name}));
+        return tx.Exec("DELETE FROM glue_registries WHERE name = ?1", {name});
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   return info;
@@ -215,34 +266,44 @@ Result<SchemaRegistry::CreateSchemaResult> SchemaRegistry::CreateSchema(
   int64_t now = clock_->NowMillis();
   std::string version_id = crypto::RandomUuid();
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    ASSIGN_OR_RETURN(auto reg, tx.Query("SELECT 1 FROM glue_registries WHERE name = ?1", {registry}));
-    if (reg.empty()) {
-      if (registry_given) return RegistryNotFound(registry);
-      // The default registry appears with its first schema.
-      RETURN_IF_ERROR(tx.Exec("INSERT INTO glue_registries (name, description, tags, created_ms, updated_ms) "
-                              "VALUES (?1, '', '{}', ?2, ?2)",
-                              {registry, now}));
-    }
-    ASSIGN_OR_RETURN(auto existing, tx.Query("SELECT 1 FROM glue_schemas WHERE registry = ?1 AND name = ?2",
-                                             {registry, name}));
-    if (!existing.empty()) return AlreadyExists("Schema already exists. SchemaName: " + name);
-    if (definition) {
-      ASSIGN_OR_RETURN(auto count, tx.Query("SELECT COUNT(*) FROM glue_schema_versions"));
-      if (AsInt(count[0][0]) >= options_.max_schema_versions) {
-        return ResourceExhausted("More schema versions cannot be created. The maximum limit has been reached.");
-      }
-    }
-    RETURN_IF_ERROR(tx.Exec("INSERT INTO glue_schemas (registry, name, description, data_format, compatibility, "
-                            "checkpoint, next_version, tags, created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                            "?8, ?9, ?9)",
-                            {registry, name, description, std::string(DataFormatName(format)),
-                             std::string(CompatibilityName(compatibility)), int64_t{definition ? 1 : 0},
-                             int64_t{definition ? 2 : 1}, TagsJson(tags), now}));
-    if (!definition) return Status::OK();
-    return tx.Exec("INSERT INTO glue_schema_versions (id, registry, schema, number, definition, canonical, status, "
-                   "created_ms) VALUES (?1, ?2, ?3, 1, ?4, ?5, 'AVAILABLE', ?6)",
-                   {version_id, registry, name, *definition, CanonicalDefinition(format, *definition), now});
-  }); !tx_st.ok()) {
+        ASSIGN_OR_RETURN(auto reg,
+                         tx.Query("SELECT 1 FROM glue_registries WHERE name = ?1", {registry}));
+        if (reg.empty()) {
+          if (registry_given) return RegistryNotFound(registry);
+          // The default registry appears with its first schema.
+          RETURN_IF_ERROR(tx.Exec(
+              "INSERT INTO glue_registries (name, description, tags, created_ms, updated_ms) "
+              "VALUES (?1, '', '{}', ?2, ?2)",
+              {registry, now}));
+        }
+        ASSIGN_OR_RETURN(auto existing,
+                         tx.Query("SELECT 1 FROM glue_schemas WHERE registry = ?1 AND name = ?2",
+                                  {registry, name}));
+        if (!existing.empty()) return AlreadyExists("Schema already exists. SchemaName: " + name);
+        if (definition) {
+          ASSIGN_OR_RETURN(auto count, tx.Query("SELECT COUNT(*) FROM glue_schema_versions"));
+          if (AsInt(count[0][0]) >= options_.max_schema_versions) {
+            return ResourceExhausted(
+                "More schema versions cannot be created. The maximum limit has been reached.");
+          }
+        }
+        RETURN_IF_ERROR(tx.Exec(
+            "INSERT INTO glue_schemas (registry, name, description, data_format, compatibility, "
+            "checkpoint, next_version, tags, created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, "
+            "?6, ?7, "
+            "?8, ?9, ?9)",
+            {registry, name, description, std::string(DataFormatName(format)),
+             std::string(CompatibilityName(compatibility)), int64_t{definition ? 1 : 0},
+             int64_t{definition ? 2 : 1}, TagsJson(tags), now}));
+        if (!definition) return Status::OK();
+        return tx.Exec(
+            "INSERT INTO glue_schema_versions (id, registry, schema, number, definition, "
+            "canonical, status, "
+            "created_ms) VALUES (?1, ?2, ?3, 1, ?4, ?5, 'AVAILABLE', ?6)",
+            {version_id, registry, name, *definition, CanonicalDefinition(format, *definition),
+             now});
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   CreateSchemaResult result;
@@ -257,9 +318,10 @@ Result<SchemaRegistry::CreateSchemaResult> SchemaRegistry::CreateSchema(
 Result<SchemaInfo> SchemaRegistry::GetSchema(const std::string& registry, const std::string& name) {
   SchemaInfo s;
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    ASSIGN_OR_RETURN(s, LoadSchema(tx, registry, name));
-    return Status::OK();
-  }); !tx_st.ok()) {
+        ASSIGN_OR_RETURN(s, LoadSchema(tx, registry, name));
+        return Status::OK();
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   s.registry_arn = RegistryArn(s.registry);
@@ -267,21 +329,27 @@ Result<SchemaInfo> SchemaRegistry::GetSchema(const std::string& registry, const 
   return s;
 }
 
-Result<std::vector<SchemaInfo>> SchemaRegistry::ListSchemas(const std::optional<std::string>& registry) {
+Result<std::vector<SchemaInfo>> SchemaRegistry::ListSchemas(
+    const std::optional<std::string>& registry) {
   std::vector<SchemaInfo> out;
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    std::vector<SqlRow> rows;
-    if (registry) {
-      RETURN_IF_ERROR(RegistryExists(tx, *registry));
-      ASSIGN_OR_RETURN(rows, tx.Query(fmt::format("SELECT {} FROM glue_schemas s WHERE registry = ?1 ORDER BY name",
-                                                  kSchemaColumns),
-                                      {*registry}));
-    } else {
-      ASSIGN_OR_RETURN(rows, tx.Query(fmt::format("SELECT {} FROM glue_schemas s ORDER BY registry, name", kSchemaColumns)));
-    }
-    for (const auto& r : rows) out.push_back(Rows::Schema(r));
-    return Status::OK();
-  }); !tx_st.ok()) {
+        std::vector<SqlRow> rows;
+        if (registry) {
+          RETURN_IF_ERROR(RegistryExists(tx, *registry));
+          ASSIGN_OR_RETURN(
+              rows, tx.Query(fmt::format(
+                                 "SELECT {} FROM glue_schemas s WHERE registry = ?1 ORDER BY name",
+                                 kSchemaColumns),
+                             {*registry}));
+        } else {
+          ASSIGN_OR_RETURN(
+              rows, tx.Query(fmt::format("SELECT {} FROM glue_schemas s ORDER BY registry, name",
+                                         kSchemaColumns)));
+        }
+        for (const auto& r : rows) out.push_back(Rows::Schema(r));
+        return Status::OK();
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   for (auto& s : out) {
@@ -291,48 +359,61 @@ Result<std::vector<SchemaInfo>> SchemaRegistry::ListSchemas(const std::optional<
   return out;
 }
 
-Result<SchemaInfo> SchemaRegistry::UpdateSchema(const std::string& registry, const std::string& name,
+Result<SchemaInfo> SchemaRegistry::UpdateSchema(const std::string& registry,
+                                                const std::string& name,
                                                 const std::optional<VersionSelector>& checkpoint,
                                                 const std::optional<Compatibility>& compatibility,
                                                 const std::optional<std::string>& description) {
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    ASSIGN_OR_RETURN(SchemaInfo s, LoadSchema(tx, registry, name));
-    int64_t now = clock_->NowMillis();
-    if (checkpoint) {
-      int64_t number = checkpoint->latest ? s.latest_version : checkpoint->number;
-      ASSIGN_OR_RETURN(auto rows, tx.Query("SELECT status FROM glue_schema_versions WHERE registry = ?1 AND "
-                                           "schema = ?2 AND number = ?3",
-                                           {registry, name, number}));
-      if (rows.empty() || AsText(rows[0][0]) != "AVAILABLE") {
-        return InvalidArgument(fmt::format("Schema version {} is not an AVAILABLE version of schema {}", number, name));
-      }
-      RETURN_IF_ERROR(tx.Exec("UPDATE glue_schemas SET checkpoint = ?3, updated_ms = ?4 WHERE registry = ?1 AND name = ?2",
-                              {registry, name, number, now}));
-    }
-    if (compatibility) {
-      RETURN_IF_ERROR(tx.Exec("UPDATE glue_schemas SET compatibility = ?3, updated_ms = ?4 WHERE registry = ?1 AND "
-                              "name = ?2",
-                              {registry, name, std::string(CompatibilityName(*compatibility)), now}));
-    }
-    if (description) {
-      RETURN_IF_ERROR(tx.Exec("UPDATE glue_schemas SET description = ?3, updated_ms = ?4 WHERE registry = ?1 AND "
-                              "name = ?2",
-                              {registry, name, *description, now}));
-    }
-    return Status::OK();
-  }); !tx_st.ok()) {
+        ASSIGN_OR_RETURN(SchemaInfo s, LoadSchema(tx, registry, name));
+        int64_t now = clock_->NowMillis();
+        if (checkpoint) {
+          int64_t number = checkpoint->latest ? s.latest_version : checkpoint->number;
+          ASSIGN_OR_RETURN(
+              auto rows, tx.Query("SELECT status FROM glue_schema_versions WHERE registry = ?1 AND "
+                                  "schema = ?2 AND number = ?3",
+                                  {registry, name, number}));
+          if (rows.empty() || AsText(rows[0][0]) != "AVAILABLE") {
+            return InvalidArgument(fmt::format(
+                "Schema version {} is not an AVAILABLE version of schema {}", number, name));
+          }
+          RETURN_IF_ERROR(
+              tx.Exec("UPDATE glue_schemas SET checkpoint = ?3, updated_ms = ?4 WHERE registry = "
+                      "?1 AND name = ?2",
+                      {registry, name, number, now}));
+        }
+        if (compatibility) {
+          RETURN_IF_ERROR(tx.Exec(
+              "UPDATE glue_schemas SET compatibility = ?3, updated_ms = ?4 WHERE registry = ?1 AND "
+              "name = ?2",
+              {registry, name, std::string(CompatibilityName(*compatibility)), now}));
+        }
+        if (description) {
+          RETURN_IF_ERROR(tx.Exec(
+              "UPDATE glue_schemas SET description = ?3, updated_ms = ?4 WHERE registry = ?1 AND "
+              "name = ?2",
+              {registry, name, *description, now}));
+        }
+        return Status::OK();
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   return GetSchema(registry, name);
 }
 
-Result<SchemaInfo> SchemaRegistry::DeleteSchema(const std::string& registry, const std::string& name) {
+Result<SchemaInfo> SchemaRegistry::DeleteSchema(const std::string& registry,
+                                                const std::string& name) {
   ASSIGN_OR_RETURN(SchemaInfo s, GetSchema(registry, name));
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    RETURN_IF_ERROR(LoadSchema(tx, registry, name).status());
-    RETURN_IF_ERROR(tx.Exec("DELETE FROM glue_schema_versions WHERE registry = ?1 AND schema = ?2", {registry, name}));
-    return tx.Exec("DELETE FROM glue_schemas WHERE registry = ?1 AND name = ?2", {registry, name});
-  }); !tx_st.ok()) {
+        RETURN_IF_ERROR(LoadSchema(tx, registry, name).status());
+        RETURN_IF_ERROR(
+            tx.Exec("DELETE FROM glue_schema_versions WHERE registry = ?1 AND schema = ?2",
+                    {registry, name}));
+        return tx.Exec("DELETE FROM glue_schemas WHERE registry = ?1 AND name = ?2",
+                       {registry, name});
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   return s;
@@ -340,73 +421,94 @@ Result<SchemaInfo> SchemaRegistry::DeleteSchema(const std::string& registry, con
 
 // ---------------------------------------------------------------- versions
 
-Result<VersionInfo> SchemaRegistry::RegisterVersion(const std::string& registry, const std::string& name,
+Result<VersionInfo> SchemaRegistry::RegisterVersion(const std::string& registry,
+                                                    const std::string& name,
                                                     const std::string& definition) {
   std::string id;
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    ASSIGN_OR_RETURN(SchemaInfo s, LoadSchema(tx, registry, name));
-    RETURN_IF_ERROR(CheckDefinition(s.data_format, definition));
-    std::string canonical = CanonicalDefinition(s.data_format, definition);
-    ASSIGN_OR_RETURN(auto same, tx.Query("SELECT id FROM glue_schema_versions WHERE registry = ?1 AND schema = ?2 AND "
-                                         "canonical = ?3 ORDER BY number LIMIT 1",
-                                         {registry, name, canonical}));
-    if (!same.empty()) {  // idempotent: the version that already holds this definition
-      id = AsText(same[0][0]);
-      return Status::OK();
-    }
-    if (s.compatibility == Compatibility::kDisabled && s.next_version > 1) {
-      return InvalidArgument(fmt::format(
-          "Compatibility DISABLED does not allow versioning. SchemaId: SchemaId(schemaArn=null, schemaName={}, "
-          "registryName={})",
-          name, registry));
-    }
-    ASSIGN_OR_RETURN(auto count, tx.Query("SELECT COUNT(*) FROM glue_schema_versions"));
-    if (AsInt(count[0][0]) >= options_.max_schema_versions) {
-      return ResourceExhausted("More schema versions cannot be created. The maximum limit has been reached.");
-    }
-    // Compatibility from version 2 on, against the latest AVAILABLE version or, for the
-    // *_ALL modes, every AVAILABLE version from the checkpoint on.
-    std::string status = "AVAILABLE";
-    bool all = s.compatibility == Compatibility::kBackwardAll || s.compatibility == Compatibility::kForwardAll ||
-               s.compatibility == Compatibility::kFullAll;
-    if (s.compatibility != Compatibility::kNone && s.compatibility != Compatibility::kDisabled && s.latest_version > 0) {
-      std::vector<SqlRow> earlier;
-      if (all) {
-        ASSIGN_OR_RETURN(earlier, tx.Query("SELECT definition FROM glue_schema_versions WHERE registry = ?1 AND "
-                                           "schema = ?2 AND status = 'AVAILABLE' AND number >= ?3",
-                                           {registry, name, s.checkpoint}));
-      } else {
-        ASSIGN_OR_RETURN(earlier, tx.Query("SELECT definition FROM glue_schema_versions WHERE registry = ?1 AND "
-                                           "schema = ?2 AND number = ?3",
-                                           {registry, name, s.latest_version}));
-      }
-      for (const auto& row : earlier) {
-        if (!Incompatibility(s.data_format, s.compatibility, definition, AsText(row[0])).empty()) {
-          status = "FAILURE";
-          break;
+        ASSIGN_OR_RETURN(SchemaInfo s, LoadSchema(tx, registry, name));
+        RETURN_IF_ERROR(CheckDefinition(s.data_format, definition));
+        std::string canonical = CanonicalDefinition(s.data_format, definition);
+        ASSIGN_OR_RETURN(
+            auto same,
+            tx.Query("SELECT id FROM glue_schema_versions WHERE registry = ?1 AND schema = ?2 AND "
+                     "canonical = ?3 ORDER BY number LIMIT 1",
+                     {registry, name, canonical}));
+        if (!same.empty()) {  // idempotent: the version that already holds this definition
+          id = AsText(same[0][0]);
+          return Status::OK();
         }
-      }
-    }
-    id = crypto::RandomUuid();
-    int64_t now = clock_->NowMillis();
-    RETURN_IF_ERROR(tx.Exec("INSERT INTO glue_schema_versions (id, registry, schema, number, definition, canonical, "
-                            "status, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                            {id, registry, name, s.next_version, definition, canonical, status, now}));
-    if (s.next_version == 1) {
-      RETURN_IF_ERROR(tx.Exec("UPDATE glue_schemas SET checkpoint = 1 WHERE registry = ?1 AND name = ?2", {registry, name}));
-    }
-    return tx.Exec("UPDATE glue_schemas SET next_version = next_version + 1, updated_ms = ?3 WHERE registry = ?1 AND "
-                   "name = ?2",
-                   {registry, name, now});
-  }); !tx_st.ok()) {
+        if (s.compatibility == Compatibility::kDisabled && s.next_version > 1) {
+          return InvalidArgument(
+              fmt::format("Compatibility DISABLED does not allow versioning. SchemaId: "
+                          "SchemaId(schemaArn=null, schemaName={}, "
+                          "registryName={})",
+                          name, registry));
+        }
+        ASSIGN_OR_RETURN(auto count, tx.Query("SELECT COUNT(*) FROM glue_schema_versions"));
+        if (AsInt(count[0][0]) >= options_.max_schema_versions) {
+          return ResourceExhausted(
+              "More schema versions cannot be created. The maximum limit has been reached.");
+        }
+        // Compatibility from version 2 on, against the latest AVAILABLE version or, for the
+        // *_ALL modes, every AVAILABLE version from the checkpoint on.
+        std::string status = "AVAILABLE";
+        bool all = s.compatibility == Compatibility::kBackwardAll ||
+                   s.compatibility == Compatibility::kForwardAll ||
+                   s.compatibility == Compatibility::kFullAll;
+        if (s.compatibility != Compatibility::kNone &&
+            s.compatibility != Compatibility::kDisabled && s.latest_version > 0) {
+          std::vector<SqlRow> earlier;
+          if (all) {
+            ASSIGN_OR_RETURN(
+                earlier,
+                tx.Query("SELECT definition FROM glue_schema_versions WHERE registry = ?1 AND "
+                         "schema = ?2 AND status = 'AVAILABLE' AND number >= ?3",
+                         {registry, name, s.checkpoint}));
+          } else {
+            ASSIGN_OR_RETURN(
+                earlier,
+                tx.Query("SELECT definition FROM glue_schema_versions WHERE registry = ?1 AND "
+                         "schema = ?2 AND number = ?3",
+                         {registry, name, s.latest_version}));
+          }
+          for (const auto& row : earlier) {
+            if (!Incompatibility(s.data_format, s.compatibility, definition, AsText(row[0]))
+                     .empty()) {
+              status = "FAILURE";
+              break;
+            }
+          }
+        }
+        id = crypto::RandomUuid();
+        int64_t now = clock_->NowMillis();
+        RETURN_IF_ERROR(
+            tx.Exec("INSERT INTO glue_schema_versions (id, registry, schema, number, definition, "
+                    "canonical, "
+                    "status, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    {id, registry, name, s.next_version, definition, canonical, status, now}));
+        if (s.next_version == 1) {
+          RETURN_IF_ERROR(
+              tx.Exec("UPDATE glue_schemas SET checkpoint = 1 WHERE registry = ?1 AND name = ?2",
+                      {registry, name}));
+        }
+        return tx.Exec(
+            "UPDATE glue_schemas SET next_version = next_version + 1, updated_ms = ?3 WHERE "
+            "registry = ?1 AND "
+            "name = ?2",
+            {registry, name, now});
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   return GetVersionById(id);
 }
 
 Result<VersionInfo> SchemaRegistry::GetVersionById(const std::string& id) {
-  ASSIGN_OR_RETURN(auto rows, db_->Query(fmt::format("SELECT {} FROM glue_schema_versions WHERE id = ?1", kVersionColumns),
-                                         {id}));
+  ASSIGN_OR_RETURN(
+      auto rows,
+      db_->Query(fmt::format("SELECT {} FROM glue_schema_versions WHERE id = ?1", kVersionColumns),
+                 {id}));
   if (rows.empty()) return NotFound("Schema version is not found. SchemaVersionId: " + id);
   VersionInfo v = Rows::Version(rows[0]);
   ASSIGN_OR_RETURN(SchemaInfo s, GetSchema(v.registry, v.schema));
@@ -419,14 +521,17 @@ Result<VersionInfo> SchemaRegistry::GetVersion(const std::string& registry, cons
                                                const VersionSelector& sel) {
   ASSIGN_OR_RETURN(SchemaInfo s, GetSchema(registry, name));
   int64_t number = sel.latest ? s.latest_version : sel.number;
-  ASSIGN_OR_RETURN(auto rows, db_->Query(fmt::format("SELECT {} FROM glue_schema_versions WHERE registry = ?1 AND "
-                                                     "schema = ?2 AND number = ?3",
-                                                     kVersionColumns),
-                                         {registry, name, number}));
+  ASSIGN_OR_RETURN(
+      auto rows,
+      db_->Query(fmt::format("SELECT {} FROM glue_schema_versions WHERE registry = ?1 AND "
+                             "schema = ?2 AND number = ?3",
+                             kVersionColumns),
+                 {registry, name, number}));
   if (rows.empty()) {
-    return NotFound(fmt::format("Schema version is not found. RegistryName: {}, SchemaName: {}, SchemaArn: null, "
-                                "VersionNumber: {}, isLatestVersion: {}",
-                                registry, name, sel.latest ? "null" : std::to_string(sel.number), sel.latest));
+    return NotFound(fmt::format(
+        "Schema version is not found. RegistryName: {}, SchemaName: {}, SchemaArn: null, "
+        "VersionNumber: {}, isLatestVersion: {}",
+        registry, name, sel.latest ? "null" : std::to_string(sel.number), sel.latest));
   }
   VersionInfo v = Rows::Version(rows[0]);
   v.data_format = s.data_format;
@@ -434,12 +539,15 @@ Result<VersionInfo> SchemaRegistry::GetVersion(const std::string& registry, cons
   return v;
 }
 
-Result<std::vector<VersionInfo>> SchemaRegistry::ListVersions(const std::string& registry, const std::string& name) {
+Result<std::vector<VersionInfo>> SchemaRegistry::ListVersions(const std::string& registry,
+                                                              const std::string& name) {
   ASSIGN_OR_RETURN(SchemaInfo s, GetSchema(registry, name));
-  ASSIGN_OR_RETURN(auto rows, db_->Query(fmt::format("SELECT {} FROM glue_schema_versions WHERE registry = ?1 AND "
-                                                     "schema = ?2 ORDER BY number",
-                                                     kVersionColumns),
-                                         {registry, name}));
+  ASSIGN_OR_RETURN(
+      auto rows,
+      db_->Query(fmt::format("SELECT {} FROM glue_schema_versions WHERE registry = ?1 AND "
+                             "schema = ?2 ORDER BY number",
+                             kVersionColumns),
+                 {registry, name}));
   std::vector<VersionInfo> out;
   for (const auto& r : rows) {
     out.push_back(Rows::Version(r));
@@ -449,18 +557,22 @@ Result<std::vector<VersionInfo>> SchemaRegistry::ListVersions(const std::string&
   return out;
 }
 
-Result<VersionInfo> SchemaRegistry::GetVersionByDefinition(const std::string& registry, const std::string& name,
+Result<VersionInfo> SchemaRegistry::GetVersionByDefinition(const std::string& registry,
+                                                           const std::string& name,
                                                            const std::string& definition) {
   ASSIGN_OR_RETURN(SchemaInfo s, GetSchema(registry, name));
   RETURN_IF_ERROR(CheckDefinition(s.data_format, definition));
-  ASSIGN_OR_RETURN(auto rows, db_->Query(fmt::format("SELECT {} FROM glue_schema_versions WHERE registry = ?1 AND "
-                                                     "schema = ?2 AND canonical = ?3 ORDER BY number LIMIT 1",
-                                                     kVersionColumns),
-                                         {registry, name, CanonicalDefinition(s.data_format, definition)}));
+  ASSIGN_OR_RETURN(
+      auto rows,
+      db_->Query(fmt::format("SELECT {} FROM glue_schema_versions WHERE registry = ?1 AND "
+                             "schema = ?2 AND canonical = ?3 ORDER BY number LIMIT 1",
+                             kVersionColumns),
+                 {registry, name, CanonicalDefinition(s.data_format, definition)}));
   if (rows.empty()) {
-    return NotFound(fmt::format("Schema version is not found. RegistryName: {}, SchemaName: {}, SchemaArn: null: no "
-                                "version has this definition",
-                                registry, name));
+    return NotFound(fmt::format(
+        "Schema version is not found. RegistryName: {}, SchemaName: {}, SchemaArn: null: no "
+        "version has this definition",
+        registry, name));
   }
   VersionInfo v = Rows::Version(rows[0]);
   v.data_format = s.data_format;
@@ -468,30 +580,37 @@ Result<VersionInfo> SchemaRegistry::GetVersionByDefinition(const std::string& re
   return v;
 }
 
-Result<std::vector<VersionError>> SchemaRegistry::DeleteVersions(const std::string& registry, const std::string& name,
+Result<std::vector<VersionError>> SchemaRegistry::DeleteVersions(const std::string& registry,
+                                                                 const std::string& name,
                                                                  int64_t first, int64_t last) {
   std::vector<VersionError> errors;
   if (Status tx_st = db_->Transaction([&](Database::Tx& tx) -> Status {
-    ASSIGN_OR_RETURN(SchemaInfo s, LoadSchema(tx, registry, name));
-    if (first <= s.checkpoint && s.checkpoint <= last) {
-      return InvalidArgument(fmt::format("The checkpoint version {} of schema {} cannot be deleted; move the checkpoint "
-                                         "with UpdateSchema first",
-                                         s.checkpoint, name));
-    }
-    if (first <= 1) {
-      return InvalidArgument("Schema version 1 cannot be deleted; use DeleteSchema to delete the schema");
-    }
-    for (int64_t n = first; n <= last; ++n) {
-      RETURN_IF_ERROR(tx.Exec("DELETE FROM glue_schema_versions WHERE registry = ?1 AND schema = ?2 AND number = ?3",
-                              {registry, name, n}));
-      if (tx.changes() == 0) {
-        errors.push_back({n, "EntityNotFoundException",
-                          fmt::format("Schema version is not found. RegistryName: {}, SchemaName: {}, VersionNumber: {}",
-                                      registry, name, n)});
-      }
-    }
-    return Status::OK();
-  }); !tx_st.ok()) {
+        ASSIGN_OR_RETURN(SchemaInfo s, LoadSchema(tx, registry, name));
+        if (first <= s.checkpoint && s.checkpoint <= last) {
+          return InvalidArgument(fmt::format(
+              "The checkpoint version {} of schema {} cannot be deleted; move the checkpoint "
+              "with UpdateSchema first",
+              s.checkpoint, name));
+        }
+        if (first <= 1) {
+          return InvalidArgument(
+              "Schema version 1 cannot be deleted; use DeleteSchema to delete the schema");
+        }
+        for (int64_t n = first; n <= last; ++n) {
+          RETURN_IF_ERROR(
+              tx.Exec("DELETE FROM glue_schema_versions WHERE registry = ?1 AND schema = ?2 AND "
+                      "number = ?3",
+                      {registry, name, n}));
+          if (tx.changes() == 0) {
+            errors.push_back({n, "EntityNotFoundException",
+                              fmt::format("Schema version is not found. RegistryName: {}, "
+                                          "SchemaName: {}, VersionNumber: {}",
+                                          registry, name, n)});
+          }
+        }
+        return Status::OK();
+      });
+      !tx_st.ok()) {
     return tx_st;
   }
   return errors;

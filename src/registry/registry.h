@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -31,7 +32,7 @@ inline constexpr const char* kDefaultRegistry = "default-registry";
 struct RegistryOptions {
   std::string region = "us-east-1";
   std::string account = "000000000000";
-  int64_t max_registries = 100;        // AWS account quota
+  int64_t max_registries = 100;         // AWS account quota
   int64_t max_schema_versions = 10000;  // per account (all schemas)
 };
 
@@ -89,14 +90,31 @@ struct VersionError {
   std::string message;
 };
 
+// The parts of a Glue schema ARN,
+// arn:<partition>:glue:<region>:<account>:schema/<registry>/<schema> (kds-delivery-spec.md §1.3,
+// the Glue API's SchemaId.SchemaArn), or nullopt for anything else. Names are not checked against
+// the registry's naming rules.
+struct SchemaArnParts {
+  std::string region, account, registry, schema;
+};
+std::optional<SchemaArnParts> ParseSchemaArn(std::string_view arn);
+// The registry name of arn:<partition>:glue:<region>:<account>:registry/<registry>, with
+// its region and account, or nullopt.
+struct RegistryArnParts {
+  std::string region, account, registry;
+};
+std::optional<RegistryArnParts> ParseRegistryArn(std::string_view arn);
+
 class SchemaRegistry {
  public:
-  static Result<std::unique_ptr<SchemaRegistry>> Open(Database* db, const Clock* clock, RegistryOptions options = {});
+  static Result<std::unique_ptr<SchemaRegistry>> Open(Database* db, const Clock* clock,
+                                                      RegistryOptions options = {});
 
   std::string RegistryArn(const std::string& registry) const;
   std::string SchemaArn(const std::string& registry, const std::string& schema) const;
 
-  Result<RegistryInfo> CreateRegistry(const std::string& name, const std::string& description, const Tags& tags);
+  Result<RegistryInfo> CreateRegistry(const std::string& name, const std::string& description,
+                                      const Tags& tags);
   Result<RegistryInfo> GetRegistry(const std::string& name);
   Result<std::vector<RegistryInfo>> ListRegistries();
   Result<RegistryInfo> UpdateRegistry(const std::string& name, const std::string& description);
@@ -107,8 +125,9 @@ class SchemaRegistry {
     SchemaInfo schema;
     std::optional<VersionInfo> version;  // when a definition was given
   };
-  Result<CreateSchemaResult> CreateSchema(const std::string& registry, bool registry_given, const std::string& name,
-                                          DataFormat format, Compatibility compatibility,
+  Result<CreateSchemaResult> CreateSchema(const std::string& registry, bool registry_given,
+                                          const std::string& name, DataFormat format,
+                                          Compatibility compatibility,
                                           const std::string& description, const Tags& tags,
                                           const std::optional<std::string>& definition);
   Result<SchemaInfo> GetSchema(const std::string& registry, const std::string& name);
@@ -124,13 +143,16 @@ class SchemaRegistry {
   Result<VersionInfo> RegisterVersion(const std::string& registry, const std::string& name,
                                       const std::string& definition);
   Result<VersionInfo> GetVersionById(const std::string& id);
-  Result<VersionInfo> GetVersion(const std::string& registry, const std::string& name, const VersionSelector& v);
-  Result<std::vector<VersionInfo>> ListVersions(const std::string& registry, const std::string& name);
+  Result<VersionInfo> GetVersion(const std::string& registry, const std::string& name,
+                                 const VersionSelector& v);
+  Result<std::vector<VersionInfo>> ListVersions(const std::string& registry,
+                                                const std::string& name);
   Result<VersionInfo> GetVersionByDefinition(const std::string& registry, const std::string& name,
                                              const std::string& definition);
   // Deletes versions first..last; per-version failures are returned, not raised.
-  Result<std::vector<VersionError>> DeleteVersions(const std::string& registry, const std::string& name,
-                                                   int64_t first, int64_t last);
+  Result<std::vector<VersionError>> DeleteVersions(const std::string& registry,
+                                                   const std::string& name, int64_t first,
+                                                   int64_t last);
 
  private:
   SchemaRegistry(Database* db, const Clock* clock, RegistryOptions options);

@@ -12,6 +12,34 @@
 namespace icestream::registry {
 namespace {
 
+TEST(SchemaArnTest, ParsesSchemaAndRegistryArns) {
+  auto s = ParseSchemaArn("arn:aws:glue:us-east-1:000000000000:schema/reg/orders.v1");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->region, "us-east-1");
+  EXPECT_EQ(s->account, "000000000000");
+  EXPECT_EQ(s->registry, "reg");
+  EXPECT_EQ(s->schema, "orders.v1");
+  EXPECT_FALSE(ParseSchemaArn("arn:aws:glue:us-east-1:000000000000:schema/reg"));
+  EXPECT_FALSE(ParseSchemaArn("arn:aws:glue:us-east-1:000000000000:schema//s"));
+  EXPECT_FALSE(ParseSchemaArn("arn:aws:glue:us-east-1:000000000000:registry/reg"));
+  EXPECT_FALSE(ParseSchemaArn("arn:aws:kinesis:us-east-1:000000000000:schema/reg/s"));
+  auto r = ParseRegistryArn("arn:aws-cn:glue:cn-north-1:111122223333:registry/default-registry");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->region, "cn-north-1");
+  EXPECT_EQ(r->registry, "default-registry");
+  EXPECT_FALSE(ParseRegistryArn("arn:aws:glue:us-east-1:000000000000:registry/"));
+  // What the registry writes, it reads back.
+  ManualClock clock{0};
+  testing::TempDir dir;
+  ASSERT_OK_AND_ASSIGN(auto db, Database::Open(dir.Path("meta.db")));
+  ASSERT_OK_AND_ASSIGN(auto reg, SchemaRegistry::Open(db.get(), &clock));
+  auto back = ParseSchemaArn(reg->SchemaArn("r", "s"));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->registry, "r");
+  EXPECT_EQ(back->schema, "s");
+  EXPECT_EQ(ParseRegistryArn(reg->RegistryArn("r"))->registry, "r");
+}
+
 class RegistryTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -36,7 +64,8 @@ const char* Obj(const char* props, const char* required) {
 TEST_F(RegistryTest, RegistriesAndLimits) {
   ASSERT_OK(reg_->CreateRegistry("r1", "first", {{"k", "v"}}));
   EXPECT_STATUS(kAlreadyExists, reg_->CreateRegistry("r1", "", {}));
-  EXPECT_EQ(reg_->CreateRegistry("r1", "", {}).status().message(), "Registry already exists. RegistryName: r1");
+  EXPECT_EQ(reg_->CreateRegistry("r1", "", {}).status().message(),
+            "Registry already exists. RegistryName: r1");
   ASSERT_OK_AND_ASSIGN(auto r, reg_->GetRegistry("r1"));
   EXPECT_EQ(r.arn, "arn:aws:glue:us-east-1:000000000000:registry/r1");
   EXPECT_EQ(r.tags.at("k"), "v");
@@ -67,19 +96,24 @@ TEST_F(RegistryTest, VersionsCompatibilityAndIdempotence) {
                                               Compatibility::kBackward, "", {}, v1));
 
   // The same definition (spelled differently) is the same version.
-  auto again = reg_->RegisterVersion(kDefaultRegistry, "s", R"({ "required" : ["id"], "properties":{"id":{"type":"integer"}}, "type":"object" })");
+  auto again = reg_->RegisterVersion(
+      kDefaultRegistry, "s",
+      R"({ "required" : ["id"], "properties":{"id":{"type":"integer"}}, "type":"object" })");
   ASSERT_OK(again);
   EXPECT_EQ(again->id, created.version->id);
   EXPECT_EQ(again->number, 1);
 
   // Compatible: v2 AVAILABLE.
-  auto v2 = reg_->RegisterVersion(kDefaultRegistry, "s", Obj(R"({"id":{"type":"integer"},"n":{"type":"string"}})", R"(["id"])"));
+  auto v2 =
+      reg_->RegisterVersion(kDefaultRegistry, "s",
+                            Obj(R"({"id":{"type":"integer"},"n":{"type":"string"}})", R"(["id"])"));
   ASSERT_OK(v2);
   EXPECT_EQ(v2->number, 2);
   EXPECT_EQ(v2->status, VersionStatus::kAvailable);
   // Incompatible (new required field): FAILURE, a new number, latest stays at 2.
-  auto bad = reg_->RegisterVersion(kDefaultRegistry, "s",
-                                   Obj(R"({"id":{"type":"integer"},"n":{"type":"string"}})", R"(["id","n"])"));
+  auto bad = reg_->RegisterVersion(
+      kDefaultRegistry, "s",
+      Obj(R"({"id":{"type":"integer"},"n":{"type":"string"}})", R"(["id","n"])"));
   ASSERT_OK(bad);
   EXPECT_EQ(bad->status, VersionStatus::kFailure);
   EXPECT_EQ(bad->number, 3);
@@ -100,8 +134,10 @@ TEST_F(RegistryTest, VersionsCompatibilityAndIdempotence) {
   ASSERT_OK(reg_->UpdateSchema(kDefaultRegistry, "s", VersionSelector{false, 2},
                                Compatibility::kBackwardAll, std::nullopt));
   EXPECT_EQ(reg_->GetSchema(kDefaultRegistry, "s")->checkpoint, 2);
-  auto v4 = reg_->RegisterVersion(kDefaultRegistry, "s",
-                                  Obj(R"({"id":{"type":"integer"},"n":{"type":"string"},"z":{"type":"boolean"}})", R"(["id"])"));
+  auto v4 = reg_->RegisterVersion(
+      kDefaultRegistry, "s",
+      Obj(R"({"id":{"type":"integer"},"n":{"type":"string"},"z":{"type":"boolean"}})",
+          R"(["id"])"));
   EXPECT_EQ(v4->status, VersionStatus::kAvailable);
   EXPECT_EQ(v4->number, 4);
   // A checkpoint must be an AVAILABLE version.
@@ -125,7 +161,8 @@ TEST_F(RegistryTest, DisabledAndNone) {
   auto st = reg_->RegisterVersion("r", "d", R"("long")").status();
   EXPECT_STATUS(kInvalidArgument, st);
   EXPECT_EQ(st.message(),
-            "Compatibility DISABLED does not allow versioning. SchemaId: SchemaId(schemaArn=null, schemaName=d, registryName=r)");
+            "Compatibility DISABLED does not allow versioning. SchemaId: SchemaId(schemaArn=null, "
+            "schemaName=d, registryName=r)");
   ASSERT_OK(reg_->CreateSchema("r", true, "n", DataFormat::kAvro, Compatibility::kNone, "", {},
                                R"("int")"));
   EXPECT_EQ(reg_->RegisterVersion("r", "n", R"("string")")->status, VersionStatus::kAvailable);

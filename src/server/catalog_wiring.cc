@@ -9,7 +9,7 @@
 #include "iceberg/rest/rest_server.h"
 #include "iceberg/warehouses.h"
 #include "objectstore/local_store.h"
-#include "registry/glue_api.h"
+#include "registry/glue/api.h"
 #include "registry/registry.h"
 
 namespace icestream::server {
@@ -89,7 +89,7 @@ struct CatalogServices::Impl {
   std::unique_ptr<iceberg::Warehouses> warehouses;
   std::unique_ptr<iceberg::rest::RestCatalogServer> rest;
   std::unique_ptr<registry::SchemaRegistry> registry;
-  std::unique_ptr<registry::GlueApi> glue;
+  std::unique_ptr<registry::glue::GlueApi> glue;
 };
 
 CatalogServices::CatalogServices(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -185,9 +185,9 @@ Result<std::unique_ptr<CatalogServices>> CatalogServices::Start(
   rego.account = config.account;
   ASSIGN_OR_RETURN(impl->registry,
                    registry::SchemaRegistry::Open(db, SystemClock::Default(), rego));
-  impl->glue = std::make_unique<registry::GlueApi>(
-      impl->registry.get(), registry::GlueOptions{config.region, config.account});
-  registry::GlueApi* glue = impl->glue.get();
+  impl->glue = std::make_unique<registry::glue::GlueApi>(
+      impl->registry.get(), registry::glue::GlueOptions{config.region, config.account});
+  registry::glue::GlueApi* glue = impl->glue.get();
   router->AddService(
       {"AWSGlue.", "glue", aws::ErrorFlavor::kGlue,
        [glue](std::string_view op) { return glue->Knows(op); },

@@ -6,7 +6,7 @@
 
 #include "common/clock.h"
 #include "common/crypto.h"
-#include "objectstore/s3_store.h"
+#include "objectstore/s3/s3_store.h"
 
 namespace icestream::server {
 namespace {
@@ -59,7 +59,7 @@ ApiClient::ApiClient(const ClientFlags& flags) {
   if (region_.empty()) region_ = Env("AWS_DEFAULT_REGION");
   if (region_.empty()) region_ = "us-east-1";
   token_ = flags.token.empty() ? Env("ICESTREAM_TOKEN") : flags.token;
-  creds_ = objectstore::CredentialsFromEnvironment();
+  creds_ = objectstore::s3::CredentialsFromEnvironment();
   if (creds_.access_key_id.empty()) creds_ = {"test", "test", ""};
 }
 

@@ -6,7 +6,7 @@
 #include "common/fs.h"
 #include "delivery/s3/s3_sink.h"
 #include "objectstore/local_store.h"
-#include "objectstore/s3_store.h"
+#include "objectstore/s3/s3_store.h"
 
 namespace icestream::server {
 
@@ -14,16 +14,16 @@ std::shared_ptr<objectstore::ObjectStore> MakeBuckets(const Config& c) {
   if (c.s3_endpoint.empty()) {
     return std::make_shared<objectstore::LocalObjectStore>(fs::Join(c.data_dir, "buckets"));
   }
-  objectstore::S3Options s3;
+  objectstore::s3::S3Options s3;
   s3.endpoint = c.s3_endpoint;
   s3.region = c.s3_region.empty() ? c.region : c.s3_region;
-  s3.credentials = objectstore::CredentialsFromEnvironment();
+  s3.credentials = objectstore::s3::CredentialsFromEnvironment();
   s3.path_style = c.s3_path_style;
   s3.multipart_threshold = c.s3_multipart_threshold;
   s3.request_timeout_ms = c.s3_request_timeout_ms;
   s3.max_attempts = c.s3_max_attempts;
   s3.retry_budget_ms = c.s3_retry_budget_ms;
-  return std::make_shared<objectstore::S3ObjectStore>(s3);
+  return std::make_shared<objectstore::s3::S3ObjectStore>(s3);
 }
 
 delivery::ChannelManagerOptions ChannelOptions(const Config& c) {

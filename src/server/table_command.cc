@@ -25,7 +25,7 @@
 #include "iceberg/partition_spec.h"
 #include "iceberg/rest/rest_json.h"
 #include "objectstore/local_store.h"
-#include "objectstore/s3_store.h"
+#include "objectstore/s3/s3_store.h"
 #include "server/cli_client.h"
 #include "server/commands.h"
 
@@ -61,7 +61,7 @@ Result<Files> OpenFiles(const std::string& location, const std::string& bucket,
     }
     out.store = std::make_unique<objectstore::LocalObjectStore>(path.substr(0, at));
   } else if (location.rfind("s3://", 0) == 0) {
-    objectstore::S3Options o;
+    objectstore::s3::S3Options o;
     o.endpoint = f.s3_endpoint;
     if (o.endpoint.empty() && std::getenv("AWS_ENDPOINT_URL_S3"))
       o.endpoint = std::getenv("AWS_ENDPOINT_URL_S3");
@@ -69,10 +69,10 @@ Result<Files> OpenFiles(const std::string& location, const std::string& bucket,
       return InvalidArgument("the table lives in S3 (" + location +
                              "): give the S3 endpoint with --s3-endpoint or AWS_ENDPOINT_URL_S3");
     }
-    o.credentials = objectstore::CredentialsFromEnvironment();
+    o.credentials = objectstore::s3::CredentialsFromEnvironment();
     const char* region = std::getenv("AWS_REGION");
     if (region) o.region = region;
-    out.store = std::make_unique<objectstore::S3ObjectStore>(o);
+    out.store = std::make_unique<objectstore::s3::S3ObjectStore>(o);
   } else {
     return Unimplemented("cannot read table files at " + location + " (file:// and s3:// only)");
   }

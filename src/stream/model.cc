@@ -1,9 +1,9 @@
 // Stream model helpers and the meta.db JSON document codec.
 #include "stream/model.h"
 
-#include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
+
+#include "aws/arn.h"
 
 namespace icestream::stream {
 
@@ -74,23 +74,30 @@ size_t StreamInfo::OpenShardCount() const {
 }
 
 std::string StreamArn(std::string_view region, std::string_view account, std::string_view name) {
-  return fmt::format("arn:aws:kinesis:{}:{}:stream/{}", region, account, name);
+  return aws::Arn{"aws", "kinesis", std::string(region), std::string(account),
+                  "stream/" + std::string(name)}
+      .ToString();
 }
 
-std::optional<StreamArnParts> ParseStreamArn(std::string_view arn) {
-  std::string_view part[5];
-  for (auto& p : part) {
-    size_t colon = arn.find(':');
-    if (colon == std::string_view::npos) return std::nullopt;
-    p = arn.substr(0, colon);
-    arn.remove_prefix(colon + 1);
-  }
-  if (part[0] != "arn" || part[2] != "kinesis" || !arn.starts_with("stream/")) return std::nullopt;
-  arn.remove_prefix(7);
-  std::string_view name = arn.substr(0, arn.find('/'));
+Status ShardNotFoundError(std::string_view shard_id, std::string_view stream,
+                          std::string_view account) {
+  return NotFound("Shard " + std::string(shard_id) + " in stream " + std::string(stream) +
+                  " under account " + std::string(account) + " does not exist");
+}
+
+Status CouldNotFindShardError(std::string_view shard_id, std::string_view stream,
+                              std::string_view account) {
+  return NotFound("Could not find shard " + std::string(shard_id) + " in stream " +
+                  std::string(stream) + " under account " + std::string(account) + ".");
+}
+
+std::optional<StreamArnParts> ParseStreamArn(std::string_view text) {
+  auto arn = aws::ParseArn(text);
+  if (!arn || !arn->Is("kinesis", "stream")) return std::nullopt;
+  std::string_view id = arn->ResourceId();
+  std::string_view name = id.substr(0, id.find('/'));
   if (name.empty()) return std::nullopt;
-  return StreamArnParts{std::string(part[1]), std::string(part[3]), std::string(part[4]),
-                        std::string(name)};
+  return StreamArnParts{arn->partition, arn->region, arn->account, std::string(name)};
 }
 
 namespace {

@@ -82,6 +82,18 @@ struct StreamArnParts {
 };
 std::optional<StreamArnParts> ParseStreamArn(std::string_view arn);
 
+// AWS's two ResourceNotFoundException texts for a shard, each in one place (kNotFound;
+// kinesalite's suite records which operation answers which). `shard_id` as the caller gave
+// it (it may not even parse as a shard id).
+// "Shard <id> in stream <name> under account <account> does not exist": GetShardIterator
+// and SubscribeToShard for a shard id that parses, GetRecords of a deleted stream.
+Status ShardNotFoundError(std::string_view shard_id, std::string_view stream,
+                          std::string_view account);
+// "Could not find shard <id> in stream <name> under account <account>.": a shard id that
+// names no shard at all, and SplitShard's and MergeShards' shard arguments.
+Status CouldNotFindShardError(std::string_view shard_id, std::string_view stream,
+                              std::string_view account);
+
 // JSON document stored per stream in meta.db.
 std::string StreamInfoToJson(const StreamInfo& info);
 Result<StreamInfo> StreamInfoFromJson(std::string_view json);

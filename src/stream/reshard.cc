@@ -22,8 +22,7 @@ ShardInfo* Find(StreamInfo& info, uint32_t index) {
 
 // SplitShard and MergeShards name a missing shard this way (kinesalite's suite).
 Status ShardNotFound(const StreamInfo& info, uint32_t shard, std::string_view account) {
-  return NotFound(fmt::format("Could not find shard {} in stream {} under account {}.",
-                              ShardIdString(shard), info.name, account));
+  return CouldNotFindShardError(ShardIdString(shard), info.name, account);
 }
 
 Status NotEligible(const StreamInfo& info, uint32_t shard, std::string_view account) {

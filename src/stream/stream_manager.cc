@@ -229,8 +229,7 @@ std::vector<ShardProblem> StreamManager::Problems() const {
 }
 
 Status StreamManager::ShardNotFound(const std::string& name, uint32_t shard) const {
-  return NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
-                              ShardIdString(shard), name, options_.account));
+  return ShardNotFoundError(ShardIdString(shard), name, options_.account);
 }
 
 Status StreamManager::NotActiveError(const StreamInfo& info) const {

@@ -1,117 +1,48 @@
-// zlib and zstd streaming compressors. Input is gathered into 1 MiB chunks before it
-// reaches the codec (records are small; per-call codec overhead would dominate), and
-// codec output goes through a fixed scratch buffer appended to the result.
+// The S3 sink's whole-object compressors: the compression module's streaming compressors
+// (compression/compression.h), writing into this object's output.
 #include "delivery/s3/stream_compressor.h"
 
-#include <zlib.h>
-#include <zstd.h>
-
-#include <algorithm>
+#include "compression/compression.h"
 
 namespace icestream::delivery::s3 {
 namespace {
 
-constexpr size_t kChunk = 1 << 20;
-
-class CopyCompressor final : public StreamCompressor {
+class ModuleStream final : public StreamCompressor {
  public:
-  Status Add(std::string_view d) override {
-    out_.append(d);
+  Status Init(compression::Codec codec, compression::CompressOptions options) {
+    ASSIGN_OR_RETURN(stream_, compression::StreamCompressor::Make(codec, &out_, options));
     return Status::OK();
   }
-  Status Finish() override { return Status::OK(); }
-};
-
-// Gathers input; subclasses compress one chunk at a time.
-class ChunkedCompressor : public StreamCompressor {
- public:
-  Status Add(std::string_view d) override {
-    pending_.append(d);
-    if (pending_.size() < kChunk) return Status::OK();
-    Status st = Compress(pending_, false);
-    pending_.clear();
-    return st;
-  }
-  Status Finish() override {
-    Status st = Compress(pending_, true);
-    pending_.clear();
-    pending_.shrink_to_fit();
-    return st;
-  }
-
- protected:
-  ChunkedCompressor() { pending_.reserve(kChunk + 4096); }
-  virtual Status Compress(std::string_view in, bool last) = 0;
-  std::string scratch_;
+  Status Add(std::string_view data) override { return stream_->Add(data); }
+  Status Finish() override { return stream_->Finish(); }
 
  private:
-  std::string pending_;
-};
-
-class GzipCompressor final : public ChunkedCompressor {
- public:
-  explicit GzipCompressor(int level) {
-    // windowBits 15 + 16: a gzip header and trailer around the deflate stream. The header's
-    // mtime stays 0, so output depends on the input only.
-    ok_ = deflateInit2(&z_, level ? level : 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-    scratch_.resize(256 << 10);
-  }
-  ~GzipCompressor() override { deflateEnd(&z_); }
-
- private:
-  Status Compress(std::string_view in, bool last) override {
-    if (!ok_) return Internal("deflateInit2 failed");
-    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-    z_.avail_in = static_cast<uInt>(in.size());
-    int flush = last ? Z_FINISH : Z_NO_FLUSH;
-    int rc;
-    do {
-      z_.next_out = reinterpret_cast<Bytef*>(scratch_.data());
-      z_.avail_out = static_cast<uInt>(scratch_.size());
-      rc = deflate(&z_, flush);
-      if (rc == Z_STREAM_ERROR) return Internal("deflate failed");
-      out_.append(scratch_.data(), scratch_.size() - z_.avail_out);
-    } while (z_.avail_in > 0 || (last && rc != Z_STREAM_END));
-    return Status::OK();
-  }
-  z_stream z_{};
-  bool ok_ = false;
-};
-
-class ZstdCompressor final : public ChunkedCompressor {
- public:
-  explicit ZstdCompressor(int level) : ctx_(ZSTD_createCCtx()) {
-    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, level ? level : 3);
-    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_checksumFlag, 1);
-    scratch_.resize(ZSTD_CStreamOutSize());
-  }
-  ~ZstdCompressor() override { ZSTD_freeCCtx(ctx_); }
-
- private:
-  Status Compress(std::string_view in, bool last) override {
-    ZSTD_inBuffer ib{in.data(), in.size(), 0};
-    ZSTD_EndDirective mode = last ? ZSTD_e_end : ZSTD_e_continue;
-    size_t remaining;
-    do {
-      ZSTD_outBuffer ob{scratch_.data(), scratch_.size(), 0};
-      remaining = ZSTD_compressStream2(ctx_, &ob, &ib, mode);
-      if (ZSTD_isError(remaining)) return Internal(std::string("zstd: ") + ZSTD_getErrorName(remaining));
-      out_.append(scratch_.data(), ob.pos);
-    } while (ib.pos < ib.size || (last && remaining != 0));
-    return Status::OK();
-  }
-  ZSTD_CCtx* ctx_;
+  std::unique_ptr<compression::StreamCompressor> stream_;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<StreamCompressor>> MakeStreamCompressor(Compression c, int level) {
+  compression::Codec codec = compression::Codec::kNone;
+  compression::CompressOptions options{.level = level};
   switch (c) {
-    case Compression::kNone: return std::unique_ptr<StreamCompressor>(new CopyCompressor());
-    case Compression::kGzip: return std::unique_ptr<StreamCompressor>(new GzipCompressor(level));
-    case Compression::kZstd: return std::unique_ptr<StreamCompressor>(new ZstdCompressor(level));
+    case Compression::kNone:
+      break;
+    // One RFC 1952 member with mtime 0: `gzip -d` reads it, and a replay gives the same bytes.
+    case Compression::kGzip:
+      codec = compression::Codec::kGzip;
+      break;
+    // One frame with its checksum: `zstd -d` reads and verifies it.
+    case Compression::kZstd:
+      codec = compression::Codec::kZstd;
+      options.zstd_checksum = true;
+      break;
+    default:
+      return Internal("unknown compression");
   }
-  return Internal("unknown compression");
+  auto s = std::make_unique<ModuleStream>();
+  RETURN_IF_ERROR(s->Init(codec, options));
+  return std::unique_ptr<StreamCompressor>(std::move(s));
 }
 
 }  // namespace icestream::delivery::s3

@@ -1,8 +1,9 @@
-// GSR wire header parsing and zlib inflation.
+// GSR wire header parsing; the zlib payload inflates through the compression module.
 #include "delivery/table/gsr_frame.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
+
+#include "compression/compression.h"
 
 namespace icestream::delivery::table {
 
@@ -23,37 +24,21 @@ std::string UuidText(const unsigned char* b) {
   return s;
 }
 
+// The payload is the producer's data: a payload that does not inflate is a bad record
+// (kInvalidArgument, to the DLQ), told in the record's terms.
 Status Inflate(std::string_view in, size_t max_out, std::string* out) {
-  z_stream z{};
-  if (inflateInit(&z) != Z_OK) return Internal("zlib inflateInit failed");
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  out->clear();
-  char buf[64 << 10];
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    if (rc != Z_OK && rc != Z_STREAM_END) {
-      inflateEnd(&z);
-      return InvalidArgument(
-          fmt::format("the zlib payload does not inflate ({})", z.msg ? z.msg : "truncated"));
-    }
-    out->append(buf, sizeof buf - z.avail_out);
-    if (out->size() > max_out) {
-      inflateEnd(&z);
+  Status st = compression::Decompress(compression::Codec::kZlib, in, max_out, out);
+  if (st.ok()) return st;
+  switch (st.subcode<compression::DecodeError>().value_or(compression::DecodeError::kDamaged)) {
+    case compression::DecodeError::kTooLarge:
       return InvalidArgument(fmt::format("the inflated payload exceeds {} bytes", max_out));
-    }
-    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
-      inflateEnd(&z);
+    case compression::DecodeError::kTruncated:
       return InvalidArgument("the zlib payload is truncated");
-    }
+    case compression::DecodeError::kTrailingBytes:
+      return InvalidArgument("bytes follow the zlib payload");
+    default:
+      return InvalidArgument("the zlib payload does not inflate (" + st.message() + ")");
   }
-  bool trailing = z.avail_in != 0;
-  inflateEnd(&z);
-  if (trailing) return InvalidArgument("bytes follow the zlib payload");
-  return Status::OK();
 }
 
 }  // namespace

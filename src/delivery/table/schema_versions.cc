@@ -56,13 +56,9 @@ Result<std::shared_ptr<const SchemaVersion>> SchemaVersions::ById(const std::str
 }
 
 Result<registry::VersionInfo> SchemaVersions::Get(const registry::VersionSelector& selector) {
-  // arn:aws:glue:<region>:<account>:schema/<registry>/<schema>
-  size_t at = schema_arn_.find(":schema/");
-  if (at == std::string::npos) return InvalidArgument("not a schema ARN: " + schema_arn_);
-  std::string rest = schema_arn_.substr(at + 8);
-  size_t slash = rest.find('/');
-  if (slash == std::string::npos) return InvalidArgument("not a schema ARN: " + schema_arn_);
-  return registry_->GetVersion(rest.substr(0, slash), rest.substr(slash + 1), selector);
+  auto arn = registry::ParseSchemaArn(schema_arn_);
+  if (!arn) return InvalidArgument("not a schema ARN: " + schema_arn_);
+  return registry_->GetVersion(arn->registry, arn->schema, selector);
 }
 
 Result<std::shared_ptr<const SchemaVersion>> SchemaVersions::Latest() {

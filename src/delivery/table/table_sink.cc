@@ -497,42 +497,17 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   return counts;
 }
 
-namespace {
-
-// kds-delivery-spec.md §1.3 / §2.4: the schema ARN's parts.
-struct GsrArn {
-  std::string region, account, registry, schema;
-};
-std::optional<GsrArn> ParseGsrArn(std::string_view arn) {
-  // arn:aws:glue:<region>:<account>:schema/<registry>/<schema>
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (int i = 0; i < 5; ++i) {
-    size_t c = arn.find(':', start);
-    if (c == std::string_view::npos) return std::nullopt;
-    parts.emplace_back(arn.substr(start, c - start));
-    start = c + 1;
-  }
-  std::string_view rest = arn.substr(start);
-  if (!rest.starts_with("schema/")) return std::nullopt;
-  rest.remove_prefix(7);
-  size_t slash = rest.find('/');
-  if (slash == std::string_view::npos) return std::nullopt;
-  return GsrArn{parts[3], parts[4], std::string(rest.substr(0, slash)),
-                std::string(rest.substr(slash + 1))};
-}
-
-}  // namespace
-
 TableDestination::TableDestination(TableServices services, TableSinkOptions options)
     : services_(std::move(services)), options_(options) {}
 
 Status TableDestination::Prepare(ChannelConfig* config) {
   auto& t = config->table();
   RETURN_IF_ERROR(services_.bucket_name(t.table_bucket_arn).status());
-  auto arn = ParseGsrArn(config->gsr_schema_arn);
-  if (!arn)
+  // kds-delivery-spec.md §1.3 / §2.4: the schema ARN's parts.
+  auto arn = registry::ParseSchemaArn(config->gsr_schema_arn);
+  if (!arn) {
     return InvalidArgument("GSRSchemaARN " + config->gsr_schema_arn + " is not a schema ARN.");
+  }
   if (arn->region != services_.region || arn->account != services_.account) {
     return InvalidArgument(fmt::format(
         "GSRSchemaARN {} names a schema in region {} and account {}; the schema must be in the "

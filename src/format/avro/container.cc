@@ -2,14 +2,12 @@
 // "Required Codecs", "Optional Codecs").
 #include "format/avro/container.h"
 
+#include <zlib.h>
+
 #include <cstring>
 
-#include <snappy.h>
-#include <zlib.h>
-#include <zstd.h>
-
 #include "common/crypto.h"
-#include "format/avro/deflate.h"
+#include "compression/compression.h"
 #include "format/avro/encoding.h"
 
 namespace icestream::format::avro {
@@ -19,36 +17,26 @@ namespace {
 constexpr char kMagic[4] = {'O', 'b', 'j', '\x01'};
 constexpr size_t kSyncSize = 16;
 
-// Streaming, so that a frame without a content size cannot make us allocate the limit.
-Status ZstdDecompress(std::string_view in, size_t max_out, std::string* out) {
-  std::unique_ptr<ZSTD_DStream, size_t (*)(ZSTD_DStream*)> ds(ZSTD_createDStream(),
-                                                              ZSTD_freeDStream);
-  if (!ds) return Internal("ZSTD_createDStream failed");
-  out->clear();
-  ZSTD_inBuffer input{in.data(), in.size(), 0};
-  char buf[64 << 10];
-  size_t rc = 1;
-  while (rc != 0) {
-    ZSTD_outBuffer output{buf, sizeof buf, 0};
-    rc = ZSTD_decompressStream(ds.get(), &output, &input);
-    if (ZSTD_isError(rc)) return Corruption("avro: zstandard block does not decompress");
-    out->append(buf, output.pos);
-    if (out->size() > max_out) return Corruption("avro: block exceeds the size limit");
-    if (rc != 0 && input.pos == input.size && output.pos < output.size) {
-      return Corruption("avro: zstandard block is truncated");
-    }
-  }
-  return Status::OK();
+// A block through the compression module, its failure said in Avro's words.
+Status DecompressBlock(compression::Codec codec, std::string_view in, size_t max_out,
+                       std::string* out) {
+  Status st = compression::Decompress(codec, in, max_out, out);
+  if (st.ok()) return st;
+  return st.WithContext("avro: " + std::string(compression::CodecName(codec)) + " block");
 }
 
 }  // namespace
 
 std::string_view CodecName(Codec codec) {
   switch (codec) {
-    case Codec::kNull: return "null";
-    case Codec::kDeflate: return "deflate";
-    case Codec::kSnappy: return "snappy";
-    case Codec::kZstandard: return "zstandard";
+    case Codec::kNull:
+      return "null";
+    case Codec::kDeflate:
+      return "deflate";
+    case Codec::kSnappy:
+      return "snappy";
+    case Codec::kZstandard:
+      return "zstandard";
   }
   return "null";
 }
@@ -73,7 +61,8 @@ ContainerWriter::ContainerWriter(std::string schema_json, ContainerWriterOptions
 Result<std::unique_ptr<ContainerWriter>> ContainerWriter::Make(std::string schema_json,
                                                                ContainerWriterOptions options) {
   for (const auto& [k, v] : options.metadata) {
-    if (k.rfind("avro.", 0) == 0) return InvalidArgument("avro: metadata key '" + k + "' is reserved");
+    if (k.rfind("avro.", 0) == 0)
+      return InvalidArgument("avro: metadata key '" + k + "' is reserved");
   }
   if (options.codec != Codec::kNull && options.codec != Codec::kDeflate) {
     return InvalidArgument("avro: only the null and deflate codecs are written");
@@ -82,7 +71,8 @@ Result<std::unique_ptr<ContainerWriter>> ContainerWriter::Make(std::string schem
     options.sync_marker.resize(kSyncSize);
     crypto::RandomBytes(options.sync_marker.data(), kSyncSize);
   }
-  if (options.sync_marker.size() != kSyncSize) return InvalidArgument("avro: sync marker must be 16 bytes");
+  if (options.sync_marker.size() != kSyncSize)
+    return InvalidArgument("avro: sync marker must be 16 bytes");
   return std::unique_ptr<ContainerWriter>(
       new ContainerWriter(std::move(schema_json), std::move(options)));
 }
@@ -99,7 +89,8 @@ Status ContainerWriter::FlushBlock() {
   PutLong(&out_, block_count_);
   if (options_.codec == Codec::kDeflate) {
     std::string compressed;
-    RETURN_IF_ERROR(DeflateRaw(block_, options_.deflate_level, &compressed));
+    RETURN_IF_ERROR(compression::Compress(compression::Codec::kDeflate, block_, &compressed,
+                                          {.level = options_.deflate_level}));
     PutBytes(&out_, compressed);
   } else {
     PutBytes(&out_, block_);
@@ -142,7 +133,8 @@ Status ContainerReader::ReadHeader() {
       count = -count;
       RETURN_IF_ERROR(dec.ReadLong().status());
     }
-    if (static_cast<uint64_t>(count) > dec.remaining()) return Corruption("avro: bad metadata count");
+    if (static_cast<uint64_t>(count) > dec.remaining())
+      return Corruption("avro: bad metadata count");
     for (int64_t i = 0; i < count; ++i) {
       ASSIGN_OR_RETURN(std::string_view k, dec.ReadBytes());
       ASSIGN_OR_RETURN(std::string_view v, dec.ReadBytes());
@@ -184,31 +176,33 @@ Status ContainerReader::LoadBlock() {
   if (sync != sync_) return Corruption("avro: block sync marker does not match the header");
   pos_ += dec.position();
   switch (codec_) {
-    case Codec::kNull: block_ = data; break;
+    case Codec::kNull:
+      block_ = data;
+      break;
     case Codec::kDeflate:
-      RETURN_IF_ERROR(Inflate(data, -15, limits_.max_block_bytes, &block_storage_));
+      RETURN_IF_ERROR(DecompressBlock(compression::Codec::kDeflate, data, limits_.max_block_bytes,
+                                      &block_storage_));
       block_ = block_storage_;
       break;
     case Codec::kSnappy: {
       if (data.size() < 4) return Corruption("avro: snappy block without checksum");
+      // Avro's snappy codec: a raw snappy block, then the CRC-32 of the uncompressed data.
       std::string_view body = data.substr(0, data.size() - 4);
-      size_t n = 0;
-      if (!snappy::GetUncompressedLength(body.data(), body.size(), &n) ||
-          n > limits_.max_block_bytes ||
-          !snappy::Uncompress(body.data(), body.size(), &block_storage_)) {
-        return Corruption("avro: snappy block does not decompress");
-      }
-      auto crc = static_cast<uint32_t>(
-          crc32(0, reinterpret_cast<const Bytef*>(block_storage_.data()),
-                static_cast<uInt>(block_storage_.size())));
+      RETURN_IF_ERROR(DecompressBlock(compression::Codec::kSnappy, body, limits_.max_block_bytes,
+                                      &block_storage_));
+      auto crc =
+          static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(block_storage_.data()),
+                                      static_cast<uInt>(block_storage_.size())));
       const auto* c = reinterpret_cast<const unsigned char*>(data.data() + data.size() - 4);
-      uint32_t want = (uint32_t{c[0]} << 24) | (uint32_t{c[1]} << 16) | (uint32_t{c[2]} << 8) | c[3];
+      uint32_t want =
+          (uint32_t{c[0]} << 24) | (uint32_t{c[1]} << 16) | (uint32_t{c[2]} << 8) | c[3];
       if (crc != want) return Corruption("avro: snappy block checksum mismatch");
       block_ = block_storage_;
       break;
     }
     case Codec::kZstandard:
-      RETURN_IF_ERROR(ZstdDecompress(data, limits_.max_block_bytes, &block_storage_));
+      RETURN_IF_ERROR(DecompressBlock(compression::Codec::kZstd, data, limits_.max_block_bytes,
+                                      &block_storage_));
       block_ = block_storage_;
       break;
   }

@@ -1,6 +1,7 @@
 // Page compression codecs with the exact framing Parquet readers expect
 // (parquet-format Compression.md): SNAPPY = one raw snappy block, GZIP = one gzip
-// member (RFC 1952), ZSTD = one zstd frame with the content size.
+// member (RFC 1952), ZSTD = one zstd frame with the content size. The codecs themselves
+// are the compression module's (compression/compression.h); this maps Parquet's numbers.
 #pragma once
 
 #include <memory>
@@ -9,6 +10,10 @@
 
 #include "common/status.h"
 #include "format/parquet/types.h"
+
+namespace icestream::compression {
+class Decompressor;
+}
 
 namespace icestream::format::parquet {
 
@@ -29,7 +34,7 @@ Result<std::unique_ptr<Compressor>> MakeCompressor(Codec codec, int level = 0);
 // thread-safe; use one per thread.
 class Decompressor {
  public:
-  Decompressor() = default;
+  Decompressor();
   ~Decompressor();
   Decompressor(const Decompressor&) = delete;
   Decompressor& operator=(const Decompressor&) = delete;
@@ -42,7 +47,7 @@ class Decompressor {
   Status Decompress(Codec codec, std::string_view input, size_t expected_size, std::string* out);
 
  private:
-  void* zstd_ = nullptr;  // ZSTD_DCtx
+  std::unique_ptr<compression::Decompressor> d_;
 };
 
 // One-shot decompression, for tests and self-checks; `expected_size` is the uncompressed size

@@ -5,10 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 #include <thread>
-
-#include <filesystem>
 
 #include "common/testing/status_assertions.h"
 #include "http/server.h"
@@ -78,14 +77,14 @@ class RestHarness final : public iceberg::testing::CatalogHarness {
   std::unique_ptr<RestCatalog> first_, second_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Rest, CatalogConformance,
-                         ::testing::Values(iceberg::testing::CatalogImpl{
-                             "rest",
-                             [](const std::string& root)
-                                 -> std::unique_ptr<iceberg::testing::CatalogHarness> {
-                               return std::make_unique<RestHarness>(root);
-                             }}),
-                         iceberg::testing::CatalogImplName);
+INSTANTIATE_TEST_SUITE_P(
+    Rest, CatalogConformance,
+    ::testing::Values(iceberg::testing::CatalogImpl{
+        "rest",
+        [](const std::string& root) -> std::unique_ptr<iceberg::testing::CatalogHarness> {
+          return std::make_unique<RestHarness>(root);
+        }}),
+    iceberg::testing::CatalogImplName);
 
 class RestCatalogTest : public testing::CatalogEnv {
  protected:
@@ -125,7 +124,8 @@ class RestCatalogTest : public testing::CatalogEnv {
   CreateTableRequest Request(const std::string& name) {
     CreateTableRequest r;
     r.name = name;
-    r.schema.fields = {{1, "id", true, Primitive(TypeId::kLong), ""}, {2, "kind", false, Primitive(TypeId::kString), ""}};
+    r.schema.fields = {{1, "id", true, Primitive(TypeId::kLong), ""},
+                       {2, "kind", false, Primitive(TypeId::kString), ""}};
     PartitionSpec spec;
     spec.fields = {{2, 0, "kind", Transform::Identity()}};
     r.spec = spec;
@@ -171,7 +171,8 @@ TEST_F(RestCatalogTest, CatalogOperationsRoundTrip) {
                                              {update::SetProperties{{{"a", "b"}}}})
                                .status());
   EXPECT_STATUS(kInvalidArgument, rest_->CommitTable(id, {}, {update::SetCurrentSchema{42}}));
-  EXPECT_TRUE(IsNoSuchTable(rest_->CommitTable({{"db"}, "none"}, {}, {update::SetProperties{{{"a", "b"}}}}).status()));
+  EXPECT_TRUE(IsNoSuchTable(
+      rest_->CommitTable({{"db"}, "none"}, {}, {update::SetProperties{{{"a", "b"}}}}).status()));
   ASSERT_OK_AND_ASSIGN(auto committed,
                        rest_->CommitTable(id, {requirement::AssertTableUuid{t.metadata.table_uuid}},
                                           {update::SetProperties{{{"a", "b"}}}}));
@@ -216,7 +217,8 @@ TEST_F(RestCatalogTest, TablesCommitThroughRestFromTwoWriters) {
       for (int i = 0; i < kCommits; ++i) {
         DataFile f;
         f.partition = {Literal::String(w ? "b" : "a")};
-        f.file_path = (*t)->NewDataFileLocation(f.partition, "w" + std::to_string(w) + "-" + std::to_string(i) + ".parquet");
+        f.file_path = (*t)->NewDataFileLocation(
+            f.partition, "w" + std::to_string(w) + "-" + std::to_string(i) + ".parquet");
         f.record_count = 1;
         f.file_size_in_bytes = 1;
         if (Status st = (*t)->AppendFiles({f}).status(); !st.ok()) {

@@ -52,7 +52,7 @@ ErrorModel ErrorFor(const Status& st, Route route) {
     case StatusCode::kAlreadyExists:
       return {409, "AlreadyExistsException", m};
     case StatusCode::kFailedPrecondition:
-      if (m.rfind("Namespace is not empty", 0) == 0) return {409, "NamespaceNotEmptyException", m};
+      if (IsNamespaceNotEmpty(st)) return {409, "NamespaceNotEmptyException", m};
       return {400, "BadRequestException", m};
     case StatusCode::kConflict:
       return {409, "CommitFailedException", m};

@@ -653,17 +653,15 @@ void GetShardIterator(Context& ctx, Call& call, aws::Params& p) {
   // the iterator type's rules.
   auto idx = stream::ParseShardId(*shard_id);
   if (!idx) {
-    return call.Fail(NotFound(fmt::format("Could not find shard {} in stream {} under account {}.",
-                                          *shard_id, *name, ctx.options.account)));
+    return call.Fail(stream::CouldNotFindShardError(*shard_id, *name, ctx.options.account));
   }
-  std::string not_found = fmt::format("Shard {} in stream {} under account {} does not exist",
-                                      ShardIdString(*idx), *name, ctx.options.account);
+  Status not_found = stream::ShardNotFoundError(ShardIdString(*idx), *name, ctx.options.account);
   auto info = ctx.streams->Describe(*name);
   if (!info.ok()) {
-    if (info.status().code() == StatusCode::kNotFound) return call.Fail(NotFound(not_found));
+    if (info.status().code() == StatusCode::kNotFound) return call.Fail(not_found);
     return call.Fail(info.status());
   }
-  if (!info->FindShard(*idx)) return call.Fail(NotFound(not_found));
+  if (!info->FindShard(*idx)) return call.Fail(not_found);
   bool by_seq = *type == "AT_SEQUENCE_NUMBER" || *type == "AFTER_SEQUENCE_NUMBER";
   if (by_seq && !seq) {
     return call.Fail(aws::InvalidArgumentError(fmt::format(
@@ -777,9 +775,8 @@ void GetRecords(Context& ctx, Call& call, aws::Params& p) {
   if (!r.ok()) {
     // A stream deleted (or re-created) since: AWS names the shard (kinesalite's suite).
     if (r.status().code() == StatusCode::kNotFound) {
-      return call.Fail(NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
-                                            ShardIdString(t->shard_index), t->stream_name,
-                                            ctx.options.account)));
+      return call.Fail(stream::ShardNotFoundError(ShardIdString(t->shard_index), t->stream_name,
+                                                  ctx.options.account));
     }
     return call.Fail(r.status());
   }

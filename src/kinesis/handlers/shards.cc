@@ -198,8 +198,7 @@ void SplitShard(Context& ctx, Call& call, aws::Params& p) {
   }
   auto idx = stream::ParseShardId(*shard);
   if (!idx) {
-    return call.Fail(NotFound(fmt::format("Could not find shard {} in stream {} under account {}.",
-                                          *shard, *name, ctx.options.account)));
+    return call.Fail(stream::CouldNotFindShardError(*shard, *name, ctx.options.account));
   }
   Status st = ctx.streams->SplitShard(*name, *idx, *k);
   if (!st.ok()) return call.Fail(st);
@@ -220,9 +219,7 @@ void MergeShards(Context& ctx, Call& call, aws::Params& p) {
   auto ib = stream::ParseShardId(*b);
   for (auto [parsed, text] : {std::pair{ia, *a}, std::pair{ib, *b}}) {
     if (!parsed) {
-      return call.Fail(
-          NotFound(fmt::format("Could not find shard {} in stream {} under account {}.", text,
-                               *name, ctx.options.account)));
+      return call.Fail(stream::CouldNotFindShardError(text, *name, ctx.options.account));
     }
   }
   Status st = ctx.streams->MergeShards(*name, *ia, *ib);

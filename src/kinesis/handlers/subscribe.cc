@@ -426,8 +426,7 @@ void SubscribeToShard(Context& ctx, Call& call, aws::Params& p) {
   }
   auto idx = stream::ParseShardId(*shard_id);
   if (!idx || !info->FindShard(*idx)) {
-    return call.Fail(NotFound(fmt::format("Shard {} in stream {} under account {} does not exist",
-                                          *shard_id, info->name, ctx.options.account)));
+    return call.Fail(stream::ShardNotFoundError(*shard_id, info->name, ctx.options.account));
   }
   bool by_seq = *type == "AT_SEQUENCE_NUMBER" || *type == "AFTER_SEQUENCE_NUMBER";
   if (by_seq != seq.has_value()) {

@@ -3,6 +3,7 @@
 // (aws-api.md §B.8).
 #include <fmt/format.h>
 
+#include "aws/arn.h"
 #include "delivery/channel_manager.h"
 #include "kinesis/context.h"
 
@@ -130,7 +131,8 @@ bool ChannelTagCall(Context& ctx, Call& call, aws::Params& p,
   auto it = obj.find("ResourceARN");
   if (it == obj.end() || !it->is_string()) return false;
   std::string arn = it->get<std::string>();
-  if (arn.find(":channel/") == std::string::npos) return false;
+  auto parsed = aws::ParseArn(arn);
+  if (!parsed || !parsed->Is("kinesis", "channel")) return false;
   if (!ctx.channels) {
     call.Fail(
         NotFound(fmt::format("Channel {} under account {} not found.", arn, ctx.options.account)));

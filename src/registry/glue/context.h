@@ -1,25 +1,22 @@
-// Shared pieces of the Glue handlers (internal to registry/): the call, identifier
+// Shared pieces of the Glue handlers (internal to registry/glue/): the call, identifier
 // resolution (RegistryId, SchemaId, SchemaVersionNumber) and member checks with Glue's
 // InvalidInputException texts (aws-api.md §D.2, §D.5).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "aws/error.h"
 #include "aws/params.h"
-#include "registry/glue_api.h"
+#include "registry/glue/api.h"
 
-namespace icestream::registry {
+namespace icestream::registry::glue {
 
 struct GlueApi::Context {
   SchemaRegistry* registry;
   GlueOptions options;
 };
-
-namespace glue {
 
 struct Call {
   std::shared_ptr<http::Request> req;
@@ -79,5 +76,4 @@ void GetSchemaByDefinition(GlueApi::Context&, Call&, aws::Params&);
 void DeleteSchemaVersions(GlueApi::Context&, Call&, aws::Params&);
 void CheckSchemaVersionValidity(GlueApi::Context&, Call&, aws::Params&);
 
-}  // namespace glue
-}  // namespace icestream::registry
+}  // namespace icestream::registry::glue

@@ -16,7 +16,7 @@
 #include "http/client.h"
 #include "objectstore/object_store.h"
 
-namespace icestream::objectstore {
+namespace icestream::objectstore::s3 {
 
 struct S3Options {
   std::string endpoint;  // "http://127.0.0.1:17480" or "https://s3.us-east-1.amazonaws.com"
@@ -88,4 +88,4 @@ class S3ObjectStore final : public ObjectStore {
   std::atomic<uint64_t> retries_{0};
 };
 
-}  // namespace icestream::objectstore
+}  // namespace icestream::objectstore::s3

@@ -10,7 +10,7 @@
 
 #include "objectstore/object_store.h"
 
-namespace icestream::objectstore {
+namespace icestream::objectstore::s3 {
 
 // Text of the first <tag>…</tag> in `xml` (entities decoded), or nullopt.
 std::optional<std::string> XmlText(std::string_view xml, std::string_view tag);
@@ -28,4 +28,4 @@ ListPage ParseListObjectsV2(std::string_view xml);
 // Parses "2024-01-02T03:04:05.000Z"; 0 when malformed.
 int64_t ParseS3Time(std::string_view s);
 
-}  // namespace icestream::objectstore
+}  // namespace icestream::objectstore::s3

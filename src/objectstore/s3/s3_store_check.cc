@@ -6,26 +6,27 @@
 #include <cstdlib>
 #include <string>
 
-#include "objectstore/s3_store.h"
+#include "objectstore/s3/s3_store.h"
 
 using namespace icestream;
 using namespace icestream::objectstore;
+using namespace icestream::objectstore::s3;
 
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
+#define CHECK(cond)                                                           \
+  do {                                                                        \
+    if (!(cond)) {                                                            \
       std::fprintf(stderr, "check failed at line %d: %s\n", __LINE__, #cond); \
-      return 1;                                                                \
-    }                                                                          \
+      return 1;                                                               \
+    }                                                                         \
   } while (0)
 
-#define CHECK_OK(expr)                                                                \
-  do {                                                                                \
-    auto _s = (expr);                                                                 \
-    if (!_s.ok()) {                                                                   \
-      std::fprintf(stderr, "line %d: %s\n", __LINE__, _s.ToString().c_str());        \
-      return 1;                                                                       \
-    }                                                                                 \
+#define CHECK_OK(expr)                                                        \
+  do {                                                                        \
+    auto _s = (expr);                                                         \
+    if (!_s.ok()) {                                                           \
+      std::fprintf(stderr, "line %d: %s\n", __LINE__, _s.ToString().c_str()); \
+      return 1;                                                               \
+    }                                                                         \
   } while (0)
 
 int main(int argc, char** argv) {

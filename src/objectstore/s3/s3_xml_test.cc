@@ -1,8 +1,8 @@
-#include "objectstore/s3_xml.h"
+#include "objectstore/s3/s3_xml.h"
 
 #include <gtest/gtest.h>
 
-namespace icestream::objectstore {
+namespace icestream::objectstore::s3 {
 namespace {
 
 TEST(S3XmlTest, ErrorsAndListPages) {
@@ -32,4 +32,4 @@ TEST(S3XmlTest, ErrorsAndListPages) {
 }
 
 }  // namespace
-}  // namespace icestream::objectstore
+}  // namespace icestream::objectstore::s3

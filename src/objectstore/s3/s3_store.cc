@@ -1,6 +1,9 @@
 // S3 REST calls (PutObject, multipart upload, GetObject, HeadObject, ListObjectsV2,
 // DeleteObject, HeadBucket) with SigV4 and retries.
-#include "objectstore/s3_store.h"
+#include "objectstore/s3/s3_store.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -11,9 +14,9 @@
 #include <thread>
 
 #include "common/crypto.h"
-#include "objectstore/s3_xml.h"
+#include "objectstore/s3/s3_xml.h"
 
-namespace icestream::objectstore {
+namespace icestream::objectstore::s3 {
 namespace {
 
 bool Retryable(int status, const std::string& code) {
@@ -302,4 +305,4 @@ Status S3ObjectStore::CheckBucket(const std::string& bucket, const ReadOptions& 
   return Status::OK();
 }
 
-}  // namespace icestream::objectstore
+}  // namespace icestream::objectstore::s3

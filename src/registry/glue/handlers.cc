@@ -2,7 +2,7 @@
 // operation. Each reads and checks its members, calls the SchemaRegistry and answers.
 #include <fmt/format.h>
 
-#include "registry/glue_context.h"
+#include "registry/glue/context.h"
 
 namespace icestream::registry::glue {
 
@@ -31,8 +31,11 @@ Check Missing(std::string_view member) {
 }
 
 json RegistryJson(const RegistryInfo& r) {
-  json j = {{"RegistryName", r.name}, {"RegistryArn", r.arn}, {"Status", "AVAILABLE"},
-            {"CreatedTime", Time(r.created_ms)}, {"UpdatedTime", Time(r.updated_ms)}};
+  json j = {{"RegistryName", r.name},
+            {"RegistryArn", r.arn},
+            {"Status", "AVAILABLE"},
+            {"CreatedTime", Time(r.created_ms)},
+            {"UpdatedTime", Time(r.updated_ms)}};
   if (!r.description.empty()) j["Description"] = r.description;
   return j;
 }
@@ -55,7 +58,8 @@ json SchemaJson(const SchemaInfo& s) {
 }
 
 // The SchemaId member, required.
-Check SchemaIdOf(GlueApi::Context& ctx, aws::Params& p, std::string* registry, std::string* schema) {
+Check SchemaIdOf(GlueApi::Context& ctx, aws::Params& p, std::string* registry,
+                 std::string* schema) {
   const json* id = p.Struct("SchemaId");
   if (auto e = p.Error()) return e;
   if (id == nullptr) return Missing("SchemaId");
@@ -63,8 +67,8 @@ Check SchemaIdOf(GlueApi::Context& ctx, aws::Params& p, std::string* registry, s
 }
 
 // SchemaId and SchemaDefinition, both required.
-Check SchemaAndDefinition(GlueApi::Context& ctx, aws::Params& p, std::string* registry, std::string* schema,
-                          std::string* definition) {
+Check SchemaAndDefinition(GlueApi::Context& ctx, aws::Params& p, std::string* registry,
+                          std::string* schema, std::string* definition) {
   if (auto e = SchemaIdOf(ctx, p, registry, schema)) return e;
   auto d = p.Str("SchemaDefinition");
   if (auto e = p.Error()) return e;
@@ -82,9 +86,11 @@ Check RegistryIdOf(GlueApi::Context& ctx, aws::Params& p, std::string* registry)
 }
 
 template <typename T, typename F>
-void ReplyPage(Call& call, const std::vector<T>& all, size_t offset, size_t limit, const char* key, F to_json) {
+void ReplyPage(Call& call, const std::vector<T>& all, size_t offset, size_t limit, const char* key,
+               F to_json) {
   json items = json::array();
-  for (size_t i = offset; i < all.size() && i < offset + limit; ++i) items.push_back(to_json(all[i]));
+  for (size_t i = offset; i < all.size() && i < offset + limit; ++i)
+    items.push_back(to_json(all[i]));
   json out = {{key, items}};
   if (offset + limit < all.size()) out["NextToken"] = NextToken(offset + limit);
   call.Reply(out);
@@ -165,7 +171,8 @@ void CreateSchema(GlueApi::Context& ctx, Call& call, aws::Params& p) {
   if (!format) return call.Fail(*Missing("DataFormat"));
   DataFormat df;
   if (!ParseDataFormat(*format, &df)) {
-    return call.Fail(InvalidInput("Data format is not supported: " + *format + ". Use AVRO, JSON or PROTOBUF."));
+    return call.Fail(
+        InvalidInput("Data format is not supported: " + *format + ". Use AVRO, JSON or PROTOBUF."));
   }
   Compatibility c = Compatibility::kBackward;
   if (compat && !ParseCompatibility(*compat, &c)) {
@@ -175,8 +182,8 @@ void CreateSchema(GlueApi::Context& ctx, Call& call, aws::Params& p) {
   if (definition && Failed(call, CheckDefinitionText(*definition))) return;
   Tags t;
   if (tags && Failed(call, CheckTags(*tags, &t))) return;
-  auto r = ctx.registry->CreateSchema(registry, registry_id != nullptr, *name, df, c, description.value_or(""), t,
-                                      definition);
+  auto r = ctx.registry->CreateSchema(registry, registry_id != nullptr, *name, df, c,
+                                      description.value_or(""), t, definition);
   if (!r.ok()) return call.Fail(r.status());
   const SchemaInfo& s = r->schema;
   json out = SchemaJson(s);
@@ -212,8 +219,12 @@ void ListSchemas(GlueApi::Context& ctx, Call& call, aws::Params& p) {
   auto all = ctx.registry->ListSchemas(registry);
   if (!all.ok()) return call.Fail(all.status());
   ReplyPage(call, *all, offset, limit, "Schemas", [](const SchemaInfo& s) {
-    json j = {{"RegistryName", s.registry}, {"SchemaName", s.name}, {"SchemaArn", s.arn}, {"SchemaStatus", "AVAILABLE"},
-              {"CreatedTime", Time(s.created_ms)}, {"UpdatedTime", Time(s.updated_ms)}};
+    json j = {{"RegistryName", s.registry},
+              {"SchemaName", s.name},
+              {"SchemaArn", s.arn},
+              {"SchemaStatus", "AVAILABLE"},
+              {"CreatedTime", Time(s.created_ms)},
+              {"UpdatedTime", Time(s.updated_ms)}};
     if (!s.description.empty()) j["Description"] = s.description;
     return j;
   });
@@ -235,14 +246,17 @@ void UpdateSchema(GlueApi::Context& ctx, Call& call, aws::Params& p) {
   std::optional<Compatibility> c;
   if (compat) {
     Compatibility parsed;
-    if (!ParseCompatibility(*compat, &parsed)) return call.Fail(InvalidInput("Compatibility is not valid: " + *compat));
+    if (!ParseCompatibility(*compat, &parsed))
+      return call.Fail(InvalidInput("Compatibility is not valid: " + *compat));
     c = parsed;
   }
   if (c && !checkpoint) {
-    return call.Fail(InvalidInput("SchemaVersionNumber is required when Compatibility is updated."));
+    return call.Fail(
+        InvalidInput("SchemaVersionNumber is required when Compatibility is updated."));
   }
   if (!c && !checkpoint && !description) {
-    return call.Fail(InvalidInput("At least one of Compatibility, SchemaVersionNumber or Description has to be provided."));
+    return call.Fail(InvalidInput(
+        "At least one of Compatibility, SchemaVersionNumber or Description has to be provided."));
   }
   if (description && Failed(call, CheckDescription(*description))) return;
   auto s = ctx.registry->UpdateSchema(registry, schema, checkpoint, c, description);
@@ -265,7 +279,8 @@ void RegisterSchemaVersion(GlueApi::Context& ctx, Call& call, aws::Params& p) {
   if (Failed(call, SchemaAndDefinition(ctx, p, &registry, &schema, &definition))) return;
   auto v = ctx.registry->RegisterVersion(registry, schema, definition);
   if (!v.ok()) return call.Fail(v.status());
-  call.Reply({{"SchemaVersionId", v->id}, {"VersionNumber", v->number},
+  call.Reply({{"SchemaVersionId", v->id},
+              {"VersionNumber", v->number},
               {"Status", std::string(VersionStatusName(v->status))}});
 }
 
@@ -276,15 +291,19 @@ void GetSchemaVersion(GlueApi::Context& ctx, Call& call, aws::Params& p) {
   if (Failed(call, p)) return;
   Result<VersionInfo> v = NotFound("");
   if (version_id) {
-    if (id || svn) return call.Fail(InvalidInput("No other input parameters can be specified when fetching by SchemaVersionId."));
+    if (id || svn)
+      return call.Fail(InvalidInput(
+          "No other input parameters can be specified when fetching by SchemaVersionId."));
     if (version_id->size() != 36) {
-      return call.Fail(InvalidInput("The parameter value contains one or more characters that are not valid. Parameter "
-                                    "Name: schemaVersionId"));
+      return call.Fail(InvalidInput(
+          "The parameter value contains one or more characters that are not valid. Parameter "
+          "Name: schemaVersionId"));
     }
     v = ctx.registry->GetVersionById(*version_id);
   } else {
     if (!id || !svn) {
-      return call.Fail(InvalidInput("SchemaVersionId, or SchemaId with SchemaVersionNumber, has to be provided."));
+      return call.Fail(InvalidInput(
+          "SchemaVersionId, or SchemaId with SchemaVersionNumber, has to be provided."));
     }
     std::string registry, schema;
     if (Failed(call, ResolveSchemaId(ctx, *id, &registry, &schema))) return;
@@ -293,9 +312,12 @@ void GetSchemaVersion(GlueApi::Context& ctx, Call& call, aws::Params& p) {
     v = ctx.registry->GetVersion(registry, schema, sel);
   }
   if (!v.ok()) return call.Fail(v.status());
-  call.Reply({{"SchemaVersionId", v->id}, {"SchemaDefinition", v->definition},
-              {"DataFormat", std::string(DataFormatName(v->data_format))}, {"SchemaArn", v->schema_arn},
-              {"VersionNumber", v->number}, {"Status", std::string(VersionStatusName(v->status))},
+  call.Reply({{"SchemaVersionId", v->id},
+              {"SchemaDefinition", v->definition},
+              {"DataFormat", std::string(DataFormatName(v->data_format))},
+              {"SchemaArn", v->schema_arn},
+              {"VersionNumber", v->number},
+              {"Status", std::string(VersionStatusName(v->status))},
               {"CreatedTime", Time(v->created_ms)}});
 }
 
@@ -307,8 +329,11 @@ void ListSchemaVersions(GlueApi::Context& ctx, Call& call, aws::Params& p) {
   auto all = ctx.registry->ListVersions(registry, schema);
   if (!all.ok()) return call.Fail(all.status());
   ReplyPage(call, *all, offset, limit, "Schemas", [](const VersionInfo& v) {
-    return json{{"SchemaArn", v.schema_arn}, {"SchemaVersionId", v.id}, {"VersionNumber", v.number},
-                {"Status", std::string(VersionStatusName(v.status))}, {"CreatedTime", Time(v.created_ms)}};
+    return json{{"SchemaArn", v.schema_arn},
+                {"SchemaVersionId", v.id},
+                {"VersionNumber", v.number},
+                {"Status", std::string(VersionStatusName(v.status))},
+                {"CreatedTime", Time(v.created_ms)}};
   });
 }
 
@@ -317,9 +342,11 @@ void GetSchemaByDefinition(GlueApi::Context& ctx, Call& call, aws::Params& p) {
   if (Failed(call, SchemaAndDefinition(ctx, p, &registry, &schema, &definition))) return;
   auto v = ctx.registry->GetVersionByDefinition(registry, schema, definition);
   if (!v.ok()) return call.Fail(v.status());
-  call.Reply({{"SchemaVersionId", v->id}, {"SchemaArn", v->schema_arn},
+  call.Reply({{"SchemaVersionId", v->id},
+              {"SchemaArn", v->schema_arn},
               {"DataFormat", std::string(DataFormatName(v->data_format))},
-              {"Status", std::string(VersionStatusName(v->status))}, {"CreatedTime", Time(v->created_ms)}});
+              {"Status", std::string(VersionStatusName(v->status))},
+              {"CreatedTime", Time(v->created_ms)}});
 }
 
 void DeleteSchemaVersions(GlueApi::Context& ctx, Call& call, aws::Params& p) {
@@ -344,15 +371,18 @@ void DeleteSchemaVersions(GlueApi::Context& ctx, Call& call, aws::Params& p) {
                                             number(versions->substr(dash + 1), &last);
   if (dash == std::string::npos) last = first;
   if (!ok || last < first) {
-    return call.Fail(InvalidInput("The parameter value contains one or more characters that are not valid. Parameter "
-                                  "Name: versions"));
+    return call.Fail(InvalidInput(
+        "The parameter value contains one or more characters that are not valid. Parameter "
+        "Name: versions"));
   }
-  if (last - first + 1 > 25) return call.Fail(InvalidInput("At most 25 schema versions can be deleted at once."));
+  if (last - first + 1 > 25)
+    return call.Fail(InvalidInput("At most 25 schema versions can be deleted at once."));
   auto errors = ctx.registry->DeleteVersions(registry, schema, first, last);
   if (!errors.ok()) return call.Fail(errors.status());
   json items = json::array();
   for (const auto& e : *errors) {
-    items.push_back({{"VersionNumber", e.number}, {"ErrorDetails", {{"ErrorCode", e.code}, {"ErrorMessage", e.message}}}});
+    items.push_back({{"VersionNumber", e.number},
+                     {"ErrorDetails", {{"ErrorCode", e.code}, {"ErrorMessage", e.message}}}});
   }
   call.Reply({{"SchemaVersionErrors", items}});
 }
@@ -364,7 +394,8 @@ void CheckSchemaVersionValidity(GlueApi::Context&, Call& call, aws::Params& p) {
   if (!format) return call.Fail(*Missing("DataFormat"));
   if (!definition) return call.Fail(*Missing("SchemaDefinition"));
   DataFormat df;
-  if (!ParseDataFormat(*format, &df)) return call.Fail(InvalidInput("Data format is not supported: " + *format));
+  if (!ParseDataFormat(*format, &df))
+    return call.Fail(InvalidInput("Data format is not supported: " + *format));
   if (Failed(call, CheckDefinitionText(*definition))) return;
   Status st = CheckDefinition(df, *definition);
   if (st.ok()) return call.Reply({{"Valid", true}});

@@ -1,10 +1,10 @@
 // Minimal XML reading for S3 responses.
-#include "objectstore/s3_xml.h"
+#include "objectstore/s3/s3_xml.h"
 
-#include <ctime>
 #include <cstdlib>
+#include <ctime>
 
-namespace icestream::objectstore {
+namespace icestream::objectstore::s3 {
 
 std::string XmlDecode(std::string_view s) {
   std::string out;
@@ -20,11 +20,16 @@ std::string XmlDecode(std::string_view s) {
       continue;
     }
     std::string_view ent = s.substr(i + 1, semi - i - 1);
-    if (ent == "amp") out.push_back('&');
-    else if (ent == "lt") out.push_back('<');
-    else if (ent == "gt") out.push_back('>');
-    else if (ent == "quot") out.push_back('"');
-    else if (ent == "apos") out.push_back('\'');
+    if (ent == "amp")
+      out.push_back('&');
+    else if (ent == "lt")
+      out.push_back('<');
+    else if (ent == "gt")
+      out.push_back('>');
+    else if (ent == "quot")
+      out.push_back('"');
+    else if (ent == "apos")
+      out.push_back('\'');
     else if (!ent.empty() && ent[0] == '#') {
       unsigned long cp = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X')
                              ? std::strtoul(std::string(ent.substr(2)).c_str(), nullptr, 16)
@@ -57,12 +62,23 @@ std::string XmlEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -120,4 +136,4 @@ ListPage ParseListObjectsV2(std::string_view xml) {
   return page;
 }
 
-}  // namespace icestream::objectstore
+}  // namespace icestream::objectstore::s3

@@ -17,7 +17,7 @@
 #include "http/message.h"
 #include "registry/registry.h"
 
-namespace icestream::registry {
+namespace icestream::registry::glue {
 
 struct GlueOptions {
   std::string region = "us-east-1";
@@ -40,4 +40,4 @@ class GlueApi {
   std::unique_ptr<Context> ctx_;
 };
 
-}  // namespace icestream::registry
+}  // namespace icestream::registry::glue
