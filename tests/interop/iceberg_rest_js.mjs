@@ -146,7 +146,13 @@ try {
   await expectError(catalog.commitTable(id, { requirements: [], updates: [{ action: 'add-snapshot', snapshot: snapshot(1003, 1002, 2) }] }),
                     400, 'BadRequestException');
 
-  // Register the current metadata under a second name, rename it, drop both.
+  // A second name for a live table's metadata would make two tables share files (one's
+  // orphan cleanup would delete the other's): refused. Dropped from the catalog (files
+  // kept), the table registers again under another name, and is renamed and dropped.
+  await expectError(catalog.registerTable(ns, { name: 'events_copy', 'metadata-location': commit2['metadata-location'] }),
+                    400, 'BadRequestException');
+  await catalog.dropTable(id, { purge: false });
+  await expectError(catalog.loadTable(id), 404, 'NoSuchTableException');
   const reg = await catalog.registerTableResult(ns, { name: 'events_copy', 'metadata-location': commit2['metadata-location'] });
   assert.equal(reg.metadata['table-uuid'], uuid);
   await expectError(catalog.registerTable(ns, { name: 'events_copy', 'metadata-location': commit2['metadata-location'] }),
@@ -156,10 +162,8 @@ try {
   assert.equal(await catalog.tableExists({ namespace: ['analytics', 'daily'], name: 'renamed' }), true);
   assert.equal(await catalog.tableExists({ namespace: ['analytics'], name: 'events_copy' }), false);
   await expectError(catalog.dropNamespace({ namespace: ['analytics', 'daily'] }), 409, 'NamespaceNotEmptyException');
-  await catalog.dropTable({ namespace: ['analytics', 'daily'], name: 'renamed' }, { purge: false });
+  await catalog.dropTable({ namespace: ['analytics', 'daily'], name: 'renamed' }, { purge: true });
   await catalog.dropNamespace({ namespace: ['analytics', 'daily'] });
-  await catalog.dropTable(id, { purge: true });
-  await expectError(catalog.loadTable(id), 404, 'NoSuchTableException');
   await expectError(catalog.dropTable(id), 404, 'NoSuchTableException');
   await catalog.dropNamespace(ns);
   assert.deepEqual((await catalog.listNamespaces()).namespaces, []);

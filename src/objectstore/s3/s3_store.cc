@@ -5,9 +5,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <random>
