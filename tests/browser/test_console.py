@@ -402,7 +402,8 @@ class ConsolePages(unittest.TestCase, PageChecks):
         self.assertIn(f"arn:aws:s3:::{ARCHIVE} (GZIP)", sp["text"])
         # Without DeadLetterQueueS3Configuration the DLQ is the destination bucket's
         # kinesis-channel/errors/ folder (docs/channels.md), and it is empty.
-        self.assertIn(f"s3://{ARCHIVE}/kinesis-channel/errors/visits-to-s3/", sp["text"])
+        # (shown as the API describes it: the bucket's ARN and the channel's error prefix)
+        self.assertIn(f"arn:aws:s3:::{ARCHIVE} kinesis-channel/errors/visits-to-s3/", sp["text"])
         self.assertIn("The DLQ is empty.", sp["text"])
         fresh = next(e for e in elements(sp, "stat") if e["data"]["stat"] == "freshness")
         self.assertNotIn("—", fresh["text"])  # DeliveryToS3_DataFreshness is in /metrics
