@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "registry/definition.h"
+#include "registry/registry.h"
 
 namespace icestream::scaleout {
 
@@ -28,15 +29,9 @@ Result<registry::VersionInfo> GlueVersions::Get(const json& request) {
   if (r.value("Status", "AVAILABLE") != "AVAILABLE") {
     return NotFound("schema version " + v.id + " is not AVAILABLE");
   }
-  // arn:aws:glue:<region>:<account>:schema/<registry>/<schema>
-  size_t at = v.schema_arn.find(":schema/");
-  if (at != std::string::npos) {
-    std::string rest = v.schema_arn.substr(at + 8);
-    size_t slash = rest.find('/');
-    if (slash != std::string::npos) {
-      v.registry = rest.substr(0, slash);
-      v.schema = rest.substr(slash + 1);
-    }
+  if (auto parts = registry::ParseSchemaArn(v.schema_arn)) {
+    v.registry = parts->registry;
+    v.schema = parts->schema;
   }
   if (r.contains("CreatedTime") && r["CreatedTime"].is_number()) {
     v.created_ms = static_cast<int64_t>(std::llround(r["CreatedTime"].get<double>() * 1000.0));
@@ -51,7 +46,8 @@ Result<registry::VersionInfo> GlueVersions::GetVersionById(const std::string& id
 Result<registry::VersionInfo> GlueVersions::GetVersion(const std::string& registry,
                                                        const std::string& schema,
                                                        const registry::VersionSelector& selector) {
-  json number = selector.latest ? json{{"LatestVersion", true}} : json{{"VersionNumber", selector.number}};
+  json number =
+      selector.latest ? json{{"LatestVersion", true}} : json{{"VersionNumber", selector.number}};
   return Get(json{{"SchemaId", {{"RegistryName", registry}, {"SchemaName", schema}}},
                   {"SchemaVersionNumber", number}});
 }
