@@ -79,6 +79,7 @@ def put_all(k, stream, recs):
 
 class Worker:
     def __init__(self, conninfo, source, config_path, data_dir):
+        self.conninfo = conninfo
         self.port = harness.free_port()
         self.log = open(os.path.join(tempfile.gettempdir(), f"icestream-bench-worker-{self.port}.log"), "wb")
         self.proc = subprocess.Popen([harness.BINARY, "worker", "--pg", conninfo, "--source", source, "--data-dir",
@@ -242,7 +243,7 @@ def failover():
                         break
                     time.sleep(0.05)
                 gaps.append(time.time() - t0)
-                workers[0] = Worker(w.proc.args[3], server.endpoint, server.config_path, server.data_dir)
+                workers[0] = Worker(w.conninfo, server.endpoint, server.config_path, server.data_dir)
             for g in gaps:
                 print(f"  gap {g:5.2f} s")
         finally:

@@ -5,6 +5,7 @@
 
 #include "common/fs.h"
 #include "delivery/s3/s3_sink.h"
+#include "iceberg/warehouses.h"
 #include "objectstore/local_store.h"
 #include "objectstore/s3/s3_store.h"
 
@@ -45,6 +46,35 @@ delivery::ChannelManagerOptions ChannelOptions(const Config& c) {
   // (or every renewal, when renewals are more frequent).
   co.reload_ms = std::min<int64_t>(c.lease_renew_ms, 1000);
   return co;
+}
+
+delivery::table::TableServices TableServicesOf(iceberg::Warehouses* wh) {
+  delivery::table::TableServices ts;
+  ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
+  ts.catalog = [wh](const std::string& bucket) { return wh->CatalogFor(bucket); };
+  ts.io = [wh](const std::string& bucket) { return wh->Io(bucket); };
+  return ts;
+}
+
+nlohmann::json UnhealthyChannelsJson(const std::vector<delivery::ChannelManager::Unhealthy>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : list) {
+    nlohmann::json c = {{"channel", f.name}, {"state", f.state}};
+    if (f.since_ms > 0) c["failingSince"] = static_cast<double>(f.since_ms) / 1000.0;
+    if (!f.reason.empty()) c["reason"] = RedactPaths(f.reason);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return set;
 }
 
 std::vector<std::shared_ptr<delivery::Destination>> MakeDestinations(

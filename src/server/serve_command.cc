@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "server/commands.h"
 #include "server/config.h"
+#include "server/delivery_wiring.h"
 #include "server/server.h"
 
 namespace icestream::server {
@@ -96,12 +97,7 @@ int RunServe(const ServeFlags& f) {
   TuneAllocator();
 
   // Block the stop signals in every thread; the main thread waits for them.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t set = BlockStopSignals();
 
   auto server = IcestreamServer::Start(c);
   if (!server.ok()) {

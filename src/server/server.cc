@@ -312,16 +312,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
              list.push_back({{"stream", pr.stream}, {"shard", pr.shard}, {"reason", pr.reason}});
            }
            nlohmann::json body = {{"status", "degraded"}, {"shards", list}};
-           if (!failing.empty()) {
-             nlohmann::json channels = nlohmann::json::array();
-             for (const auto& f : failing) {
-               nlohmann::json c = {{"channel", f.name}, {"state", f.state}};
-               if (f.since_ms > 0) c["failingSince"] = static_cast<double>(f.since_ms) / 1000.0;
-               if (!f.reason.empty()) c["reason"] = RedactPaths(f.reason);
-               channels.push_back(std::move(c));
-             }
-             body["channels"] = std::move(channels);
-           }
+           if (!failing.empty()) body["channels"] = UnhealthyChannelsJson(failing);
            r.body = body.dump();
          }
          respond(std::move(r));
@@ -347,11 +338,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
 
   // Channels: S3 buckets and streaming tables (the catalog's warehouses and registry).
   delivery::ChannelManagerOptions co = ChannelOptions(config);
-  delivery::table::TableServices ts;
-  iceberg::Warehouses* wh = p->catalog->warehouses();
-  ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
-  ts.catalog = [wh](const std::string& bucket) { return wh->CatalogFor(bucket); };
-  ts.io = [wh](const std::string& bucket) { return wh->Io(bucket); };
+  delivery::table::TableServices ts = TableServicesOf(p->catalog->warehouses());
   ts.registry = p->catalog->registry();
   std::unique_ptr<delivery::DeliveryStore> delivery_store;
   if (p->pool) {

@@ -72,13 +72,7 @@ http::Handler WorkerHandler(std::atomic<delivery::ChannelManager*>* channels,
         auto failing = cm->FailingChannels();
         if (!failing.empty()) {
           body["status"] = "degraded";
-          nlohmann::json list = nlohmann::json::array();
-          for (const auto& f : failing) {
-            nlohmann::json c = {{"channel", f.name}, {"state", f.state}, {"reason", f.reason}};
-            if (f.since_ms > 0) c["failingSince"] = static_cast<double>(f.since_ms) / 1000.0;
-            list.push_back(std::move(c));
-          }
-          body["channels"] = std::move(list);
+          body["channels"] = UnhealthyChannelsJson(failing);
         }
       }
       r.body = body.dump();
@@ -125,12 +119,7 @@ int RunWorker(const WorkerFlags& f) {
     return 2;
   }
   SetupLogging(c.log_level);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  sigset_t set = BlockStopSignals();
   if (Status st = fs::MakeDirs(c.data_dir); !st.ok()) {
     spdlog::error("cannot start: {}", st.ToString());
     return 1;
@@ -209,11 +198,7 @@ int RunWorker(const WorkerFlags& f) {
   scaleout::Pool* p = pool.get();
   iceberg::Warehouses warehouses([p](const std::string& w) { return p->CatalogRows(w); },
                                  table_buckets.get(), SystemClock::Default(), c.region, c.account);
-  delivery::table::TableServices ts;
-  iceberg::Warehouses* wh = &warehouses;
-  ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
-  ts.catalog = [wh](const std::string& bucket) { return wh->CatalogFor(bucket); };
-  ts.io = [wh](const std::string& bucket) { return wh->Io(bucket); };
+  delivery::table::TableServices ts = TableServicesOf(&warehouses);
   ts.versions = *versions;
   ts.fence_for = [p](const delivery::ChannelConfig& ch) { return p->FenceFor(ch.id); };
   delivery::ChannelManagerOptions co = ChannelOptions(c);
