@@ -103,6 +103,11 @@ std::string LeaseManager::UnitFor(const std::string& channel_id, const std::stri
   return delivery::ShardUnit(shard);
 }
 
+std::string LeaseManager::ControlUnitFor(const std::string& channel_id) const {
+  return UnitFor(channel_id, "") == delivery::kChannelUnit ? delivery::kChannelUnit
+                                                           : delivery::kControlUnit;
+}
+
 std::map<std::string, std::map<std::string, uint64_t>> LeaseManager::Held() const {
   std::map<std::string, std::map<std::string, uint64_t>> out;
   std::lock_guard lock(mu_);

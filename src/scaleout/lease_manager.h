@@ -63,6 +63,8 @@ class LeaseManager final : public delivery::Coordinator {
   // The unit a shard's state is fenced by: the channel's own unit when it was offered
   // (a channel delivered as one unit), else the shard's.
   std::string UnitFor(const std::string& channel_id, const std::string& shard) const;
+  // The unit of a channel's lifecycle: its own unit when it was offered, else "control".
+  std::string ControlUnitFor(const std::string& channel_id) const;
 
   // Stops the thread. With `handoff`, the units are given back (owner cleared) so that
   // others take them at once instead of waiting for the leases to expire (SIGTERM). The
