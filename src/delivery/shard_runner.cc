@@ -1270,8 +1270,7 @@ void ShardRunner::RunBatch(const DeliveryBatch& batch) {
           sink_->staged()         ? "commit(s) (staged for the table's commit)"
           : sink_->spans_shards() ? "commit(s)"
                                   : "object(s)",
-          result->bytes_out,
-          now - started);
+          result->bytes_out, now - started);
     }
     spdlog::debug(
         "channel {}: delivered {} record(s) ({} bytes in, {} bytes out, {} to the DLQ) of {}",

@@ -10,7 +10,9 @@
 // and every take interval:
 //   - take up to this process's fair share (ceil(units / live workers)) of the units that
 //     nobody holds or whose lease expired, FOR UPDATE SKIP LOCKED, bumping the epoch and
-//     writing icestream_lease_history in the same statement;
+//     writing icestream_lease_history in the same statement; in the order of a hash of
+//     (channel, unit), so that one channel's shards spread over the pool instead of
+//     going to one process together;
 //   - hand one unit back when holding more than the share (a process that joined gets
 //     work without waiting for anyone to fail).
 // A unit counts as held locally only until this process's last successful renewal plus

@@ -89,10 +89,9 @@ Status PgDeliveryStore::SaveChannel(const delivery::ChannelConfig& c) {
 
 Status PgDeliveryStore::RemoveChannel(const std::string& id) {
   return pool_->RunInTransaction([&](pg::PgTx& tx) -> Status {
-    for (const char* table :
-         {"icestream_plans", "icestream_checkpoints", "icestream_finished", "icestream_sink_state",
-          "icestream_redrives", "icestream_staged", "icestream_table_requests",
-          "icestream_lease"}) {
+    for (const char* table : {"icestream_plans", "icestream_checkpoints", "icestream_finished",
+                              "icestream_sink_state", "icestream_redrives", "icestream_staged",
+                              "icestream_table_requests", "icestream_lease"}) {
       RETURN_IF_ERROR(
           tx.Exec(std::string("DELETE FROM ") + table + " WHERE channel_id = $1", {id}).status());
     }

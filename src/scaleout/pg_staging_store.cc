@@ -22,11 +22,11 @@ std::string SubKey(const std::optional<uint32_t>& sub) {
 Status DeleteRows(pg::PgTx& tx, const std::string& channel_id,
                   const std::vector<StagedBatch>& batches) {
   for (const auto& b : batches) {
-    ASSIGN_OR_RETURN(auto r, tx.Exec("DELETE FROM icestream_staged WHERE channel_id = $1 AND "
-                                     "shard_id = $2 AND after_sequence = $3 AND "
-                                     "after_sub_sequence = $4 RETURNING 1",
-                                     {channel_id, b.shard, b.after.sequence,
-                                      SubKey(b.after.sub_sequence)}));
+    ASSIGN_OR_RETURN(
+        auto r, tx.Exec("DELETE FROM icestream_staged WHERE channel_id = $1 AND "
+                        "shard_id = $2 AND after_sequence = $3 AND "
+                        "after_sub_sequence = $4 RETURNING 1",
+                        {channel_id, b.shard, b.after.sequence, SubKey(b.after.sub_sequence)}));
     if (r.rows() != 1) {
       return FailedPrecondition(fmt::format(
           "the staged batch of shard {} after {} of channel {} is gone (committed elsewhere)",
@@ -66,8 +66,8 @@ Result<bool> PgStagingStore::Stage(const std::string& channel_id, const StagedBa
                 "after_sub_sequence, last_sequence, row_count, files, epoch) VALUES ($1, $2, $3, "
                 "$4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING 1",
                 {channel_id, b.shard, b.after.sequence, SubKey(b.after.sub_sequence),
-                 b.last_sequence, std::to_string(b.rows),
-                 delivery::table::DataFilesToJson(b.files), std::to_string(epoch)}));
+                 b.last_sequence, std::to_string(b.rows), delivery::table::DataFilesToJson(b.files),
+                 std::to_string(epoch)}));
     fresh = r.rows() == 1;
     return Status::OK();
   }));

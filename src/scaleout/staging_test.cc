@@ -2,8 +2,6 @@
 // only under the shard's lease and once per start position; the commit fence deletes
 // exactly the rows it commits, inside the catalog transaction, and refuses — changing
 // nothing — when a row is gone or the control lease is not held.
-#include "scaleout/pg_staging_store.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,6 +10,7 @@
 #include "common/testing/status_assertions.h"
 #include "delivery/coordinator.h"
 #include "scaleout/pg_catalog_store.h"
+#include "scaleout/pg_staging_store.h"
 #include "scaleout/schema.h"
 
 namespace icestream::scaleout {
@@ -115,16 +114,17 @@ TEST_F(StagingTest, StagedOnceUnderTheShardLeaseAndCommittedByTheFence) {
   // The commit fence, in a catalog transaction: the rows go with the swap.
   PgCatalogStore catalog(pool_.get(), "wh");
   auto fence = store.CommitFence("ch", staged);
-  ASSERT_OK(catalog.RunInTransaction([&](iceberg::CatalogStore::Tx& tx) { return fence->Check(tx); }));
+  ASSERT_OK(
+      catalog.RunInTransaction([&](iceberg::CatalogStore::Tx& tx) { return fence->Check(tx); }));
   EXPECT_EQ(Rows(), 0);
   ASSERT_OK_AND_ASSIGN(auto log, pool_->Exec("SELECT count(*) FROM icestream_commit_log WHERE "
                                              "channel_id = 'ch'"));
   EXPECT_EQ(log.integer(0, 0), 1);
   // Committing them again: a row is gone, so the fence refuses and the transaction (with
   // its commit-log row) is rolled back.
-  EXPECT_STATUS(kFailedPrecondition,
-                catalog.RunInTransaction(
-                    [&](iceberg::CatalogStore::Tx& tx) { return fence->Check(tx); }));
+  EXPECT_STATUS(kFailedPrecondition, catalog.RunInTransaction([&](iceberg::CatalogStore::Tx& tx) {
+    return fence->Check(tx);
+  }));
   ASSERT_OK_AND_ASSIGN(log, pool_->Exec("SELECT count(*) FROM icestream_commit_log"));
   EXPECT_EQ(log.integer(0, 0), 1);
   m->Stop(true);
@@ -145,9 +145,9 @@ TEST_F(StagingTest, AProcessWithoutTheLeaseStagesAndCommitsNothing) {
   ASSERT_OK_AND_ASSIGN(auto staged, theirs.Staged("ch"));
   PgCatalogStore catalog(pool_.get(), "wh");
   auto refused = theirs.CommitFence("ch", staged);
-  EXPECT_STATUS(kFailedPrecondition,
-                catalog.RunInTransaction(
-                    [&](iceberg::CatalogStore::Tx& tx) { return refused->Check(tx); }));
+  EXPECT_STATUS(kFailedPrecondition, catalog.RunInTransaction([&](iceberg::CatalogStore::Tx& tx) {
+    return refused->Check(tx);
+  }));
   EXPECT_STATUS(kFailedPrecondition, theirs.Drop("ch", staged));
   EXPECT_EQ(Rows(), 1);
 
@@ -164,7 +164,8 @@ TEST_F(StagingTest, AProcessWithoutTheLeaseStagesAndCommitsNothing) {
   PgStagingStore next(pool_.get(), other.get());
   auto fence = next.CommitFence("ch", staged);
   EXPECT_STATUS(kFailedPrecondition, mine.Stage("ch", b));
-  ASSERT_OK(catalog.RunInTransaction([&](iceberg::CatalogStore::Tx& tx) { return fence->Check(tx); }));
+  ASSERT_OK(
+      catalog.RunInTransaction([&](iceberg::CatalogStore::Tx& tx) { return fence->Check(tx); }));
   EXPECT_EQ(Rows(), 0);
 
   // Requests to the table's owner are idempotent.

@@ -88,8 +88,7 @@ Result<std::vector<iceberg::DataFile>> DataFilesFromJson(std::string_view text) 
   for (const auto& j : a) {
     if (!j.is_object() || !j.value("path", json()).is_string() ||
         !j.value("records", json()).is_number_integer() ||
-        !j.value("bytes", json()).is_number_integer() ||
-        !j.value("partition", json()).is_array()) {
+        !j.value("bytes", json()).is_number_integer() || !j.value("partition", json()).is_array()) {
       return Corruption("a staged file lacks its path, counts or partition");
     }
     iceberg::DataFile f;

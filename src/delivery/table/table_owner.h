@@ -92,8 +92,8 @@ class TableOwner {
     iceberg::Catalog* catalog = nullptr;
     const iceberg::FileIO* io = nullptr;
   };
-  Result<Warehouse> OpenWarehouse();  // mu_ held
-  Status LoadState();                 // mu_ held
+  Result<Warehouse> OpenWarehouse();               // mu_ held
+  Status LoadState();                              // mu_ held
   Status SaveState(const nlohmann::json& before);  // mu_ held; only when changed
   Result<std::optional<std::string>> LoadLocked();
   Status CheckUnchangedLocked(const iceberg::TableMetadata& m) const;

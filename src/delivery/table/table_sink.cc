@@ -151,9 +151,7 @@ class TableSink final : public Sink {
 
   bool spans_shards() const override { return staging_ == nullptr; }
   bool staged() const override { return staging_ != nullptr; }
-  int64_t NextCommitMs() const override {
-    return staging_ ? next_commit_ms_.load() : INT64_MAX;
-  }
+  int64_t NextCommitMs() const override { return staging_ ? next_commit_ms_.load() : INT64_MAX; }
   Result<DeliveryCounts> CommitStaged() override;
 
   Status Check() override {
@@ -392,7 +390,7 @@ class TableSink final : public Sink {
   SchemaFollower follower_;
   TableCommitter committer_;
   TableUpkeep upkeep_;
-  std::shared_ptr<const WriteTarget> target_;  // replaced between passes, never during one
+  std::shared_ptr<const WriteTarget> target_;    // replaced between passes, never during one
   std::shared_ptr<const SchemaVersion> pinned_;  // the version the channel was created with
   const iceberg::CommitFence* fence_ = nullptr;  // the control unit's (null: unfenced)
   const std::shared_ptr<StagingStore> staging_;
@@ -456,9 +454,8 @@ Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, 
   }
 }
 
-Status TableSink::WriteDlq(const DeliveryBatch& batch, const BatchOutput& out,
-                           RecordSource* source, DeliveryCounts* counts,
-                           std::optional<RedriveProgress>* redrive_after) {
+Status TableSink::WriteDlq(const DeliveryBatch& batch, const BatchOutput& out, RecordSource* source,
+                           DeliveryCounts* counts, std::optional<RedriveProgress>* redrive_after) {
   const RedriveSpan* redrive = batch.redrive.get();
   ASSIGN_OR_RETURN(std::string dlq_bucket, objectstore::BucketFromArn(config_.dlq.bucket_arn));
   objectstore::PutOptions dlq_opts;
