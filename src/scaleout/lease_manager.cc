@@ -81,9 +81,18 @@ uint64_t LeaseManager::HeldEpoch(const std::string& channel_id, const std::strin
 }
 
 void LeaseManager::Offer(const std::string& channel_id, const std::vector<std::string>& units) {
-  std::lock_guard lock(mu_);
-  auto& set = offered_[channel_id];
-  for (const auto& u : units) set.insert(u);
+  bool fresh = false;
+  {
+    std::lock_guard lock(mu_);
+    auto& set = offered_[channel_id];
+    for (const auto& u : units) fresh |= set.insert(u).second;
+  }
+  if (fresh) {
+    // A new channel or new shards: their rows are made and taken now, not at the next
+    // take interval (a new channel's delivery would otherwise wait for it).
+    offered_new_.store(true);
+    loop_cv_.notify_one();
+  }
 }
 
 void LeaseManager::Forget(const std::string& channel_id) {
@@ -122,12 +131,13 @@ void LeaseManager::Loop() {
   auto next_take = std::chrono::steady_clock::now();
   while (!stopping_) {
     bool take = std::chrono::steady_clock::now() >= next_take;
+    if (offered_new_.exchange(false)) take = true;
     if (take)
       next_take = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.take_ms);
     Cycle(take);
     std::unique_lock lock(loop_mu_);
     loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.renew_ms),
-                      [&] { return stopping_.load(); });
+                      [&] { return stopping_.load() || offered_new_.load(); });
   }
 }
 

@@ -7,7 +7,7 @@
 //     expires_at = clock_timestamp() + lease for every unit held (the database's clock,
 //     never this machine's); units it does not return are lost and dropped at once;
 //   - make the rows of units offered (ON CONFLICT DO NOTHING);
-// and every take interval:
+// and every take interval (and at once when new units are offered):
 //   - take, FOR UPDATE SKIP LOCKED, units that nobody holds or whose lease expired, up to
 //     this process's fair share of each channel (ceil(the channel's units / live
 //     workers)), bumping the epoch and writing icestream_lease_history in the same
@@ -102,6 +102,7 @@ class LeaseManager final : public delivery::Coordinator {
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> offered_new_{false};  // units offered since the last cycle
   std::thread thread_;
 };
 

@@ -19,9 +19,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "common/crypto.h"
 #include "delivery/dlq.h"
@@ -302,6 +304,29 @@ class TableSink final : public Sink {
   // The owner's side of a shard writer's request: the table created from the version,
   // or evolved to it (mu_ held).
   Status ServeRequests();
+  // A shard writer's first file of a table that did not exist when its pass began: the
+  // owner is asked to create it from the target's version, and the file is placed once
+  // the table exists with exactly the target's schema (the same version's canonical ids:
+  // what was converted fits). A table made otherwise (another shard's version first), or
+  // none within a few of the owner's intervals: kUnavailable, the batch is retried.
+  // Uploader thread.
+  Status AwaitTable(const WriteTarget& target) {
+    RETURN_IF_ERROR(staging_->Request(config_.id, target.version().id));
+    const int64_t until = env_.clock->NowMillis() + 3 * options_.staged_commit_interval_ms;
+    while (true) {
+      RETURN_IF_ERROR(owner_.Load().status());
+      if (iceberg::Table* t = owner_.table()) {
+        const iceberg::Schema* schema = t->metadata().CurrentSchema();
+        if (schema != nullptr && schema->fields == target.layout().schema.schema.fields) {
+          return Status::OK();
+        }
+        break;
+      }
+      if (env_.clock->NowMillis() >= until || (env_.stopping && env_.stopping())) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return AskOwner(target.version(), "create");
+  }
   // A shard writer's deferral: ask the owner for `version` and retry.
   Status AskOwner(const SchemaVersion& version, const char* what) {
     RETURN_IF_ERROR(staging_->Request(config_.id, version.id));
@@ -416,9 +441,7 @@ Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, 
     // version, so nothing is written before it exists.
     auto place_file = [&](int64_t hour, std::string bytes,
                           const pq::FileMetrics& m) -> Result<iceberg::DataFile> {
-      if (staged && !table_existed) {
-        RETURN_IF_ERROR(AskOwner(target->version(), "create"));
-      }
+      if (staged && !table_existed) RETURN_IF_ERROR(AwaitTable(*target));
       RETURN_IF_ERROR(owner_.CreateIfMissing(target->layout(), target->version()));
       iceberg::Table* table = owner_.table();
       iceberg::PartitionTuple part = {iceberg::Literal::Int(static_cast<int32_t>(hour))};
