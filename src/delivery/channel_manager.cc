@@ -125,6 +125,7 @@ Status ChannelManager::MakeRunner(Channel* ch, bool load) {
   env.buckets = buckets_.get();
   env.local_buckets = options_.local_buckets;
   env.compression_level = options_.compression_level;
+  env.create_only_keys = options_.coordinator != nullptr;
   ASSIGN_OR_RETURN(auto source, sources_->OpenSource(c));
   ASSIGN_OR_RETURN(std::shared_ptr<ShardRunner> runner,
                    ShardRunner::Make(c, dest, std::move(source), store_.get(), clock_,
