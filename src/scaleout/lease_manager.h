@@ -10,7 +10,9 @@
 // and every take interval:
 //   - take up to this process's fair share (ceil(units / live workers)) of the units that
 //     nobody holds or whose lease expired, FOR UPDATE SKIP LOCKED, bumping the epoch and
-//     writing icestream_lease_history in the same statement;
+//     writing icestream_lease_history in the same statement; in the order of a hash of
+//     (channel, unit), so that one channel's shards spread over the pool instead of
+//     going to one process together;
 //   - hand one unit back when holding more than the share (a process that joined gets
 //     work without waiting for anyone to fail).
 // A unit counts as held locally only until this process's last successful renewal plus
@@ -63,6 +65,8 @@ class LeaseManager final : public delivery::Coordinator {
   // The unit a shard's state is fenced by: the channel's own unit when it was offered
   // (a channel delivered as one unit), else the shard's.
   std::string UnitFor(const std::string& channel_id, const std::string& shard) const;
+  // The unit of a channel's lifecycle: its own unit when it was offered, else "control".
+  std::string ControlUnitFor(const std::string& channel_id) const;
 
   // Stops the thread. With `handoff`, the units are given back (owner cleared) so that
   // others take them at once instead of waiting for the leases to expire (SIGTERM). The

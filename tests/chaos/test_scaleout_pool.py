@@ -13,8 +13,10 @@ Afterwards, in both:
 - every record of the stream (every acknowledged one among them) is in the bucket exactly
   once and a row of the table exactly once (the independent reader: icebird + DuckDB
   through the REST catalog);
-- no table commit carries a superseded lease: icestream_commit_log's (owner, epoch) pairs
-  are lease_history entries of the channel's unit, and epochs never go back;
+- the table's shards are converted by several processes (each shard's batches staged under
+  its lease) and committed by the holder of the channel's control unit; no table commit
+  carries a superseded lease: icestream_commit_log's (owner, epoch) pairs are lease_history
+  entries of the control unit, epochs never go back, and nothing is left staged;
 - the checkpoints in the table's snapshot summaries only move forward;
 - the leases changed hands many times (the kills landed on workers holding work).
 
@@ -213,7 +215,7 @@ class PoolChaos(unittest.TestCase):
         wait_channel(server, table_arn, timeout=60)
         return conninfo, server, k, s3_arn, table_arn
 
-    def verify(self, tag, server, k, producers, table_arn):
+    def verify(self, tag, server, k, producers, table_arn, spread=False):
         """Exactly once in the bucket and the table; fenced commits; checkpoints forward."""
         for p in producers:
             p.stop.set()
@@ -257,8 +259,20 @@ class PoolChaos(unittest.TestCase):
         table_id = table_arn.rsplit("/", 1)[-1]
         db = tag
         history = {(o, int(e)) for o, e in self.sql(
-            f"SELECT owner, epoch FROM icestream_lease_history WHERE channel_id = '{table_id}' AND unit = 'channel'",
+            f"SELECT owner, epoch FROM icestream_lease_history WHERE channel_id = '{table_id}' AND unit = 'control'",
             db)}
+        # One table's shards are converted across the pool: its shard leases (under which
+        # every batch is staged) were held by more than one process.
+        shard_owners = self.sql(f"SELECT count(DISTINCT owner) FROM icestream_lease_history WHERE channel_id = "
+                                f"'{table_id}' AND unit LIKE 'shard:%'", db)
+        if spread:
+            self.assertGreater(int(shard_owners[0][0]), 1,
+                               "the table's shards were never converted by two processes")
+        # (A replay staged after its batch's commit is dropped by the next commit pass.)
+        deadline = time.time() + 15
+        while self.sql(f"SELECT count(*) FROM icestream_staged WHERE channel_id = '{table_id}'", db) != [["0"]]:
+            self.assertLess(time.time(), deadline, "staged batches left uncommitted")
+            time.sleep(0.5)
         commits = self.sql(f"SELECT owner, epoch FROM icestream_commit_log WHERE channel_id = '{table_id}' "
                            "ORDER BY at", db)
         self.assertGreater(len(commits), 5)
@@ -302,7 +316,7 @@ class PoolChaos(unittest.TestCase):
                 kills += 1
                 w.start()
             time.sleep(2)
-            everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn)
+            everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn, spread=True)
             self.assertGreater(changes, kills, "the leases did not change hands as workers died")
 
             # DescribeChannel names an owner and an epoch for every shard.
