@@ -245,7 +245,9 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
         return AlreadyExists(
             fmt::format("Channel {} under account {} already exists.", c.name, options_.account));
       }
-      if (other->config.stream_uid == c.stream_uid) {
+      // A remote stream (uid 0: read through the Kinesis API) is told by its ARN.
+      if (other->config.stream_uid == c.stream_uid &&
+          (c.stream_uid != 0 || other->config.stream_arn == c.stream_arn)) {
         ++on_stream;
         same_kind += other->config.destination_type() == c.destination_type() ? 1 : 0;
       }

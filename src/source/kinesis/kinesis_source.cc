@@ -75,7 +75,23 @@ class KinesisApi {
       if (cbor && Settle(kCbor)) {
         spdlog::info("kinesis source: {} answers GetRecords in CBOR", client_->endpoint().url);
       }
-      if (resp.status == 200 && cbor) return CborPage(std::move(resp.body));
+      if (resp.status == 200 && cbor) {
+        auto page = CborPage(std::move(resp.body));
+        if (page.ok()) return page;
+        // An answer that cannot be read is not a reason to stop reading: kinesalite 3.3.3
+        // cuts its CBOR answers at 16 KiB (its encoder's stream buffer), so a large
+        // GetRecords answer is truncated. The iterator was not used up by an answer never
+        // read: ask again in JSON, and stay with JSON for this endpoint.
+        if (wire_.exchange(kJson) != kJson) {
+          spdlog::warn(
+              "kinesis source: {} sent a CBOR GetRecords answer that cannot be read ({}); "
+              "reading in JSON from now on",
+              client_->endpoint().url, page.status().message());
+        }
+        ASSIGN_OR_RETURN(auto j, client_->Call("GetRecords", json{{"ShardIterator", iterator},
+                                                                  {"Limit", limit}}));
+        return JsonPage(j);
+      }
       if (resp.status == 200) {
         // An endpoint that answers JSON whatever it is asked (the answer is still good).
         auto j = json::parse(resp.body, nullptr, false);

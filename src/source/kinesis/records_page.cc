@@ -1,6 +1,9 @@
 // Decoding GetRecords answers (JSON 1.1 and CBOR).
 #include "source/kinesis/records_page.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 
 #include "aws/cbor.h"
@@ -98,7 +101,6 @@ Result<RecordsPage> CborPage(std::string body) {
   a->bytes = std::move(body);
   aws::CborReader r(a->bytes);
   aws::CborReader::Item top;
-  const Status bad = Unavailable("GetRecords: the CBOR answer is not well-formed");
   // A string member as a view: into the body, or (indefinite length) into `more`.
   auto string_of = [&](const aws::CborReader::Item& it, std::string_view* out) {
     if (!it.indefinite) return r.StringBody(it, nullptr, out);
@@ -197,7 +199,17 @@ Result<RecordsPage> CborPage(std::string body) {
               }
               return skip_value();
             });
-  if (!ok || r.failed() || !r.at_end()) return bad;
+  if (!ok || r.failed() || !r.at_end()) {
+    // Where it stopped, and the bytes there: enough to tell an endpoint's dialect.
+    size_t at = r.position();
+    std::string near;
+    for (size_t i = at > 8 ? at - 8 : 0; i < std::min(a->bytes.size(), at + 16); ++i) {
+      near += fmt::format("{:02x}", static_cast<uint8_t>(a->bytes[i]));
+    }
+    return Unavailable(
+        fmt::format("GetRecords: the CBOR answer is not well-formed (at byte {} of {}: …{}…)", at,
+                    a->bytes.size(), near));
+  }
   page.answer = std::move(a);
   return page;
 }

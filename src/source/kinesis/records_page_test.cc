@@ -115,6 +115,33 @@ TEST(CborPage, IndefiniteLengthsBase64TextAndSeconds) {
   EXPECT_EQ(page->behind_ms, 0);
 }
 
+// A GetRecords answer of kinesalite 3.3.3 to a CBOR request, byte for byte (node's cbor
+// encoder: the data as base64 text, the timestamp as a double of seconds).
+TEST(CborPage, KinesaliteAnswer) {
+  const std::string hex =
+      "a3724d696c6c6973426568696e644c617465737400714e65787453686172644974657261746f7278"
+      "cc414141414141414141414774767a73343257423130514f5432573869674e686e5944566c554546"
+      "2f4f396978765541382b616a434b756744586846477a6742463269347057776c43346a7564625933"
+      "356c786f304d4b3679523667702f614b794b626f694f546b49484649592f3139567a376570494950"
+      "786a476b6554655938523155564166546763495954444d302b7a58764b73415471324a4b654e5443"
+      "7935315630367a6333446c7572466a35506d534651757a41354c64316449622f4d6c674e48525242"
+      "666432733d675265636f72647381a46c506172746974696f6e4b6579617064446174616c65794a70"
+      "5a4349364d58303d781b417070726f78696d6174654172726976616c54696d657374616d70fb41da"
+      "c3e9ec3418936e53657175656e63654e756d62657278383439363830373538363330323036333036"
+      "363431393432393032363839313639383537383436303035313735323639363436363633363832";
+  std::string body;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    body += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  auto page = CborPage(body);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  ASSERT_EQ(page->answer->records.size(), 1u);
+  EXPECT_EQ(page->answer->records[0].data, "{\"id\":1}");
+  EXPECT_EQ(page->answer->records[0].partition_key, "p");
+  EXPECT_FALSE(page->end);
+  EXPECT_EQ(page->behind_ms, 0);
+}
+
 TEST(CborPage, RefusesWhatIsNotAWellFormedAnswer) {
   std::string whole = IcestreamStyle("it");
   // Every truncation of a good answer is refused (none is read as fewer records).
