@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "aws/arn.h"
 #include "common/crypto.h"
 #include "common/fs.h"
 #include "delivery/delivery_log.h"
@@ -103,7 +104,16 @@ void ChannelManager::Stop() {
 }
 
 std::string ChannelManager::ArnFor(const std::string& id) const {
-  return fmt::format("arn:aws:kinesis:{}:{}:channel/{}", options_.region, options_.account, id);
+  return aws::Arn{"aws", "kinesis", options_.region, options_.account, "channel/" + id}.ToString();
+}
+
+std::optional<std::string> ChannelManager::IdOf(std::string_view arn) const {
+  auto parsed = aws::ParseArn(arn);
+  if (!parsed || parsed->partition != "aws" || !parsed->Is("kinesis", "channel") ||
+      parsed->region != options_.region || parsed->account != options_.account) {
+    return std::nullopt;
+  }
+  return std::string(parsed->ResourceId());
 }
 
 Destination* ChannelManager::DestinationFor(DestinationType type) const {
@@ -192,16 +202,16 @@ Status ChannelManager::Load() {
 
 Result<std::shared_ptr<ChannelManager::Channel>> ChannelManager::Find(
     const std::string& arn) const {
-  std::string prefix = ArnFor("");
+  std::optional<std::string> id = IdOf(arn);
   std::lock_guard lock(mu_);
-  if (arn.rfind(prefix, 0) == 0) {
-    auto it = channels_.find(arn.substr(prefix.size()));
+  if (id) {
+    auto it = channels_.find(*id);
     if (it != channels_.end()) return it->second;
   }
   return NotFound(fmt::format("Channel {} under account {} not found.", arn, options_.account));
 }
 
-bool ChannelManager::Owns(std::string_view arn) const { return arn.rfind(ArnFor(""), 0) == 0; }
+bool ChannelManager::Owns(std::string_view arn) const { return IdOf(arn).has_value(); }
 
 Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
   Destination* dest = DestinationFor(c.destination_type());

@@ -145,7 +145,10 @@ class ChannelManager {
   };
   std::vector<Unhealthy> FailingChannels() const;
 
+  // The ARN of channel `id` (arn:aws:kinesis:<region>:<account>:channel/<id>), and the id
+  // in a channel ARN of this region and account (nullopt for any other ARN).
   std::string ArnFor(const std::string& id) const;
+  std::optional<std::string> IdOf(std::string_view arn) const;
 
   struct Channel;
 

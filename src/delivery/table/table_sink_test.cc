@@ -2,8 +2,9 @@
 // buckets, the schema registry, the Parquet files read back with the project's reader.
 //  - The first batch of a new table, with a target file size far below the batch, cuts
 //    many files while the converter threads run: the uploader thread creates the table
-//    from the batch's write target, which nothing changes while the batch runs (this
-//    case runs under ASan/UBSan and TSan in scripts/test).
+//    from the batch's write target, which nothing changes while the batch runs (a case
+//    for the sanitizer trees: -DICESTREAM_ASAN_FOLDERS='^delivery/table$' or
+//    -DICESTREAM_TSAN_FOLDERS='^delivery/table$', README "Testing").
 //  - A refused fence leaves the table as it was; a holding one commits.
 //  - A quiet table gets its upkeep: its small files are merged with no new records.
 #include "delivery/table/table_sink.h"

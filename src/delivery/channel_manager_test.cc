@@ -1,0 +1,121 @@
+// ChannelManager's channel ARNs over a real stream store, meta.db and local buckets: the
+// ARN a channel is created with names it (arn:aws:kinesis:<region>:<account>:channel/<id>),
+// every call that takes an ARN finds the channel by it, and an ARN of another partition,
+// region, account or resource type is no channel of this server (AWS's not-found text).
+#include "delivery/channel_manager.h"
+
+#include <gtest/gtest.h>
+
+#include "aws/arn.h"
+#include "common/clock.h"
+#include "common/sqlite.h"
+#include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
+#include "delivery/s3/s3_sink.h"
+#include "delivery/sqlite_delivery_store.h"
+#include "objectstore/local_store.h"
+#include "source/local/local_source.h"
+#include "stream/stream_manager.h"
+
+namespace icestream::delivery {
+namespace {
+
+class ChannelManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.Path("meta.db")));
+    stream::StreamManagerOptions so;
+    so.data_dir = dir_.Path();
+    so.retention_check_interval_ms = 3600 * 1000;
+    ASSERT_OK_AND_ASSIGN(streams_, stream::StreamManager::Open(so, &clock_, db_.get()));
+    ASSERT_OK(
+        streams_->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}).status());
+    sources_ = std::make_unique<source::LocalSourceProvider>(streams_.get());
+    ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
+    ChannelManagerOptions o;
+    o.data_dir = dir_.Path();
+    o.region = "eu-west-1";
+    o.account = "123456789012";
+    ASSERT_OK_AND_ASSIGN(
+        channels_,
+        ChannelManager::Open(o, sources_.get(), std::move(store),
+                             std::make_shared<objectstore::LocalObjectStore>(dir_.Path("buckets")),
+                             {std::make_shared<s3::S3Destination>()}, &clock_));
+  }
+  void TearDown() override {
+    if (channels_) channels_->Stop();
+  }
+
+  Result<ChannelConfig> CreateChannel(const std::string& name) {
+    ChannelConfig c;
+    c.name = name;
+    c.stream_name = "orders";
+    c.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+    return channels_->Create(std::move(c));
+  }
+
+  // `arn` with one field replaced (0 partition, 1 service, 2 region, 3 account, 4 resource).
+  static std::string WithField(const std::string& arn, int field, std::string value) {
+    auto a = aws::ParseArn(arn);
+    EXPECT_TRUE(a.has_value()) << arn;
+    std::string* fields[] = {&a->partition, &a->service, &a->region, &a->account, &a->resource};
+    *fields[field] = std::move(value);
+    return a->ToString();
+  }
+
+  testing::TempDir dir_;  // first: removed after everything that writes into it
+  SystemClock clock_;
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<stream::StreamManager> streams_;
+  std::unique_ptr<source::LocalSourceProvider> sources_;
+  std::unique_ptr<ChannelManager> channels_;
+};
+
+TEST_F(ChannelManagerTest, CreatedChannelIsNamedByItsArn) {
+  ASSERT_OK_AND_ASSIGN(ChannelConfig c, CreateChannel("to-s3"));
+  EXPECT_EQ(c.arn, "arn:aws:kinesis:eu-west-1:123456789012:channel/" + c.id);
+  EXPECT_EQ(channels_->ArnFor(c.id), c.arn);
+  EXPECT_EQ(channels_->IdOf(c.arn), c.id);
+  EXPECT_TRUE(channels_->Owns(c.arn));
+  ASSERT_OK_AND_ASSIGN(ChannelConfig described, channels_->Describe(c.arn));
+  EXPECT_EQ(described.id, c.id);
+  EXPECT_EQ(described.name, "to-s3");
+  EXPECT_OK(channels_->Tag(c.arn, {{"team", "data"}}));
+  ASSERT_OK_AND_ASSIGN(auto tags, channels_->Tags(c.arn));
+  EXPECT_EQ(tags.at("team"), "data");
+  EXPECT_OK(channels_->Delete(c.arn));
+}
+
+TEST_F(ChannelManagerTest, ArnOfAnotherPlaceIsNoChannelOfOurs) {
+  ASSERT_OK_AND_ASSIGN(ChannelConfig c, CreateChannel("to-s3"));
+  const std::string others[] = {
+      WithField(c.arn, 0, "aws-cn"),
+      WithField(c.arn, 1, "firehose"),
+      WithField(c.arn, 2, "us-east-1"),
+      WithField(c.arn, 3, "000000000000"),
+      WithField(c.arn, 4, "stream/" + c.id),
+      WithField(c.arn, 4, c.id),  // no resource type
+      "channel/" + c.id,
+      c.id,
+      "",
+  };
+  for (const std::string& arn : others) {
+    SCOPED_TRACE(arn);
+    EXPECT_FALSE(channels_->Owns(arn));
+    EXPECT_FALSE(channels_->IdOf(arn).has_value());
+    auto d = channels_->Describe(arn);
+    ASSERT_STATUS(kNotFound, d.status());
+    EXPECT_EQ(d.status().message(), "Channel " + arn + " under account 123456789012 not found.");
+  }
+}
+
+TEST_F(ChannelManagerTest, UnknownIdOfOurArnIsNotFound) {
+  ASSERT_OK(CreateChannel("to-s3").status());
+  std::string arn = channels_->ArnFor("no-such-id");
+  EXPECT_TRUE(channels_->Owns(arn));  // ours by its shape, but no channel has that id
+  ASSERT_STATUS(kNotFound, channels_->Describe(arn).status());
+  ASSERT_STATUS(kNotFound, channels_->Delete(arn));
+}
+
+}  // namespace
+}  // namespace icestream::delivery
