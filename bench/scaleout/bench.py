@@ -6,8 +6,9 @@
    delivered: by one `icestream serve` (meta.db, the single-process channel), by
    `serve --pg` alone (one worker of a pool), and by `serve --pg` plus one `icestream
    worker` (two workers). Goal: two workers >= 0.9x the single process on this 2-core
-   machine (coordination costs nothing visible). A table channel is one lease unit today
-   (docs/scale-out.md), so its second worker adds no conversion capacity.
+   machine (coordination costs nothing visible). A table channel's shards are converted
+   where their leases are (staged, then committed by the control unit's holder), so its
+   second worker adds conversion capacity where there are cores to use.
 2. Failover gap: an S3 channel at freshness 1 s with a steady producer; the worker holding
    a shard is killed with SIGKILL; the gap is the time from the kill until that shard's
    checkpoint moves again. Goal <= lease + take interval + freshness + 1 s.

@@ -23,6 +23,9 @@ struct ChannelManager::Channel {
   std::shared_ptr<ShardRunner> runner;
   int start_failures = 0;
   int64_t start_retry_after_ms = 0;
+  // Scale-out: the channel was created here as the local_adds_-th (0: read from the
+  // store). A reload whose list was read before that does not know it yet.
+  uint64_t added_here = 0;
   int64_t updating_until_ms = 0;
   bool activating = false;  // an activation job is queued or running
   int activation_attempts = 0;
@@ -270,6 +273,7 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
     ch->activation_started_ms = c.created_ms;
     StartRunner(ch.get());
     c = ch->config;  // as created (StartRunner may have failed it), before activation runs
+    ch->added_here = ++local_adds_;
     channels_[c.id] = ch;
   }
   spdlog::info("channel {} ({}) created: stream {} to {}", c.name, c.id, c.stream_name,
@@ -608,6 +612,11 @@ bool ChannelManager::HoldsControl(const Channel& ch) const {
 }
 
 void ChannelManager::Reload() {
+  uint64_t adds_before;
+  {
+    std::lock_guard lock(mu_);
+    adds_before = local_adds_;
+  }
   auto stored = store_->LoadChannels();
   if (!stored.ok()) {
     spdlog::warn("reading the channels from the store: {}", stored.status().ToString());
@@ -622,6 +631,10 @@ void ChannelManager::Reload() {
       auto found = by_id.find(it->first);
       std::shared_ptr<Channel> keep = it->second;  // outlives the erase below
       std::lock_guard clock(keep->mu);
+      if (found == by_id.end() && keep->added_here > adds_before) {
+        ++it;  // created here after the list was read: not removed, only not listed yet
+        continue;
+      }
       if (found == by_id.end()) {
         // Removed by another process (its deletion finished there).
         if (keep->runner) keep->runner->Stop();

@@ -187,6 +187,7 @@ class ChannelManager {
   std::mutex tick_mu_;
   std::condition_variable tick_cv_;
   int64_t last_reload_ms_ = 0;
+  uint64_t local_adds_ = 0;  // channels created here (mu_)
 };
 
 }  // namespace icestream::delivery

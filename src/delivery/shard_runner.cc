@@ -510,8 +510,9 @@ std::set<std::string> ShardRunner::HeldShards(const std::vector<SourceShard>& sh
     spanning_grace_since_ms_ = 0;
     recover_grace_since_ms_ = 0;
     redrive_grace_since_ms_ = 0;
+    commit_grace_since_ms_ = 0;
   }
-  if (sink_->spans_shards() && taken.count(kChannelUnit)) {
+  if ((sink_->spans_shards() && taken.count(kChannelUnit)) || (sink_->staged() && !taken.empty())) {
     // The destination's own record is read again before the first batch.
     recovered_ = false;
   }
@@ -522,7 +523,7 @@ void ShardRunner::NoteSuccess() {
   // The channel is failing while any of its units is (a shard of a per-shard sink, the
   // spanning batch, or reading what the destination holds).
   if (recover_failures_ > 0 || spanning_failures_ > 0 || source_failures_ > 0 ||
-      redrive_failures_ > 0) {
+      redrive_failures_ > 0 || commit_failures_ > 0) {
     return;
   }
   for (const auto& [id, s] : shards_) {
@@ -857,9 +858,9 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
   const std::set<std::string> held = HeldShards(*shards);
   if (coordinator_ != nullptr) {
     std::lock_guard lock(mu_);
-    // A channel delivered as one unit (a table): nothing at all unless it is ours; its
-    // destination's checkpoints are read first.
-    if (held.empty() && !shards->empty()) return jobs;
+    // Nothing at all unless some of it is ours (for a table delivered as one unit: the
+    // whole of it); the destination's checkpoints are read first where it records them.
+    if (held.empty() && !shards->empty() && !control_held_) return jobs;
     if (!recovered_) {
       if (!recovering_ && now >= recover_after_ms_ && max_jobs > in_flight_ && in_flight_ == 0) {
         recovering_ = true;
@@ -997,7 +998,8 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
 
   // Upkeep of a quiet destination, between batches (never beside one).
   auto upkeep_due = [&] {
-    return in_flight_ == 0 && jobs.empty() && room() && now >= sink_->NextUpkeepMs();
+    return control_held_ && in_flight_ == 0 && jobs.empty() && room() &&
+           now >= sink_->NextUpkeepMs();
   };
   auto launch_upkeep = [&] {
     ++in_flight_;
@@ -1115,9 +1117,43 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     plans_[p.shard] = plan;
     launch({{p.shard, plan.after, plan.last_sequence, plan.records}}, plan.attempt_ms, false);
   }
+  // A staged sink's commit: where the control unit is held, beside the shards' batches
+  // (it takes no batch's slot: a busy worker's batches must not hold back the commit
+  // that makes every worker's batches visible).
+  if (sink_->staged() && control_held_ && !commit_in_flight_ && now >= commit_retry_after_ms_ &&
+      now >= sink_->NextCommitMs()) {
+    commit_in_flight_ = true;
+    ++in_flight_;
+    jobs.push_back([this] { RunCommit(); });
+  }
   if (redrive_due()) launch_redrive();
   if (upkeep_due()) launch_upkeep();
   return jobs;
+}
+
+void ShardRunner::RunCommit() {
+  auto result = sink_->CommitStaged();
+  std::lock_guard lock(mu_);
+  commit_in_flight_ = false;
+  --in_flight_;
+  const int64_t now = clock_->NowMillis();
+  if (result.ok()) {
+    if (result->deliveries > 0) metrics_.Add(*result);
+    commit_failures_ = 0;
+    commit_retry_after_ms_ = 0;
+    commit_grace_since_ms_ = 0;
+    NoteSuccess();
+    return;
+  }
+  const Status& st = result.status();
+  if (st.code() == StatusCode::kShuttingDown || stopping_) return;
+  if (FailsChannel(st, &commit_grace_since_ms_, now)) {
+    LogEvent({{"eventType", "CommitFailed"}, {"errorMessage", st.message()}, {"fatal", true}});
+    return;
+  }
+  ++commit_failures_;
+  commit_retry_after_ms_ = now + Backoff(commit_failures_);
+  NoteFailure(st.WithContext("committing the staged batches"), commit_failures_);
 }
 
 ShardRunner::Job ShardRunner::RecoverJob() {
@@ -1147,6 +1183,11 @@ void ShardRunner::Recover() {
   // the checkpoint update; a plan it already holds is done.
   std::map<std::string, Position> moved;
   for (const auto& [shard, next] : *held) {
+    // With a coordinator, only the shards this process holds (another's are its own).
+    if (coordinator_ != nullptr && (coordinator_->HeldEpoch(config_.id, UnitOf(shard)) == 0 ||
+                                    unit_epochs_[UnitOf(shard)] == 0)) {
+      continue;
+    }
     auto& s = shards_[shard];
     if (s.known && !(s.checkpoint < next)) continue;
     auto plan = plans_.find(shard);
@@ -1225,8 +1266,11 @@ void ShardRunner::RunBatch(const DeliveryBatch& batch) {
           "channel {}: delivered {} of {} record(s) of {} shard(s){}, {} {}, {} bytes out, {} ms",
           config_.name, result->delivered, result->records_in, batch.ranges.size(),
           result->failed > 0 ? fmt::format(" ({} to the DLQ)", result->failed) : "",
-          result->deliveries, sink_->spans_shards() ? "commit(s)" : "object(s)", result->bytes_out,
-          now - started);
+          result->deliveries,
+          sink_->staged()         ? "commit(s) (staged for the table's commit)"
+          : sink_->spans_shards() ? "commit(s)"
+                                  : "object(s)",
+          result->bytes_out, now - started);
     }
     spdlog::debug(
         "channel {}: delivered {} record(s) ({} bytes in, {} bytes out, {} to the DLQ) of {}",

@@ -170,6 +170,8 @@ class ShardRunner {
 
   Job RecoverJob();
   Job BatchJob(DeliveryBatch batch);
+  // A staged sink's commit (Sink::CommitStaged), where the control unit is held.
+  void RunCommit();
   void RunBatch(const DeliveryBatch& batch);
   // A delivered batch's rejections: counted, and logged at most once per interval (mu_).
   void NoteRejects(uint64_t records_in, const RejectSummary& rejects, int64_t now);
@@ -236,6 +238,10 @@ class ShardRunner {
   bool redrive_in_flight_ = false;
   bool control_held_ = false;  // this process holds the control unit (always without a coordinator)
   bool redrive_turn_ = false;  // a spanning sink's next slot goes to the redrive
+  bool commit_in_flight_ = false;  // a staged sink's commit
+  int commit_failures_ = 0;
+  int64_t commit_retry_after_ms_ = 0;
+  int64_t commit_grace_since_ms_ = 0;
   int redrive_failures_ = 0;
   int64_t redrive_retry_after_ms_ = 0;
   int64_t redrive_grace_since_ms_ = 0;

@@ -155,11 +155,23 @@ class Sink {
   // engine's job, so one dead endpoint cannot stall other channels.
   virtual Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) = 0;
 
+  // Staged delivery (a table in a scale-out pool, table/staging.h): true when a batch of
+  // one shard is written and staged wherever that shard's unit is held, and made visible
+  // by a commit that the holder of the channel's control unit runs on its own schedule.
+  virtual bool staged() const { return false; }
+  // When that commit is next due (epoch ms; INT64_MAX: never), and one run of it: what is
+  // staged now, committed (DeliveryCounts::deliveries counts the commits). The engine runs
+  // it only where the control unit is held, beside the shards' batches. Errors as
+  // Deliver's.
+  virtual int64_t NextCommitMs() const { return INT64_MAX; }
+  virtual Result<DeliveryCounts> CommitStaged() { return DeliveryCounts{}; }
+
   // Maintenance of the destination on its own schedule (a table's compaction, snapshot
   // expiry, orphan removal): when it is next due (epoch ms; INT64_MAX: never), and one
   // run of it. The engine runs it only while no batch of the channel is in flight, on a
   // delivery worker, so it never races the channel's writes. Errors are the sink's to
-  // log; they do not fail the channel.
+  // log; they do not fail the channel. With a coordinator it runs where the control unit
+  // is held.
   virtual int64_t NextUpkeepMs() const { return INT64_MAX; }
   virtual void Upkeep() {}
 

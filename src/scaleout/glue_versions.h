@@ -23,7 +23,8 @@ class GlueVersions final : public delivery::table::VersionLookup {
                                            const registry::VersionSelector& selector) override;
 
  private:
-  explicit GlueVersions(std::unique_ptr<source::AwsJsonClient> client) : client_(std::move(client)) {}
+  explicit GlueVersions(std::unique_ptr<source::AwsJsonClient> client)
+      : client_(std::move(client)) {}
   Result<registry::VersionInfo> Get(const nlohmann::json& request);
   std::unique_ptr<source::AwsJsonClient> client_;
 };

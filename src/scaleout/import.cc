@@ -110,29 +110,33 @@ Result<ImportReport> ImportSingleServer(Database* meta, pg::PgPool* pool) {
                               {ch.config.id, ch.config.name, doc})
                           .status());
       for (const auto& [shard, p] : ch.checkpoints) {
-        RETURN_IF_ERROR(tx.Exec("INSERT INTO icestream_checkpoints (channel_id, shard_id, sequence, "
-                                "sub_sequence, epoch) VALUES ($1, $2, $3, $4, 0)",
-                                {ch.config.id, shard, p.sequence, Sub(p.sub_sequence)})
-                            .status());
+        RETURN_IF_ERROR(
+            tx.Exec("INSERT INTO icestream_checkpoints (channel_id, shard_id, sequence, "
+                    "sub_sequence, epoch) VALUES ($1, $2, $3, $4, 0)",
+                    {ch.config.id, shard, p.sequence, Sub(p.sub_sequence)})
+                .status());
       }
       for (const auto& [shard, p] : ch.plans) {
         RETURN_IF_ERROR(
-            tx.Exec("INSERT INTO icestream_plans (channel_id, shard_id, after_sequence, "
-                    "after_sub_sequence, last_sequence, records, attempt_ms, epoch) VALUES ($1, $2, "
-                    "$3, $4, $5, $6, $7, 0)",
-                    {ch.config.id, shard, p.after.sequence, Sub(p.after.sub_sequence),
-                     p.last_sequence, std::to_string(p.records), std::to_string(p.attempt_ms)})
+            tx.Exec(
+                  "INSERT INTO icestream_plans (channel_id, shard_id, after_sequence, "
+                  "after_sub_sequence, last_sequence, records, attempt_ms, epoch) VALUES ($1, $2, "
+                  "$3, $4, $5, $6, $7, 0)",
+                  {ch.config.id, shard, p.after.sequence, Sub(p.after.sub_sequence),
+                   p.last_sequence, std::to_string(p.records), std::to_string(p.attempt_ms)})
                 .status());
       }
       for (const auto& shard : ch.finished) {
-        RETURN_IF_ERROR(tx.Exec("INSERT INTO icestream_finished (channel_id, shard_id) VALUES ($1, $2)",
-                                {ch.config.id, shard})
-                            .status());
+        RETURN_IF_ERROR(
+            tx.Exec("INSERT INTO icestream_finished (channel_id, shard_id) VALUES ($1, $2)",
+                    {ch.config.id, shard})
+                .status());
       }
       if (!ch.sink_state.is_null()) {
-        RETURN_IF_ERROR(tx.Exec("INSERT INTO icestream_sink_state (channel_id, doc) VALUES ($1, $2)",
-                                {ch.config.id, ch.sink_state.dump()})
-                            .status());
+        RETURN_IF_ERROR(
+            tx.Exec("INSERT INTO icestream_sink_state (channel_id, doc) VALUES ($1, $2)",
+                    {ch.config.id, ch.sink_state.dump()})
+                .status());
       }
       ++report.channels;
     }

@@ -1,10 +1,11 @@
 // Leases on PostgreSQL rows: renew, take, hand back.
 #include "scaleout/lease_manager.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "common/crypto.h"
 
@@ -59,8 +60,8 @@ void LeaseManager::Stop(bool handoff) {
   loop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (handoff) {
-    auto r = pool_->Exec("UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE owner = $1",
-                         {owner_});
+    auto r = pool_->Exec(
+        "UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE owner = $1", {owner_});
     if (r.ok()) {
       spdlog::info("scale-out: worker {} handed {} lease(s) over", owner_, r->affected());
     } else {
@@ -80,9 +81,18 @@ uint64_t LeaseManager::HeldEpoch(const std::string& channel_id, const std::strin
 }
 
 void LeaseManager::Offer(const std::string& channel_id, const std::vector<std::string>& units) {
-  std::lock_guard lock(mu_);
-  auto& set = offered_[channel_id];
-  for (const auto& u : units) set.insert(u);
+  bool fresh = false;
+  {
+    std::lock_guard lock(mu_);
+    auto& set = offered_[channel_id];
+    for (const auto& u : units) fresh |= set.insert(u).second;
+  }
+  if (fresh) {
+    // A new channel or new shards: their rows are made and taken now, not at the next
+    // take interval (a new channel's delivery would otherwise wait for it).
+    offered_new_.store(true);
+    loop_cv_.notify_one();
+  }
 }
 
 void LeaseManager::Forget(const std::string& channel_id) {
@@ -99,8 +109,14 @@ void LeaseManager::Forget(const std::string& channel_id) {
 std::string LeaseManager::UnitFor(const std::string& channel_id, const std::string& shard) const {
   std::lock_guard lock(mu_);
   auto it = offered_.find(channel_id);
-  if (it != offered_.end() && it->second.count(delivery::kChannelUnit)) return delivery::kChannelUnit;
+  if (it != offered_.end() && it->second.count(delivery::kChannelUnit))
+    return delivery::kChannelUnit;
   return delivery::ShardUnit(shard);
+}
+
+std::string LeaseManager::ControlUnitFor(const std::string& channel_id) const {
+  return UnitFor(channel_id, "") == delivery::kChannelUnit ? delivery::kChannelUnit
+                                                           : delivery::kControlUnit;
 }
 
 std::map<std::string, std::map<std::string, uint64_t>> LeaseManager::Held() const {
@@ -115,10 +131,13 @@ void LeaseManager::Loop() {
   auto next_take = std::chrono::steady_clock::now();
   while (!stopping_) {
     bool take = std::chrono::steady_clock::now() >= next_take;
-    if (take) next_take = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.take_ms);
+    if (offered_new_.exchange(false)) take = true;
+    if (take)
+      next_take = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.take_ms);
     Cycle(take);
     std::unique_lock lock(loop_mu_);
-    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.renew_ms), [&] { return stopping_.load(); });
+    loop_cv_.wait_for(lock, std::chrono::milliseconds(options_.renew_ms),
+                      [&] { return stopping_.load() || offered_new_.load(); });
   }
 }
 
@@ -141,17 +160,19 @@ Status LeaseManager::Renew() {
   // The heartbeat and the renewal of every unit held, in one statement (one round trip and
   // one transaction per renew interval, whatever the number of units).
   ASSIGN_OR_RETURN(
-      auto r, pool_->Exec("WITH hb AS (UPDATE icestream_worker SET heartbeat_at = clock_timestamp() "
-                          "WHERE worker_id = $1 RETURNING 1), r AS (UPDATE icestream_lease SET "
-                          "expires_at = clock_timestamp() + $2::interval WHERE owner = $1 RETURNING "
-                          "channel_id, unit, epoch) SELECT (SELECT count(*) FROM hb), r.channel_id, "
-                          "r.unit, r.epoch FROM (SELECT 1) one LEFT JOIN r ON true",
-                          {owner_, Interval(options_.lease_ms)}));
+      auto r,
+      pool_->Exec("WITH hb AS (UPDATE icestream_worker SET heartbeat_at = clock_timestamp() "
+                  "WHERE worker_id = $1 RETURNING 1), r AS (UPDATE icestream_lease SET "
+                  "expires_at = clock_timestamp() + $2::interval WHERE owner = $1 RETURNING "
+                  "channel_id, unit, epoch) SELECT (SELECT count(*) FROM hb), r.channel_id, "
+                  "r.unit, r.epoch FROM (SELECT 1) one LEFT JOIN r ON true",
+                  {owner_, Interval(options_.lease_ms)}));
   if (r.rows() > 0 && r.integer(0, 0) == 0) {
     // Removed by an operator or a database restored from a backup: join again.
-    RETURN_IF_ERROR(pool_->Exec("INSERT INTO icestream_worker (worker_id, host, pid, listen) VALUES "
-                                "($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                                {owner_, Hostname(), std::to_string(::getpid()), options_.listen})
+    RETURN_IF_ERROR(pool_
+                        ->Exec("INSERT INTO icestream_worker (worker_id, host, pid, listen) VALUES "
+                               "($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                               {owner_, Hostname(), std::to_string(::getpid()), options_.listen})
                         .status());
   }
   std::map<std::pair<std::string, std::string>, Unit> now;
@@ -183,9 +204,10 @@ Status LeaseManager::InsertOffered() {
     }
   }
   for (const auto& [ch, u] : missing) {
-    RETURN_IF_ERROR(pool_->Exec("INSERT INTO icestream_lease (channel_id, unit) VALUES ($1, $2) ON "
-                                "CONFLICT DO NOTHING",
-                                {ch, u})
+    RETURN_IF_ERROR(pool_
+                        ->Exec("INSERT INTO icestream_lease (channel_id, unit) VALUES ($1, $2) ON "
+                               "CONFLICT DO NOTHING",
+                               {ch, u})
                         .status());
     std::lock_guard lock(mu_);
     inserted_.insert({ch, u});
@@ -194,53 +216,79 @@ Status LeaseManager::InsertOffered() {
 }
 
 Status LeaseManager::Take() {
-  // The fair share: units over live workers (those whose heartbeat is within a lease).
-  ASSIGN_OR_RETURN(auto counts, pool_->Exec("SELECT (SELECT count(*) FROM icestream_lease), (SELECT "
-                                            "count(*) FROM icestream_worker WHERE heartbeat_at > "
-                                            "clock_timestamp() - $1::interval)",
-                                            {Interval(options_.lease_ms)}));
-  int64_t units = counts.integer(0, 0);
-  int64_t workers = std::max<int64_t>(1, counts.integer(0, 1));
-  int64_t share = (units + workers - 1) / workers;
-  size_t held;
+  // The fair share, per channel: its units over the live workers (those whose heartbeat is
+  // within a lease), rounded up. Per channel rather than over all units, so that one
+  // channel's shards spread over the pool; and a free unit always fits some worker's
+  // share (the shares of a channel add up to at least its units), so none stays free.
+  ASSIGN_OR_RETURN(auto counts,
+                   pool_->Exec("SELECT channel_id, count(*), (SELECT count(*) FROM "
+                               "icestream_worker WHERE heartbeat_at > clock_timestamp() - "
+                               "$1::interval) FROM icestream_lease GROUP BY channel_id",
+                               {Interval(options_.lease_ms)}));
+  std::map<std::string, int64_t> share;
+  for (size_t i = 0; i < counts.rows(); ++i) {
+    int64_t workers = std::max<int64_t>(1, counts.integer(i, 2));
+    share[counts.text(i, 0)] = (counts.integer(i, 1) + workers - 1) / workers;
+  }
+  // Over the share of a channel: hand one of its units back (a shard before the control
+  // unit), and take nothing this pass; a worker that joined takes it at its next pass.
+  std::pair<std::string, std::string> give;
+  uint64_t epoch = 0;
   {
     std::lock_guard lock(mu_);
-    held = held_.size();
+    std::map<std::string, int64_t> mine;
+    for (const auto& [k, u] : held_) mine[k.first]++;
+    for (const auto& [channel, n] : mine) {
+      auto it = share.find(channel);
+      if (it == share.end() || n <= it->second) continue;
+      auto pick = held_.end();
+      for (auto h = held_.lower_bound({channel, ""}); h != held_.end() && h->first.first == channel;
+           ++h) {
+        if (pick == held_.end() || h->first.second.starts_with("shard:")) pick = h;
+      }
+      give = pick->first;
+      epoch = pick->second.epoch;
+      held_.erase(pick);
+      break;
+    }
   }
-  if (static_cast<int64_t>(held) < share) {
-    ASSIGN_OR_RETURN(
-        auto taken,
-        pool_->Exec("WITH c AS (SELECT channel_id, unit FROM icestream_lease WHERE owner IS NULL "
-                    "OR expires_at < clock_timestamp() ORDER BY channel_id, unit LIMIT $2 FOR UPDATE "
-                    "SKIP LOCKED), t AS (UPDATE icestream_lease l SET owner = $1, epoch = l.epoch + "
-                    "1, expires_at = clock_timestamp() + $3::interval FROM c WHERE l.channel_id = "
-                    "c.channel_id AND l.unit = c.unit RETURNING l.channel_id, l.unit, l.epoch), h "
-                    "AS (INSERT INTO icestream_lease_history (channel_id, unit, owner, epoch) SELECT "
-                    "channel_id, unit, $1, epoch FROM t) SELECT channel_id, unit, epoch FROM t",
-                    {owner_, std::to_string(share - static_cast<int64_t>(held)),
-                     Interval(options_.lease_ms)}));
-    std::lock_guard lock(mu_);
-    for (size_t i = 0; i < taken.rows(); ++i) {
-      held_[{taken.text(i, 0), taken.text(i, 1)}] = Unit{static_cast<uint64_t>(taken.integer(i, 2))};
-      spdlog::info("scale-out: took {} {} (epoch {})", taken.text(i, 0), taken.text(i, 1),
-                   taken.integer(i, 2));
-    }
-  } else if (static_cast<int64_t>(held) > share && workers > 1) {
-    // Hand one back: a worker that joined takes it at its next pass.
-    std::pair<std::string, std::string> give;
-    uint64_t epoch = 0;
-    {
-      std::lock_guard lock(mu_);
-      give = held_.rbegin()->first;
-      epoch = held_.rbegin()->second.epoch;
-      held_.erase(give);
-    }
-    RETURN_IF_ERROR(pool_->Exec("UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE "
-                                "channel_id = $1 AND unit = $2 AND owner = $3 AND epoch = $4",
-                                {give.first, give.second, owner_, std::to_string(epoch)})
+  if (epoch != 0) {
+    RETURN_IF_ERROR(pool_
+                        ->Exec("UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE "
+                               "channel_id = $1 AND unit = $2 AND owner = $3 AND epoch = $4",
+                               {give.first, give.second, owner_, std::to_string(epoch)})
                         .status());
-    spdlog::info("scale-out: handed {} {} over (holding more than the share of {})", give.first,
-                 give.second, share);
+    spdlog::info("scale-out: handed {} {} over (holding more than the channel's share of {})",
+                 give.first, give.second, share[give.first]);
+    return Status::OK();
+  }
+  // Free units, a channel's in the order of a hash of their names, up to the room this
+  // process has in that channel's share; the rows are locked after ranking (FOR UPDATE
+  // does not go with window functions).
+  ASSIGN_OR_RETURN(
+      auto taken,
+      pool_->Exec(
+          "WITH w AS (SELECT greatest(1, count(*)) AS n FROM icestream_worker WHERE heartbeat_at "
+          "> clock_timestamp() - $2::interval), per AS (SELECT channel_id, count(*) AS units, "
+          "count(*) FILTER (WHERE owner = $1 AND expires_at >= clock_timestamp()) AS mine FROM "
+          "icestream_lease GROUP BY channel_id), free AS (SELECT l.channel_id, l.unit, "
+          "row_number() OVER (PARTITION BY l.channel_id ORDER BY md5(l.channel_id || '/' || "
+          "l.unit)) AS k, (p.units + w.n - 1) / w.n - p.mine AS room FROM icestream_lease l JOIN "
+          "per p ON p.channel_id = l.channel_id CROSS JOIN w WHERE l.owner IS NULL OR "
+          "l.expires_at < clock_timestamp()), c AS (SELECT l.channel_id, l.unit FROM "
+          "icestream_lease l JOIN free f ON f.channel_id = l.channel_id AND f.unit = l.unit "
+          "WHERE f.k <= f.room AND (l.owner IS NULL OR l.expires_at < clock_timestamp()) FOR "
+          "UPDATE OF l SKIP LOCKED), t AS (UPDATE icestream_lease l SET owner = $1, epoch = "
+          "l.epoch + 1, expires_at = clock_timestamp() + $2::interval FROM c WHERE l.channel_id "
+          "= c.channel_id AND l.unit = c.unit RETURNING l.channel_id, l.unit, l.epoch), h AS "
+          "(INSERT INTO icestream_lease_history (channel_id, unit, owner, epoch) SELECT "
+          "channel_id, unit, $1, epoch FROM t) SELECT channel_id, unit, epoch FROM t",
+          {owner_, Interval(options_.lease_ms)}));
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < taken.rows(); ++i) {
+    held_[{taken.text(i, 0), taken.text(i, 1)}] = Unit{static_cast<uint64_t>(taken.integer(i, 2))};
+    spdlog::info("scale-out: took {} {} (epoch {})", taken.text(i, 0), taken.text(i, 1),
+                 taken.integer(i, 2));
   }
   return Status::OK();
 }

@@ -7,12 +7,14 @@
 //     expires_at = clock_timestamp() + lease for every unit held (the database's clock,
 //     never this machine's); units it does not return are lost and dropped at once;
 //   - make the rows of units offered (ON CONFLICT DO NOTHING);
-// and every take interval:
-//   - take up to this process's fair share (ceil(units / live workers)) of the units that
-//     nobody holds or whose lease expired, FOR UPDATE SKIP LOCKED, bumping the epoch and
-//     writing icestream_lease_history in the same statement;
-//   - hand one unit back when holding more than the share (a process that joined gets
-//     work without waiting for anyone to fail).
+// and every take interval (and at once when new units are offered):
+//   - take, FOR UPDATE SKIP LOCKED, units that nobody holds or whose lease expired, up to
+//     this process's fair share of each channel (ceil(the channel's units / live
+//     workers)), bumping the epoch and writing icestream_lease_history in the same
+//     statement; per channel, so that one channel's shards spread over the pool instead
+//     of going to one process together (and every free unit fits some worker's share);
+//   - hand one unit back when holding more than a channel's share (a process that joined
+//     gets work without waiting for anyone to fail).
 // A unit counts as held locally only until this process's last successful renewal plus
 // the lease minus one renew interval: a process that cannot reach the database stops
 // working before anyone else may take over. Safety does not depend on it — every write
@@ -63,6 +65,8 @@ class LeaseManager final : public delivery::Coordinator {
   // The unit a shard's state is fenced by: the channel's own unit when it was offered
   // (a channel delivered as one unit), else the shard's.
   std::string UnitFor(const std::string& channel_id, const std::string& shard) const;
+  // The unit of a channel's lifecycle: its own unit when it was offered, else "control".
+  std::string ControlUnitFor(const std::string& channel_id) const;
 
   // Stops the thread. With `handoff`, the units are given back (owner cleared) so that
   // others take them at once instead of waiting for the leases to expire (SIGTERM). The
@@ -98,6 +102,7 @@ class LeaseManager final : public delivery::Coordinator {
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> offered_new_{false};  // units offered since the last cycle
   std::thread thread_;
 };
 

@@ -2,8 +2,6 @@
 // takers, one winner; a fair share each; a stopped renewer's units move after its lease
 // and its writes then match nothing; a takeover bumps the epoch; a handoff gives units
 // back at once; and the statements behave on the database's clock.
-#include "scaleout/lease_manager.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +9,7 @@
 
 #include "common/testing/status_assertions.h"
 #include "delivery/coordinator.h"
+#include "scaleout/lease_manager.h"
 #include "scaleout/pg_delivery_store.h"
 #include "scaleout/schema.h"
 
@@ -68,7 +67,8 @@ class LeaseTest : public ::testing::Test {
 TEST_F(LeaseTest, TwoWorkersShareTheUnitsAndTakeOverAfterAStop) {
   ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), Fast()));
   std::vector<std::string> units;
-  for (int i = 0; i < 6; ++i) units.push_back(delivery::ShardUnit("shardId-00000000000" + std::to_string(i)));
+  for (int i = 0; i < 6; ++i)
+    units.push_back(delivery::ShardUnit("shardId-00000000000" + std::to_string(i)));
   a->Offer("ch", units);
   Eventually([&] { return Count(*a) == 6; });
   ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), Fast()));
@@ -93,10 +93,10 @@ TEST_F(LeaseTest, TwoWorkersShareTheUnitsAndTakeOverAfterAStop) {
   a->Stop(/*handoff=*/false);
   Eventually([&] { return Count(*b) == 6; });
   // The database refuses a's (owner, epoch) now: a write fenced on it matches no row.
-  ASSERT_OK_AND_ASSIGN(auto stale,
-                       pool_->Exec("SELECT 1 FROM icestream_lease WHERE channel_id = 'ch' AND unit = "
-                                   "$1 AND owner = $2 AND epoch = $3",
-                                   {delivery::ShardUnit(mine), a_owner, std::to_string(a_epoch)}));
+  ASSERT_OK_AND_ASSIGN(
+      auto stale, pool_->Exec("SELECT 1 FROM icestream_lease WHERE channel_id = 'ch' AND unit = "
+                              "$1 AND owner = $2 AND epoch = $3",
+                              {delivery::ShardUnit(mine), a_owner, std::to_string(a_epoch)}));
   EXPECT_EQ(stale.rows(), 0u);
   EXPECT_STATUS(kFailedPrecondition,
                 store_a.Commit("ch", {{mine, delivery::Position{"9", std::nullopt}}}, {}));
@@ -122,7 +122,8 @@ TEST_F(LeaseTest, TwoTakersOneWinner) {
   a->CycleForTest();
   b->CycleForTest();
   EXPECT_EQ(Count(*a) + Count(*b), 1u);
-  ASSERT_OK_AND_ASSIGN(auto r, pool_->Exec("SELECT epoch FROM icestream_lease WHERE channel_id = 'c'"));
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       pool_->Exec("SELECT epoch FROM icestream_lease WHERE channel_id = 'c'"));
   EXPECT_EQ(r.integer(0, 0), 1);
   a->Stop(true);
   b->Stop(true);
@@ -133,7 +134,8 @@ TEST_F(LeaseTest, AHandoffGivesUnitsBackAtOnce) {
   a->Offer("ch", {"control", "shard:s1"});
   Eventually([&] { return Count(*a) == 2; });
   a->Stop(/*handoff=*/true);
-  ASSERT_OK_AND_ASSIGN(auto r, pool_->Exec("SELECT count(*) FROM icestream_lease WHERE owner IS NULL"));
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       pool_->Exec("SELECT count(*) FROM icestream_lease WHERE owner IS NULL"));
   EXPECT_EQ(r.integer(0, 0), 2);
   ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), Fast()));
   b->CycleForTest();

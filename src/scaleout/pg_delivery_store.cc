@@ -38,19 +38,30 @@ Status LockLease(pg::PgTx& tx, const std::string& channel_id, const std::string&
 
 }  // namespace
 
-Result<uint64_t> PgDeliveryStore::Fence(pg::PgTx& tx, const std::string& channel_id,
-                                        const std::string& unit) const {
-  uint64_t epoch = leases_ ? leases_->HeldEpoch(channel_id, unit) : 0;
+Result<uint64_t> LockHeldLease(pg::PgTx& tx, const LeaseManager* leases,
+                               const std::string& channel_id, const std::string& unit) {
+  uint64_t epoch = leases ? leases->HeldEpoch(channel_id, unit) : 0;
   if (epoch == 0) return Fenced(channel_id, unit);
-  RETURN_IF_ERROR(LockLease(tx, channel_id, unit, leases_->owner(), epoch));
+  RETURN_IF_ERROR(LockLease(tx, channel_id, unit, leases->owner(), epoch));
   return epoch;
 }
 
+Status FenceCommit(pg::PgTx& tx, const LeaseManager* leases, const std::string& channel_id) {
+  const std::string unit = leases ? leases->ControlUnitFor(channel_id) : delivery::kControlUnit;
+  ASSIGN_OR_RETURN(uint64_t epoch, LockHeldLease(tx, leases, channel_id, unit));
+  return tx
+      .Exec("INSERT INTO icestream_commit_log (channel_id, owner, epoch) VALUES ($1, $2, $3)",
+            {channel_id, leases->owner(), std::to_string(epoch)})
+      .status();
+}
+
+Result<uint64_t> PgDeliveryStore::Fence(pg::PgTx& tx, const std::string& channel_id,
+                                        const std::string& unit) const {
+  return LockHeldLease(tx, leases_, channel_id, unit);
+}
+
 std::string PgDeliveryStore::ControlUnit(const std::string& channel_id) const {
-  if (leases_ && leases_->UnitFor(channel_id, "") == delivery::kChannelUnit) {
-    return delivery::kChannelUnit;
-  }
-  return delivery::kControlUnit;
+  return leases_ ? leases_->ControlUnitFor(channel_id) : delivery::kControlUnit;
 }
 
 Result<std::vector<delivery::ChannelConfig>> PgDeliveryStore::LoadChannels() {
@@ -79,7 +90,8 @@ Status PgDeliveryStore::SaveChannel(const delivery::ChannelConfig& c) {
 Status PgDeliveryStore::RemoveChannel(const std::string& id) {
   return pool_->RunInTransaction([&](pg::PgTx& tx) -> Status {
     for (const char* table : {"icestream_plans", "icestream_checkpoints", "icestream_finished",
-                              "icestream_sink_state", "icestream_redrives", "icestream_lease"}) {
+                              "icestream_sink_state", "icestream_redrives", "icestream_staged",
+                              "icestream_table_requests", "icestream_lease"}) {
       RETURN_IF_ERROR(
           tx.Exec(std::string("DELETE FROM ") + table + " WHERE channel_id = $1", {id}).status());
     }
@@ -257,14 +269,7 @@ Status PgDeliveryStore::SaveRedrive(const std::string& id, const std::string& re
 }
 
 Status PgLeaseFence::Check(iceberg::CatalogStore::Tx& tx) const {
-  auto& pgtx = static_cast<PgCatalogStore::PgCatalogTx&>(tx).pg();
-  uint64_t epoch = leases_ ? leases_->HeldEpoch(channel_id_, delivery::kChannelUnit) : 0;
-  if (epoch == 0) return Fenced(channel_id_, delivery::kChannelUnit);
-  RETURN_IF_ERROR(LockLease(pgtx, channel_id_, delivery::kChannelUnit, leases_->owner(), epoch));
-  return pgtx
-      .Exec("INSERT INTO icestream_commit_log (channel_id, owner, epoch) VALUES ($1, $2, $3)",
-            {channel_id_, leases_->owner(), std::to_string(epoch)})
-      .status();
+  return FenceCommit(static_cast<PgCatalogStore::PgCatalogTx&>(tx).pg(), leases_, channel_id_);
 }
 
 }  // namespace icestream::scaleout

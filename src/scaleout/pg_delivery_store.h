@@ -61,10 +61,20 @@ class PgDeliveryStore final : public delivery::DeliveryStore {
   const LeaseManager* leases_;
 };
 
-// The fence a table channel's catalog commits carry on a worker: the channel's lease
-// ("channel" unit), locked with owner and epoch in the catalog transaction of the pointer
-// swap, with a row in icestream_commit_log written in the same transaction. The catalog
-// must be the PostgreSQL one of the same database (PgCatalogStore).
+// Locks the lease row of (channel, unit) if this process holds it (owner and the epoch it
+// holds it under, FOR NO KEY UPDATE); kFailedPrecondition ("fenced") otherwise. Returns
+// the epoch.
+Result<uint64_t> LockHeldLease(pg::PgTx& tx, const LeaseManager* leases,
+                               const std::string& channel_id, const std::string& unit);
+// Locks the channel's control lease as LockHeldLease and logs the commit in
+// icestream_commit_log, in `tx` (a catalog commit's transaction).
+Status FenceCommit(pg::PgTx& tx, const LeaseManager* leases, const std::string& channel_id);
+
+// The fence a table channel's catalog commits carry on a worker: the channel's control
+// lease (its "channel" unit when delivered as one unit, else "control"), locked with owner
+// and epoch in the catalog transaction of the pointer swap, with a row in
+// icestream_commit_log written in the same transaction. The catalog must be the
+// PostgreSQL one of the same database (PgCatalogStore).
 class PgLeaseFence final : public iceberg::CommitFence {
  public:
   PgLeaseFence(const LeaseManager* leases, std::string channel_id)

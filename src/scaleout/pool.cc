@@ -5,6 +5,7 @@
 
 #include "scaleout/pg_catalog_store.h"
 #include "scaleout/pg_delivery_store.h"
+#include "scaleout/pg_staging_store.h"
 #include "scaleout/schema.h"
 
 namespace icestream::scaleout {
@@ -43,6 +44,10 @@ void Pool::Leave(bool handoff) {
 
 std::unique_ptr<delivery::DeliveryStore> Pool::MakeDeliveryStore() const {
   return std::make_unique<PgDeliveryStore>(pg_.get(), leases_.get());
+}
+
+std::shared_ptr<delivery::table::StagingStore> Pool::MakeStagingStore() const {
+  return std::make_shared<PgStagingStore>(pg_.get(), leases_.get());
 }
 
 Result<std::shared_ptr<iceberg::CatalogStore>> Pool::CatalogRows(

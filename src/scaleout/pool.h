@@ -15,6 +15,7 @@
 #include <string>
 
 #include "delivery/delivery_store.h"
+#include "delivery/table/staging.h"
 #include "iceberg/catalog_store.h"
 #include "pg/client.h"
 #include "scaleout/lease_manager.h"
@@ -38,9 +39,11 @@ class Pool {
   pg::PgPool* pg() const { return pg_.get(); }
   LeaseManager* leases() const { return leases_.get(); }
   std::unique_ptr<delivery::DeliveryStore> MakeDeliveryStore() const;
+  // Where table channels' shard batches are staged for their commit (staging.h).
+  std::shared_ptr<delivery::table::StagingStore> MakeStagingStore() const;
   // The JDBC-catalog rows of a warehouse (catalog_name = the table bucket's name).
   Result<std::shared_ptr<iceberg::CatalogStore>> CatalogRows(const std::string& warehouse) const;
-  // The fence of a table channel's commits (its "channel" lease); lives as long as the pool.
+  // The fence of a table channel's commits (its control lease); lives as long as the pool.
   const iceberg::CommitFence* FenceFor(const std::string& channel_id);
 
   // Stops the lease thread; with `handoff` the leases are given back (owner cleared).

@@ -36,6 +36,15 @@ Status EnsureDeliverySchema(pg::PgPool* pool) {
       // 2: DLQ redrives (delivery/redrive.h), one document each.
       "CREATE TABLE icestream_redrives (channel_id TEXT NOT NULL, redrive_id TEXT NOT NULL, "
       "created_ms BIGINT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (channel_id, redrive_id))",
+      // 3: a table channel's staged shard batches and its writers' requests to the table's
+      // owner (delivery/table/staging.h). after_sub_sequence is -1 for none (a key column).
+      "CREATE TABLE icestream_staged (channel_id TEXT NOT NULL, shard_id TEXT NOT NULL, "
+      "after_sequence TEXT NOT NULL, after_sub_sequence INTEGER NOT NULL, last_sequence TEXT NOT "
+      "NULL, row_count BIGINT NOT NULL, files TEXT NOT NULL, epoch BIGINT NOT NULL, staged_at "
+      "TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(), PRIMARY KEY (channel_id, shard_id, "
+      "after_sequence, after_sub_sequence));"
+      "CREATE TABLE icestream_table_requests (channel_id TEXT NOT NULL, version_id TEXT NOT "
+      "NULL, PRIMARY KEY (channel_id, version_id))",
   };
   return pg::Migrate(pool, "delivery", kSteps);
 }

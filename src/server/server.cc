@@ -345,6 +345,7 @@ Result<std::unique_ptr<IcestreamServer>> IcestreamServer::Start(const Config& co
     scaleout::Pool* pool = p->pool.get();
     co.coordinator = pool->leases();
     ts.fence_for = [pool](const delivery::ChannelConfig& c) { return pool->FenceFor(c.id); };
+    ts.staging = pool->MakeStagingStore();
     delivery_store = pool->MakeDeliveryStore();
   } else {
     ASSIGN_OR_RETURN(delivery_store,

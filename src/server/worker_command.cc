@@ -201,6 +201,7 @@ int RunWorker(const WorkerFlags& f) {
   delivery::table::TableServices ts = TableServicesOf(&warehouses);
   ts.versions = *versions;
   ts.fence_for = [p](const delivery::ChannelConfig& ch) { return p->FenceFor(ch.id); };
+  ts.staging = p->MakeStagingStore();
   delivery::ChannelManagerOptions co = ChannelOptions(c);
   co.coordinator = pool->leases();
   auto cm =

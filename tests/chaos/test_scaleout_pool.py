@@ -13,10 +13,14 @@ Afterwards, in both:
 - every record of the stream (every acknowledged one among them) is in the bucket exactly
   once and a row of the table exactly once (the independent reader: icebird + DuckDB
   through the REST catalog);
-- no table commit carries a superseded lease: icestream_commit_log's (owner, epoch) pairs
-  are lease_history entries of the channel's unit, and epochs never go back;
+- the table's shards are converted by several processes (each shard's batches staged under
+  its lease) and committed by the holder of the channel's control unit; no table commit
+  carries a superseded lease: icestream_commit_log's (owner, epoch) pairs are lease_history
+  entries of the control unit, epochs never go back, and nothing is left staged;
 - the checkpoints in the table's snapshot summaries only move forward;
-- the leases changed hands many times (the kills landed on workers holding work).
+- the leases changed hands many times (the kills landed on workers holding work);
+- the stream is split and merged during the kills: the first table snapshot that
+  checkpoints a child shard holds each parent to its last record.
 
 PostgreSQL comes from tests/lib/pg.py (a throw-away cluster as the postgres user), S3 from
 radosgw (tests/lib/start-rgw.sh); both fail the test when missing."""
@@ -213,7 +217,50 @@ class PoolChaos(unittest.TestCase):
         wait_channel(server, table_arn, timeout=60)
         return conninfo, server, k, s3_arn, table_arn
 
-    def verify(self, tag, server, k, producers, table_arn):
+    def reshard(self, k, how):
+        """Splits the first open shard, or merges two adjacent open ones, while the pool
+        delivers (split and merge are for PROVISIONED streams, as on AWS: the stream is
+        switched around the reshard and back)."""
+        arn = k.describe_stream_summary(StreamName=STREAM)["StreamDescriptionSummary"]["StreamARN"]
+        k.update_stream_mode(StreamARN=arn, StreamModeDetails={"StreamMode": "PROVISIONED"})
+        opened = sorted((s for s in k.list_shards(StreamName=STREAM)["Shards"]
+                         if "EndingSequenceNumber" not in s["SequenceNumberRange"]),
+                        key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
+        if how == "split":
+            s0 = opened[0]
+            lo, hi = int(s0["HashKeyRange"]["StartingHashKey"]), int(s0["HashKeyRange"]["EndingHashKey"])
+            k.split_shard(StreamName=STREAM, ShardToSplit=s0["ShardId"], NewStartingHashKey=str((lo + hi) // 2))
+        else:
+            a, b = next((a, b) for a, b in zip(opened, opened[1:])
+                        if int(a["HashKeyRange"]["EndingHashKey"]) + 1 == int(b["HashKeyRange"]["StartingHashKey"]))
+            k.merge_shards(StreamName=STREAM, ShardToMerge=a["ShardId"], AdjacentShardToMerge=b["ShardId"])
+        deadline = time.time() + 30
+        while k.describe_stream_summary(StreamName=STREAM)["StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
+            self.assertLess(time.time(), deadline, "the stream did not become ACTIVE after " + how)
+            time.sleep(0.2)
+        k.update_stream_mode(StreamARN=arn, StreamModeDetails={"StreamMode": "ON_DEMAND"})
+
+    def check_children_after_parents(self, k, everything, t):
+        """The first table snapshot that checkpoints a child shard has each parent at its
+        last record (parents delivered to their end first, across the pool)."""
+        parents = {s["ShardId"]: [p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p]
+                   for s in k.list_shards(StreamName=STREAM)["Shards"]}
+        self.assertGreaterEqual(sum(1 for p in parents.values() if p), 3, parents)
+        last = {}
+        for _, shard, seq in everything:
+            if shard not in last or seq_key(seq) > seq_key(last[shard]):
+                last[shard] = seq
+        snaps = sorted(t["snapshots"], key=lambda s: s["sequence_number"])
+        for child, ps in parents.items():
+            if not ps or child not in last:
+                continue
+            first = next(s for s in snaps if f"icestream.checkpoint.{child}" in s["summary"])
+            for p in ps:
+                if p in last:
+                    self.assertEqual(first["summary"].get(f"icestream.checkpoint.{p}"), last[p],
+                                     f"{child} committed before its parent {p} was complete")
+
+    def verify(self, tag, server, k, producers, table_arn, spread=False):
         """Exactly once in the bucket and the table; fenced commits; checkpoints forward."""
         for p in producers:
             p.stop.set()
@@ -257,8 +304,20 @@ class PoolChaos(unittest.TestCase):
         table_id = table_arn.rsplit("/", 1)[-1]
         db = tag
         history = {(o, int(e)) for o, e in self.sql(
-            f"SELECT owner, epoch FROM icestream_lease_history WHERE channel_id = '{table_id}' AND unit = 'channel'",
+            f"SELECT owner, epoch FROM icestream_lease_history WHERE channel_id = '{table_id}' AND unit = 'control'",
             db)}
+        # One table's shards are converted across the pool: its shard leases (under which
+        # every batch is staged) were held by more than one process.
+        shard_owners = self.sql(f"SELECT count(DISTINCT owner) FROM icestream_lease_history WHERE channel_id = "
+                                f"'{table_id}' AND unit LIKE 'shard:%'", db)
+        if spread:
+            self.assertGreater(int(shard_owners[0][0]), 1,
+                               "the table's shards were never converted by two processes")
+        # (A replay staged after its batch's commit is dropped by the next commit pass.)
+        deadline = time.time() + 15
+        while self.sql(f"SELECT count(*) FROM icestream_staged WHERE channel_id = '{table_id}'", db) != [["0"]]:
+            self.assertLess(time.time(), deadline, "staged batches left uncommitted")
+            time.sleep(0.5)
         commits = self.sql(f"SELECT owner, epoch FROM icestream_commit_log WHERE channel_id = '{table_id}' "
                            "ORDER BY at", db)
         self.assertGreater(len(commits), 5)
@@ -288,6 +347,10 @@ class PoolChaos(unittest.TestCase):
             kills = 0
             for r in range(ROUNDS):
                 time.sleep(rng.uniform(0.5, 2.0))
+                if r == ROUNDS // 4:
+                    self.reshard(k, "split")
+                if r == ROUNDS // 2:
+                    self.reshard(k, "merge")
                 if r == ROUNDS // 3:
                     # Paused longer than its lease: the others take its units over; when it
                     # wakes up, its writes are fenced.
@@ -302,8 +365,10 @@ class PoolChaos(unittest.TestCase):
                 kills += 1
                 w.start()
             time.sleep(2)
-            everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn)
+            everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn, spread=True)
             self.assertGreater(changes, kills, "the leases did not change hands as workers died")
+
+            self.check_children_after_parents(k, everything, t)
 
             # DescribeChannel names an owner and an epoch for every shard.
             st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": s3_arn})

@@ -112,6 +112,7 @@ Result<std::shared_ptr<const WriteTarget>> SchemaFollower::Evolve(
     int32_t highest = iceberg::HighestFieldId(layout.schema.schema);
     return WriteTarget::Make(newest, std::move(layout), highest);
   }
+  if (defer_) return defer_(*v);
   ASSIGN_OR_RETURN(iceberg::Catalog * catalog, owner->catalog());
   for (int attempt = 1;; ++attempt) {
     RETURN_IF_ERROR(owner->Refresh());

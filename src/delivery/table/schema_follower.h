@@ -14,6 +14,7 @@
 // batch thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -90,12 +91,17 @@ class SchemaFollower {
   std::string ignored_version() const;
   // Schema commits carry `fence` (table_committer.h); null commits unfenced.
   void SetFence(const iceberg::CommitFence* fence) { fence_ = fence; }
+  // Where another process owns the table (a pool's shard writer, staging.h): an evolution
+  // of an existing table is not made here but handed to `defer`, whose status Evolve
+  // returns (the owner is asked to make it; the batch is retried). Empty: made here.
+  void SetDefer(std::function<Status(const SchemaVersion&)> defer) { defer_ = std::move(defer); }
 
  private:
   const ChannelConfig& config_;
   SchemaVersions* versions_;
   SinkEnv env_;
   const iceberg::CommitFence* fence_ = nullptr;
+  std::function<Status(const SchemaVersion&)> defer_;
   mutable std::mutex mu_;
   std::string ignored_version_;
 };

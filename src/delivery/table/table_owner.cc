@@ -74,6 +74,16 @@ Status TableOwner::LoadState() {
   return Status::OK();
 }
 
+Status TableOwner::SaveState(const nlohmann::json& before) {
+  if (state_ == before) return Status::OK();
+  Status st = env_.save_state(state_);
+  if (!st.ok() && shared_ && st.code() == StatusCode::kFailedPrecondition) {
+    spdlog::debug("channel {}: the table's notes are the owner's: {}", config_.name, st.message());
+    return Status::OK();
+  }
+  return st;
+}
+
 bool TableOwner::exists() const {
   std::lock_guard lock(mu_);
   return table_ != nullptr;
@@ -105,6 +115,12 @@ Result<std::optional<std::string>> TableOwner::LoadLocked() {
   }
   ASSIGN_OR_RETURN(auto table, iceberg::Table::Load(wh.catalog, wh.io, id_, env_.clock));
   const iceberg::TableMetadata& m = table->metadata();
+  if (shared_) {
+    // The owner may have created or evolved the table since the notes were read.
+    state_loaded_ = false;
+    RETURN_IF_ERROR(LoadState());
+  }
+  const nlohmann::json before = state_;
   auto owner = m.properties.find(std::string(kOwnerProperty));
   if (owner == m.properties.end() || owner->second != config_.arn) {
     return AlreadyExists(fmt::format(
@@ -127,7 +143,7 @@ Result<std::optional<std::string>> TableOwner::LoadLocked() {
   if (!state_.contains("schema_id")) state_["schema_id"] = m.current_schema_id;
   state_["created"] = true;
   state_["table_uuid"] = m.table_uuid;
-  RETURN_IF_ERROR(env_.save_state(state_));
+  RETURN_IF_ERROR(SaveState(before));
   const iceberg::PartitionSpec* spec = m.DefaultSpec();
   partition_source_id_ =
       spec != nullptr && spec->fields.size() == 1 ? spec->fields[0].source_id : -1;
@@ -185,7 +201,21 @@ Status TableOwner::Refresh() {
   std::lock_guard lock(mu_);
   if (!table_) return Status::OK();
   RETURN_IF_ERROR(table_->Refresh());
-  return CheckUnchangedLocked(table_->metadata());
+  const iceberg::TableMetadata& m = table_->metadata();
+  if (shared_) {
+    if (state_.contains("schema_id") && state_["schema_id"] != m.current_schema_id) {
+      // The owner evolved the table: its notes say so (or say it is about to).
+      state_loaded_ = false;
+      RETURN_IF_ERROR(LoadState());
+      if (state_.contains("pending_schema_id") &&
+          state_["pending_schema_id"] == m.current_schema_id) {
+        state_["schema_id"] = m.current_schema_id;
+      }
+    }
+    auto vid = m.properties.find(std::string(kVersionIdProperty));
+    if (vid != m.properties.end()) followed_version_id_ = vid->second;
+  }
+  return CheckUnchangedLocked(m);
 }
 
 Status TableOwner::CheckUnchanged(const iceberg::TableMetadata& m) const {

@@ -33,6 +33,13 @@ class TableOwner {
   TableOwner(const ChannelConfig& config, TableServices services, TableSinkOptions options,
              SinkEnv env);
 
+  // A pool's shard writer (staging.h): the table and the sink's notes are the control
+  // unit's holder's. The notes are read again when the table's schema moved (the owner
+  // evolved it), the version followed is read from the table at every refresh, and a
+  // note this process cannot save (fenced: it does not hold the control unit) is left to
+  // the owner.
+  void SetShared(bool shared) { shared_ = shared; }
+
   // The warehouse's catalog and files. kNotFound when the table bucket does not exist.
   Status CheckWarehouse();
   Result<const iceberg::FileIO*> io();
@@ -85,8 +92,9 @@ class TableOwner {
     iceberg::Catalog* catalog = nullptr;
     const iceberg::FileIO* io = nullptr;
   };
-  Result<Warehouse> OpenWarehouse();  // mu_ held
-  Status LoadState();                 // mu_ held
+  Result<Warehouse> OpenWarehouse();               // mu_ held
+  Status LoadState();                              // mu_ held
+  Status SaveState(const nlohmann::json& before);  // mu_ held; only when changed
   Result<std::optional<std::string>> LoadLocked();
   Status CheckUnchangedLocked(const iceberg::TableMetadata& m) const;
   void NoteMetadataLocked(const iceberg::TableMetadata& m);
@@ -100,6 +108,7 @@ class TableOwner {
   mutable std::mutex mu_;
   nlohmann::json state_;
   bool state_loaded_ = false;
+  bool shared_ = false;
   std::unique_ptr<iceberg::Table> table_;
   int32_t partition_source_id_ = -1;  // of the table's spec, once loaded
   std::string followed_version_id_;

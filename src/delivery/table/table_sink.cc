@@ -8,6 +8,10 @@
 // uploader thread may create the table when the first file is cut, but it never touches
 // the target or the writer the converters use), the DLQ is written before the commit
 // that moves past the rejected records, and upkeep runs after a commit or when due.
+// With staging (a scale-out pool, staging.h) a batch holds one shard and ends staged
+// instead of committed; the owner's part (create, evolve, commit, upkeep) runs in
+// CommitStaged where the control unit is held, and a shard writer asks it for a table
+// or a schema through a request and retries.
 #include "delivery/table/table_sink.h"
 
 #include <fmt/format.h>
@@ -15,7 +19,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <map>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include "common/crypto.h"
 #include "delivery/dlq.h"
@@ -108,7 +116,19 @@ class TableSink final : public Sink {
         owner_(config_, services, options, env),
         follower_(config_, &versions_, env),
         committer_(config_, env),
-        upkeep_(config_, options, env) {
+        upkeep_(config_, options, env),
+        staging_(services.staging) {
+    if (staging_) {
+      owner_.SetShared(true);
+      upkeep_.SetKept([this]() -> Result<std::set<std::string>> {
+        ASSIGN_OR_RETURN(auto staged, staging_->Staged(config_.id));
+        std::set<std::string> paths;
+        for (const auto& b : staged) {
+          for (const auto& f : b.files) paths.insert(f.file_path);
+        }
+        return paths;
+      });
+    }
     writer_options_.codec = CodecOf(config_.table().compression);
     writer_options_.compression_level = env_.compression_level;
     writer_options_.threads = 1;
@@ -116,6 +136,7 @@ class TableSink final : public Sink {
   }
 
   Status Init(std::shared_ptr<const SchemaVersion> pinned) {
+    pinned_ = pinned;
     ASSIGN_OR_RETURN(target_, follower_.Initial(std::move(pinned)));
     return Status::OK();
   }
@@ -124,12 +145,16 @@ class TableSink final : public Sink {
   // compaction, expiry) carries it.
   void SetFence(const iceberg::CommitFence* fence) {
     std::lock_guard lock(mu_);
+    fence_ = fence;
     committer_.SetFence(fence);
     follower_.SetFence(fence);
     if (iceberg::Table* t = owner_.table()) t->SetFence(fence);
   }
 
-  bool spans_shards() const override { return true; }
+  bool spans_shards() const override { return staging_ == nullptr; }
+  bool staged() const override { return staging_ != nullptr; }
+  int64_t NextCommitMs() const override { return staging_ ? next_commit_ms_.load() : INT64_MAX; }
+  Result<DeliveryCounts> CommitStaged() override;
 
   Status Check() override {
     std::lock_guard lock(mu_);
@@ -258,6 +283,59 @@ class TableSink final : public Sink {
     version_number_.store(target_->version().number);
   }
 
+  // The table as it is now, and the target it implies (mu_ held).
+  Status RefreshTable() {
+    RETURN_IF_ERROR(LoadTable());
+    if (!owner_.exists()) return Status::OK();
+    RETURN_IF_ERROR(owner_.Refresh());
+    return LoadTable();
+  }
+
+  // A staged batch: one shard's records written and staged (mu_ held).
+  Result<DeliveryCounts> DeliverStaged(const DeliveryBatch& batch, RecordSource* source);
+  // The records of `batch` into files (uploaded, named for `attempt`) and rejects. In
+  // staged mode a table that does not exist yet, or a schema it must evolve to, is asked
+  // of the owner (kUnavailable: the batch is retried once the owner made it).
+  Status WriteRecords(RecordSource* source, const iceberg::FileIO* io, Cleanup* cleanup,
+                      bool staged, BatchOutput* out);
+  // The batch's rejects to the DLQ, and a redrive batch's report (before any commit).
+  Status WriteDlq(const DeliveryBatch& batch, const BatchOutput& out, RecordSource* source,
+                  DeliveryCounts* counts, std::optional<RedriveProgress>* redrive_after);
+  // The owner's side of a shard writer's request: the table created from the version,
+  // or evolved to it (mu_ held).
+  Status ServeRequests();
+  // A shard writer's first file of a table that did not exist when its pass began: the
+  // owner is asked to create it from the target's version, and the file is placed once
+  // the table exists with exactly the target's schema (the same version's canonical ids:
+  // what was converted fits). A table made otherwise (another shard's version first), or
+  // none within a few of the owner's intervals: kUnavailable, the batch is retried.
+  // Uploader thread.
+  Status AwaitTable(const WriteTarget& target) {
+    RETURN_IF_ERROR(staging_->Request(config_.id, target.version().id));
+    const int64_t until = env_.clock->NowMillis() + 3 * options_.staged_commit_interval_ms;
+    while (true) {
+      RETURN_IF_ERROR(owner_.Load().status());
+      if (iceberg::Table* t = owner_.table()) {
+        const iceberg::Schema* schema = t->metadata().CurrentSchema();
+        if (schema != nullptr && schema->fields == target.layout().schema.schema.fields) {
+          return Status::OK();
+        }
+        break;
+      }
+      if (env_.clock->NowMillis() >= until || (env_.stopping && env_.stopping())) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return AskOwner(target.version(), "create");
+  }
+  // A shard writer's deferral: ask the owner for `version` and retry.
+  Status AskOwner(const SchemaVersion& version, const char* what) {
+    RETURN_IF_ERROR(staging_->Request(config_.id, version.id));
+    return Unavailable(fmt::format(
+        "waiting for the holder of the channel's control unit to {} table {} (schema version "
+        "{}); the batch is retried",
+        what, owner_.Label(), version.number));
+  }
+
   // Decodes one record into the block (or a rejection) for the batch pass writing with
   // `target`. A GSR_JSON record of a version the table must evolve to first stops the
   // batch (`evolve` says which). Runs on converter threads: reads only `target` (whose
@@ -337,20 +415,123 @@ class TableSink final : public Sink {
   SchemaFollower follower_;
   TableCommitter committer_;
   TableUpkeep upkeep_;
-  std::shared_ptr<const WriteTarget> target_;  // replaced between passes, never during one
+  std::shared_ptr<const WriteTarget> target_;    // replaced between passes, never during one
+  std::shared_ptr<const SchemaVersion> pinned_;  // the version the channel was created with
+  const iceberg::CommitFence* fence_ = nullptr;  // the control unit's (null: unfenced)
+  const std::shared_ptr<StagingStore> staging_;
+  std::atomic<int64_t> next_commit_ms_{0};
 
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> last_commit_ms_{0};
   std::atomic<int64_t> version_number_{0};
 };
 
+Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, Cleanup* cleanup,
+                               bool staged, BatchOutput* out) {
+  const std::string attempt = crypto::RandomUuid().substr(0, 8);
+  std::atomic<int> file_no{0};
+  for (int pass = 1;; ++pass) {
+    // The target of this pass: fixed now, for every thread of the pass.
+    const std::shared_ptr<const WriteTarget> target = target_;
+    const bool table_existed = owner_.exists();
+    EvolveRequest evolve;
+    // Uploader thread: the first file of a new table creates the table from this pass's
+    // target (canonical ids: a catalog assigns the same), and never changes the target.
+    // A shard writer asks the owner instead: the table may be made from another shard's
+    // version, so nothing is written before it exists.
+    auto place_file = [&](int64_t hour, std::string bytes,
+                          const pq::FileMetrics& m) -> Result<iceberg::DataFile> {
+      if (staged && !table_existed) RETURN_IF_ERROR(AwaitTable(*target));
+      RETURN_IF_ERROR(owner_.CreateIfMissing(target->layout(), target->version()));
+      iceberg::Table* table = owner_.table();
+      iceberg::PartitionTuple part = {iceberg::Literal::Int(static_cast<int32_t>(hour))};
+      std::string path = table->NewDataFileLocation(
+          part, fmt::format("{}-{}-{:05d}.parquet", config_.id, attempt, file_no.fetch_add(1)));
+      cleanup->Add(path);
+      RETURN_IF_ERROR(io->Write(path, bytes));
+      return iceberg::ParquetDataFile(m, path, part, table->metadata().default_spec_id);
+    };
+    auto decode = [&](const SourceRecord& rec, size_t range, BlockOwner* owner,
+                      schema::ConvertBlock* block) {
+      return Decode(*target, &evolve, rec, range, owner, block);
+    };
+    BatchWriterOptions wo;
+    wo.target_file_size_bytes = options_.target_file_size_bytes;
+    wo.max_buffered_bytes = options_.max_buffered_bytes;
+    wo.convert_threads = options_.convert_threads;
+    wo.block_bytes = options_.block_bytes;
+    wo.block_records = options_.block_records;
+    wo.writer = writer_options_;
+    wo.keep_rejected_data = config_.dlq.include_record_data;
+    BatchWriter writer(&target->layout(), &target->parquet(), wo);
+    Status st = writer.Run(source, decode, place_file, out);
+    if (st.ok()) return Status::OK();
+    auto wanted = evolve.Get();
+    if (!wanted || st.code() != StatusCode::kConflict || pass > 8) return st;
+    // A record of a newer compatible version: the table evolves, then the batch starts over.
+    cleanup->DeleteNow();
+    if (owner_.exists()) RETURN_IF_ERROR(LoadTable());  // the first pass may have made it
+    ASSIGN_OR_RETURN(auto evolved, follower_.Evolve(&owner_, target_, wanted));
+    SetTarget(std::move(evolved));
+    RETURN_IF_ERROR(source->Rewind());
+  }
+}
+
+Status TableSink::WriteDlq(const DeliveryBatch& batch, const BatchOutput& out, RecordSource* source,
+                           DeliveryCounts* counts, std::optional<RedriveProgress>* redrive_after) {
+  const RedriveSpan* redrive = batch.redrive.get();
+  ASSIGN_OR_RETURN(std::string dlq_bucket, objectstore::BucketFromArn(config_.dlq.bucket_arn));
+  objectstore::PutOptions dlq_opts;
+  dlq_opts.content_type = "application/x-ndjson";
+  if (!env_.local_buckets) dlq_opts.expected_bucket_owner = config_.dlq.expected_bucket_owner;
+  DlqBatch dlq(&config_, batch.attempt_ms, redrive);
+  if (!out.rejects.empty()) {
+    for (const auto& r : out.rejects) {
+      DlqRecord d;
+      d.shard_id = batch.ranges[r.range].shard;
+      d.sequence_number = r.sequence_number;
+      d.ordinal = r.ordinal;
+      d.arrival_ms = r.arrival_ms;
+      if (r.sub_sequence) d.sub_sequence = *r.sub_sequence;
+      d.error_code = r.code;
+      d.error_message = r.message;
+      d.path = r.path;
+      d.partition_key = r.partition_key;
+      d.data = r.data;
+      dlq.Add(d);
+    }
+    counts->rejects = dlq.summary();
+    auto obj = dlq.Finish();
+    if (Status st = env_.buckets->Put(dlq_bucket, obj->key, obj->body, dlq_opts); !st.ok()) {
+      Log({{"eventType", "DLQWriteFailed"}, {"errorMessage", st.message()}});
+      return st.WithContext("Writing to the dead-letter queue failed");
+    }
+    counts->dlq_records = obj->records;
+    Log({{"eventType", "DLQWrite"},
+         {"destination", "s3://" + dlq_bucket + "/" + obj->key},
+         {"records", obj->records}});
+  }
+  if (redrive) {
+    RedriveBatchOutcome outcome = RedriveReport(*redrive, source->Missing(), dlq.redrive_rejects());
+    std::string report_key = ReportKey(config_, redrive->id, redrive->from);
+    if (Status st = env_.buckets->Put(dlq_bucket, report_key, outcome.report, dlq_opts); !st.ok()) {
+      return st.WithContext("Writing the redrive's report failed");
+    }
+    *redrive_after = outcome.after;
+    counts->redrive = outcome.after;
+  }
+  return Status::OK();
+}
+
 Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSource* source) {
   std::lock_guard lock(mu_);
+  if (staging_ && !batch.redrive) return DeliverStaged(batch, source);
   RETURN_IF_ERROR(owner_.CheckWarehouse());
   RETURN_IF_ERROR(LoadTable());
   const RedriveSpan* redrive = batch.redrive.get();
   if (iceberg::Table* table = owner_.table()) {
     RETURN_IF_ERROR(owner_.Refresh());
+    if (staging_) RETURN_IF_ERROR(LoadTable());  // the target of what another shard made
     // A replay of a batch whose commit landed (its outcome was unknown): nothing to do.
     if (redrive) {
       auto held = owner_.HeldRedrive(table->metadata());
@@ -373,96 +554,15 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
     SetTarget(std::move(t));
   }
   ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_.io());
-  const std::string attempt = crypto::RandomUuid().substr(0, 8);
   Cleanup cleanup(io);
-  std::atomic<int> file_no{0};
   BatchOutput out;
-  for (int pass = 1;; ++pass) {
-    // The target of this pass: fixed now, for every thread of the pass.
-    const std::shared_ptr<const WriteTarget> target = target_;
-    EvolveRequest evolve;
-    // Uploader thread: the first file of a new table creates the table from this pass's
-    // target (canonical ids: a catalog assigns the same), and never changes the target.
-    auto place_file = [&](int64_t hour, std::string bytes,
-                          const pq::FileMetrics& m) -> Result<iceberg::DataFile> {
-      RETURN_IF_ERROR(owner_.CreateIfMissing(target->layout(), target->version()));
-      iceberg::Table* table = owner_.table();
-      iceberg::PartitionTuple part = {iceberg::Literal::Int(static_cast<int32_t>(hour))};
-      std::string path = table->NewDataFileLocation(
-          part, fmt::format("{}-{}-{:05d}.parquet", config_.id, attempt, file_no.fetch_add(1)));
-      cleanup.Add(path);
-      RETURN_IF_ERROR(io->Write(path, bytes));
-      return iceberg::ParquetDataFile(m, path, part, table->metadata().default_spec_id);
-    };
-    auto decode = [&](const SourceRecord& rec, size_t range, BlockOwner* owner,
-                      schema::ConvertBlock* block) {
-      return Decode(*target, &evolve, rec, range, owner, block);
-    };
-    BatchWriterOptions wo;
-    wo.target_file_size_bytes = options_.target_file_size_bytes;
-    wo.max_buffered_bytes = options_.max_buffered_bytes;
-    wo.convert_threads = options_.convert_threads;
-    wo.block_bytes = options_.block_bytes;
-    wo.block_records = options_.block_records;
-    wo.writer = writer_options_;
-    wo.keep_rejected_data = config_.dlq.include_record_data;
-    BatchWriter writer(&target->layout(), &target->parquet(), wo);
-    Status st = writer.Run(source, decode, place_file, &out);
-    if (st.ok()) break;
-    auto wanted = evolve.Get();
-    if (!wanted || st.code() != StatusCode::kConflict || pass > 8) return st;
-    // A record of a newer compatible version: the table evolves, then the batch starts over.
-    cleanup.DeleteNow();
-    if (owner_.exists()) RETURN_IF_ERROR(LoadTable());  // the first pass may have made it
-    ASSIGN_OR_RETURN(auto evolved, follower_.Evolve(&owner_, target_, wanted));
-    SetTarget(std::move(evolved));
-    RETURN_IF_ERROR(source->Rewind());
-  }
+  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, false, &out));
   DeliveryCounts counts = out.counts;
 
   // The dead-letter queue (and a redrive's report) before the commit that moves past the
   // rejected records.
-  ASSIGN_OR_RETURN(std::string dlq_bucket, objectstore::BucketFromArn(config_.dlq.bucket_arn));
-  objectstore::PutOptions dlq_opts;
-  dlq_opts.content_type = "application/x-ndjson";
-  if (!env_.local_buckets) dlq_opts.expected_bucket_owner = config_.dlq.expected_bucket_owner;
-  DlqBatch dlq(&config_, batch.attempt_ms, redrive);
-  if (!out.rejects.empty()) {
-    for (const auto& r : out.rejects) {
-      DlqRecord d;
-      d.shard_id = batch.ranges[r.range].shard;
-      d.sequence_number = r.sequence_number;
-      d.ordinal = r.ordinal;
-      d.arrival_ms = r.arrival_ms;
-      if (r.sub_sequence) d.sub_sequence = *r.sub_sequence;
-      d.error_code = r.code;
-      d.error_message = r.message;
-      d.path = r.path;
-      d.partition_key = r.partition_key;
-      d.data = r.data;
-      dlq.Add(d);
-    }
-    counts.rejects = dlq.summary();
-    auto obj = dlq.Finish();
-    if (Status st = env_.buckets->Put(dlq_bucket, obj->key, obj->body, dlq_opts); !st.ok()) {
-      Log({{"eventType", "DLQWriteFailed"}, {"errorMessage", st.message()}});
-      return st.WithContext("Writing to the dead-letter queue failed");
-    }
-    counts.dlq_records = obj->records;
-    Log({{"eventType", "DLQWrite"},
-         {"destination", "s3://" + dlq_bucket + "/" + obj->key},
-         {"records", obj->records}});
-  }
   std::optional<RedriveProgress> redrive_after;
-  if (redrive) {
-    RedriveBatchOutcome outcome = RedriveReport(*redrive, source->Missing(), dlq.redrive_rejects());
-    std::string report_key = ReportKey(config_, redrive->id, redrive->from);
-    if (Status st = env_.buckets->Put(dlq_bucket, report_key, outcome.report, dlq_opts); !st.ok()) {
-      return st.WithContext("Writing the redrive's report failed");
-    }
-    redrive_after = outcome.after;
-    counts.redrive = outcome.after;
-  }
+  RETURN_IF_ERROR(WriteDlq(batch, out, source, &counts, &redrive_after));
   if (out.files.empty()) return counts;  // nothing valid: the checkpoint moves in the store only
 
   // A table made by this batch: its target is the one the files were written with.
@@ -494,6 +594,161 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
        {"attempts", r.attempts}});
   upkeep_.Run(&owner_, *target_, writer_options_);
   owner_.NoteMetadata(owner_.table()->metadata());
+  return counts;
+}
+
+Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, RecordSource* source) {
+  if (batch.ranges.size() != 1) return Internal("a staged table batch holds one shard");
+  const ShardRange& range = batch.ranges[0];
+  RETURN_IF_ERROR(owner_.CheckWarehouse());
+  RETURN_IF_ERROR(RefreshTable());
+  if (iceberg::Table* table = owner_.table()) {
+    // Committed already (a replay after its commit landed): nothing to do.
+    auto held = owner_.Checkpoints(table->metadata());
+    auto it = held.find(range.shard);
+    if (it != held.end() && !(it->second < range.end())) return DeliveryCounts{};
+  }
+  // The owner evolves the table; this process only asks.
+  follower_.SetDefer([this](const SchemaVersion& v) { return AskOwner(v, "evolve"); });
+  struct Undefer {
+    SchemaFollower* f;
+    ~Undefer() { f->SetDefer(nullptr); }
+  } undefer{&follower_};
+  if (config_.record_format == RecordFormat::kJson) {
+    ASSIGN_OR_RETURN(auto t, follower_.FollowLatest(&owner_, target_));
+    SetTarget(std::move(t));
+  }
+  ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_.io());
+  Cleanup cleanup(io);
+  BatchOutput out;
+  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, true, &out));
+  DeliveryCounts counts = out.counts;
+  RETURN_IF_ERROR(WriteDlq(batch, out, source, &counts, nullptr));
+  if (out.files.empty()) return counts;  // nothing valid: the checkpoint moves in the store only
+
+  StagedBatch staged{range.shard, range.after, range.last_sequence, counts.delivered, out.files};
+  auto fresh = staging_->Stage(config_.id, staged);
+  if (!fresh.ok()) {
+    if (fresh.status().code() == StatusCode::kUnknownOutcome) {
+      cleanup.Dismiss();  // the row may name them; if not, the orphan cleanup takes them
+      return Unavailable("staging the batch's files: " + fresh.status().message());
+    }
+    return fresh.status().WithContext("staging the batch's files");
+  }
+  if (!*fresh) return DeliveryCounts{};  // staged by an earlier attempt; these files go
+  cleanup.Dismiss();
+  Log({{"eventType", "BatchStaged"},
+       {"shardId", range.shard},
+       {"files", out.files.size()},
+       {"records", counts.delivered},
+       {"bytes", counts.bytes_out}});
+  return counts;
+}
+
+Status TableSink::ServeRequests() {
+  ASSIGN_OR_RETURN(auto ids, staging_->Requests(config_.id));
+  for (const auto& id : ids) {
+    auto v = versions_.ById(id);
+    if (!v.ok() && v.status().code() != StatusCode::kNotFound) return v.status();
+    if (v.ok() && (*v)->usable) {
+      RETURN_IF_ERROR(RefreshTable());
+      if (!owner_.exists()) {
+        // As the writer's target was: the pinned version, evolved to the one asked for.
+        ASSIGN_OR_RETURN(auto t, follower_.Initial(pinned_));
+        if ((*v)->id != t->version().id) {
+          ASSIGN_OR_RETURN(t, follower_.Evolve(&owner_, t, *v));
+        }
+        RETURN_IF_ERROR(owner_.CreateIfMissing(t->layout(), t->version()));
+        RETURN_IF_ERROR(LoadTable());
+      } else if (target_->Fit(**v, config_.gsr_schema_arn, owner_.Label()).fit ==
+                 Fit::kNeedsEvolution) {
+        ASSIGN_OR_RETURN(auto evolved, follower_.Evolve(&owner_, target_, *v));
+        SetTarget(std::move(evolved));
+      }
+    }
+    RETURN_IF_ERROR(staging_->DoneRequest(config_.id, id));
+  }
+  return Status::OK();
+}
+
+Result<DeliveryCounts> TableSink::CommitStaged() {
+  if (!staging_) return DeliveryCounts{};
+  std::lock_guard lock(mu_);
+  next_commit_ms_.store(env_.clock->NowMillis() + options_.staged_commit_interval_ms);
+  RETURN_IF_ERROR(owner_.CheckWarehouse());
+  RETURN_IF_ERROR(ServeRequests());
+  ASSIGN_OR_RETURN(std::vector<StagedBatch> staged, staging_->Staged(config_.id));
+  if (staged.empty()) return DeliveryCounts{};
+  RETURN_IF_ERROR(RefreshTable());
+  iceberg::Table* table = owner_.table();
+  if (table == nullptr) return Internal("files are staged for a table that does not exist");
+  // Each shard's batches in order from what the table holds: one already held is a
+  // replay staged after its commit (dropped); one that starts inside what the table holds
+  // would repeat records.
+  std::sort(staged.begin(), staged.end(), [](const StagedBatch& a, const StagedBatch& b) {
+    return a.shard != b.shard ? a.shard < b.shard : a.after < b.after;
+  });
+  std::map<std::string, Position> reach = owner_.Checkpoints(table->metadata());
+  std::vector<StagedBatch> commit, stale;
+  for (auto& b : staged) {
+    Position& h = reach[b.shard];
+    if (!(h < b.end())) {
+      stale.push_back(std::move(b));
+      continue;
+    }
+    if (b.after < h) {
+      return InvalidArgument(fmt::format(
+          "A staged batch of shard {} starts at {}, inside what table {} holds (up to {}); "
+          "another writer delivers as this channel.",
+          b.shard, PositionText(b.after), owner_.Label(), h.sequence));
+    }
+    h = b.end();
+    commit.push_back(std::move(b));
+  }
+  ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_.io());
+  if (!stale.empty()) {
+    RETURN_IF_ERROR(staging_->Drop(config_.id, stale));
+    for (const auto& b : stale) {
+      for (const auto& f : b.files) (void)io->Delete(f.file_path);
+    }
+  }
+  if (commit.empty()) return DeliveryCounts{};
+  DeliveryBatch db;
+  std::vector<iceberg::DataFile> files;
+  uint64_t rows = 0;
+  for (const auto& b : commit) {
+    if (db.ranges.empty() || db.ranges.back().shard != b.shard) {
+      db.ranges.push_back({b.shard, b.after, b.last_sequence, 0});
+    }
+    db.ranges.back().last_sequence = b.last_sequence;
+    db.ranges.back().records += b.rows;
+    rows += b.rows;
+    files.insert(files.end(), b.files.begin(), b.files.end());
+  }
+  std::unique_ptr<iceberg::CommitFence> fence = staging_->CommitFence(config_.id, commit);
+  committer_.SetFence(fence.get());
+  bool keep_files = false;
+  auto committed = committer_.Commit(&owner_, db, files, std::nullopt, &keep_files);
+  committer_.SetFence(fence_);
+  table->SetFence(fence_);
+  if (!committed.ok()) return committed.status();  // the rows stay: the next run retries
+  if (committed->already_in) return DeliveryCounts{};
+  const iceberg::CommitResult& r = committed->result;
+  upkeep_.Appended(table->metadata(), r.snapshot_id, files);
+  DeliveryCounts counts;
+  counts.deliveries = 1;
+  commits_.fetch_add(1);
+  last_commit_ms_.store(env_.clock->NowMillis());
+  Log({{"eventType", "CommitSucceeded"},
+       {"destination", table->metadata_location()},
+       {"snapshotId", r.snapshot_id},
+       {"sequenceNumber", r.sequence_number},
+       {"files", files.size()},
+       {"records", rows},
+       {"stagedBatches", commit.size()},
+       {"attempts", r.attempts}});
+  upkeep_.Run(&owner_, *target_, writer_options_);
+  owner_.NoteMetadata(table->metadata());
   return counts;
 }
 

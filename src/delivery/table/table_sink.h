@@ -2,6 +2,10 @@
 // exactly once into an Apache Iceberg v2 table of the built-in catalog (one warehouse per
 // table bucket), with a dead-letter queue for the records that do not fit the schema.
 //
+// In a scale-out pool the shards are written where their leases are held and committed
+// by the control unit's holder (staging.h); what follows is the single-server route, and
+// each part is the same in both except the commit.
+//
 // One sink per channel writes its one table. A batch spans every shard with records:
 // its records are decoded (JSON, or GSR_JSON framing resolved in the schema registry),
 // converted on several threads into Parquet row groups routed by the partition hour,
@@ -31,6 +35,7 @@
 
 #include "delivery/sink.h"
 #include "delivery/table/schema_versions.h"
+#include "delivery/table/staging.h"
 #include "iceberg/catalog.h"
 #include "iceberg/catalog_store.h"
 #include "iceberg/file_io.h"
@@ -57,6 +62,10 @@ struct TableServices {
   // scale-out worker's lease on the table's committer role. Null (or a null result):
   // unfenced, as on one server. The fence must outlive the sink.
   std::function<const iceberg::CommitFence*(const ChannelConfig&)> fence_for;
+  // A scale-out pool's staging (staging.h): every shard is written where its lease is
+  // held and the holder of the control unit commits. Null (one server): one batch spans
+  // the shards and commits itself.
+  std::shared_ptr<StagingStore> staging;
   std::string region = "us-east-1";
   std::string account = "000000000000";
 };
@@ -91,6 +100,9 @@ struct TableSinkOptions {
   int64_t orphan_interval_ms = 60ll * 60 * 1000;
   // Largest inflated GSR payload.
   size_t max_payload_bytes = 64u << 20;
+  // With staging: how often the control unit's holder looks for staged batches to commit
+  // (and for requests to create or evolve the table).
+  int64_t staged_commit_interval_ms = 1000;
 };
 
 class TableDestination final : public Destination {

@@ -115,6 +115,19 @@ void TableUpkeep::RemoveOrphans(TableOwner* owner, const iceberg::FileIO* io) {
   int64_t now = env_.clock->NowMillis();
   if (now - last_orphan_scan_ms_ < options_.orphan_interval_ms) return;
   last_orphan_scan_ms_ = now;
+  // The staged files are read before the table's files are listed: a staged file
+  // committed in between is then kept as staged (read after, it could be missed both as
+  // staged and as referenced).
+  std::set<std::string> kept;
+  if (kept_) {
+    auto k = kept_();
+    if (!k.ok()) {
+      spdlog::warn("channel {}: listing the staged files of {} (orphan scan skipped): {}",
+                   config_.name, owner->Label(), k.status().ToString());
+      return;
+    }
+    kept = std::move(*k);
+  }
   auto orphans = owner->table()->ListOrphanFiles(now - options_.orphan_age_ms);
   if (!orphans.ok()) {
     spdlog::warn("channel {}: listing orphan files of {}: {}", config_.name, owner->Label(),
@@ -124,6 +137,7 @@ void TableUpkeep::RemoveOrphans(TableOwner* owner, const iceberg::FileIO* io) {
   // Only the channel's own data files: files of other writers are theirs to clean.
   int removed = 0;
   for (const auto& f : *orphans) {
+    if (kept.count(f.location)) continue;
     size_t slash = f.location.rfind('/');
     std::string_view name =
         std::string_view(f.location).substr(slash == std::string::npos ? 0 : slash + 1);

@@ -13,7 +13,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "delivery/sink.h"
@@ -41,6 +44,10 @@ class TableUpkeep {
   void Run(TableOwner* owner, const WriteTarget& target,
            const format::parquet::WriterOptions& writer);
 
+  // Files that no snapshot references yet but that must stay (a pool's staged files,
+  // staging.h): asked before every orphan scan; a scan is skipped when it fails.
+  void SetKept(std::function<Result<std::set<std::string>>()> kept) { kept_ = std::move(kept); }
+
   const CompactionStats& compaction() const { return compactor_->stats(); }
   int64_t snapshots_expired() const { return snapshots_expired_.load(); }
   int64_t orphans_removed() const { return orphans_removed_.load(); }
@@ -54,6 +61,7 @@ class TableUpkeep {
   const TableSinkOptions options_;
   SinkEnv env_;
   std::unique_ptr<Compactor> compactor_;
+  std::function<Result<std::set<std::string>>()> kept_;
   int64_t last_expiry_ms_ = 0;
   int64_t last_orphan_scan_ms_ = 0;
   int64_t last_compaction_ms_ = 0;
