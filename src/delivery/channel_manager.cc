@@ -128,6 +128,7 @@ Status ChannelManager::MakeRunner(Channel* ch, bool load) {
   env.buckets = buckets_.get();
   env.local_buckets = options_.local_buckets;
   env.compression_level = options_.compression_level;
+  env.create_only_keys = options_.coordinator != nullptr;
   ASSIGN_OR_RETURN(auto source, sources_->OpenSource(c));
   ASSIGN_OR_RETURN(std::shared_ptr<ShardRunner> runner,
                    ShardRunner::Make(c, dest, std::move(source), store_.get(), clock_,
@@ -247,7 +248,9 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
         return AlreadyExists(
             fmt::format("Channel {} under account {} already exists.", c.name, options_.account));
       }
-      if (other->config.stream_uid == c.stream_uid) {
+      // A remote stream (uid 0: read through the Kinesis API) is told by its ARN.
+      if (other->config.stream_uid == c.stream_uid &&
+          (c.stream_uid != 0 || other->config.stream_arn == c.stream_arn)) {
         ++on_stream;
         same_kind += other->config.destination_type() == c.destination_type() ? 1 : 0;
       }

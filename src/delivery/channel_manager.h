@@ -93,6 +93,11 @@ class ChannelManager {
 
   const ChannelManagerOptions& options() const { return options_; }
   bool Supports(DestinationType type) const;
+  // The source's description of a stream (CreateChannel's checks where the streams are not
+  // this process's own: `icestream channels --pg`). Errors as SourceProvider's.
+  Result<SourceStream> DescribeSourceStream(const std::string& name) const {
+    return sources_->DescribeStream(name);
+  }
 
   // Checks what needs state (name unique, stream exists and is ON_DEMAND, channel quotas,
   // the destination's own rules), fills defaults, persists the channel as CREATING and

@@ -189,6 +189,10 @@ struct SinkEnv {
   bool local_buckets = true;
   const Clock* clock = nullptr;
   int compression_level = 0;  // 0 = codec default
+  // Scale-out (several processes may write a shard's objects: a fenced-off one that woke
+  // up, a takeover replaying a plan): S3 objects are created, never overwritten
+  // (If-None-Match: *), and a store that ignores the condition is refused (s3_sink.h).
+  bool create_only_keys = false;
   // True once the channel is being deleted or the server stops: cut long work short.
   std::function<bool()> stopping;
   // Appends an event to the channel's delivery log (a no-op when logging is off).

@@ -40,6 +40,12 @@ Result<std::unique_ptr<LeaseManager>> LeaseManager::Start(pg::PgPool* pool, Leas
   return m;
 }
 
+std::unique_ptr<LeaseManager> LeaseManager::Observe(pg::PgPool* pool) {
+  std::string owner =
+      fmt::format("{}:{}:{}:observer", Hostname(), ::getpid(), crypto::RandomUuid().substr(0, 8));
+  return std::unique_ptr<LeaseManager>(new LeaseManager(pool, LeaseOptions{}, owner));
+}
+
 LeaseManager::~LeaseManager() { Stop(false); }
 
 Result<std::map<std::string, delivery::Coordinator::UnitOwner>> LeaseManager::Owners(

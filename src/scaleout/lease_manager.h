@@ -54,6 +54,10 @@ class LeaseManager final : public delivery::Coordinator {
  public:
   // Registers this process and starts the lease thread. `pool` must outlive it.
   static Result<std::unique_ptr<LeaseManager>> Start(pg::PgPool* pool, LeaseOptions options);
+  // A process that reads and writes the pool's channels but delivers nothing (`icestream
+  // channels --pg`): not registered as a worker, no lease thread, never holds a unit (so
+  // it counts in no one's fair share, and every fenced write of it matches nothing).
+  static std::unique_ptr<LeaseManager> Observe(pg::PgPool* pool);
   ~LeaseManager() override;
 
   uint64_t HeldEpoch(const std::string& channel_id, const std::string& unit) const override;

@@ -32,7 +32,11 @@ Result<std::unique_ptr<Pool>> Pool::Join(PoolOptions options) {
   ASSIGN_OR_RETURN(p->pg_, pg::PgPool::Open(po));
   RETURN_IF_ERROR(PgCatalogStore::EnsureSchema(p->pg_.get()));
   RETURN_IF_ERROR(EnsureDeliverySchema(p->pg_.get()));
-  ASSIGN_OR_RETURN(p->leases_, LeaseManager::Start(p->pg_.get(), options.leases));
+  if (options.observe) {
+    p->leases_ = LeaseManager::Observe(p->pg_.get());
+  } else {
+    ASSIGN_OR_RETURN(p->leases_, LeaseManager::Start(p->pg_.get(), options.leases));
+  }
   return p;
 }
 

@@ -26,6 +26,9 @@ struct PoolOptions {
   std::string conninfo;  // libpq keyword/value string or postgresql:// URI
   size_t max_connections = 8;
   LeaseOptions leases;
+  // Join as an observer (LeaseManager::Observe): channels are read and written, nothing
+  // is delivered (`icestream channels --pg`).
+  bool observe = false;
 };
 
 class Pool {

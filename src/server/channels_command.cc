@@ -20,12 +20,14 @@
 #include "delivery/redrive.h"
 #include "server/cli_client.h"
 #include "server/commands.h"
+#include "server/pool_channels.h"
 
 namespace icestream::server {
 namespace {
 
 struct ChannelFlags {
   ClientFlags client;
+  PoolChannelFlags pool;  // --pg: the pool's database instead of a server's API
   std::string input;
   std::string channel_arn;
   std::string channel_name;
@@ -63,8 +65,30 @@ int Failed(const http::ClientResponse& r) {
   return 1;
 }
 
+// A call to a server's API or, with --pg, to the pool's database (pool_channels.h).
+class Caller {
+ public:
+  virtual ~Caller() = default;
+  virtual Result<http::ClientResponse> Call(std::string_view target,
+                                            const nlohmann::json& body) = 0;
+  virtual std::string endpoint() const = 0;
+};
+
+template <typename Client>
+class CallerOf final : public Caller {
+ public:
+  explicit CallerOf(std::unique_ptr<Client> c) : c_(std::move(c)) {}
+  Result<http::ClientResponse> Call(std::string_view target, const nlohmann::json& body) override {
+    return c_->Call(target, body);
+  }
+  std::string endpoint() const override { return c_->endpoint(); }
+
+ private:
+  std::unique_ptr<Client> c_;
+};
+
 // The ARN of the channel called `name` (ListChannels, every page).
-Result<std::string> ArnOfName(ApiClient& client, const std::string& name, int* exit_code) {
+Result<std::string> ArnOfName(Caller& client, const std::string& name, int* exit_code) {
   nlohmann::json req = nlohmann::json::object();
   for (int page = 0; page < 1000; ++page) {
     ASSIGN_OR_RETURN(auto r, client.Call("Kinesis_20131202.ListChannels", req));
@@ -97,7 +121,18 @@ int Run(const std::string& op, const ChannelFlags& f, bool body_optional) {
       return 2;
     }
   }
-  ApiClient client(f.client);
+  std::unique_ptr<Caller> caller;
+  if (!f.pool.pg.empty() || !f.pool.source.empty()) {
+    auto pool = PoolChannelApi::Open(f.pool);
+    if (!pool.ok()) {
+      std::cerr << "icestream channels: " << pool.status().message() << "\n";
+      return pool.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    caller = std::make_unique<CallerOf<PoolChannelApi>>(std::move(*pool));
+  } else {
+    caller = std::make_unique<CallerOf<ApiClient>>(std::make_unique<ApiClient>(f.client));
+  }
+  Caller& client = *caller;
   int code = 1;
   if (!f.channel_arn.empty()) {
     body["ChannelARN"] = f.channel_arn;
@@ -180,6 +215,19 @@ void AddChannelsCommand(CLI::App* app) {
     auto* sub = cmd->add_subcommand(op.name, op.help);
     sub->add_option("request", flags->input, "Request JSON: a file, file://path, or - for stdin");
     AddClientFlags(sub, &flags->client, false);
+    sub->add_option("--pg", flags->pool.pg,
+                    "The pool's PostgreSQL conninfo: act on its database directly, for pools "
+                    "whose source is not an icestream server (needs --source)");
+    sub->add_option("--source", flags->pool.source,
+                    "With --pg: the Kinesis endpoint URL the pool reads the streams from");
+    sub->add_option("--source-ca-file", flags->pool.source_ca_file,
+                    "With --pg: PEM bundle the source's TLS certificate is checked against");
+    sub->add_option("--registry", flags->pool.registry,
+                    "With --pg: the Glue Schema Registry endpoint (default: --source)");
+    sub->add_option("--s3-endpoint", flags->pool.s3_endpoint,
+                    "With --pg: the S3 store of the buckets and table buckets");
+    sub->add_option("--config", flags->pool.config_file,
+                    "With --pg: the TOML configuration ([scaleout], region, account)");
     if (op.names_channel) {
       auto* arn = sub->add_option("--channel-arn", flags->channel_arn, "The channel's ARN");
       sub->add_option("--channel-name", flags->channel_name,

@@ -1,8 +1,8 @@
 """One streaming table written by a whole pool, black-box: `icestream serve --pg` and an
 `icestream worker` share two table channels of 4-shard streams (one GSR_JSON, one JSON).
 Each process holds some of each table's shards, converts them and stages the files; the
-holder of the channel's control unit creates the table, commits, and evolves the schema
-when a shard writer asks for it:
+first writer with a valid record creates the table, and the holder of the channel's
+control unit commits and evolves the schema when a shard writer asks for it:
 
 - the table is created by the first valid record, wherever its shard is converted;
 - a GSR_JSON record of a newer compatible version, converted by either process, evolves
@@ -99,7 +99,7 @@ class PoolTable(unittest.TestCase):
                     time.sleep(0.3)
 
                 rng = random.Random(16)
-                # Version 1 everywhere: the tables are created where the control units are.
+                # Version 1 everywhere: the tables are created by the first writer with a row.
                 first = [rec(i) for i in range(1, 201)]
                 produce(k, "s-gsrjson", [(f"pk{i}", gsr.encode(channels["gsrjson"][1], r)) for i, r in enumerate(first)])
                 produce(k, "s-json", [(f"pk{i}", json.dumps(r).encode()) for i, r in enumerate(first)])

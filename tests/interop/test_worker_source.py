@@ -1,7 +1,7 @@
 """A worker's record source against a locked-down server, black-box: `icestream serve --pg`
 with `[[credentials]]` (signatures verified) and TLS on its port, and an `icestream worker`
 reading it over https with the server's certificate as its CA (`--source-ca-file`) and
-SigV4-signed calls (ListShards, GetShardIterator, GetRecords, and the Glue API's
+SigV4-signed calls (ListShards, GetShardIterator, GetRecords in CBOR, and the Glue API's
 GetSchemaVersion for a table channel). While a producer writes, the worker is stopped
 with SIGTERM and started again, so its shards are handed over and taken back.
 Afterwards every record is in the bucket exactly once and a row of the table exactly
@@ -142,6 +142,9 @@ class WorkerSource(unittest.TestCase):
                 with open(os.path.join(tmp, "worker.log"), "rb") as f:
                     text = f.read().decode(errors="replace")
                 self.assertIn("worker", text)
+                # The records came as CBOR (raw bytes, no base64), signed and over TLS like the rest.
+                self.assertIn("answers GetRecords in CBOR", text)
+                self.assertNotIn("reading in JSON", text)
                 self.assertNotIn("certificate", text.lower().replace("--source-ca-file", ""))
 
                 # A wrong secret: the server refuses the worker's calls, and it says so.

@@ -4,6 +4,7 @@ upstream S3 server and, for a configurable share of them, answers instead with a
 "succeeded upstream but the client saw an error" happens too. It can also blackhole
 requests (read them, never answer, as a dead endpoint behind a live load balancer does):
 every request, or those of chosen buckets (path-style), until the blackhole is lifted;
+it can drop chosen request headers (a store that ignores them);
 and it can answer for chosen buckets as if they did not exist (404 NoSuchBucket), as a
 store does that is still coming up or where the bucket is created a moment later.
 Listens on 127.0.0.1."""
@@ -19,9 +20,22 @@ FAULTS = ("500", "503", "reset", "stall", "reset_after")
 
 
 class FaultProxy:
-    def __init__(self, upstream_port, fault_rate=0.3, stall_seconds=4.0, seed=1):
+    def __init__(self, upstream_port, fault_rate=0.3, stall_seconds=4.0, seed=1, faults=FAULTS, methods=None,
+                 strip_headers=(), resign=None):
+        """`faults`: the kinds drawn from; `methods`: only requests of these methods get
+        faults (default all); `strip_headers`: request headers (lower-case names) dropped
+        before forwarding, as a store that does not know them ignores them (e.g.
+        if-none-match: an S3 store without conditional PUT); a request that lost a signed
+        header is signed again with `resign` = (access key, secret key, region) so the
+        store still accepts it."""
         self.upstream_port = upstream_port
         self.fault_rate = fault_rate
+        self.faults = tuple(faults)
+        self.methods = set(methods) if methods else None
+        self.strip_headers = {h.lower() for h in strip_headers}
+        self.resign = resign
+        self.stripped = 0  # requests that lost a header
+        self.forwarded = []  # (method, path without the query, upstream status) of each forwarded request
         self.stall_seconds = stall_seconds
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
@@ -89,14 +103,28 @@ class FaultProxy:
                 return
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
-    def _pick(self):
+    def _pick(self, method):
         with self.lock:
-            if self.rng.random() < self.fault_rate:
-                f = self.rng.choice(FAULTS)
+            if (self.methods is None or method in self.methods) and self.rng.random() < self.fault_rate:
+                f = self.rng.choice(self.faults)
             else:
                 f = "ok"
             self.counts[f] += 1
             return f
+
+    def _signed_again(self, method, target, headers, body):
+        """SigV4 over the headers that are left (botocore's S3 signer)."""
+        from botocore.auth import S3SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        drop = {"authorization", "x-amz-date", "x-amz-security-token"}
+        rest = [(n, v) for n, v in headers if n.lower() not in drop]
+        host = next((v for n, v in rest if n.lower() == "host"), f"127.0.0.1:{self.port}")
+        req = AWSRequest(method=method, url=f"http://{host}{target}", data=body or b"",
+                         headers={n: v for n, v in rest})
+        ak, sk, region = self.resign
+        S3SigV4Auth(Credentials(ak, sk), "s3", region).add_auth(req)
+        return list(req.headers.items())
 
     @staticmethod
     def _read_request(f):
@@ -153,7 +181,7 @@ class FaultProxy:
                                  f"Content-Length: {0 if head else len(xml)}\r\n\r\n".encode() +
                                  (b"" if head else xml))
                     continue
-                fault = self._pick()
+                fault = self._pick(method)
                 if fault == "reset":
                     return self._reset(conn)
                 if fault == "stall":
@@ -168,12 +196,20 @@ class FaultProxy:
                     continue
                 up = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
                 up.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
-                for name, value in headers:
+                kept = [(n, v) for n, v in headers if n.lower() not in self.strip_headers]
+                if len(kept) != len(headers):
+                    with self.lock:
+                        self.stripped += 1
+                    if self.resign:
+                        kept = self._signed_again(method, target, kept, body)
+                for name, value in kept:
                     up.putheader(name, value)
                 up.endheaders(body)
                 resp = up.getresponse()
                 data = resp.read()
                 up.close()
+                with self.lock:
+                    self.forwarded.append((method, target.split("?", 1)[0], resp.status))
                 if fault == "reset_after":  # the write happened; the client never hears
                     return self._reset(conn)
                 out = [f"HTTP/1.1 {resp.status} {resp.reason}\r\n".encode()]

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
+#include "common/crypto.h"
 #include "delivery/dlq.h"
 #include "delivery/s3/batch_builder.h"
 #include "delivery/s3/key_template.h"
@@ -32,6 +35,14 @@ class S3Sink final : public Sink {
     if (config_.dlq.bucket_arn != d.bucket_arn) {
       RETURN_IF_ERROR(
           check(config_.dlq.bucket_arn, config_.dlq.expected_bucket_owner, "dead-letter queue"));
+    }
+    if (env_.create_only_keys && !probed_) {
+      RETURN_IF_ERROR(ProbeConditionalPut(d.bucket_arn, d.expected_bucket_owner));
+      if (config_.dlq.bucket_arn != d.bucket_arn) {
+        RETURN_IF_ERROR(
+            ProbeConditionalPut(config_.dlq.bucket_arn, config_.dlq.expected_bucket_owner));
+      }
+      probed_ = true;
     }
     return Status::OK();
   }
@@ -79,7 +90,8 @@ class S3Sink final : public Sink {
     for (const auto& obj : built.objects) {
       // One attempt: a failure the runner can retry comes back as is (kUnavailable), and
       // the replay rewrites the same keys with the same bytes.
-      Status st = env_.buckets->Put(bucket, obj.key, obj.body, opts);
+      bool present = false;
+      Status st = Write(bucket, obj.key, obj.body, opts, &present);
       if (!st.ok()) {
         Log({{"eventType", "DeliveryFailed"},
              {"shardId", bctx.shard_id},
@@ -98,13 +110,15 @@ class S3Sink final : public Sink {
            {"lastSequenceNumber", obj.last_sequence_number},
            {"destination", "s3://" + bucket + "/" + obj.key},
            {"records", obj.records},
-           {"bytes", obj.body.size()}});
+           {"bytes", obj.body.size()},
+           {"alreadyPresent", present}});
     }
     if (built.dlq) {
       objectstore::PutOptions dopts;
       dopts.content_type = "application/x-ndjson";
       if (!env_.local_buckets) dopts.expected_bucket_owner = config_.dlq.expected_bucket_owner;
-      Status st = env_.buckets->Put(dlq_bucket, built.dlq->key, built.dlq->body, dopts);
+      bool present = false;
+      Status st = Write(dlq_bucket, built.dlq->key, built.dlq->body, dopts, &present);
       if (!st.ok()) {
         Log({{"eventType", "DLQWriteFailed"}, {"errorMessage", st.message()}});
         return st.WithContext("Writing to the dead-letter queue failed");
@@ -132,6 +146,69 @@ class S3Sink final : public Sink {
   }
 
  private:
+  // Puts one object of a batch. With create-only keys the object is created only where
+  // its key is free (If-None-Match: *); a key that is taken (412) holds this batch's object
+  // already when its bytes are these bytes — an earlier attempt whose answer was lost, or
+  // another process replaying the same plan (keys and bytes are functions of the plan) —
+  // and *present is set. Other bytes under the key are never overwritten: kAlreadyExists
+  // (the channel fails with the key in its reason), since either someone else writes
+  // there or the batch is no longer what was planned, and neither is delivered by
+  // replacing the object.
+  Status Write(const std::string& bucket, const std::string& key, std::string_view body,
+               objectstore::PutOptions opts, bool* present) {
+    *present = false;
+    if (!env_.create_only_keys) return env_.buckets->Put(bucket, key, body, opts);
+    opts.if_none_match = true;
+    Status st = env_.buckets->Put(bucket, key, body, opts);
+    if (st.code() != StatusCode::kConflict) return st;
+    objectstore::ReadOptions ro;
+    ro.expected_bucket_owner = opts.expected_bucket_owner;
+    auto held = env_.buckets->Get(bucket, key, ro);
+    if (!held.ok()) {
+      // Taken, then gone (a lifecycle rule, a person): not ours to judge; retried.
+      if (held.status().code() == StatusCode::kNotFound) {
+        return Unavailable(fmt::format("s3://{}/{} was there and is gone; retrying", bucket, key));
+      }
+      return held.status();
+    }
+    if (*held == body) {
+      *present = true;
+      return Status::OK();
+    }
+    return AlreadyExists(fmt::format(
+        "s3://{}/{} already holds an object with other bytes ({} bytes, this batch's are {}); "
+        "in a pool, S3 channels create their objects and never overwrite one",
+        bucket, key, held->size(), body.size()));
+  }
+
+  // Whether the store honours If-None-Match: * on PUT (the second create of one key must
+  // fail). Stores that ignore it would let two processes overwrite each other's objects
+  // unseen: refused (kInvalidArgument, so the channel FAILS with this reason). The probe
+  // object is removed again.
+  Status ProbeConditionalPut(const std::string& arn, const std::string& owner) {
+    ASSIGN_OR_RETURN(std::string bucket, objectstore::BucketFromArn(arn));
+    objectstore::PutOptions o;
+    o.if_none_match = true;
+    o.content_type = "text/plain";
+    if (!env_.local_buckets) o.expected_bucket_owner = owner;
+    const std::string key = fmt::format("kinesis-channel/probes/{}/conditional-put-{:016x}",
+                                        config_.id, crypto::RandomU64());
+    RETURN_IF_ERROR(env_.buckets->Put(bucket, key, "icestream conditional PUT probe", o)
+                        .WithContext("probing conditional PUT on bucket " + bucket));
+    Status again = env_.buckets->Put(bucket, key, "icestream conditional PUT probe", o);
+    objectstore::ReadOptions ro;
+    ro.expected_bucket_owner = o.expected_bucket_owner;
+    (void)env_.buckets->Delete(bucket, key, ro);  // best effort: a leftover probe is tiny
+    if (again.code() == StatusCode::kConflict) return Status::OK();
+    if (!again.ok()) return again.WithContext("probing conditional PUT on bucket " + bucket);
+    return InvalidArgument(fmt::format(
+        "the S3 store of bucket {} does not honour conditional PUT (If-None-Match: *): a pool "
+        "of processes delivers an S3 channel only to a store that creates objects without "
+        "overwriting (AWS S3, Ceph radosgw, ...); deliver this channel from one "
+        "`icestream serve` without --pg, or use such a store",
+        bucket));
+  }
+
   void Log(nlohmann::json event) {
     if (!env_.log_event) return;
     event["channelARN"] = config_.arn;
@@ -141,6 +218,7 @@ class S3Sink final : public Sink {
   const ChannelConfig config_;
   const KeyTemplate template_;
   SinkEnv env_;
+  std::atomic<bool> probed_{false};  // create-only keys: the store's conditional PUT was checked
 };
 
 }  // namespace

@@ -3,6 +3,15 @@
 // records' original bytes (validated per RecordFormatType, framed, compressed as a
 // whole); invalid records become dead-letter queue lines. A replayed batch rebuilds the
 // same keys and bytes, so it overwrites instead of duplicating.
+//
+// In a pool (SinkEnv::create_only_keys) objects are created, never overwritten: each PUT
+// carries If-None-Match: *, and a key already taken counts as delivered only when it holds
+// this batch's very bytes (else the channel fails: kAlreadyExists). So no object is
+// written twice, and nothing a fenced-off process writes late replaces anything. Check()
+// first probes that the store honours the condition (a second create of a probe key
+// under kinesis-channel/probes/<channel id>/ must fail) and refuses a store that does not
+// (kInvalidArgument: the channel FAILS, its StatusReason says why). One server alone
+// keeps overwriting, so stores without conditional PUT still serve it.
 #pragma once
 
 #include <memory>

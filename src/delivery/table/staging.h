@@ -2,9 +2,10 @@
 // docs/scale-out.md). Every shard is converted where its lease is held: that process reads
 // the shard's batch, writes its Parquet files and its DLQ lines, and *stages* the files —
 // a row naming the shard's range and the files, written under the shard's lease (owner,
-// epoch), so a fenced process stages nothing. The holder of the channel's control unit is
-// the table's owner: it creates and evolves the table (shard writers ask it to, through a
-// request row) and commits what is staged — one Iceberg append for the staged batches of
+// epoch), so a fenced process stages nothing. The first writer with a valid row creates
+// the table (the catalog lets one creation win). The holder of the channel's control unit
+// is the table's owner: it evolves the table (shard writers ask it to, through a request
+// row) and commits what is staged — one Iceberg append for the staged batches of
 // every shard, whose snapshot summary moves each shard's checkpoint to the end of its
 // last staged range, and whose catalog transaction locks the control lease and deletes
 // exactly the rows it commits. So a staged batch is in the table once: a row is deleted
@@ -56,8 +57,8 @@ class StagingStore {
   // Deletes the rows of batches the table holds already, under the control lease.
   virtual Status Drop(const std::string& channel_id, const std::vector<StagedBatch>& batches) = 0;
 
-  // A shard writer asks the table's owner to create the table (from the registry version
-  // `version_id`) or to evolve it to that version. Idempotent.
+  // A shard writer asks the table's owner to evolve the table to the registry version
+  // `version_id` (or to create it from that version, when there is none). Idempotent.
   virtual Status Request(const std::string& channel_id, const std::string& version_id) = 0;
   virtual Result<std::vector<std::string>> Requests(const std::string& channel_id) = 0;
   virtual Status DoneRequest(const std::string& channel_id, const std::string& version_id) = 0;

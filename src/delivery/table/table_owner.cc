@@ -184,10 +184,11 @@ Status TableOwner::CreateIfMissing(const TableLayout& layout, const SchemaVersio
     return created.status();
   }
   if (created.ok()) {
+    const nlohmann::json before = state_;
     state_["created"] = true;
     state_["table_uuid"] = created->metadata.table_uuid;
     state_["schema_id"] = created->metadata.current_schema_id;
-    RETURN_IF_ERROR(env_.save_state(state_));
+    RETURN_IF_ERROR(SaveState(before));
     spdlog::info("channel {}: created table {} at {}", config_.name, Label(),
                  created->metadata.location);
     if (env_.log_event) {

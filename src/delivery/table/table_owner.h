@@ -33,11 +33,10 @@ class TableOwner {
   TableOwner(const ChannelConfig& config, TableServices services, TableSinkOptions options,
              SinkEnv env);
 
-  // A pool's shard writer (staging.h): the table and the sink's notes are the control
-  // unit's holder's. The notes are read again when the table's schema moved (the owner
-  // evolved it), the version followed is read from the table at every refresh, and a
-  // note this process cannot save (fenced: it does not hold the control unit) is left to
-  // the owner.
+  // A pool's shard writer (staging.h): the sink's notes are the control unit's holder's. The notes
+  // are read again when the table's schema moved (the owner evolved it), the version followed is
+  // read from the table at every refresh, and a note this process cannot save (fenced: it does not
+  // hold the control unit) is left to the owner.
   void SetShared(bool shared) { shared_ = shared; }
 
   // The warehouse's catalog and files. kNotFound when the table bucket does not exist.

@@ -9,9 +9,9 @@
 // the target or the writer the converters use), the DLQ is written before the commit
 // that moves past the rejected records, and upkeep runs after a commit or when due.
 // With staging (a scale-out pool, staging.h) a batch holds one shard and ends staged
-// instead of committed; the owner's part (create, evolve, commit, upkeep) runs in
-// CommitStaged where the control unit is held, and a shard writer asks it for a table
-// or a schema through a request and retries.
+// instead of committed; the owner's part (evolve, commit, upkeep) runs in CommitStaged
+// where the control unit is held, and a shard writer asks it for a schema through a
+// request and retries (the first writer with a valid row creates the table itself).
 #include "delivery/table/table_sink.h"
 
 #include <fmt/format.h>
@@ -19,11 +19,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "common/crypto.h"
 #include "delivery/dlq.h"
@@ -305,27 +303,22 @@ class TableSink final : public Sink {
   // or evolved to it (mu_ held).
   Status ServeRequests();
   // A shard writer's first file of a table that did not exist when its pass began: the
-  // owner is asked to create it from the target's version, and the file is placed once
-  // the table exists with exactly the target's schema (the same version's canonical ids:
-  // what was converted fits). A table made otherwise (another shard's version first), or
-  // none within a few of the owner's intervals: kUnavailable, the batch is retried.
-  // Uploader thread.
-  Status AwaitTable(const WriteTarget& target) {
-    RETURN_IF_ERROR(staging_->Request(config_.id, target.version().id));
-    const int64_t until = env_.clock->NowMillis() + 3 * options_.staged_commit_interval_ms;
-    while (true) {
-      RETURN_IF_ERROR(owner_.Load().status());
-      if (iceberg::Table* t = owner_.table()) {
-        const iceberg::Schema* schema = t->metadata().CurrentSchema();
-        if (schema != nullptr && schema->fields == target.layout().schema.schema.fields) {
-          return Status::OK();
-        }
-        break;
-      }
-      if (env_.clock->NowMillis() >= until || (env_.stopping && env_.stopping())) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // table is created here from the target (a creation races only other writers of the
+  // channel, and the catalog lets one win), and the file is placed if the table has
+  // exactly the target's schema (the same version's canonical ids: what was converted
+  // fits); a table another writer made from another version first: kUnavailable, and the
+  // batch is retried with the table's schema. Uploader thread.
+  Status CreateForStaged(const WriteTarget& target) {
+    RETURN_IF_ERROR(owner_.CreateIfMissing(target.layout(), target.version()));
+    iceberg::Table* t = owner_.table();
+    const iceberg::Schema* schema = t ? t->metadata().CurrentSchema() : nullptr;
+    if (schema != nullptr && schema->fields == target.layout().schema.schema.fields) {
+      return Status::OK();
     }
-    return AskOwner(target.version(), "create");
+    return Unavailable(fmt::format(
+        "table {} was created by another shard's writer with another schema; the batch is "
+        "written again with the table's",
+        owner_.Label()));
   }
   // A shard writer's deferral: ask the owner for `version` and retry.
   Status AskOwner(const SchemaVersion& version, const char* what) {
@@ -437,11 +430,10 @@ Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, 
     EvolveRequest evolve;
     // Uploader thread: the first file of a new table creates the table from this pass's
     // target (canonical ids: a catalog assigns the same), and never changes the target.
-    // A shard writer asks the owner instead: the table may be made from another shard's
-    // version, so nothing is written before it exists.
+    // A shard writer checks that the table it finds has the target's schema.
     auto place_file = [&](int64_t hour, std::string bytes,
                           const pq::FileMetrics& m) -> Result<iceberg::DataFile> {
-      if (staged && !table_existed) RETURN_IF_ERROR(AwaitTable(*target));
+      if (staged && !table_existed) RETURN_IF_ERROR(CreateForStaged(*target));
       RETURN_IF_ERROR(owner_.CreateIfMissing(target->layout(), target->version()));
       iceberg::Table* table = owner_.table();
       iceberg::PartitionTuple part = {iceberg::Literal::Int(static_cast<int32_t>(hour))};

@@ -446,9 +446,25 @@ void CreateChannel(Context& ctx, Call& call, aws::Params& p) {
     return call.Fail(NotFound(
         fmt::format("Stream {} under account {} not found.", *stream_arn, ctx.options.account)));
   }
-  auto info = ctx.streams->Describe(*stream_name);
-  if (!info.ok()) return call.Fail(info.status());
-  if (info->mode != stream::StreamMode::kOnDemand) {
+  bool on_demand = false;
+  if (ctx.streams) {
+    auto info = ctx.streams->Describe(*stream_name);
+    if (!info.ok()) return call.Fail(info.status());
+    on_demand = info->mode == stream::StreamMode::kOnDemand;
+  } else {
+    // Streams that are not this process's (`icestream channels --pg` for a pool reading
+    // another endpoint): the source's DescribeStreamSummary.
+    auto info = ctx.channels->DescribeSourceStream(*stream_name);
+    if (!info.ok()) {
+      if (info.status().code() == StatusCode::kNotFound) {
+        return call.Fail(NotFound(fmt::format("Stream {} under account {} not found.", *stream_name,
+                                              ctx.options.account)));
+      }
+      return call.Fail(info.status());
+    }
+    on_demand = info->on_demand;
+  }
+  if (!on_demand) {
     return call.Fail(aws::ValidationError(fmt::format(
         "Stream {} is in PROVISIONED mode; channels can only be created for ON_DEMAND streams.",
         *stream_name)));

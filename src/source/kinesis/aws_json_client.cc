@@ -1,10 +1,11 @@
 // AWS JSON 1.1 calls, signed.
 #include "source/kinesis/aws_json_client.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 
+#include <cstdlib>
+
+#include "aws/cbor.h"
 #include "common/clock.h"
 #include "common/crypto.h"
 
@@ -41,6 +42,11 @@ Status FromAwsError(int http_status, const std::string& type, const std::string&
 
 }  // namespace
 
+bool IsCborAnswer(const http::ClientResponse& resp) {
+  std::string_view type = resp.GetHeader("content-type");
+  return type.substr(0, type.find(';')) == aws::kCborContentType;
+}
+
 aws::Credentials CredentialsFromEnvironment() {
   aws::Credentials c;
   const char* ak = std::getenv("AWS_ACCESS_KEY_ID");
@@ -53,9 +59,7 @@ aws::Credentials CredentialsFromEnvironment() {
 }
 
 AwsJsonClient::AwsJsonClient(AwsEndpoint endpoint, std::string host)
-    : endpoint_(std::move(endpoint)),
-      host_(std::move(host)),
-      http_([&] {
+    : endpoint_(std::move(endpoint)), host_(std::move(host)), http_([&] {
         http::HttpClientOptions o;
         o.timeout_ms = endpoint_.timeout_ms;
         o.verify_tls = endpoint_.verify_tls;
@@ -77,13 +81,12 @@ Result<std::unique_ptr<AwsJsonClient>> AwsJsonClient::Make(AwsEndpoint endpoint)
   return std::unique_ptr<AwsJsonClient>(new AwsJsonClient(std::move(endpoint), host));
 }
 
-Result<nlohmann::json> AwsJsonClient::Call(const std::string& operation, const nlohmann::json& body,
-                                           std::string* error_type) {
-  const std::string payload = body.dump();
-  std::vector<http::Header> headers = {
-      {"host", host_},
-      {"content-type", "application/x-amz-json-1.1"},
-      {"x-amz-target", endpoint_.target_prefix + operation}};
+Result<http::ClientResponse> AwsJsonClient::Post(const std::string& operation,
+                                                 std::string_view content_type,
+                                                 std::string_view payload) {
+  std::vector<http::Header> headers = {{"host", host_},
+                                       {"content-type", std::string(content_type)},
+                                       {"x-amz-target", endpoint_.target_prefix + operation}};
   aws::SignRequest("POST", "/", "", &headers, crypto::Hex(crypto::Sha256(payload)),
                    endpoint_.credentials, endpoint_.region, endpoint_.service,
                    SystemClock::Default()->NowMillis());
@@ -94,28 +97,45 @@ Result<nlohmann::json> AwsJsonClient::Call(const std::string& operation, const n
   req.body = payload;
   auto resp = http_.Send(req);
   if (!resp.ok()) {
-    return Unavailable(fmt::format("{} to {}: {}", operation, endpoint_.url, resp.status().message()));
+    return Unavailable(
+        fmt::format("{} to {}: {}", operation, endpoint_.url, resp.status().message()));
   }
-  auto j = nlohmann::json::parse(resp->body, nullptr, false);
-  if (resp->status == 200) {
-    if (j.is_discarded()) {
-      if (resp->body.empty()) return nlohmann::json::object();
-      return Unavailable(operation + ": the answer is not JSON");
-    }
-    return j;
-  }
+  return resp;
+}
+
+Status AwsJsonClient::ErrorOf(const std::string& operation, const http::ClientResponse& resp,
+                              std::string* error_type) {
+  // A CBOR error body is the same map as the JSON one (aws-api.md §A.3); tags (none are
+  // expected in an error) are ignored.
+  const bool cbor = IsCborAnswer(resp);
+  auto j = cbor ? nlohmann::json::from_cbor(resp.body, true, false,
+                                            nlohmann::json::cbor_tag_handler_t::ignore)
+                : nlohmann::json::parse(resp.body, nullptr, false);
   std::string type, message;
   if (!j.is_discarded() && j.is_object()) {
-    type = j.value("__type", "");
+    if (j.contains("__type") && j["__type"].is_string()) type = j["__type"].get<std::string>();
     // "com.amazonaws.kinesis#ExpiredIteratorException" → the part after '#'.
     if (size_t hash = type.rfind('#'); hash != std::string::npos) type = type.substr(hash + 1);
     message = j.contains("message") && j["message"].is_string()   ? j["message"].get<std::string>()
               : j.contains("Message") && j["Message"].is_string() ? j["Message"].get<std::string>()
                                                                   : "";
   }
-  if (message.empty()) message = fmt::format("HTTP {}", resp->status);
+  if (message.empty()) message = fmt::format("HTTP {}", resp.status);
   if (error_type) *error_type = type;
-  return FromAwsError(resp->status, type, fmt::format("{}: {}", operation, message));
+  return FromAwsError(resp.status, type, fmt::format("{}: {}", operation, message));
+}
+
+Result<nlohmann::json> AwsJsonClient::Call(const std::string& operation, const nlohmann::json& body,
+                                           std::string* error_type) {
+  const std::string payload = body.dump();
+  ASSIGN_OR_RETURN(auto resp, Post(operation, aws::kJsonContentType, payload));
+  if (resp.status != 200) return ErrorOf(operation, resp, error_type);
+  auto j = nlohmann::json::parse(resp.body, nullptr, false);
+  if (j.is_discarded()) {
+    if (resp.body.empty()) return nlohmann::json::object();
+    return Unavailable(operation + ": the answer is not JSON");
+  }
+  return j;
 }
 
 }  // namespace icestream::source

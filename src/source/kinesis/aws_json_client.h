@@ -1,6 +1,8 @@
 // A client of AWS JSON 1.1 services (Kinesis, Glue) over HTTP/1.1 or TLS, signed with the
 // project's own SigV4 signer: one POST per call with X-Amz-Target, the answer parsed as
-// JSON, and AWS errors mapped to statuses that say what to do next:
+// JSON, and AWS errors mapped to statuses that say what to do next. Callers that encode a
+// hot call themselves (the Kinesis source's CBOR GetRecords, aws-api.md §A.3) use Post and
+// ErrorOf, which read JSON and CBOR error bodies alike:
 //
 //   ProvisionedThroughputExceededException, LimitExceededException,
 //   ThrottlingException, KMSThrottlingException                     kThrottled (back off)
@@ -17,9 +19,9 @@
 #pragma once
 
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
 
 #include "aws/sigv4.h"
 #include "common/status.h"
@@ -35,7 +37,8 @@ struct AwsEndpoint {
   aws::Credentials credentials;
   int timeout_ms = 30000;
   bool verify_tls = true;
-  std::string ca_file;  // PEM bundle the server's certificate is checked against (default: the system's)
+  std::string
+      ca_file;  // PEM bundle the server's certificate is checked against (default: the system's)
 };
 
 class AwsJsonClient {
@@ -47,6 +50,16 @@ class AwsJsonClient {
   Result<nlohmann::json> Call(const std::string& operation, const nlohmann::json& body,
                               std::string* error_type = nullptr);
 
+  // One signed POST of a body already encoded as `content_type`; the answer as it came
+  // (any HTTP status). kUnavailable only for transport failures.
+  Result<http::ClientResponse> Post(const std::string& operation, std::string_view content_type,
+                                    std::string_view payload);
+
+  // The status of a failed answer (JSON or CBOR error body, by its Content-Type), as Call
+  // maps it; `error_type` (when not null) gets the AWS error type.
+  static Status ErrorOf(const std::string& operation, const http::ClientResponse& resp,
+                        std::string* error_type = nullptr);
+
   const AwsEndpoint& endpoint() const { return endpoint_; }
 
  private:
@@ -55,6 +68,9 @@ class AwsJsonClient {
   std::string host_;  // host[:port] as signed
   http::HttpClient http_;
 };
+
+// Whether an answer's Content-Type is application/x-amz-cbor-1.1.
+bool IsCborAnswer(const http::ClientResponse& resp);
 
 // Credentials from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 // AWS_SESSION_TOKEN), or the placeholders icestream and kinesalite accept when unset.

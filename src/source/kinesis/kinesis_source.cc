@@ -1,6 +1,9 @@
 // Reading Kinesis shards through the API.
 #include "source/kinesis/kinesis_source.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,11 +14,10 @@
 #include <mutex>
 #include <thread>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
+#include "aws/cbor.h"
 #include "common/base64.h"
 #include "common/clock.h"
+#include "source/kinesis/records_page.h"
 #include "stream/sequence_number.h"
 
 namespace icestream::source {
@@ -34,70 +36,117 @@ bool PaceReadsFor(const std::string& url) {
   return ends(".amazonaws.com") || ends(".amazonaws.com.cn");
 }
 
-uint64_t OrdinalOf(std::string_view seq) {
-  if (auto sn = stream::SequenceNumber::Parse(seq); sn && sn->position > 0) return sn->position - 1;
-  std::string_view tail = seq.size() > 18 ? seq.substr(seq.size() - 18) : seq;
-  uint64_t v = 0;
-  for (char c : tail) v = v * 10 + static_cast<uint64_t>(c >= '0' && c <= '9' ? c - '0' : 0);
-  return v;
-}
-
 namespace {
 
 int64_t NowMs() { return SystemClock::Default()->NowMillis(); }
 
-// The decoded records of one GetRecords answer: the strings the views point into.
-struct Answer {
-  std::string bytes;  // sequence numbers, partition keys and data, back to back
-  std::vector<delivery::StreamRecord> records;
-  size_t data_bytes = 0;
+}  // namespace
+
+// The Kinesis API as the source uses it: JSON 1.1 calls, and GetRecords in CBOR where the
+// endpoint speaks it (icestream, kinesalite and AWS do; moto answers CBOR with a 500). CBOR
+// carries the records' data as raw bytes, which spares the endpoint the base64 encoding
+// and this side the decoding and a copy (the answer's body is the records' storage).
+//
+// Which one an endpoint speaks is learned from its first answers: a CBOR answer (success
+// or error) settles CBOR; an answer that is neither CBOR nor one of Kinesis's own errors
+// is retried in JSON, and a JSON call that then succeeds settles JSON for the endpoint.
+// Thread-safety: as AwsJsonClient.
+class KinesisApi {
+ public:
+  KinesisApi(std::unique_ptr<AwsJsonClient> client, bool try_cbor)
+      : client_(std::move(client)), wire_(try_cbor ? kTryCbor : kJson) {}
+
+  Result<json> Call(const std::string& operation, const json& body,
+                    std::string* error_type = nullptr) {
+    return client_->Call(operation, body, error_type);
+  }
+
+  Result<RecordsPage> GetRecords(const std::string& iterator, int limit) {
+    int wire = wire_.load(std::memory_order_relaxed);
+    if (wire != kJson) {
+      std::string payload;
+      aws::CborAppendHead(&payload, 5, 2);
+      aws::CborAppendText(&payload, "ShardIterator");
+      aws::CborAppendText(&payload, iterator);
+      aws::CborAppendText(&payload, "Limit");
+      aws::CborAppendInt(&payload, limit);
+      ASSIGN_OR_RETURN(auto resp, client_->Post("GetRecords", aws::kCborContentType, payload));
+      const bool cbor = IsCborAnswer(resp);
+      if (cbor && Settle(kCbor)) {
+        spdlog::info("kinesis source: {} answers GetRecords in CBOR", client_->endpoint().url);
+      }
+      if (resp.status == 200 && cbor) {
+        auto page = CborPage(std::move(resp.body));
+        if (page.ok()) return page;
+        // An answer that cannot be read is not a reason to stop reading: kinesalite 3.3.3
+        // cuts its CBOR answers at 16 KiB (its encoder's stream buffer), so a large
+        // GetRecords answer is truncated. The iterator was not used up by an answer never
+        // read: ask again in JSON, and stay with JSON for this endpoint.
+        if (wire_.exchange(kJson) != kJson) {
+          spdlog::warn(
+              "kinesis source: {} sent a CBOR GetRecords answer that cannot be read ({}); "
+              "reading in JSON from now on",
+              client_->endpoint().url, page.status().message());
+        }
+        ASSIGN_OR_RETURN(auto j, client_->Call("GetRecords", json{{"ShardIterator", iterator},
+                                                                  {"Limit", limit}}));
+        return JsonPage(j);
+      }
+      if (resp.status == 200) {
+        // An endpoint that answers JSON whatever it is asked (the answer is still good).
+        auto j = json::parse(resp.body, nullptr, false);
+        if (!j.is_discarded() && j.is_object()) {
+          Settle(kJson);
+          return JsonPage(j);
+        }
+        if (wire == kCbor) return Unavailable("GetRecords: the answer is neither CBOR nor JSON");
+      } else {
+        std::string type;
+        Status st = AwsJsonClient::ErrorOf("GetRecords", resp, &type);
+        if (cbor || wire == kCbor || !Unspoken(resp.status, type)) return st;
+      }
+      // Not (yet) known to speak CBOR, and this answer says nothing about the records:
+      // ask again in JSON.
+      ASSIGN_OR_RETURN(
+          auto j, client_->Call("GetRecords", json{{"ShardIterator", iterator}, {"Limit", limit}}));
+      if (Settle(kJson)) {
+        spdlog::info(
+            "kinesis source: {} does not answer GetRecords in CBOR (HTTP {}); reading in JSON",
+            client_->endpoint().url, resp.status);
+      }
+      return JsonPage(j);
+    }
+    ASSIGN_OR_RETURN(
+        auto j, client_->Call("GetRecords", json{{"ShardIterator", iterator}, {"Limit", limit}}));
+    return JsonPage(j);
+  }
+
+  const AwsJsonClient& client() const { return *client_; }
+
+ private:
+  enum : int { kTryCbor, kCbor, kJson };
+
+  // Whether an error answer to a CBOR request may mean the endpoint does not speak CBOR:
+  // AWS's answers to a content type it does not know (404 UnknownOperationException), a
+  // body it cannot read (SerializationException), unsupported media, and servers that
+  // fail on it (moto's 500). Kinesis's own errors (throttling, expired iterator, …) in
+  // JSON are real answers.
+  static bool Unspoken(int status, const std::string& type) {
+    return status == 404 || status == 415 || status >= 500 || type == "UnknownOperationException" ||
+           type == "SerializationException" || type.empty();
+  }
+
+  // Settles the wire once (kTryCbor → kCbor or kJson); true when this call settled it.
+  bool Settle(int wire) {
+    int expected = kTryCbor;
+    return wire_.compare_exchange_strong(expected, wire);
+  }
+
+  std::unique_ptr<AwsJsonClient> client_;
+  std::atomic<int> wire_;
 };
 
-// Decodes a GetRecords answer's Records into one Answer (two passes: sizes, then views).
-Result<std::shared_ptr<Answer>> Decode(const json& records) {
-  auto a = std::make_shared<Answer>();
-  size_t total = 0;
-  for (const auto& r : records) {
-    const auto& data = r.at("Data").get_ref<const std::string&>();
-    total += r.at("SequenceNumber").get_ref<const std::string&>().size() +
-             r.at("PartitionKey").get_ref<const std::string&>().size() + data.size();
-  }
-  a->bytes.reserve(total);
-  struct Span {
-    size_t seq, seq_n, pk, pk_n, data, data_n;
-    int64_t arrival;
-  };
-  std::vector<Span> spans;
-  spans.reserve(records.size());
-  for (const auto& r : records) {
-    Span s{};
-    const auto& seq = r.at("SequenceNumber").get_ref<const std::string&>();
-    const auto& pk = r.at("PartitionKey").get_ref<const std::string&>();
-    const auto& data = r.at("Data").get_ref<const std::string&>();
-    s.seq = a->bytes.size();
-    s.seq_n = seq.size();
-    a->bytes += seq;
-    s.pk = a->bytes.size();
-    s.pk_n = pk.size();
-    a->bytes += pk;
-    auto decoded = base64::Decode(data);
-    if (!decoded) return Unavailable("GetRecords: a record's Data is not base64");
-    s.data = a->bytes.size();
-    s.data_n = decoded->size();
-    a->bytes += *decoded;
-    a->data_bytes += decoded->size();
-    const auto& ts = r.at("ApproximateArrivalTimestamp");
-    s.arrival = ts.is_number() ? static_cast<int64_t>(std::llround(ts.get<double>() * 1000.0)) : 0;
-    spans.push_back(s);
-  }
-  const char* base = a->bytes.data();
-  for (const auto& s : spans) {
-    std::string_view seq(base + s.seq, s.seq_n);
-    a->records.push_back({seq, OrdinalOf(seq), s.arrival, std::string_view(base + s.pk, s.pk_n),
-                          std::string_view(base + s.data, s.data_n)});
-  }
-  return a;
-}
+namespace {
 
 // GetShardIterator from a position.
 json IteratorRequest(const std::string& stream, const std::string& shard, const Position& after) {
@@ -131,9 +180,12 @@ class KinesisShardSource;
 // One shard's reader: a thread that keeps a buffer of what follows `start_`.
 class ShardReader {
  public:
-  ShardReader(std::shared_ptr<AwsJsonClient> client, const KinesisSourceOptions& options,
+  ShardReader(std::shared_ptr<KinesisApi> client, const KinesisSourceOptions& options,
               std::string stream, std::string shard)
-      : client_(std::move(client)), options_(options), stream_(std::move(stream)), shard_(std::move(shard)) {}
+      : client_(std::move(client)),
+        options_(options),
+        stream_(std::move(stream)),
+        shard_(std::move(shard)) {}
   ~ShardReader() { Stop(); }
 
   void Stop() {
@@ -211,10 +263,12 @@ class ShardReader {
     return b;
   }
 
-  Result<delivery::PlannedRange> Plan(const Position& after, uint64_t max_bytes, size_t max_records) {
+  Result<delivery::PlannedRange> Plan(const Position& after, uint64_t max_bytes,
+                                      size_t max_records) {
     std::lock_guard lock(mu_);
     if (!(start_ == after) || count_ == 0) {
-      return FailedPrecondition(shard_ + " has no record read yet after " + delivery::PositionText(after));
+      return FailedPrecondition(shard_ + " has no record read yet after " +
+                                delivery::PositionText(after));
     }
     delivery::PlannedRange r;
     r.after = after;
@@ -232,7 +286,8 @@ class ShardReader {
   }
 
   // The buffered records from `after` to `last`, when the buffer holds all of them.
-  std::optional<std::vector<delivery::StreamChunk>> Take(const Position& after, const std::string& last) {
+  std::optional<std::vector<delivery::StreamChunk>> Take(const Position& after,
+                                                         const std::string& last) {
     std::lock_guard lock(mu_);
     if (!(start_ == after)) return std::nullopt;
     std::vector<delivery::StreamChunk> out;
@@ -294,24 +349,15 @@ class ShardReader {
         }
       }
       if (st.ok() && !iterator.empty()) {
-        json req = {{"ShardIterator", iterator}, {"Limit", options_.get_records_limit}};
-        auto r = client_->Call("GetRecords", req);
+        auto r = client_->GetRecords(iterator, options_.get_records_limit);
         if (!r.ok()) {
           st = r.status();
           if (st.code() == StatusCode::kFailedPrecondition) iterator.clear();  // expired
         } else {
-          auto decoded = Decode(r->value("Records", json::array()));
-          if (!decoded.ok()) {
-            st = decoded.status();
-          } else {
-            answer = std::move(*decoded);
-            if (!r->contains("NextShardIterator") || (*r)["NextShardIterator"].is_null()) {
-              end = true;
-            } else {
-              next = (*r)["NextShardIterator"].get<std::string>();
-            }
-            behind = r->value("MillisBehindLatest", int64_t{0});
-          }
+          answer = std::move(r->answer);
+          end = r->end;
+          next = std::move(r->next);
+          behind = r->behind_ms;
         }
       }
       lock.lock();
@@ -357,7 +403,7 @@ class ShardReader {
     }
   }
 
-  std::shared_ptr<AwsJsonClient> client_;
+  std::shared_ptr<KinesisApi> client_;
   const KinesisSourceOptions& options_;
   const std::string stream_;
   const std::string shard_;
@@ -380,7 +426,7 @@ class ShardReader {
 // A replayed range that is no longer buffered: read again from its start.
 class DirectRangeReader final : public delivery::RangeReader {
  public:
-  DirectRangeReader(std::shared_ptr<AwsJsonClient> client, std::string stream, std::string shard,
+  DirectRangeReader(std::shared_ptr<KinesisApi> client, std::string stream, std::string shard,
                     Position after, std::string last, int limit)
       : client_(std::move(client)),
         stream_(std::move(stream)),
@@ -393,7 +439,8 @@ class DirectRangeReader final : public delivery::RangeReader {
     for (int attempt = 0; !done_; ++attempt) {
       if (iterator_.empty()) {
         std::string type;
-        auto it = client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, after_), &type);
+        auto it =
+            client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, after_), &type);
         if (!it.ok()) {
           if (it.status().code() == StatusCode::kThrottled && attempt < 20) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1000));
@@ -403,7 +450,7 @@ class DirectRangeReader final : public delivery::RangeReader {
         }
         iterator_ = it->value("ShardIterator", "");
       }
-      auto r = client_->Call("GetRecords", json{{"ShardIterator", iterator_}, {"Limit", limit_}});
+      auto r = client_->GetRecords(iterator_, limit_);
       if (!r.ok()) {
         if (r.status().code() == StatusCode::kThrottled && attempt < 20) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1000));
@@ -415,9 +462,9 @@ class DirectRangeReader final : public delivery::RangeReader {
         }
         return r.status();
       }
-      ASSIGN_OR_RETURN(auto answer, Decode(r->value("Records", json::array())));
-      bool end = !r->contains("NextShardIterator") || (*r)["NextShardIterator"].is_null();
-      iterator_ = end ? std::string() : (*r)["NextShardIterator"].get<std::string>();
+      std::shared_ptr<Answer> answer = std::move(r->answer);
+      const bool end = r->end;
+      iterator_ = end ? std::string() : std::move(r->next);
       chunk->records.clear();
       for (const auto& rec : answer->records) {
         if (!After(rec, after_)) continue;
@@ -439,7 +486,8 @@ class DirectRangeReader final : public delivery::RangeReader {
       }
       if (end) {
         done_ = true;  // the shard ended before `last`: records are gone (retention)
-        spdlog::warn("kinesis source: {} ended before {}: the rest of the batch is gone", shard_, last_);
+        spdlog::warn("kinesis source: {} ended before {}: the rest of the batch is gone", shard_,
+                     last_);
         break;
       }
       if (answer->records.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -448,7 +496,7 @@ class DirectRangeReader final : public delivery::RangeReader {
   }
 
  private:
-  std::shared_ptr<AwsJsonClient> client_;
+  std::shared_ptr<KinesisApi> client_;
   const std::string stream_;
   const std::string shard_;
   Position after_;
@@ -460,7 +508,8 @@ class DirectRangeReader final : public delivery::RangeReader {
 
 class BufferedRangeReader final : public delivery::RangeReader {
  public:
-  explicit BufferedRangeReader(std::vector<delivery::StreamChunk> chunks) : chunks_(std::move(chunks)) {}
+  explicit BufferedRangeReader(std::vector<delivery::StreamChunk> chunks)
+      : chunks_(std::move(chunks)) {}
   Result<bool> Next(delivery::StreamChunk* chunk) override {
     if (at_ >= chunks_.size()) return false;
     *chunk = std::move(chunks_[at_++]);
@@ -474,7 +523,7 @@ class BufferedRangeReader final : public delivery::RangeReader {
 
 class KinesisShardSource final : public delivery::ShardSource {
  public:
-  KinesisShardSource(std::shared_ptr<AwsJsonClient> client, KinesisSourceOptions options,
+  KinesisShardSource(std::shared_ptr<KinesisApi> client, KinesisSourceOptions options,
                      std::string stream, int64_t created_ms)
       : client_(std::move(client)),
         options_(std::move(options)),
@@ -499,7 +548,8 @@ class KinesisShardSource final : public delivery::ShardSource {
       json req = token.empty() ? json{{"StreamName", stream_}} : json{{"NextToken", token}};
       auto r = client_->Call("ListShards", req);
       if (!r.ok()) {
-        if (r.status().code() == StatusCode::kNotFound) return NotFound("The source stream no longer exists.");
+        if (r.status().code() == StatusCode::kNotFound)
+          return NotFound("The source stream no longer exists.");
         return r.status();
       }
       for (const auto& s : r->value("Shards", json::array())) {
@@ -509,10 +559,13 @@ class KinesisShardSource final : public delivery::ShardSource {
           if (s.contains(k) && s[k].is_string()) d.parents.push_back(s[k].get<std::string>());
         }
         const auto& range = s.value("SequenceNumberRange", json::object());
-        d.closed = range.contains("EndingSequenceNumber") && range["EndingSequenceNumber"].is_string();
+        d.closed =
+            range.contains("EndingSequenceNumber") && range["EndingSequenceNumber"].is_string();
         out.push_back(std::move(d));
       }
-      token = r->contains("NextToken") && (*r)["NextToken"].is_string() ? (*r)["NextToken"].get<std::string>() : "";
+      token = r->contains("NextToken") && (*r)["NextToken"].is_string()
+                  ? (*r)["NextToken"].get<std::string>()
+                  : "";
     } while (!token.empty());
     std::lock_guard lock(mu_);
     for (const auto& s : out) closed_[s.id] = s.closed;
@@ -530,7 +583,8 @@ class KinesisShardSource final : public delivery::ShardSource {
     return out;
   }
 
-  Result<Position> StartPosition(const std::string&, const delivery::StartingPosition& start) override {
+  Result<Position> StartPosition(const std::string&,
+                                 const delivery::StartingPosition& start) override {
     if (start.type == "TRIM_HORIZON") return Position{};
     // The source cannot name the record before a time: the position is the time itself
     // (the API's AT_TIMESTAMP iterator starts there).
@@ -555,7 +609,8 @@ class KinesisShardSource final : public delivery::ShardSource {
     return r->Plan(after, max_bytes, max_records);
   }
 
-  Result<std::unique_ptr<delivery::RangeReader>> OpenRange(const std::string& shard, const Position& after,
+  Result<std::unique_ptr<delivery::RangeReader>> OpenRange(const std::string& shard,
+                                                           const Position& after,
                                                            const std::string& last, size_t,
                                                            size_t chunk_records) override {
     if (auto chunks = Reader(shard)->Take(after, last)) {
@@ -563,7 +618,8 @@ class KinesisShardSource final : public delivery::ShardSource {
     }
     return std::unique_ptr<delivery::RangeReader>(new DirectRangeReader(
         client_, stream_, shard, after, last,
-        static_cast<int>(std::min<size_t>(chunk_records, static_cast<size_t>(options_.get_records_limit)))));
+        static_cast<int>(
+            std::min<size_t>(chunk_records, static_cast<size_t>(options_.get_records_limit)))));
   }
 
  private:
@@ -582,17 +638,19 @@ class KinesisShardSource final : public delivery::ShardSource {
     }
     auto d = client_->Call("DescribeStreamSummary", json{{"StreamName", stream_}});
     if (!d.ok()) {
-      if (d.status().code() == StatusCode::kNotFound) return NotFound("The source stream no longer exists.");
+      if (d.status().code() == StatusCode::kNotFound)
+        return NotFound("The source stream no longer exists.");
       return d.status();
     }
     const auto& summary = d->value("StreamDescriptionSummary", json::object());
     if (created_ms_ > 0 && summary.contains("StreamCreationTimestamp") &&
         summary["StreamCreationTimestamp"].is_number()) {
-      auto created = static_cast<int64_t>(std::llround(summary["StreamCreationTimestamp"].get<double>() * 1000.0));
+      auto created = static_cast<int64_t>(
+          std::llround(summary["StreamCreationTimestamp"].get<double>() * 1000.0));
       // Seconds are what every endpoint keeps; compare at that precision.
       if (created / 1000 != created_ms_ / 1000) {
-        return NotFound(fmt::format("The source stream no longer exists (a stream named {} was created again).",
-                                    stream_));
+        return NotFound(fmt::format(
+            "The source stream no longer exists (a stream named {} was created again).", stream_));
       }
     }
     std::lock_guard lock(mu_);
@@ -600,7 +658,7 @@ class KinesisShardSource final : public delivery::ShardSource {
     return Status::OK();
   }
 
-  std::shared_ptr<AwsJsonClient> client_;
+  std::shared_ptr<KinesisApi> client_;
   const KinesisSourceOptions options_;
   const std::string stream_;
   const int64_t created_ms_;
@@ -614,12 +672,14 @@ class KinesisShardSource final : public delivery::ShardSource {
 
 }  // namespace
 
-Result<std::unique_ptr<KinesisSourceProvider>> KinesisSourceProvider::Make(KinesisSourceOptions options) {
+Result<std::unique_ptr<KinesisSourceProvider>> KinesisSourceProvider::Make(
+    KinesisSourceOptions options) {
   options.endpoint.service = "kinesis";
   options.endpoint.target_prefix = "Kinesis_20131202.";
   ASSIGN_OR_RETURN(auto client, AwsJsonClient::Make(options.endpoint));
+  auto api = std::make_shared<KinesisApi>(std::move(client), options.cbor);
   return std::unique_ptr<KinesisSourceProvider>(
-      new KinesisSourceProvider(std::move(options), std::shared_ptr<AwsJsonClient>(std::move(client))));
+      new KinesisSourceProvider(std::move(options), std::move(api)));
 }
 
 Result<delivery::SourceStream> KinesisSourceProvider::DescribeStream(const std::string& name) {
@@ -629,7 +689,8 @@ Result<delivery::SourceStream> KinesisSourceProvider::DescribeStream(const std::
   out.name = s.value("StreamName", name);
   out.arn = s.value("StreamARN", "");
   if (s.contains("StreamCreationTimestamp") && s["StreamCreationTimestamp"].is_number()) {
-    out.created_ms = static_cast<int64_t>(std::llround(s["StreamCreationTimestamp"].get<double>() * 1000.0));
+    out.created_ms =
+        static_cast<int64_t>(std::llround(s["StreamCreationTimestamp"].get<double>() * 1000.0));
   }
   const auto& mode = s.value("StreamModeDetails", json::object());
   out.on_demand = mode.value("StreamMode", "ON_DEMAND") == "ON_DEMAND";

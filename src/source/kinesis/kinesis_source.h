@@ -5,6 +5,8 @@
 // Reading (scale-out.md §4): ListShards for the shards and their lineage (cached for a
 // second); per shard a reader thread, started when the engine asks about the shard and
 // stopped when it stops asking, follows the shard with GetShardIterator + GetRecords:
+//   - GetRecords in CBOR where the endpoint speaks it (the data as raw bytes, read in
+//     place from the answer), else JSON 1.1 (KinesisSourceOptions::cbor);
 //   - from the channel's position: AFTER_SEQUENCE_NUMBER (AT_SEQUENCE_NUMBER when the
 //     position is inside a KPL aggregate), TRIM_HORIZON at the start, AT_TIMESTAMP for a
 //     time (positions "@ms", where LATEST and AT_TIMESTAMP starts begin);
@@ -44,9 +46,14 @@ struct KinesisSourceOptions {
   // endpoints without that limit (icestream, kinesalite): there only a throttling answer
   // slows the reader down. Default: on for *.amazonaws.com endpoints (PaceReadsFor).
   bool pace_reads = false;
+  // GetRecords in CBOR (application/x-amz-cbor-1.1) where the endpoint speaks it, else
+  // JSON 1.1 (learned from its first answers; every other call is JSON).
+  bool cbor = true;
   // A reader stops when the engine has not asked about its shard for this long.
   int64_t idle_reader_ms = 15000;
 };
+
+class KinesisApi;  // the endpoint's client (kinesis_source.cc)
 
 class KinesisSourceProvider final : public delivery::SourceProvider {
  public:
@@ -57,18 +64,14 @@ class KinesisSourceProvider final : public delivery::SourceProvider {
       const delivery::ChannelConfig& channel) override;
 
  private:
-  KinesisSourceProvider(KinesisSourceOptions options, std::shared_ptr<AwsJsonClient> client)
+  KinesisSourceProvider(KinesisSourceOptions options, std::shared_ptr<KinesisApi> client)
       : options_(std::move(options)), client_(std::move(client)) {}
   KinesisSourceOptions options_;
-  std::shared_ptr<AwsJsonClient> client_;
+  std::shared_ptr<KinesisApi> client_;
 };
 
 // Whether reads from `url` are paced by default: AWS's endpoints (*.amazonaws.com,
 // *.amazonaws.com.cn).
 bool PaceReadsFor(const std::string& url);
-
-// The ordinal of a record (StreamRecord::ordinal) from its sequence number: an icestream
-// sequence number's log offset, else the number's last 18 digits.
-uint64_t OrdinalOf(std::string_view sequence_number);
 
 }  // namespace icestream::source

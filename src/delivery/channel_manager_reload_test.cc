@@ -1,0 +1,143 @@
+// ChannelManager's reload in a scale-out pool (the channel list read again from the shared
+// store every reload_ms) over a real stream store, meta.db and local buckets: a channel
+// created in this process while a reload is reading the list is not in that list, and it
+// must not be taken for one another process deleted (it used to vanish until the next
+// reload: DescribeChannel answered ResourceNotFoundException right after CreateChannel).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/sqlite.h"
+#include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
+#include "delivery/channel_manager.h"
+#include "delivery/s3/s3_sink.h"
+#include "delivery/sqlite_delivery_store.h"
+#include "objectstore/local_store.h"
+#include "source/local/local_source.h"
+#include "stream/stream_manager.h"
+
+namespace icestream::delivery {
+namespace {
+
+// meta.db's store, with a hook that runs once between reading the channel list and
+// returning it (where another process's or this one's change lands in a real pool).
+class HookedStore final : public DeliveryStore {
+ public:
+  explicit HookedStore(std::unique_ptr<DeliveryStore> inner) : inner_(std::move(inner)) {}
+  void OnNextLoad(std::function<void()> hook) {
+    std::lock_guard lock(mu_);
+    hook_ = std::move(hook);
+  }
+  Result<std::vector<ChannelConfig>> LoadChannels() override {
+    auto list = inner_->LoadChannels();
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(mu_);
+      hook.swap(hook_);
+    }
+    if (hook) hook();
+    return list;
+  }
+  Status SaveChannel(const ChannelConfig& c) override { return inner_->SaveChannel(c); }
+  Status RemoveChannel(const std::string& id) override { return inner_->RemoveChannel(id); }
+  Result<std::map<std::string, Position>> Checkpoints(const std::string& id) override {
+    return inner_->Checkpoints(id);
+  }
+  Status Activate(const ChannelConfig& c, const std::map<std::string, Position>& cps) override {
+    return inner_->Activate(c, cps);
+  }
+  Result<std::map<std::string, BatchPlan>> Plans(const std::string& id) override {
+    return inner_->Plans(id);
+  }
+  Status SavePlans(const std::string& id, const std::map<std::string, BatchPlan>& p) override {
+    return inner_->SavePlans(id, p);
+  }
+  Status Commit(const std::string& id, const std::map<std::string, Position>& cps,
+                const std::set<std::string>& finished) override {
+    return inner_->Commit(id, cps, finished);
+  }
+  Result<std::set<std::string>> FinishedShards(const std::string& id) override {
+    return inner_->FinishedShards(id);
+  }
+  Result<nlohmann::json> LoadSinkState(const std::string& id) override {
+    return inner_->LoadSinkState(id);
+  }
+  Status SaveSinkState(const std::string& id, const nlohmann::json& doc) override {
+    return inner_->SaveSinkState(id, doc);
+  }
+  Result<std::vector<nlohmann::json>> LoadRedrives(const std::string& id) override {
+    return inner_->LoadRedrives(id);
+  }
+  Status SaveRedrive(const std::string& id, const std::string& redrive_id, int64_t created_ms,
+                     const nlohmann::json& doc) override {
+    return inner_->SaveRedrive(id, redrive_id, created_ms, doc);
+  }
+
+ private:
+  std::unique_ptr<DeliveryStore> inner_;
+  std::mutex mu_;
+  std::function<void()> hook_;
+};
+
+// A pool of one: this process holds every unit (what is tested is the manager's list).
+class AloneInThePool final : public Coordinator {
+ public:
+  uint64_t HeldEpoch(const std::string&, const std::string&) const override { return 1; }
+  void Offer(const std::string&, const std::vector<std::string>&) override {}
+  void Forget(const std::string&) override {}
+  std::string owner() const override { return "test:1:alone"; }
+  Result<std::map<std::string, UnitOwner>> Owners(const std::string&) const override {
+    return std::map<std::string, UnitOwner>{};
+  }
+};
+
+TEST(ChannelManagerReload, AChannelCreatedWhileTheListIsReadStays) {
+  testing::TempDir dir;
+  SystemClock clock;
+  ASSERT_OK_AND_ASSIGN(auto db, Database::Open(dir.Path("meta.db")));
+  stream::StreamManagerOptions so;
+  so.data_dir = dir.Path();
+  so.retention_check_interval_ms = 3600 * 1000;
+  ASSERT_OK_AND_ASSIGN(auto streams, stream::StreamManager::Open(so, &clock, db.get()));
+  ASSERT_OK(
+      streams->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}).status());
+  source::LocalSourceProvider sources(streams.get());
+  ASSERT_OK_AND_ASSIGN(auto inner, SqliteDeliveryStore::Open(db.get()));
+  auto hooked = std::make_unique<HookedStore>(std::move(inner));
+  HookedStore* store = hooked.get();
+  AloneInThePool pool;
+  ChannelManagerOptions o;
+  o.data_dir = dir.Path();
+  o.coordinator = &pool;
+  o.reload_ms = 2000;  // one reload at a time, well apart
+  ASSERT_OK_AND_ASSIGN(
+      auto channels,
+      ChannelManager::Open(o, &sources, std::move(hooked),
+                           std::make_shared<objectstore::LocalObjectStore>(dir.Path("buckets")),
+                           {std::make_shared<s3::S3Destination>()}, &clock));
+
+  // While the next reload reads the list, a channel is created here.
+  std::promise<Result<ChannelConfig>> created;
+  store->OnNextLoad([&] {
+    ChannelConfig c;
+    c.name = "late";
+    c.stream_name = "orders";
+    c.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+    created.set_value(channels->Create(std::move(c)));
+  });
+  auto f = created.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready) << "no reload ran";
+  ASSERT_OK_AND_ASSIGN(ChannelConfig c, f.get());
+  // The reload has finished with a list that lacks the channel; it is still there.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_OK(channels->Describe(c.arn).status());
+  channels->Stop();
+}
+
+}  // namespace
+}  // namespace icestream::delivery

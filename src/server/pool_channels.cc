@@ -1,0 +1,152 @@
+// The channel API against a pool's PostgreSQL, in process.
+#include "server/pool_channels.h"
+
+#include <spdlog/spdlog.h>
+
+#include <future>
+
+#include "common/clock.h"
+#include "common/crypto.h"
+#include "common/fs.h"
+#include "delivery/channel_manager.h"
+#include "iceberg/warehouses.h"
+#include "kinesis/api.h"
+#include "objectstore/local_store.h"
+#include "scaleout/glue_versions.h"
+#include "scaleout/pool.h"
+#include "server/config.h"
+#include "server/delivery_wiring.h"
+#include "source/kinesis/kinesis_source.h"
+
+namespace icestream::server {
+
+struct PoolChannelApi::Impl {
+  Config config;
+  std::unique_ptr<scaleout::Pool> pool;
+  std::unique_ptr<source::KinesisSourceProvider> sources;
+  std::unique_ptr<source::AwsJsonClient> source_client;  // other Kinesis calls, passed on
+  std::shared_ptr<objectstore::ObjectStore> buckets;
+  std::shared_ptr<objectstore::ObjectStore> table_buckets;
+  std::unique_ptr<iceberg::Warehouses> warehouses;
+  std::unique_ptr<delivery::ChannelManager> channels;
+  std::unique_ptr<kinesis::KinesisApi> api;
+
+  ~Impl() {
+    api.reset();
+    if (channels) channels->Stop();
+    channels.reset();
+    if (pool) pool->Leave(false);
+  }
+};
+
+PoolChannelApi::PoolChannelApi(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PoolChannelApi::~PoolChannelApi() = default;
+
+Result<std::unique_ptr<PoolChannelApi>> PoolChannelApi::Open(const PoolChannelFlags& f) {
+  // The command's output is the API's answer: only warnings and errors are logged.
+  spdlog::set_level(spdlog::level::warn);
+  auto impl = std::make_unique<Impl>();
+  Config& c = impl->config;
+  c.data_dir = "./icestream-worker-data";
+  if (!f.config_file.empty()) {
+    ASSIGN_OR_RETURN(c, LoadConfigFile(f.config_file, c));
+  }
+  if (!f.pg.empty()) c.pg = f.pg;
+  if (!f.source.empty()) c.source = f.source;
+  if (!f.registry.empty()) c.registry = f.registry;
+  if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
+  if (c.pg.empty()) return InvalidArgument("--pg needs the pool's PostgreSQL conninfo");
+  if (c.source.empty()) {
+    return InvalidArgument(
+        "--pg needs --source (the Kinesis endpoint URL the pool reads the streams from)");
+  }
+  RETURN_IF_ERROR(Validate(c));
+
+  scaleout::PoolOptions po;
+  po.conninfo = c.pg;
+  po.observe = true;
+  po.max_connections = 2;
+  ASSIGN_OR_RETURN(impl->pool, scaleout::Pool::Join(po));
+
+  source::KinesisSourceOptions so;
+  so.endpoint.url = c.source;
+  so.endpoint.region = c.region;
+  so.endpoint.credentials = source::CredentialsFromEnvironment();
+  so.endpoint.ca_file = f.source_ca_file;
+  ASSIGN_OR_RETURN(impl->sources, source::KinesisSourceProvider::Make(so));
+  so.endpoint.service = "kinesis";
+  so.endpoint.target_prefix = "Kinesis_20131202.";
+  ASSIGN_OR_RETURN(impl->source_client, source::AwsJsonClient::Make(so.endpoint));
+  source::AwsEndpoint glue;
+  glue.url = c.registry.empty() ? c.source : c.registry;
+  glue.region = c.region;
+  glue.credentials = so.endpoint.credentials;
+  glue.ca_file = f.source_ca_file;
+  ASSIGN_OR_RETURN(auto versions, scaleout::GlueVersions::Make(glue));
+
+  impl->buckets = MakeBuckets(c);
+  impl->table_buckets =
+      c.s3_endpoint.empty()
+          ? std::make_shared<objectstore::LocalObjectStore>(fs::Join(c.data_dir, "table-buckets"))
+          : impl->buckets;
+  scaleout::Pool* p = impl->pool.get();
+  impl->warehouses = std::make_unique<iceberg::Warehouses>(
+      [p](const std::string& w) { return p->CatalogRows(w); }, impl->table_buckets.get(),
+      SystemClock::Default(), c.region, c.account);
+  delivery::table::TableServices ts = TableServicesOf(impl->warehouses.get());
+  ts.versions = versions;
+  ts.fence_for = [p](const delivery::ChannelConfig& ch) { return p->FenceFor(ch.id); };
+  ts.staging = p->MakeStagingStore();
+  delivery::ChannelManagerOptions co = ChannelOptions(c);
+  co.coordinator = p->leases();
+  ASSIGN_OR_RETURN(
+      impl->channels,
+      delivery::ChannelManager::Open(co, impl->sources.get(), p->MakeDeliveryStore(), impl->buckets,
+                                     MakeDestinations(c, std::move(ts)), SystemClock::Default()));
+  kinesis::KinesisOptions ko;
+  ko.region = c.region;
+  ko.account = c.account;
+  ko.aws_strict = c.aws_strict;
+  ko.subscription_threads = 1;
+  impl->api = std::make_unique<kinesis::KinesisApi>(ko, nullptr, SystemClock::Default(),
+                                                    crypto::RandomUuid(),
+                                                    [](std::function<void()> fn) { fn(); });
+  impl->api->SetChannels(impl->channels.get());
+  return std::unique_ptr<PoolChannelApi>(new PoolChannelApi(std::move(impl)));
+}
+
+Result<http::ClientResponse> PoolChannelApi::Call(std::string_view target,
+                                                  const nlohmann::json& body) {
+  constexpr std::string_view kPrefix = "Kinesis_20131202.";
+  if (target.substr(0, kPrefix.size()) != kPrefix) {
+    return InvalidArgument("not a Kinesis operation: " + std::string(target));
+  }
+  std::string op(target.substr(kPrefix.size()));
+  if (op.find("Channel") == std::string::npos) {
+    // Stream operations are the source's.
+    ASSIGN_OR_RETURN(auto r, impl_->source_client->Post(op, aws::kJsonContentType, body.dump()));
+    return r;
+  }
+  auto req = std::make_shared<http::Request>();
+  req->method = "POST";
+  req->target = req->path = "/";
+  req->headers = {{"content-type", std::string(aws::kJsonContentType)},
+                  {"x-amz-target", std::string(target)}};
+  req->body = body.dump();
+  req->remote_address = "127.0.0.1";
+  std::promise<http::Response> answered;
+  auto answer = answered.get_future();
+  impl_->api->Handle(op, std::move(req),
+                     [&answered](http::Response r) { answered.set_value(std::move(r)); });
+  http::Response r = answer.get();
+  http::ClientResponse out;
+  out.status = r.status;
+  out.body = std::move(r.body);
+  return out;
+}
+
+std::string PoolChannelApi::endpoint() const {
+  return "the pool's database (" + impl_->config.source + " as source)";
+}
+
+}  // namespace icestream::server
