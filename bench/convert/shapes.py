@@ -95,7 +95,7 @@ def main():
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]} ({os.cpu_count()} cores); "
           f"{args.size_mb} MB per shape, farm-bench {args.runs} pairs per row")
     hdr = (f"{'shape':<13}{'thr':>4}{'ice MB/s':>10}{'duck MB/s':>11}{'ratio':>7}{'duck COPY':>11}"
-           f"{'ratio':>7}{'ice MB':>9}{'duck MB':>9}{'size':>7}{'ice RSS':>9}")
+           f"{'ratio':>7}{'ice MB':>9}{'duck MB':>9}{'size':>7}{'ice RSS':>9}{'ice CPU':>9}{'duck CPU':>10}{'ratio':>7}{'same':>6}")
     print(hdr)
     results = []
     for shape in only:
@@ -131,16 +131,32 @@ def main():
             ratio_copy = copy_med / ice_s
             ice_size, duck_size = os.path.getsize(ice_out), os.path.getsize(duck_out)
             rss = rows.get("A peak MiB", (0, 0, 0))[1]
+            # CPU seconds (user + sys) per 100 MB of input: steadier than wall time on a
+            # shared machine. DuckDB's is its whole process (node and start-up included).
+            ice_cpu = rows.get("A cpu s", (0, 0, 0))[1] * 1e8 / nbytes
+            duck_cpu = rows.get("B cpu s", (0, 0, 0))[1] * 1e8 / nbytes
             r = dict(shape=shape, threads=threads, ice=nbytes / 1e6 / ice_s, duck=nbytes / 1e6 / duck_s,
                      ratio=ratio, duck_copy=nbytes / 1e6 / copy_med, ratio_copy=ratio_copy,
-                     ice_mb=ice_size / 1e6, duck_mb=duck_size / 1e6, size=ice_size / duck_size, rss=rss)
+                     ice_mb=ice_size / 1e6, duck_mb=duck_size / 1e6, size=ice_size / duck_size, rss=rss,
+                     ice_cpu=ice_cpu, duck_cpu=duck_cpu)
+            same = subprocess.run(["node", os.path.join(ROOT, "bench", "convert", "same_rows.mjs"), npm, ice_out,
+                                   duck_out], capture_output=True, text=True)
+            m = re.search(r"only in icestream's (\d+), only in DuckDB's (\d+)", same.stdout)
+            r["same"] = "yes" if m and m.group(1) == "0" and m.group(2) == "0" else \
+                ("NO" if m else "?")
+            if r["same"] != "yes":
+                print("   rows differ or could not be compared: " + (same.stdout + same.stderr).strip(), flush=True)
             results.append(r)
             print(f"{shape:<13}{threads:>4}{r['ice']:>10.1f}{r['duck']:>11.1f}{r['ratio']:>7.2f}"
                   f"{r['duck_copy']:>11.1f}{r['ratio_copy']:>7.2f}{r['ice_mb']:>9.2f}{r['duck_mb']:>9.2f}"
-                  f"{r['size']:>7.3f}{rss:>9.0f}", flush=True)
+                  f"{r['size']:>7.3f}{rss:>9.0f}{ice_cpu:>9.2f}{duck_cpu:>10.2f}"
+                  f"{duck_cpu / ice_cpu if ice_cpu else 0:>7.2f}{r['same']:>6}", flush=True)
     print()
     print("ratio: icestream / DuckDB MB/s (whole processes, farm-bench median of pairs); COPY: against DuckDB's")
-    print("COPY statement alone (node and DuckDB start-up left out); size: icestream / DuckDB file bytes.")
+    print("COPY statement alone (node and DuckDB start-up left out); size: icestream / DuckDB file bytes;")
+    print("CPU: CPU-seconds (user + sys, farm-bench median) per 100 MB of input, whole processes, and DuckDB's")
+    print("over icestream's (how many times less CPU icestream spends); same: DuckDB reads both files and")
+    print("finds the same rows in each (bench/convert/same_rows.mjs, EXCEPT ALL both ways).")
     worst = min(results, key=lambda r: r["ratio_copy"])
     worst_size = max(results, key=lambda r: r["size"])
     print(f"lowest COPY ratio: {worst['ratio_copy']:.2f} ({worst['shape']}, {worst['threads']} thread(s))   "

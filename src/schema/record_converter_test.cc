@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "common/testing/status_assertions.h"
 #include "format/parquet/file_writer.h"
@@ -273,6 +277,53 @@ TEST_F(ConverterTest, FloatingPointOutOfRangeIsRefused) {
   EXPECT_EQ(f[2], 1.00000011920928955078125f);
   auto d = Values<double>(Page(1));
   EXPECT_EQ(d.size(), 3u);
+}
+
+// Double columns hold the correctly rounded value of the text, whatever its shape: the
+// shortest round-trip text of random doubles, %.17g, random digit strings with exponents
+// near the edges of the exact powers of ten (+-22), bit for bit against strtod.
+TEST_F(ConverterTest, DoublesAreCorrectlyRounded) {
+  Load(R"({"type":"struct","fields":[{"id":1,"name":"d","required":false,"type":"double"}]})");
+  std::mt19937_64 rng(7);
+  std::vector<std::string> tokens = {"0.1",
+                                     "-0.0",
+                                     "9007199254740993",
+                                     "1e22",
+                                     "1e23",
+                                     "123456789012345678901234567890",
+                                     "2.2250738585072014e-308",
+                                     "4.9e-324",
+                                     "1.7976931348623157e308",
+                                     "0.30000000000000004"};
+  char buf[64];
+  for (int n = 0; n < 12000; ++n) {
+    if (n % 3 == 0) {
+      double d = static_cast<double>(rng() >> 11) * 0x1.0p-53 * std::pow(10.0, rng() % 40);
+      tokens.emplace_back(buf, std::to_chars(buf, buf + sizeof buf, d).ptr);
+    } else if (n % 3 == 1) {
+      std::snprintf(buf, sizeof buf, "%.17g",
+                    static_cast<double>(rng()) / static_cast<double>(1 + rng() % 1000000));
+      tokens.emplace_back(buf);
+    } else {
+      std::string digits(1, static_cast<char>('1' + rng() % 9));
+      for (int i = static_cast<int>(rng() % 22); i > 0; --i)
+        digits.push_back(static_cast<char>('0' + rng() % 10));
+      // A point after 1..all of the digits (then one more digit), half of the time.
+      if (rng() % 2) {
+        digits.insert(1 + rng() % digits.size(), 1, '.');
+        if (digits.back() == '.') digits.push_back('5');
+      }
+      if (rng() % 2) digits += "e" + std::to_string(static_cast<int>(rng() % 61) - 30);
+      tokens.push_back((rng() % 3 == 0 ? "-" : "") + digits);
+    }
+  }
+  for (const auto& t : tokens) ASSERT_TRUE(Convert("{\"d\":" + t + "}")) << t;
+  auto d = Values<double>(Page(0));
+  ASSERT_EQ(d.size(), tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const double want = std::strtod(tokens[i].c_str(), nullptr);
+    ASSERT_EQ(std::memcmp(&d[i], &want, sizeof want), 0) << tokens[i];
+  }
 }
 
 // Decimals: exact at the column's scale and within its precision, or refused.

@@ -236,10 +236,10 @@ TEST(ValueParsersTest, DecimalFastPathAgreesWithTheGeneralPath) {
   }
 }
 
-// The padded fast paths for number tokens against a full reading (strtod, correctly
-// rounded; from_chars for integers) on the shapes serializers print and on random digit
-// strings with exponents near the fast paths' edges, each followed by 8 bytes that may be
-// digits (the fast paths read past the token): when they decide, the value is exact.
+// The padded integer fast path against a full reading (from_chars) on the shapes
+// serializers print and on random digit strings with exponents, each followed by 8 bytes
+// that may be digits (the fast path reads past the token): when it decides, the value is
+// exact.
 TEST(ValueParsersTest, NumberFastPathsAgreeWithAFullReading) {
   std::mt19937_64 rng(11);
   std::vector<std::string> tokens = {"0",
@@ -304,18 +304,11 @@ TEST(ValueParsersTest, NumberFastPathsAgreeWithAFullReading) {
       }
     }
   }
-  int decided_double = 0, decided_int = 0;
+  int decided_int = 0;
   for (const auto& t : tokens) {
     // The token, then 8 bytes that the fast paths may read (digits half of the time).
     std::string padded = t + (rng() % 2 ? "12345678" : ",\"k\":1}  ");
     const bool json_number = IsJsonNumber(t);
-    double d = -7;
-    if (ParseJsonDoubleFast(padded.data(), t.size(), &d)) {
-      ASSERT_TRUE(json_number) << t;
-      const double want = std::strtod(t.c_str(), nullptr);
-      ASSERT_EQ(std::memcmp(&d, &want, sizeof d), 0) << t << ": " << d << " vs " << want;
-      ++decided_double;
-    }
     int64_t i = -7;
     if (ParseJsonInt64Fast(padded.data(), t.size(), &i)) {
       ASSERT_TRUE(json_number) << t;
@@ -326,8 +319,7 @@ TEST(ValueParsersTest, NumberFastPathsAgreeWithAFullReading) {
       ++decided_int;
     }
   }
-  // Both paths decide most of what serializers print.
-  EXPECT_GT(decided_double, 12000);
+  // The path decides most of what serializers print.
   EXPECT_GT(decided_int, 4000);
 }
 
