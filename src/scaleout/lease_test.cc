@@ -11,6 +11,7 @@
 #include "delivery/coordinator.h"
 #include "scaleout/lease_manager.h"
 #include "scaleout/pg_delivery_store.h"
+#include "scaleout/pg_test_env.h"
 #include "scaleout/schema.h"
 
 namespace icestream::scaleout {
@@ -18,28 +19,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::unique_ptr<pg::PgPool> Pool() {
-  const char* c = std::getenv("ICESTREAM_PG");
-  EXPECT_NE(c, nullptr) << "ICESTREAM_PG is not set: run this test through tests/lib/pg.py";
-  pg::PgPoolOptions o;
-  o.conninfo = c ? c : "host=127.0.0.1 port=1";
-  auto p = pg::PgPool::Open(o);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
-  return p.ok() ? std::move(*p) : nullptr;
-}
-
-LeaseOptions Fast() {
-  LeaseOptions o;
-  o.lease_ms = 1500;
-  o.renew_ms = 250;
-  o.take_ms = 250;
-  return o;
-}
-
 class LeaseTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    pool_ = Pool();
+    pool_ = TestPgPool();
     ASSERT_NE(pool_, nullptr);
     ASSERT_OK(EnsureDeliverySchema(pool_.get()));
     for (const char* t : {"icestream_lease", "icestream_worker", "icestream_checkpoints",
@@ -65,13 +48,13 @@ class LeaseTest : public ::testing::Test {
 };
 
 TEST_F(LeaseTest, TwoWorkersShareTheUnitsAndTakeOverAfterAStop) {
-  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), Fast()));
+  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), FastLeases()));
   std::vector<std::string> units;
   for (int i = 0; i < 6; ++i)
     units.push_back(delivery::ShardUnit("shardId-00000000000" + std::to_string(i)));
   a->Offer("ch", units);
   Eventually([&] { return Count(*a) == 6; });
-  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), Fast()));
+  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
   // The first hands units over until both hold their share.
   Eventually([&] { return Count(*a) == 3 && Count(*b) == 3; });
   // Every unit has one owner, and an epoch per change of owner.
@@ -115,8 +98,8 @@ TEST_F(LeaseTest, TwoWorkersShareTheUnitsAndTakeOverAfterAStop) {
 
 TEST_F(LeaseTest, TwoTakersOneWinner) {
   ASSERT_OK(pool_->Exec("INSERT INTO icestream_lease (channel_id, unit) VALUES ('c', 'channel')"));
-  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), Fast()));
-  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), Fast()));
+  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), FastLeases()));
+  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
   a->CycleForTest();
   b->CycleForTest();
   a->CycleForTest();
@@ -130,14 +113,14 @@ TEST_F(LeaseTest, TwoTakersOneWinner) {
 }
 
 TEST_F(LeaseTest, AHandoffGivesUnitsBackAtOnce) {
-  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), Fast()));
+  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), FastLeases()));
   a->Offer("ch", {"control", "shard:s1"});
   Eventually([&] { return Count(*a) == 2; });
   a->Stop(/*handoff=*/true);
   ASSERT_OK_AND_ASSIGN(auto r,
                        pool_->Exec("SELECT count(*) FROM icestream_lease WHERE owner IS NULL"));
   EXPECT_EQ(r.integer(0, 0), 2);
-  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), Fast()));
+  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
   b->CycleForTest();
   EXPECT_EQ(Count(*b), 2u);  // no waiting for an expiry
   b->Stop(true);

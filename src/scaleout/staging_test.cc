@@ -11,6 +11,7 @@
 #include "delivery/coordinator.h"
 #include "scaleout/pg_catalog_store.h"
 #include "scaleout/pg_staging_store.h"
+#include "scaleout/pg_test_env.h"
 #include "scaleout/schema.h"
 
 namespace icestream::scaleout {
@@ -18,24 +19,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using delivery::table::StagedBatch;
-
-std::unique_ptr<pg::PgPool> Pool() {
-  const char* c = std::getenv("ICESTREAM_PG");
-  EXPECT_NE(c, nullptr) << "ICESTREAM_PG is not set: run this test through tests/lib/pg.py";
-  pg::PgPoolOptions o;
-  o.conninfo = c ? c : "host=127.0.0.1 port=1";
-  auto p = pg::PgPool::Open(o);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
-  return p.ok() ? std::move(*p) : nullptr;
-}
-
-LeaseOptions Fast() {
-  LeaseOptions o;
-  o.lease_ms = 1500;
-  o.renew_ms = 250;
-  o.take_ms = 250;
-  return o;
-}
 
 iceberg::DataFile File(const std::string& path) {
   iceberg::DataFile f;
@@ -57,7 +40,7 @@ iceberg::DataFile File(const std::string& path) {
 class StagingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    pool_ = Pool();
+    pool_ = TestPgPool();
     ASSERT_NE(pool_, nullptr);
     ASSERT_OK(PgCatalogStore::EnsureSchema(pool_.get()));
     ASSERT_OK(EnsureDeliverySchema(pool_.get()));
@@ -68,7 +51,7 @@ class StagingTest : public ::testing::Test {
   }
   // Starts a lease manager holding every unit offered for "ch" (it is alone).
   std::unique_ptr<LeaseManager> Holder(const std::vector<std::string>& units) {
-    auto m = LeaseManager::Start(pool_.get(), Fast());
+    auto m = LeaseManager::Start(pool_.get(), FastLeases());
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     if (!m.ok()) return nullptr;
     (*m)->Offer("ch", units);
@@ -154,7 +137,7 @@ TEST_F(StagingTest, AProcessWithoutTheLeaseStagesAndCommitsNothing) {
   // The holder stops without handing back (a crash): once its lease expired another
   // process takes the units; the old holder is fenced and the new one commits.
   holder->Stop(/*handoff=*/false);
-  ASSERT_OK_AND_ASSIGN(auto other, LeaseManager::Start(pool_.get(), Fast()));
+  ASSERT_OK_AND_ASSIGN(auto other, LeaseManager::Start(pool_.get(), FastLeases()));
   other->Offer("ch", {"control", "shard:s1"});
   auto until = std::chrono::steady_clock::now() + 8s;
   while (other->Held()["ch"].size() < 2) {
