@@ -289,6 +289,25 @@ class TableSink final : public Sink {
     return LoadTable();
   }
 
+  // After an append of the channel (mu_ held): the compactor learns the files, the status
+  // and the delivery log the commit (`detail` adds to the CommitSucceeded event), and
+  // upkeep runs within its budget.
+  void Committed(const iceberg::CommitResult& r, const std::vector<iceberg::DataFile>& files,
+                 nlohmann::json detail) {
+    const iceberg::TableMetadata& m = owner_.table()->metadata();
+    upkeep_.Appended(m, r.snapshot_id, files);
+    commits_.fetch_add(1);
+    last_commit_ms_.store(env_.clock->NowMillis());
+    nlohmann::json event = {
+        {"eventType", "CommitSucceeded"}, {"destination", owner_.table()->metadata_location()},
+        {"snapshotId", r.snapshot_id},    {"sequenceNumber", r.sequence_number},
+        {"files", files.size()},          {"attempts", r.attempts}};
+    event.update(detail);
+    Log(std::move(event));
+    upkeep_.Run(&owner_, *target_, writer_options_);
+    owner_.NoteMetadata(owner_.table()->metadata());
+  }
+
   // A staged batch: one shard's records written and staged (mu_ held).
   Result<DeliveryCounts> DeliverStaged(const DeliveryBatch& batch, RecordSource* source);
   // The records of `batch` into files (uploaded, named for `attempt`) and rejects. In
@@ -571,21 +590,9 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
     return done;
   }
   cleanup.Dismiss();
-  const iceberg::CommitResult& r = committed->result;
-  upkeep_.Appended(owner_.table()->metadata(), r.snapshot_id, out.files);
   counts.deliveries = 1;
-  commits_.fetch_add(1);
-  last_commit_ms_.store(env_.clock->NowMillis());
-  Log({{"eventType", "CommitSucceeded"},
-       {"destination", owner_.table()->metadata_location()},
-       {"snapshotId", r.snapshot_id},
-       {"sequenceNumber", r.sequence_number},
-       {"files", out.files.size()},
-       {"records", counts.delivered},
-       {"bytes", counts.bytes_out},
-       {"attempts", r.attempts}});
-  upkeep_.Run(&owner_, *target_, writer_options_);
-  owner_.NoteMetadata(owner_.table()->metadata());
+  Committed(committed->result, out.files,
+            {{"records", counts.delivered}, {"bytes", counts.bytes_out}});
   return counts;
 }
 
@@ -725,22 +732,9 @@ Result<DeliveryCounts> TableSink::CommitStaged() {
   table->SetFence(fence_);
   if (!committed.ok()) return committed.status();  // the rows stay: the next run retries
   if (committed->already_in) return DeliveryCounts{};
-  const iceberg::CommitResult& r = committed->result;
-  upkeep_.Appended(table->metadata(), r.snapshot_id, files);
+  Committed(committed->result, files, {{"records", rows}, {"stagedBatches", commit.size()}});
   DeliveryCounts counts;
   counts.deliveries = 1;
-  commits_.fetch_add(1);
-  last_commit_ms_.store(env_.clock->NowMillis());
-  Log({{"eventType", "CommitSucceeded"},
-       {"destination", table->metadata_location()},
-       {"snapshotId", r.snapshot_id},
-       {"sequenceNumber", r.sequence_number},
-       {"files", files.size()},
-       {"records", rows},
-       {"stagedBatches", commit.size()},
-       {"attempts", r.attempts}});
-  upkeep_.Run(&owner_, *target_, writer_options_);
-  owner_.NoteMetadata(table->metadata());
   return counts;
 }
 
