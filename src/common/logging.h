@@ -1,5 +1,6 @@
 // Process-wide logging setup (spdlog). Library code logs through spdlog's default
-// logger; only main() calls SetupLogging.
+// logger; each command calls SetupLogging as it starts (logs go to stderr: stdout is
+// left to a command's answer).
 #pragma once
 
 #include <string>

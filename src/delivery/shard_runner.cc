@@ -1370,7 +1370,18 @@ nlohmann::json ShardRunner::StatusJson(int64_t now) const {
     }
     if (!redrives_.empty()) out["Redrive"] = RedriveDescription(redrives_.back(), config_);
   }
-  if (coordinator_ != nullptr) AddPoolStatus(&out);
+  if (coordinator_ != nullptr) {
+    // A process that has not scheduled the channel (an observer: `icestream channels
+    // describe --pg`) learns the shards from the source.
+    if (out["Shards"].empty()) {
+      if (auto shards = source_->Shards(); shards.ok()) {
+        for (const auto& s : *shards) {
+          out["Shards"].push_back({{"ShardId", s.id}, {"Delivered", false}});
+        }
+      }
+    }
+    AddPoolStatus(&out);
+  }
   nlohmann::json sink_status = sink_->StatusJson();
   for (const auto& [k, v] : sink_status.items()) out[k] = v;
   return out;
@@ -1398,13 +1409,19 @@ void ShardRunner::AddPoolStatus(nlohmann::json* out) const {
     if (cp == checkpoints->end()) continue;
     if (!cp->second.at_start()) j["LastCommittedSequenceNumber"] = cp->second.sequence;
     if (j.value("Delivered", false)) continue;
-    if (auto b = source_->Backlog(shard, cp->second); b.ok()) {
-      j["LagRecords"] = b->records;
+    if (auto b = source_->Behind(shard, cp->second); b.ok()) {
+      if (b->records_exact) {
+        j["LagRecords"] = b->records;
+      } else {
+        j.erase("LagRecords");  // one read cannot count them
+      }
+      if (b->millis_behind) j["MillisBehindLatest"] = *b->millis_behind;
       j["LagSeconds"] = b->records > 0 && b->oldest_arrival_ms >= 0
                             ? static_cast<double>(std::max<int64_t>(
                                   0, clock_->NowMillis() - b->oldest_arrival_ms)) /
                                   1000.0
                             : 0.0;
+      if (b->finished) j["Delivered"] = true;
     }
   }
 }

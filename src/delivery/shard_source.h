@@ -53,6 +53,10 @@ struct ShardBacklog {
   // move to (nobody can deliver them any more) and how many were lost (0: unknown).
   std::optional<Position> trimmed_to;
   uint64_t trimmed_records = 0;
+  // From Behind() of a remote source: `records` is only what one read found (the lag is
+  // then `millis_behind`, the endpoint's MillisBehindLatest).
+  bool records_exact = true;
+  std::optional<int64_t> millis_behind;
 };
 
 struct PlannedRange {
@@ -101,6 +105,12 @@ class ShardSource {
   virtual Result<Position> StartPosition(const std::string& shard,
                                          const StartingPosition& start) = 0;
   virtual Result<ShardBacklog> Backlog(const std::string& shard, const Position& after) = 0;
+  // How far `after` is behind `shard`, for a status read by a process that does not
+  // deliver the shard: a remote source asks its endpoint once rather than start reading
+  // the shard ahead (this default: Backlog).
+  virtual Result<ShardBacklog> Behind(const std::string& shard, const Position& after) {
+    return Backlog(shard, after);
+  }
   // The longest range after `after` within `max_bytes` and `max_records` (at least one
   // record). kFailedPrecondition when nothing is pending.
   virtual Result<PlannedRange> PlanRange(const std::string& shard, const Position& after,

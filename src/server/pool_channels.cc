@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/crypto.h"
 #include "common/fs.h"
+#include "common/logging.h"
 #include "delivery/channel_manager.h"
 #include "iceberg/warehouses.h"
 #include "kinesis/api.h"
@@ -43,8 +44,9 @@ PoolChannelApi::PoolChannelApi(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 PoolChannelApi::~PoolChannelApi() = default;
 
 Result<std::unique_ptr<PoolChannelApi>> PoolChannelApi::Open(const PoolChannelFlags& f) {
-  // The command's output is the API's answer: only warnings and errors are logged.
-  spdlog::set_level(spdlog::level::warn);
+  // The command's output (stdout) is the API's answer: only warnings and errors are logged,
+  // on stderr (spdlog's own default logger writes to stdout).
+  SetupLogging("warn");
   auto impl = std::make_unique<Impl>();
   Config& c = impl->config;
   c.data_dir = "./icestream-worker-data";

@@ -8,6 +8,7 @@
    CBOR (kinesalite speaks it) until an answer outgrew the 16 KiB at which kinesalite cuts
    its CBOR answers, then in JSON. Bad requests get the CreateChannel API's AWS-shaped errors
    (a missing stream: ResourceNotFoundException; a missing role: ValidationException).
+   `channels describe --pg` shows each open shard's owner, epoch and lag.
    `channels delete --pg` marks the channel DELETING and the worker finishes the deletion.
 2. moto's Kinesis answers CBOR with a 500: the worker falls back to JSON 1.1 and delivers.
 3. A worker against `icestream serve --aws-strict` (GetRecords at most 5/s per shard, 2 MiB/s),
@@ -23,6 +24,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.request
 
 import boto3
 
@@ -178,6 +180,19 @@ class SourceSuite(unittest.TestCase):
                     time.sleep(0.5)
                 self.assertEqual(got, want, "the bucket does not hold every record exactly once:\n" +
                                  pool.worker_log()[-6000:] + json.dumps(pool.describe("kl-s3"))[:3000])
+                # DescribeChannel answered from the pool's side (the CLI delivers nothing)
+                # shows who holds each open shard, under which epoch, and how far behind it is.
+                with urllib.request.urlopen(f"http://127.0.0.1:{pool.port}/health", timeout=5) as r:
+                    worker = json.loads(r.read())["worker"]
+                open_shards = [s["ShardId"] for s in k.list_shards(StreamName="kl")["Shards"]
+                               if "EndingSequenceNumber" not in s["SequenceNumberRange"]]
+                status = {s["ShardId"]: s for s in pool.describe("kl-s3")["IcestreamStatus"]["Shards"]}
+                self.assertEqual(len(open_shards), 3)
+                for sh in open_shards:
+                    self.assertEqual(status[sh].get("Owner"), worker, status)
+                    self.assertGreaterEqual(status[sh].get("Epoch", 0), 1, status)
+                    self.assertIn("LagSeconds", status[sh], status)
+                    self.assertIn("MillisBehindLatest", status[sh], status)
                 # Children after their parents: every shard's finished mark is in the pool's
                 # database, the parent's before its children's.
                 finished = pg.psql("SELECT count(*) FROM icestream_finished", pool.conninfo.split("dbname=")[-1].split()[0])

@@ -625,6 +625,36 @@ class KinesisShardSource final : public delivery::ShardSource {
     return r->Backlog(closed);
   }
 
+  // One GetShardIterator and one GetRecords of a single record: the first pending
+  // record's arrival and MillisBehindLatest (a shard read here already: its buffer).
+  Result<delivery::ShardBacklog> Behind(const std::string& shard, const Position& after) override {
+    {
+      std::lock_guard lock(mu_);
+      if (readers_.count(shard)) {
+        bool closed = closed_[shard];
+        ShardReader* r = readers_[shard].get();
+        r->Sync(after);
+        return r->Backlog(closed);
+      }
+    }
+    ASSIGN_OR_RETURN(auto it,
+                     client_->Call("GetShardIterator", IteratorRequest(stream_, shard, after)));
+    std::string iterator = it.value("ShardIterator", "");
+    delivery::ShardBacklog b;
+    b.records_exact = false;
+    if (iterator.empty()) return b;
+    ASSIGN_OR_RETURN(auto page, client_->GetRecords(iterator, 1));
+    for (const auto& rec : page.answer->records) {
+      if (!After(rec, after)) continue;
+      ++b.records;
+      b.bytes += rec.data.size();
+      if (b.oldest_arrival_ms < 0) b.oldest_arrival_ms = rec.arrival_ms;
+    }
+    b.millis_behind = page.behind_ms;
+    b.finished = page.end && b.records == 0;
+    return b;
+  }
+
   Result<delivery::PlannedRange> PlanRange(const std::string& shard, const Position& after,
                                            uint64_t max_bytes, size_t max_records) override {
     ShardReader* r = Reader(shard);
