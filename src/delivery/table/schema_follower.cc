@@ -97,7 +97,7 @@ Result<std::shared_ptr<const WriteTarget>> SchemaFollower::ForTable(
 
 Result<std::shared_ptr<const WriteTarget>> SchemaFollower::Evolve(
     TableOwner* owner, std::shared_ptr<const WriteTarget> current,
-    std::shared_ptr<const SchemaVersion> v) {
+    std::shared_ptr<const SchemaVersion> v, const Defer& defer) {
   auto newest = v->number >= current->version().number ? v : current->version_ptr();
   iceberg::Table* table = owner->table();
   if (table == nullptr) {
@@ -112,7 +112,7 @@ Result<std::shared_ptr<const WriteTarget>> SchemaFollower::Evolve(
     int32_t highest = iceberg::HighestFieldId(layout.schema.schema);
     return WriteTarget::Make(newest, std::move(layout), highest);
   }
-  if (defer_) return defer_(*v);
+  if (defer) return defer(*v);
   ASSIGN_OR_RETURN(iceberg::Catalog * catalog, owner->catalog());
   for (int attempt = 1;; ++attempt) {
     RETURN_IF_ERROR(owner->Refresh());
@@ -155,7 +155,7 @@ Result<std::shared_ptr<const WriteTarget>> SchemaFollower::Evolve(
 }
 
 Result<std::shared_ptr<const WriteTarget>> SchemaFollower::FollowLatest(
-    TableOwner* owner, std::shared_ptr<const WriteTarget> current) {
+    TableOwner* owner, std::shared_ptr<const WriteTarget> current, const Defer& defer) {
   ASSIGN_OR_RETURN(auto latest, versions_->Latest());
   if (latest->number <= current->version().number) return current;
   for (int64_t n = latest->number; n > current->version().number; --n) {
@@ -180,7 +180,7 @@ Result<std::shared_ptr<const WriteTarget>> SchemaFollower::FollowLatest(
       }
       continue;
     }
-    if (f.fit == Fit::kNeedsEvolution) return Evolve(owner, current, *v);
+    if (f.fit == Fit::kNeedsEvolution) return Evolve(owner, current, *v, defer);
     // Nothing to add to the table: only the version's value constraints change.
     ASSIGN_OR_RETURN(TableLayout layout, LayoutFor((*v)->layout, current->layout().schema.schema,
                                                    current->layout().spec));

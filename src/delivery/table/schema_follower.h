@@ -77,31 +77,32 @@ class SchemaFollower {
                                                       std::shared_ptr<const WriteTarget> current);
   // JSON channels: the schema's newest version compatible with the table (an
   // incompatible newer one is reported once and not followed).
+  // Where another process owns the table (a pool's shard writer, staging.h): an evolution
+  // of an existing table is not made here but handed to `defer`, whose status is returned
+  // (the owner is asked to make it; the batch is retried). Empty: made here.
+  using Defer = std::function<Status(const SchemaVersion&)>;
+
   Result<std::shared_ptr<const WriteTarget>> FollowLatest(
-      TableOwner* owner, std::shared_ptr<const WriteTarget> current);
+      TableOwner* owner, std::shared_ptr<const WriteTarget> current, const Defer& defer = {});
   // Makes `v` (compatible, newer or wider) the table's schema: one catalog commit that
   // adds the evolved schema, makes it current and records the version in the table's
   // properties. Without a table yet, only the target changes (the table will be made
   // from it).
   Result<std::shared_ptr<const WriteTarget>> Evolve(TableOwner* owner,
                                                     std::shared_ptr<const WriteTarget> current,
-                                                    std::shared_ptr<const SchemaVersion> v);
+                                                    std::shared_ptr<const SchemaVersion> v,
+                                                    const Defer& defer = {});
 
   // The newest version not followed because it is incompatible (empty when none).
   std::string ignored_version() const;
   // Schema commits carry `fence` (table_committer.h); null commits unfenced.
   void SetFence(const iceberg::CommitFence* fence) { fence_ = fence; }
-  // Where another process owns the table (a pool's shard writer, staging.h): an evolution
-  // of an existing table is not made here but handed to `defer`, whose status Evolve
-  // returns (the owner is asked to make it; the batch is retried). Empty: made here.
-  void SetDefer(std::function<Status(const SchemaVersion&)> defer) { defer_ = std::move(defer); }
 
  private:
   const ChannelConfig& config_;
   SchemaVersions* versions_;
   SinkEnv env_;
   const iceberg::CommitFence* fence_ = nullptr;
-  std::function<Status(const SchemaVersion&)> defer_;
   mutable std::mutex mu_;
   std::string ignored_version_;
 };

@@ -308,31 +308,20 @@ class TableSink final : public Sink {
     owner_.NoteMetadata(owner_.table()->metadata());
   }
 
-  // A staged batch: one shard's records written and staged. `lock` holds mu_ on entry and
-  // on return; it is let go while the records are converted into a table that exists and
-  // while the files are staged, so the shards' batches of one process convert side by
-  // side (only the first batch of a new table writes under the lock: it creates the table).
+  // A staged batch: one shard's records written and staged. `lock` holds mu_ on entry; it
+  // is let go while the records are converted into a table that exists, and for the DLQ
+  // and the staging, so the shards' batches of one process convert side by side (only the
+  // first batch of a new table writes under the lock: it creates the table).
   Result<DeliveryCounts> DeliverStaged(const DeliveryBatch& batch, RecordSource* source,
                                        std::unique_lock<std::mutex>* lock);
-  // The records of `batch` into files (uploaded, named for `attempt`) and rejects. In
-  // staged mode a table that does not exist yet, or a schema it must evolve to, is asked
-  // of the owner (kUnavailable: the batch is retried once the owner made it). With
-  // `unlock` (holding mu_), a pass into a table that exists converts with mu_ let go: its
-  // threads then touch nothing of the sink but the pass's target and file locator.
+  // The records of `batch` into files (uploaded, named for `attempt`) and rejects (mu_
+  // held). `staged` (a shard writer's lock on mu_; null on one server): a table that does
+  // not exist yet, or a schema it must evolve to, is asked of the owner (kUnavailable: the
+  // batch is retried once the owner made it), and a pass into a table that exists
+  // converts with mu_ let go: its threads touch nothing of the sink but the pass's target
+  // and file locator.
   Status WriteRecords(RecordSource* source, const iceberg::FileIO* io, Cleanup* cleanup,
-                      bool staged, BatchOutput* out,
-                      std::unique_lock<std::mutex>* unlock = nullptr);
-  // Shard writers (staged mode) leave schema evolution to the control unit's holder while
-  // any of them runs (mu_ held); the holder's own ServeRequests evolves itself.
-  void BeginStagedWrite() {
-    if (staged_writers_++ == 0) DeferToOwner();
-  }
-  void DeferToOwner() {
-    follower_.SetDefer([this](const SchemaVersion& v) { return AskOwner(v, "evolve"); });
-  }
-  void EndStagedWrite() {
-    if (--staged_writers_ == 0) follower_.SetDefer(nullptr);
-  }
+                      BatchOutput* out, std::unique_lock<std::mutex>* staged = nullptr);
   // The batch's rejects to the DLQ, and a redrive batch's report (before any commit).
   Status WriteDlq(const DeliveryBatch& batch, const BatchOutput& out, RecordSource* source,
                   DeliveryCounts* counts, std::optional<RedriveProgress>* redrive_after);
@@ -450,7 +439,11 @@ class TableSink final : public Sink {
   const iceberg::CommitFence* fence_ = nullptr;  // the control unit's (null: unfenced)
   const std::shared_ptr<StagingStore> staging_;
   std::atomic<int64_t> next_commit_ms_{0};
-  int staged_writers_ = 0;  // DeliverStaged calls under way (mu_)
+  // A shard writer's evolutions (staged mode): asked of the control unit's holder, whose
+  // ServeRequests makes them.
+  const SchemaFollower::Defer ask_owner_ = [this](const SchemaVersion& v) {
+    return AskOwner(v, "evolve");
+  };
 
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> last_commit_ms_{0};
@@ -458,8 +451,7 @@ class TableSink final : public Sink {
 };
 
 Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, Cleanup* cleanup,
-                               bool staged, BatchOutput* out,
-                               std::unique_lock<std::mutex>* unlock) {
+                               BatchOutput* out, std::unique_lock<std::mutex>* staged) {
   const std::string attempt = crypto::RandomUuid().substr(0, 8);
   std::atomic<int> file_no{0};
   for (int pass = 1;; ++pass) {
@@ -501,17 +493,18 @@ Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, 
     wo.writer = writer_options_;
     wo.keep_rejected_data = config_.dlq.include_record_data;
     BatchWriter writer(&target->layout(), &target->parquet(), wo);
-    const bool unlocked = unlock != nullptr && table_existed;
-    if (unlocked) unlock->unlock();
+    const bool unlocked = staged != nullptr && table_existed;
+    if (unlocked) staged->unlock();
     Status st = writer.Run(source, decode, place_file, out);
-    if (unlocked) unlock->lock();
+    if (unlocked) staged->lock();
     if (st.ok()) return Status::OK();
     auto wanted = evolve.Get();
     if (!wanted || st.code() != StatusCode::kConflict || pass > 8) return st;
     // A record of a newer compatible version: the table evolves, then the batch starts over.
     cleanup->DeleteNow();
     if (owner_.exists()) RETURN_IF_ERROR(LoadTable());  // the first pass may have made it
-    ASSIGN_OR_RETURN(auto evolved, follower_.Evolve(&owner_, target_, wanted));
+    ASSIGN_OR_RETURN(auto evolved, follower_.Evolve(&owner_, target_, wanted,
+                                                    staged ? ask_owner_ : SchemaFollower::Defer{}));
     SetTarget(std::move(evolved));
     RETURN_IF_ERROR(source->Rewind());
   }
@@ -596,7 +589,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_.io());
   Cleanup cleanup(io);
   BatchOutput out;
-  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, false, &out));
+  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, &out));
   DeliveryCounts counts = out.counts;
 
   // The dead-letter queue (and a redrive's report) before the commit that moves past the
@@ -638,23 +631,14 @@ Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, Reco
     if (it != held.end() && !(it->second < range.end())) return DeliveryCounts{};
   }
   // The owner evolves the table; this process only asks.
-  BeginStagedWrite();
-  struct End {
-    TableSink* sink;
-    std::unique_lock<std::mutex>* lock;
-    ~End() {
-      if (!lock->owns_lock()) lock->lock();
-      sink->EndStagedWrite();
-    }
-  } end{this, lock};
   if (config_.record_format == RecordFormat::kJson) {
-    ASSIGN_OR_RETURN(auto t, follower_.FollowLatest(&owner_, target_));
+    ASSIGN_OR_RETURN(auto t, follower_.FollowLatest(&owner_, target_, ask_owner_));
     SetTarget(std::move(t));
   }
   ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_.io());
   Cleanup cleanup(io);
   BatchOutput out;
-  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, true, &out, lock));
+  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, &out, lock));
   DeliveryCounts counts = out.counts;
   // The rest touches nothing of the sink's (the DLQ, the staging store, the delivery log).
   lock->unlock();
@@ -681,14 +665,6 @@ Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, Reco
 }
 
 Status TableSink::ServeRequests() {
-  // The holder evolves the table itself, even while shard writers of this process defer.
-  follower_.SetDefer(nullptr);
-  struct Redefer {
-    TableSink* sink;
-    ~Redefer() {
-      if (sink->staged_writers_ > 0) sink->DeferToOwner();
-    }
-  } redefer{this};
   ASSIGN_OR_RETURN(auto ids, staging_->Requests(config_.id));
   for (const auto& id : ids) {
     auto v = versions_.ById(id);

@@ -170,9 +170,12 @@ class MeetingSource final : public RecordSource {
  public:
   MeetingSource(RecordSource* inner, Rendezvous* meet) : inner_(inner), meet_(meet) {}
   Result<bool> Next(RecordChunk* chunk) override {
-    if (!met_) {
-      RETURN_IF_ERROR(meet_->Arrive());
-      met_ = true;
+    {
+      std::lock_guard lock(mu_);  // one arrival per batch, whichever thread reads first
+      if (!met_) {
+        RETURN_IF_ERROR(meet_->Arrive());
+        met_ = true;
+      }
     }
     return inner_->Next(chunk);
   }
@@ -181,7 +184,8 @@ class MeetingSource final : public RecordSource {
  private:
   RecordSource* inner_;
   Rendezvous* meet_;
-  std::atomic<bool> met_{false};
+  std::mutex mu_;
+  bool met_ = false;
 };
 
 class SwitchFence final : public iceberg::CommitFence {
