@@ -541,11 +541,13 @@ inline int LeadingDigits(const char* p, uint64_t* value) {
 }
 
 // The run of digits at p, eight bytes at a time: its length, and its value in *v
-// (meaningful while the length is at most 19). Reads up to 8 bytes past the run.
-inline size_t DigitRun(const char* p, uint64_t* v) {
+// (meaningful while the length is at most 19). Reads eight bytes at p + i for i below
+// `limit` only, so p[0, limit + 8) must be readable; a run that goes on past `limit`
+// counts up to 8 digits beyond it.
+inline size_t DigitRun(const char* p, size_t limit, uint64_t* v) {
   size_t count = 0;
   uint64_t acc = 0;
-  for (;;) {
+  while (count < limit) {
     uint64_t part;
     const int k = LeadingDigits(p + count, &part);
     acc = acc * kPow10[k] + part;  // (wraps beyond 19 digits: the callers refuse those)
@@ -564,7 +566,7 @@ bool ParseJsonInt64Fast(const char* p, size_t n, int64_t* out) {
   const char* q = p + negative;
   if (q == end || (*q == '0' && q + 1 != end)) return false;  // empty, "-", "01", "0.5"
   uint64_t v;
-  const size_t count = DigitRun(q, &v);
+  const size_t count = DigitRun(q, static_cast<size_t>(end - q), &v);
   if (count == 0 || count > 19 || q + count != end) return false;
   if (negative) {
     if (v > 9223372036854775808ull) return false;
