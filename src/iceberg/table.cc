@@ -3,12 +3,12 @@
 // formats.md §C.7, §C.11).
 #include "iceberg/table.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "common/crypto.h"
 #include "iceberg/table_files.h"
@@ -19,7 +19,8 @@ namespace {
 
 // Summary totals: the parent's value plus the change, or absent when the parent does
 // not carry it (a table written by someone who does not keep totals).
-void Total(std::map<std::string, std::string>* summary, const Snapshot* parent, const char* key, int64_t delta) {
+void Total(std::map<std::string, std::string>* summary, const Snapshot* parent, const char* key,
+           int64_t delta) {
   int64_t base = 0;
   if (parent) {
     auto it = parent->summary.find(key);
@@ -34,7 +35,8 @@ void Total(std::map<std::string, std::string>* summary, const Snapshot* parent, 
 }
 
 struct FileStats {
-  int64_t data_files = 0, delete_files = 0, records = 0, size = 0, position_deletes = 0, equality_deletes = 0;
+  int64_t data_files = 0, delete_files = 0, records = 0, size = 0, position_deletes = 0,
+          equality_deletes = 0;
   void Add(const DataFile& f) {
     size += f.file_size_in_bytes;
     switch (f.content) {
@@ -56,7 +58,8 @@ struct FileStats {
 
 }  // namespace
 
-Table::Table(Catalog* catalog, const FileIO* io, TableIdentifier id, const Clock* clock, TableOptions options)
+Table::Table(Catalog* catalog, const FileIO* io, TableIdentifier id, const Clock* clock,
+             TableOptions options)
     : catalog_(catalog), io_(io), id_(std::move(id)), clock_(clock), options_(options) {}
 
 Result<std::unique_ptr<Table>> Table::Load(Catalog* catalog, const FileIO* io, TableIdentifier id,
@@ -71,8 +74,8 @@ Status Table::Refresh() {
   if (!metadata_.table_uuid.empty() && t.metadata.table_uuid != metadata_.table_uuid) {
     // Spec: "Implementations must throw an exception if a table's UUID does not match
     // the expected UUID after refreshing metadata."
-    return FailedPrecondition("table " + TableName(id_) + " was replaced: uuid " + metadata_.table_uuid +
-                              " is now " + t.metadata.table_uuid);
+    return FailedPrecondition("table " + TableName(id_) + " was replaced: uuid " +
+                              metadata_.table_uuid + " is now " + t.metadata.table_uuid);
   }
   metadata_ = std::move(t.metadata);
   metadata_location_ = std::move(t.metadata_location);
@@ -85,14 +88,27 @@ std::string Table::MetadataDir() const {
   return metadata_.location + "/metadata";
 }
 
-std::string Table::NewDataFileLocation(const PartitionTuple& partition, const std::string& file_name) const {
-  std::string dir = metadata_.location + "/data";
-  if (auto it = metadata_.properties.find("write.data.path"); it != metadata_.properties.end() && !it->second.empty()) {
-    dir = it->second;
+std::string DataFileLocator::Location(const PartitionTuple& partition,
+                                      const std::string& file_name) const {
+  if (spec.is_unpartitioned()) return dir + "/" + file_name;
+  return dir + "/" + PartitionPath(spec, partition) + "/" + file_name;
+}
+
+DataFileLocator Table::Locator() const {
+  DataFileLocator l;
+  l.dir = metadata_.location + "/data";
+  if (auto it = metadata_.properties.find("write.data.path");
+      it != metadata_.properties.end() && !it->second.empty()) {
+    l.dir = it->second;
   }
-  const PartitionSpec* spec = metadata_.DefaultSpec();
-  if (spec && !spec->is_unpartitioned()) dir += "/" + PartitionPath(*spec, partition);
-  return dir + "/" + file_name;
+  if (const PartitionSpec* spec = metadata_.DefaultSpec()) l.spec = *spec;
+  l.spec.spec_id = metadata_.default_spec_id;
+  return l;
+}
+
+std::string Table::NewDataFileLocation(const PartitionTuple& partition,
+                                       const std::string& file_name) const {
+  return Locator().Location(partition, file_name);
 }
 
 int64_t Table::NewSnapshotId() const {
@@ -108,19 +124,22 @@ Result<CommitResult> Table::AppendFiles(const std::vector<DataFile>& files,
   return Commit(files, {}, summary_extra, check);
 }
 
-Result<CommitResult> Table::ReplaceFiles(const std::vector<std::string>& deleted, const std::vector<DataFile>& added,
+Result<CommitResult> Table::ReplaceFiles(const std::vector<std::string>& deleted,
+                                         const std::vector<DataFile>& added,
                                          const std::map<std::string, std::string>& summary_extra,
                                          const CommitCheck& check) {
   if (deleted.empty()) return InvalidArgument("replace: no files to delete");
   return Commit(added, deleted, summary_extra, check);
 }
 
-Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std::vector<std::string>& deleted,
+Result<CommitResult> Table::Commit(const std::vector<DataFile>& added,
+                                   const std::vector<std::string>& deleted,
                                    const std::map<std::string, std::string>& summary_extra,
                                    const CommitCheck& check) {
   if (metadata_.format_version != 2) {
-    return Unimplemented(fmt::format("table {} is format v{}: this writer commits to v2 tables only",
-                                     TableName(id_), metadata_.format_version));
+    return Unimplemented(
+        fmt::format("table {} is format v{}: this writer commits to v2 tables only", TableName(id_),
+                    metadata_.format_version));
   }
   const bool replace = !deleted.empty();
   if (added.empty() && !replace) return InvalidArgument("append: no files");
@@ -129,9 +148,11 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     std::set<std::string> paths;
     for (const auto& f : added) {
       if (f.file_path.empty()) return InvalidArgument("data file without a path");
-      if (!paths.insert(f.file_path).second) return InvalidArgument("data file added twice: " + f.file_path);
+      if (!paths.insert(f.file_path).second)
+        return InvalidArgument("data file added twice: " + f.file_path);
       if (metadata_.SpecById(f.spec_id) == nullptr) {
-        return InvalidArgument(fmt::format("data file {} uses unknown partition spec {}", f.file_path, f.spec_id));
+        return InvalidArgument(
+            fmt::format("data file {} uses unknown partition spec {}", f.file_path, f.spec_id));
       }
     }
   }
@@ -140,7 +161,9 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
   const int64_t snapshot_id = NewSnapshotId();
   const std::string commit_uuid = crypto::RandomUuid();
   int manifest_counter = 0;
-  auto manifest_location = [&] { return fmt::format("{}/{}-m{}.avro", MetadataDir(), commit_uuid, manifest_counter++); };
+  auto manifest_location = [&] {
+    return fmt::format("{}/{}-m{}.avro", MetadataDir(), commit_uuid, manifest_counter++);
+  };
 
   // The manifests of the new files, written once and reused by every attempt.
   std::vector<ManifestFile> new_manifests;
@@ -152,7 +175,8 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     for (const auto& f : added) groups[{f.spec_id, f.content != FileContent::kData}].push_back(&f);
     for (const auto& [key, group] : groups) {
       ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(schema, *metadata_.SpecById(key.first),
-                                                         key.second ? ManifestContent::kDeletes : ManifestContent::kData,
+                                                         key.second ? ManifestContent::kDeletes
+                                                                    : ManifestContent::kData,
                                                          snapshot_id, options_.manifest));
       for (const DataFile* f : group) {
         Status st = writer->AddAdded(*f);
@@ -177,8 +201,10 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
   Status last_conflict;
   for (int attempt = 1; attempt <= options_.max_attempts; ++attempt) {
     if (attempt > 1) {
-      int64_t wait = std::min(options_.max_retry_wait_ms, options_.min_retry_wait_ms << std::min(attempt - 2, 20));
-      wait = wait / 2 + static_cast<int64_t>(crypto::RandomU64() % static_cast<uint64_t>(wait / 2 + 1));
+      int64_t wait = std::min(options_.max_retry_wait_ms,
+                              options_.min_retry_wait_ms << std::min(attempt - 2, 20));
+      wait = wait / 2 +
+             static_cast<int64_t>(crypto::RandomU64() % static_cast<uint64_t>(wait / 2 + 1));
       std::this_thread::sleep_for(std::chrono::milliseconds(wait));
       if (Status st = Refresh(); !st.ok()) {
         delete_all(new_manifests);
@@ -216,13 +242,16 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     std::set<std::string> changed_partitions;
     for (const auto& f : added) {
       if (const PartitionSpec* spec = metadata_.SpecById(f.spec_id)) {
-        changed_partitions.insert(fmt::format("{}/{}", f.spec_id, PartitionPath(*spec, f.partition)));
+        changed_partitions.insert(
+            fmt::format("{}/{}", f.spec_id, PartitionPath(*spec, f.partition)));
       }
     }
 
     // A manifest-list entry with only DELETED entries of earlier snapshots: nothing in
     // it is live any more, the new snapshot drops it.
-    auto only_old_deletes = [](const ManifestFile& mf) { return mf.live_files_count() == 0 && mf.deleted_files_count > 0; };
+    auto only_old_deletes = [](const ManifestFile& mf) {
+      return mf.live_files_count() == 0 && mf.deleted_files_count > 0;
+    };
     auto read_entries = [&](const ManifestFile& mf) -> Result<std::vector<ManifestEntry>> {
       ASSIGN_OR_RETURN(std::string bytes, io_->Read(mf.manifest_path));
       ASSIGN_OR_RETURN(ManifestContents contents, ReadManifest(bytes, &mf));
@@ -236,15 +265,18 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     auto rewrite = [&](const ManifestFile& like, std::vector<ManifestEntry> entries) -> Status {
       const PartitionSpec* spec = metadata_.SpecById(like.partition_spec_id);
       if (spec == nullptr) {
-        return Corruption(fmt::format("manifest {} names unknown spec {}", like.manifest_path, like.partition_spec_id));
+        return Corruption(fmt::format("manifest {} names unknown spec {}", like.manifest_path,
+                                      like.partition_spec_id));
       }
-      ASSIGN_OR_RETURN(auto writer, ManifestWriter::Make(*metadata_.CurrentSchema(), *spec, like.content, snapshot_id,
-                                                         options_.manifest));
+      ASSIGN_OR_RETURN(auto writer,
+                       ManifestWriter::Make(*metadata_.CurrentSchema(), *spec, like.content,
+                                            snapshot_id, options_.manifest));
       for (auto& e : entries) {
         if (!e.live()) continue;
         if (to_delete.erase(e.data_file.file_path)) {
           deleted_stats.Add(e.data_file);
-          changed_partitions.insert(fmt::format("{}/{}", e.data_file.spec_id, PartitionPath(*spec, e.data_file.partition)));
+          changed_partitions.insert(fmt::format("{}/{}", e.data_file.spec_id,
+                                                PartitionPath(*spec, e.data_file.partition)));
           e.status = EntryStatus::kDeleted;
           e.snapshot_id = snapshot_id;
         } else {
@@ -266,15 +298,18 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       // Rewrite the manifests that hold a file to delete; keep the others as they are.
       for (const auto& mf : existing) {
         if (only_old_deletes(mf)) continue;
-        bool unknown_counts = mf.added_files_count == 0 && mf.existing_files_count == 0 && mf.deleted_files_count == 0;
-        bool may_hold = mf.content == ManifestContent::kData && (mf.live_files_count() > 0 || unknown_counts);
+        bool unknown_counts = mf.added_files_count == 0 && mf.existing_files_count == 0 &&
+                              mf.deleted_files_count == 0;
+        bool may_hold =
+            mf.content == ManifestContent::kData && (mf.live_files_count() > 0 || unknown_counts);
         bool touched = false;
         std::vector<ManifestEntry> entries;
         if (may_hold && !to_delete.empty()) {
           auto read = read_entries(mf);
           if (!read.ok()) return fail(read.status());
           entries = std::move(read).value();
-          for (const auto& e : entries) touched |= e.live() && to_delete.count(e.data_file.file_path) > 0;
+          for (const auto& e : entries)
+            touched |= e.live() && to_delete.count(e.data_file.file_path) > 0;
         }
         if (!touched) {
           manifests.push_back(mf);
@@ -285,7 +320,8 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
         ++result.manifests_replaced;
       }
       if (!to_delete.empty()) {
-        return fail(Conflict("replace: data file " + *to_delete.begin() + " is no longer in table " + TableName(id_)));
+        return fail(Conflict("replace: data file " + *to_delete.begin() +
+                             " is no longer in table " + TableName(id_)));
       }
     } else {
       // Fast append: keep the parent's manifests; merge small data manifests once there
@@ -295,7 +331,8 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       // a commit never rewrites the bulk of a large table's manifests at once.
       auto tier = [](int64_t bytes) {
         int t = 0;
-        for (int64_t b = std::max<int64_t>(bytes, 1) >> 12; b > 0; b >>= 2) ++t;  // 4 KiB, 16 KiB, ...
+        for (int64_t b = std::max<int64_t>(bytes, 1) >> 12; b > 0; b >>= 2)
+          ++t;  // 4 KiB, 16 KiB, ...
         return t;
       };
       std::map<std::pair<int32_t, int>, std::vector<ManifestFile>> small;
@@ -303,7 +340,8 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       for (const auto& mf : existing) {
         if (only_old_deletes(mf)) continue;
         if (options_.manifest_merge_enabled && mf.content == ManifestContent::kData &&
-            mf.manifest_length < std::min(options_.manifest_target_bytes, options_.manifest_merge_max_input_bytes)) {
+            mf.manifest_length <
+                std::min(options_.manifest_target_bytes, options_.manifest_merge_max_input_bytes)) {
           small[{mf.partition_spec_id, tier(mf.manifest_length)}].push_back(mf);
         } else {
           kept.push_back(mf);
@@ -323,7 +361,8 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
             std::vector<ManifestEntry> entries;
             for (const auto& mf : bin) {
               ASSIGN_OR_RETURN(auto more, read_entries(mf));
-              entries.insert(entries.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+              entries.insert(entries.end(), std::make_move_iterator(more.begin()),
+                             std::make_move_iterator(more.end()));
             }
             RETURN_IF_ERROR(rewrite(bin[0], std::move(entries)));
             result.manifests_replaced += static_cast<int>(bin.size());
@@ -364,8 +403,10 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       op = added_stats.data_files > 0 ? operation::kOverwrite : operation::kDelete;
     }
     s[summary::kOperation] = op;
-    if (added_stats.data_files) s[summary::kAddedDataFiles] = std::to_string(added_stats.data_files);
-    if (added_stats.delete_files) s[summary::kAddedDeleteFiles] = std::to_string(added_stats.delete_files);
+    if (added_stats.data_files)
+      s[summary::kAddedDataFiles] = std::to_string(added_stats.data_files);
+    if (added_stats.delete_files)
+      s[summary::kAddedDeleteFiles] = std::to_string(added_stats.delete_files);
     if (added_stats.records) s[summary::kAddedRecords] = std::to_string(added_stats.records);
     s[summary::kAddedFilesSize] = std::to_string(added_stats.size);
     if (replace) {
@@ -375,18 +416,23 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     }
     s[summary::kChangedPartitionCount] = std::to_string(changed_partitions.size());
     Total(&s, parent, summary::kTotalDataFiles, added_stats.data_files - deleted_stats.data_files);
-    Total(&s, parent, summary::kTotalDeleteFiles, added_stats.delete_files - deleted_stats.delete_files);
+    Total(&s, parent, summary::kTotalDeleteFiles,
+          added_stats.delete_files - deleted_stats.delete_files);
     Total(&s, parent, summary::kTotalRecords, added_stats.records - deleted_stats.records);
     Total(&s, parent, summary::kTotalFilesSize, added_stats.size - deleted_stats.size);
-    Total(&s, parent, summary::kTotalPositionDeletes, added_stats.position_deletes - deleted_stats.position_deletes);
-    Total(&s, parent, summary::kTotalEqualityDeletes, added_stats.equality_deletes - deleted_stats.equality_deletes);
+    Total(&s, parent, summary::kTotalPositionDeletes,
+          added_stats.position_deletes - deleted_stats.position_deletes);
+    Total(&s, parent, summary::kTotalEqualityDeletes,
+          added_stats.equality_deletes - deleted_stats.equality_deletes);
     s[summary::kManifestsCreated] = std::to_string(result.manifests_created);
     s[summary::kManifestsKept] = std::to_string(result.manifests_kept);
     s[summary::kManifestsReplaced] = std::to_string(result.manifests_replaced);
 
-    auto list = WriteManifestList(snapshot_id, parent_id, sequence_number, manifests, options_.manifest);
+    auto list =
+        WriteManifestList(snapshot_id, parent_id, sequence_number, manifests, options_.manifest);
     if (!list.ok()) return fail(list.status());
-    snap.manifest_list = fmt::format("{}/snap-{}-{}-{}.avro", MetadataDir(), snapshot_id, attempt, commit_uuid);
+    snap.manifest_list =
+        fmt::format("{}/snap-{}-{}-{}.avro", MetadataDir(), snapshot_id, attempt, commit_uuid);
     if (Status w = io_->Write(snap.manifest_list, *list); !w.ok()) return fail(w);
     ManifestFile list_file;
     list_file.manifest_path = snap.manifest_list;
@@ -395,8 +441,10 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     std::vector<TableRequirement> requirements = {
         requirement::AssertTableUuid{metadata_.table_uuid},
         requirement::AssertRefSnapshotId{kMainBranch, parent_id}};
-    std::vector<TableUpdate> updates = {update::AddSnapshot{snap},
-                                        update::SetSnapshotRef{kMainBranch, SnapshotRef{snapshot_id, RefType::kBranch, {}, {}, {}}}};
+    std::vector<TableUpdate> updates = {
+        update::AddSnapshot{snap},
+        update::SetSnapshotRef{kMainBranch,
+                               SnapshotRef{snapshot_id, RefType::kBranch, {}, {}, {}}}};
     auto committed = CommitToCatalog(requirements, updates);
     auto succeeded = [&] {
       result.snapshot_id = snapshot_id;
@@ -411,7 +459,7 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
       return succeeded();
     }
     const Status cst = committed.status();
-    if (cst.code() == StatusCode::kUnknownOutcome) return cst;  // the files may be live now
+    if (cst.code() == StatusCode::kUnknownOutcome) return cst;         // the files may be live now
     if (cst.code() == StatusCode::kInvalidArgument) return fail(cst);  // refused as such
     // A conflict or a server error can also answer a commit that did land (a request
     // delivered twice, a proxy failing after the catalog applied it): look at the table
@@ -424,8 +472,8 @@ Result<CommitResult> Table::Commit(const std::vector<DataFile>& added, const std
     last_conflict = cst;
   }
   delete_all(new_manifests);
-  return Conflict(fmt::format("commit to {} lost {} times in a row: {}", TableName(id_), options_.max_attempts,
-                              last_conflict.message()));
+  return Conflict(fmt::format("commit to {} lost {} times in a row: {}", TableName(id_),
+                              options_.max_attempts, last_conflict.message()));
 }
 
 Result<LoadedTable> Table::CommitToCatalog(const std::vector<TableRequirement>& requirements,
@@ -441,7 +489,8 @@ Result<ExpireResult> Table::ExpireSnapshots(const ExpireOptions& options) {
   for (int attempt = 1;; ++attempt) {
     RETURN_IF_ERROR(Refresh());
     auto r = ExpireSnapshotsOnce(options);
-    if (r.ok() || r.status().code() != StatusCode::kConflict || attempt >= options_.max_attempts) return r;
+    if (r.ok() || r.status().code() != StatusCode::kConflict || attempt >= options_.max_attempts)
+      return r;
   }
 }
 
@@ -456,7 +505,8 @@ Result<ExpireResult> Table::ExpireSnapshotsOnce(const ExpireOptions& options) {
     int kept = 0;
     for (const Snapshot* s = before.SnapshotById(ref.snapshot_id); s != nullptr;
          s = s->parent_snapshot_id ? before.SnapshotById(*s->parent_snapshot_id) : nullptr) {
-      if (kept < std::max(1, options.retain_last) || s->timestamp_ms >= options.older_than_ms) retain.insert(s->snapshot_id);
+      if (kept < std::max(1, options.retain_last) || s->timestamp_ms >= options.older_than_ms)
+        retain.insert(s->snapshot_id);
       ++kept;
     }
   }
@@ -475,7 +525,8 @@ Result<ExpireResult> Table::ExpireSnapshotsOnce(const ExpireOptions& options) {
     requirements.push_back(requirement::AssertRefSnapshotId{name, ref.snapshot_id});
   }
   auto committed = CommitToCatalog(
-      requirements, {update::RemoveSnapshots{std::vector<int64_t>(expired.begin(), expired.end())}});
+      requirements,
+      {update::RemoveSnapshots{std::vector<int64_t>(expired.begin(), expired.end())}});
   if (!committed.ok()) return committed.status();
   metadata_ = std::move(committed->metadata);
   metadata_location_ = std::move(committed->metadata_location);
@@ -485,8 +536,10 @@ Result<ExpireResult> Table::ExpireSnapshotsOnce(const ExpireOptions& options) {
   // snapshots committed meanwhile), and what the expired ones referenced.
   std::set<int64_t> remaining;
   for (const auto& s : metadata_.snapshots) remaining.insert(s.snapshot_id);
-  ASSIGN_OR_RETURN(ReachableFiles keep, CollectReachableFiles(*io_, metadata_, remaining, {}, false));
-  ASSIGN_OR_RETURN(ReachableFiles gone, CollectReachableFiles(*io_, before, expired, keep.manifests, false));
+  ASSIGN_OR_RETURN(ReachableFiles keep,
+                   CollectReachableFiles(*io_, metadata_, remaining, {}, false));
+  ASSIGN_OR_RETURN(ReachableFiles gone,
+                   CollectReachableFiles(*io_, before, expired, keep.manifests, false));
   for (const auto& f : gone.content_files) {
     if (keep.content_files.count(f)) continue;
     RETURN_IF_ERROR(io_->Delete(f));
@@ -520,8 +573,8 @@ Result<std::vector<FileInfo>> Table::ListOrphanFiles(int64_t older_than_ms) {
     for (const auto& location : *set) {
       auto key = io_->KeyOf(location);
       if (!key.ok()) {
-        return InvalidArgument("cannot list orphans: table file " + location + " is outside the table's storage (" +
-                               key.status().message() + ")");
+        return InvalidArgument("cannot list orphans: table file " + location +
+                               " is outside the table's storage (" + key.status().message() + ")");
       }
       live.insert(std::move(key).value());
     }

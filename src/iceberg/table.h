@@ -86,6 +86,14 @@ struct ExpireResult {
 // commit; nothing of it stays behind and the status is returned as is.
 using CommitCheck = std::function<Status(const TableMetadata& current)>;
 
+// Names new data files as Table::NewDataFileLocation does, from a copy of what it needs
+// (the data directory and the default partition spec).
+struct DataFileLocator {
+  std::string dir;
+  PartitionSpec spec;
+  std::string Location(const PartitionTuple& partition, const std::string& file_name) const;
+};
+
 class Table {
  public:
   // Loads the table's current metadata. `catalog`, `io` and `clock` must outlive it.
@@ -107,6 +115,9 @@ class Table {
   // <location>/data.
   std::string NewDataFileLocation(const PartitionTuple& partition,
                                   const std::string& file_name) const;
+  // The same naming as a value of its own, for a writer that names files while the handle
+  // may be refreshed on another thread.
+  DataFileLocator Locator() const;
 
   // Commits the files as a new "append" snapshot on main. `summary_extra` entries are
   // added to the snapshot summary (e.g. per-shard checkpoints). Files must use the

@@ -308,13 +308,31 @@ class TableSink final : public Sink {
     owner_.NoteMetadata(owner_.table()->metadata());
   }
 
-  // A staged batch: one shard's records written and staged (mu_ held).
-  Result<DeliveryCounts> DeliverStaged(const DeliveryBatch& batch, RecordSource* source);
+  // A staged batch: one shard's records written and staged. `lock` holds mu_ on entry and
+  // on return; it is let go while the records are converted into a table that exists and
+  // while the files are staged, so the shards' batches of one process convert side by
+  // side (only the first batch of a new table writes under the lock: it creates the table).
+  Result<DeliveryCounts> DeliverStaged(const DeliveryBatch& batch, RecordSource* source,
+                                       std::unique_lock<std::mutex>* lock);
   // The records of `batch` into files (uploaded, named for `attempt`) and rejects. In
   // staged mode a table that does not exist yet, or a schema it must evolve to, is asked
-  // of the owner (kUnavailable: the batch is retried once the owner made it).
+  // of the owner (kUnavailable: the batch is retried once the owner made it). With
+  // `unlock` (holding mu_), a pass into a table that exists converts with mu_ let go: its
+  // threads then touch nothing of the sink but the pass's target and file locator.
   Status WriteRecords(RecordSource* source, const iceberg::FileIO* io, Cleanup* cleanup,
-                      bool staged, BatchOutput* out);
+                      bool staged, BatchOutput* out,
+                      std::unique_lock<std::mutex>* unlock = nullptr);
+  // Shard writers (staged mode) leave schema evolution to the control unit's holder while
+  // any of them runs (mu_ held); the holder's own ServeRequests evolves itself.
+  void BeginStagedWrite() {
+    if (staged_writers_++ == 0) DeferToOwner();
+  }
+  void DeferToOwner() {
+    follower_.SetDefer([this](const SchemaVersion& v) { return AskOwner(v, "evolve"); });
+  }
+  void EndStagedWrite() {
+    if (--staged_writers_ == 0) follower_.SetDefer(nullptr);
+  }
   // The batch's rejects to the DLQ, and a redrive batch's report (before any commit).
   Status WriteDlq(const DeliveryBatch& batch, const BatchOutput& out, RecordSource* source,
                   DeliveryCounts* counts, std::optional<RedriveProgress>* redrive_after);
@@ -432,6 +450,7 @@ class TableSink final : public Sink {
   const iceberg::CommitFence* fence_ = nullptr;  // the control unit's (null: unfenced)
   const std::shared_ptr<StagingStore> staging_;
   std::atomic<int64_t> next_commit_ms_{0};
+  int staged_writers_ = 0;  // DeliverStaged calls under way (mu_)
 
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> last_commit_ms_{0};
@@ -439,28 +458,35 @@ class TableSink final : public Sink {
 };
 
 Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, Cleanup* cleanup,
-                               bool staged, BatchOutput* out) {
+                               bool staged, BatchOutput* out,
+                               std::unique_lock<std::mutex>* unlock) {
   const std::string attempt = crypto::RandomUuid().substr(0, 8);
   std::atomic<int> file_no{0};
   for (int pass = 1;; ++pass) {
     // The target of this pass: fixed now, for every thread of the pass.
     const std::shared_ptr<const WriteTarget> target = target_;
     const bool table_existed = owner_.exists();
+    // Into a table that exists, files are named from a copy of its locations: the pass
+    // may run without mu_ while the handle is refreshed by a commit.
+    std::optional<iceberg::DataFileLocator> locator;
+    if (table_existed) locator = owner_.table()->Locator();
     EvolveRequest evolve;
     // Uploader thread: the first file of a new table creates the table from this pass's
     // target (canonical ids: a catalog assigns the same), and never changes the target.
     // A shard writer checks that the table it finds has the target's schema.
     auto place_file = [&](int64_t hour, std::string bytes,
                           const pq::FileMetrics& m) -> Result<iceberg::DataFile> {
-      if (staged && !table_existed) RETURN_IF_ERROR(CreateForStaged(*target));
-      RETURN_IF_ERROR(owner_.CreateIfMissing(target->layout(), target->version()));
-      iceberg::Table* table = owner_.table();
+      if (!locator) {
+        if (staged) RETURN_IF_ERROR(CreateForStaged(*target));
+        RETURN_IF_ERROR(owner_.CreateIfMissing(target->layout(), target->version()));
+        locator = owner_.table()->Locator();
+      }
       iceberg::PartitionTuple part = {iceberg::Literal::Int(static_cast<int32_t>(hour))};
-      std::string path = table->NewDataFileLocation(
+      std::string path = locator->Location(
           part, fmt::format("{}-{}-{:05d}.parquet", config_.id, attempt, file_no.fetch_add(1)));
       cleanup->Add(path);
       RETURN_IF_ERROR(io->Write(path, bytes));
-      return iceberg::ParquetDataFile(m, path, part, table->metadata().default_spec_id);
+      return iceberg::ParquetDataFile(m, path, part, locator->spec.spec_id);
     };
     auto decode = [&](const SourceRecord& rec, size_t range, BlockOwner* owner,
                       schema::ConvertBlock* block) {
@@ -475,7 +501,10 @@ Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, 
     wo.writer = writer_options_;
     wo.keep_rejected_data = config_.dlq.include_record_data;
     BatchWriter writer(&target->layout(), &target->parquet(), wo);
+    const bool unlocked = unlock != nullptr && table_existed;
+    if (unlocked) unlock->unlock();
     Status st = writer.Run(source, decode, place_file, out);
+    if (unlocked) unlock->lock();
     if (st.ok()) return Status::OK();
     auto wanted = evolve.Get();
     if (!wanted || st.code() != StatusCode::kConflict || pass > 8) return st;
@@ -535,8 +564,8 @@ Status TableSink::WriteDlq(const DeliveryBatch& batch, const BatchOutput& out, R
 }
 
 Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSource* source) {
-  std::lock_guard lock(mu_);
-  if (staging_ && !batch.redrive) return DeliverStaged(batch, source);
+  std::unique_lock lock(mu_);
+  if (staging_ && !batch.redrive) return DeliverStaged(batch, source, &lock);
   RETURN_IF_ERROR(owner_.CheckWarehouse());
   RETURN_IF_ERROR(LoadTable());
   const RedriveSpan* redrive = batch.redrive.get();
@@ -596,7 +625,8 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   return counts;
 }
 
-Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, RecordSource* source) {
+Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, RecordSource* source,
+                                                std::unique_lock<std::mutex>* lock) {
   if (batch.ranges.size() != 1) return Internal("a staged table batch holds one shard");
   const ShardRange& range = batch.ranges[0];
   RETURN_IF_ERROR(owner_.CheckWarehouse());
@@ -608,11 +638,15 @@ Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, Reco
     if (it != held.end() && !(it->second < range.end())) return DeliveryCounts{};
   }
   // The owner evolves the table; this process only asks.
-  follower_.SetDefer([this](const SchemaVersion& v) { return AskOwner(v, "evolve"); });
-  struct Undefer {
-    SchemaFollower* f;
-    ~Undefer() { f->SetDefer(nullptr); }
-  } undefer{&follower_};
+  BeginStagedWrite();
+  struct End {
+    TableSink* sink;
+    std::unique_lock<std::mutex>* lock;
+    ~End() {
+      if (!lock->owns_lock()) lock->lock();
+      sink->EndStagedWrite();
+    }
+  } end{this, lock};
   if (config_.record_format == RecordFormat::kJson) {
     ASSIGN_OR_RETURN(auto t, follower_.FollowLatest(&owner_, target_));
     SetTarget(std::move(t));
@@ -620,8 +654,10 @@ Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, Reco
   ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_.io());
   Cleanup cleanup(io);
   BatchOutput out;
-  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, true, &out));
+  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, true, &out, lock));
   DeliveryCounts counts = out.counts;
+  // The rest touches nothing of the sink's (the DLQ, the staging store, the delivery log).
+  lock->unlock();
   RETURN_IF_ERROR(WriteDlq(batch, out, source, &counts, nullptr));
   if (out.files.empty()) return counts;  // nothing valid: the checkpoint moves in the store only
 
@@ -645,6 +681,14 @@ Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, Reco
 }
 
 Status TableSink::ServeRequests() {
+  // The holder evolves the table itself, even while shard writers of this process defer.
+  follower_.SetDefer(nullptr);
+  struct Redefer {
+    TableSink* sink;
+    ~Redefer() {
+      if (sink->staged_writers_ > 0) sink->DeferToOwner();
+    }
+  } redefer{this};
   ASSIGN_OR_RETURN(auto ids, staging_->Requests(config_.id));
   for (const auto& id : ids) {
     auto v = versions_.ById(id);

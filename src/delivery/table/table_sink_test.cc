@@ -7,14 +7,20 @@
 //    -DICESTREAM_TSAN_FOLDERS='^delivery/table$', README "Testing").
 //  - A refused fence leaves the table as it was; a holding one commits.
 //  - A quiet table gets its upkeep: its small files are merged with no new records.
+//  - In a pool (staged mode), the batches of two shards convert side by side in one
+//    process, and the control unit's commit makes both visible.
 #include "delivery/table/table_sink.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <thread>
 
 #include "common/clock.h"
 #include "common/sqlite.h"
@@ -70,6 +76,112 @@ class VectorSource final : public RecordSource {
   std::mutex mu_;
   std::vector<Rec> recs_;
   size_t at_ = 0;
+};
+
+// A pool's staging rows, in memory (the thing under test is the sink; the PostgreSQL store
+// has its own tests in scaleout/). Its commit fence deletes the rows it commits.
+class MemoryStagingStore final : public StagingStore {
+ public:
+  Result<bool> Stage(const std::string&, const StagedBatch& batch) override {
+    std::lock_guard lock(mu_);
+    return rows_.emplace(Key(batch), batch).second;
+  }
+  Result<std::vector<StagedBatch>> Staged(const std::string&) override {
+    std::lock_guard lock(mu_);
+    std::vector<StagedBatch> out;
+    for (const auto& [k, b] : rows_) out.push_back(b);
+    return out;
+  }
+  std::unique_ptr<iceberg::CommitFence> CommitFence(const std::string&,
+                                                    std::vector<StagedBatch> batches) override {
+    return std::make_unique<Fence>(this, std::move(batches));
+  }
+  Status Drop(const std::string&, const std::vector<StagedBatch>& batches) override {
+    std::lock_guard lock(mu_);
+    for (const auto& b : batches) rows_.erase(Key(b));
+    return Status::OK();
+  }
+  Status Request(const std::string&, const std::string& version_id) override {
+    std::lock_guard lock(mu_);
+    requests_.insert(version_id);
+    return Status::OK();
+  }
+  Result<std::vector<std::string>> Requests(const std::string&) override {
+    std::lock_guard lock(mu_);
+    return std::vector<std::string>(requests_.begin(), requests_.end());
+  }
+  Status DoneRequest(const std::string&, const std::string& version_id) override {
+    std::lock_guard lock(mu_);
+    requests_.erase(version_id);
+    return Status::OK();
+  }
+  size_t rows() {
+    std::lock_guard lock(mu_);
+    return rows_.size();
+  }
+
+ private:
+  static std::string Key(const StagedBatch& b) { return b.shard + "@" + PositionText(b.after); }
+  class Fence final : public iceberg::CommitFence {
+   public:
+    Fence(MemoryStagingStore* store, std::vector<StagedBatch> batches)
+        : store_(store), batches_(std::move(batches)) {}
+    Status Check(iceberg::CatalogStore::Tx&) const override {
+      std::lock_guard lock(store_->mu_);
+      for (const auto& b : batches_) {
+        if (!store_->rows_.count(Key(b))) return FailedPrecondition("a staged row is gone");
+      }
+      for (const auto& b : batches_) store_->rows_.erase(Key(b));
+      return Status::OK();
+    }
+
+   private:
+    MemoryStagingStore* store_;
+    std::vector<StagedBatch> batches_;
+  };
+  std::mutex mu_;
+  std::map<std::string, StagedBatch> rows_;
+  std::set<std::string> requests_;
+};
+
+// A batch's records that start only once `parties` batches are reading at the same time
+// (kUnavailable after 10 s without them).
+class Rendezvous {
+ public:
+  explicit Rendezvous(int parties) : parties_(parties) {}
+  Status Arrive() {
+    std::unique_lock lock(mu_);
+    ++arrived_;
+    cv_.notify_all();
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return arrived_ >= parties_; })) {
+      return Unavailable("the other shard's batch did not start converting beside this one");
+    }
+    return Status::OK();
+  }
+
+ private:
+  const int parties_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+};
+
+class MeetingSource final : public RecordSource {
+ public:
+  MeetingSource(RecordSource* inner, Rendezvous* meet) : inner_(inner), meet_(meet) {}
+  Result<bool> Next(RecordChunk* chunk) override {
+    if (!met_) {
+      RETURN_IF_ERROR(meet_->Arrive());
+      met_ = true;
+    }
+    return inner_->Next(chunk);
+  }
+  Status Rewind() override { return inner_->Rewind(); }
+
+ private:
+  RecordSource* inner_;
+  Rendezvous* meet_;
+  std::atomic<bool> met_{false};
 };
 
 class SwitchFence final : public iceberg::CommitFence {
@@ -132,8 +244,10 @@ class TableSinkTest : public ::testing::Test {
     return c;
   }
 
-  void MakeSink(TableSinkOptions o, const iceberg::CommitFence* fence = nullptr) {
+  void MakeSink(TableSinkOptions o, const iceberg::CommitFence* fence = nullptr,
+                std::shared_ptr<StagingStore> staging = nullptr) {
     TableServices ts;
+    ts.staging = std::move(staging);
     iceberg::Warehouses* wh = warehouses_.get();
     ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
     ts.catalog = [wh](const std::string& b) { return wh->CatalogFor(b); };
@@ -183,6 +297,27 @@ class TableSinkTest : public ::testing::Test {
                            R"(,"ts":"2026-12-01T10:00:00Z","note":")" + note + "\"}";
         recs.push_back({range, std::to_string(i + 1), i, std::move(data)});
       }
+    }
+    return {batch, recs};
+  }
+
+  // `n` records of one shard after `first`: a staged (one-shard) batch.
+  std::pair<DeliveryBatch, std::vector<VectorSource::Rec>> ShardBatch(const std::string& shard,
+                                                                      uint64_t first, uint64_t n,
+                                                                      uint64_t id_base) {
+    std::vector<VectorSource::Rec> recs;
+    DeliveryBatch batch;
+    batch.attempt_ms = clock_.NowMillis();
+    ShardRange r;
+    r.shard = shard;
+    r.after = first == 0 ? Position{} : Position{std::to_string(first), std::nullopt};
+    r.last_sequence = std::to_string(first + n);
+    r.records = n;
+    batch.ranges.push_back(r);
+    for (uint64_t i = first; i < first + n; ++i) {
+      std::string data = R"({"id":)" + std::to_string(id_base + i) +
+                         R"(,"ts":"2026-12-01T10:00:00Z","note":"n)" + std::to_string(i) + "\"}";
+      recs.push_back({0, std::to_string(i + 1), i, std::move(data)});
     }
     return {batch, recs};
   }
@@ -285,6 +420,51 @@ TEST_F(TableSinkTest, AQuietTableGetsItsUpkeep) {
   EXPECT_EQ(LiveRows(&after), 60);
   EXPECT_LT(after, before);
   EXPECT_GE(sink_->StatusJson()["Compaction"]["Commits"].get<int64_t>(), 1);
+}
+
+TEST_F(TableSinkTest, ShardBatchesOfAPoolConvertSideBySide) {
+  auto staging = std::make_shared<MemoryStagingStore>();
+  TableSinkOptions o;
+  o.compaction = false;
+  o.convert_threads = 2;
+  MakeSink(o, nullptr, staging);
+  ASSERT_TRUE(sink_->staged());
+  // The first batch creates the table (under the sink's lock).
+  auto [b0, r0] = ShardBatch("shardId-000000000000", 0, 2000, 0);
+  VectorSource s0(r0);
+  auto first = sink_->Deliver(b0, &s0);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(staging->rows(), 1u);
+
+  // Two shards' batches at once: each source waits until the other batch reads too, which
+  // happens only when neither holds the sink while converting.
+  auto [b1, r1] = ShardBatch("shardId-000000000000", 2000, 3000, 0);
+  auto [b2, r2] = ShardBatch("shardId-000000000001", 0, 3000, 1'000'000);
+  VectorSource v1(r1), v2(r2);
+  Rendezvous meet(2);
+  MeetingSource s1(&v1, &meet), s2(&v2, &meet);
+  Result<DeliveryCounts> c1 = Internal("not run"), c2 = Internal("not run");
+  std::thread t1([&] { c1 = sink_->Deliver(b1, &s1); });
+  std::thread t2([&] { c2 = sink_->Deliver(b2, &s2); });
+  t1.join();
+  t2.join();
+  ASSERT_TRUE(c1.ok()) << c1.status().ToString();
+  ASSERT_TRUE(c2.ok()) << c2.status().ToString();
+  EXPECT_EQ(c1->delivered, 3000u);
+  EXPECT_EQ(c2->delivered, 3000u);
+  EXPECT_EQ(staging->rows(), 3u);
+  EXPECT_EQ(LiveRows(), 0);  // staged, not yet visible
+
+  // The control unit's holder commits every staged batch in one append.
+  auto committed = sink_->CommitStaged();
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_EQ(committed->deliveries, 1u);
+  EXPECT_EQ(staging->rows(), 0u);
+  EXPECT_EQ(LiveRows(), 8000);
+  auto cps = sink_->Checkpoints();
+  ASSERT_TRUE(cps.ok());
+  EXPECT_EQ(cps->at("shardId-000000000000"), (Position{"5000", std::nullopt}));
+  EXPECT_EQ(cps->at("shardId-000000000001"), (Position{"3000", std::nullopt}));
 }
 
 }  // namespace

@@ -181,12 +181,17 @@ class KinesisShardSource;
 class ShardReader {
  public:
   ShardReader(std::shared_ptr<KinesisApi> client, const KinesisSourceOptions& options,
-              std::string stream, std::string shard)
+              std::shared_ptr<std::atomic<uint64_t>> buffered_total, std::string stream,
+              std::string shard)
       : client_(std::move(client)),
         options_(options),
+        total_(std::move(buffered_total)),
         stream_(std::move(stream)),
         shard_(std::move(shard)) {}
-  ~ShardReader() { Stop(); }
+  ~ShardReader() {
+    Stop();
+    total_->fetch_sub(bytes_);
+  }
 
   void Stop() {
     {
@@ -220,7 +225,7 @@ class ShardReader {
         size_t keep = 0;
         while (keep < recs.size() && !After(recs[keep], after)) ++keep;
         if (keep == recs.size()) {
-          bytes_ -= front->data_bytes;
+          Hold(-static_cast<int64_t>(front->data_bytes));
           count_ -= recs.size();
           buffer_.pop_front();
           continue;
@@ -229,7 +234,7 @@ class ShardReader {
           // Readers that took chunks of this answer hold their own copies of the views;
           // the bytes stay as they are.
           for (size_t i = 0; i < keep; ++i) {
-            bytes_ -= recs[i].data.size();
+            Hold(-static_cast<int64_t>(recs[i].data.size()));
             front->data_bytes -= recs[i].data.size();
           }
           count_ -= keep;
@@ -242,7 +247,7 @@ class ShardReader {
     }
     // Somewhere else: start over from there.
     buffer_.clear();
-    bytes_ = 0;
+    Hold(-static_cast<int64_t>(bytes_));
     count_ = 0;
     iterator_.clear();
     ended_ = false;
@@ -316,12 +321,24 @@ class ShardReader {
   }
 
  private:
+  // Buffered bytes change by `delta` (mu_ held): this shard's and the provider's total.
+  void Hold(int64_t delta) {
+    bytes_ = static_cast<uint64_t>(static_cast<int64_t>(bytes_) + delta);
+    total_->fetch_add(static_cast<uint64_t>(delta));
+  }
+  // Whether the buffer takes no more now (mu_ held).
+  bool Full() const {
+    if (bytes_ >= options_.max_buffered_bytes_per_shard) return true;
+    return bytes_ >= options_.reserved_bytes_per_shard &&
+           total_->load() >= options_.max_buffered_bytes_total;
+  }
+
   void Loop() {
     std::unique_lock lock(mu_);
     int failures = 0;
     while (!stopping_) {
       int64_t now = NowMs();
-      bool full = bytes_ >= options_.max_buffered_bytes_per_shard;
+      bool full = Full();
       if (ended_ || full || now < next_poll_ms_) {
         int64_t wait = ended_ || full ? 200 : std::max<int64_t>(1, next_poll_ms_ - now);
         cv_.wait_for(lock, std::chrono::milliseconds(wait));
@@ -386,7 +403,10 @@ class ShardReader {
         recs.erase(std::remove_if(recs.begin(), recs.end(),
                                   [&](const delivery::StreamRecord& r) { return !After(r, from); }),
                    recs.end());
-        for (const auto& r : recs) bytes_ += r.data.size();
+        // What the answer holds now (Sync subtracts it when the answer goes).
+        answer->data_bytes = 0;
+        for (const auto& r : recs) answer->data_bytes += r.data.size();
+        Hold(static_cast<int64_t>(answer->data_bytes));
         count_ += recs.size();
         if (!recs.empty()) buffer_.push_back(std::move(answer));
       }
@@ -405,6 +425,7 @@ class ShardReader {
 
   std::shared_ptr<KinesisApi> client_;
   const KinesisSourceOptions& options_;
+  const std::shared_ptr<std::atomic<uint64_t>> total_;
   const std::string stream_;
   const std::string shard_;
 
@@ -524,9 +545,11 @@ class BufferedRangeReader final : public delivery::RangeReader {
 class KinesisShardSource final : public delivery::ShardSource {
  public:
   KinesisShardSource(std::shared_ptr<KinesisApi> client, KinesisSourceOptions options,
-                     std::string stream, int64_t created_ms)
+                     std::shared_ptr<std::atomic<uint64_t>> buffered_total, std::string stream,
+                     int64_t created_ms)
       : client_(std::move(client)),
         options_(std::move(options)),
+        buffered_(std::move(buffered_total)),
         stream_(std::move(stream)),
         created_ms_(created_ms) {}
   ~KinesisShardSource() override {
@@ -626,7 +649,7 @@ class KinesisShardSource final : public delivery::ShardSource {
   ShardReader* Reader(const std::string& shard) {
     std::lock_guard lock(mu_);
     auto& r = readers_[shard];
-    if (!r) r = std::make_unique<ShardReader>(client_, options_, stream_, shard);
+    if (!r) r = std::make_unique<ShardReader>(client_, options_, buffered_, stream_, shard);
     return r.get();
   }
 
@@ -660,6 +683,7 @@ class KinesisShardSource final : public delivery::ShardSource {
 
   std::shared_ptr<KinesisApi> client_;
   const KinesisSourceOptions options_;
+  const std::shared_ptr<std::atomic<uint64_t>> buffered_;
   const std::string stream_;
   const int64_t created_ms_;
   std::mutex mu_;
@@ -701,8 +725,8 @@ Result<delivery::SourceStream> KinesisSourceProvider::DescribeStream(const std::
 
 Result<std::shared_ptr<delivery::ShardSource>> KinesisSourceProvider::OpenSource(
     const delivery::ChannelConfig& channel) {
-  return std::shared_ptr<delivery::ShardSource>(
-      new KinesisShardSource(client_, options_, channel.stream_name, channel.stream_created_ms));
+  return std::shared_ptr<delivery::ShardSource>(new KinesisShardSource(
+      client_, options_, buffered_, channel.stream_name, channel.stream_created_ms));
 }
 
 }  // namespace icestream::source

@@ -16,7 +16,8 @@
 //     second, 5 s after a 10 MiB answer); ExpiredIteratorException gets a new iterator
 //     from the last record read;
 //   - a null NextShardIterator is the shard's end (children come from ListShards).
-// What it read waits in a bounded buffer per shard; the engine plans batches from it and
+// What it read waits in a buffer per shard (bounded per shard and for all shards together:
+// KinesisSourceOptions); the engine plans batches from it and
 // reads them from it (views into the answers' decoded bytes). A batch replayed after a
 // restart, whose records are no longer buffered, is read again directly from its start.
 // Sequence numbers are compared as numbers (kinesalite's and moto's differ in length).
@@ -27,6 +28,7 @@
 // Thread-safety: as ShardSource (readers run on their own threads).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -40,7 +42,14 @@ struct KinesisSourceOptions {
   int64_t poll_interval_ms = 1000;
   int max_calls_per_second = 5;
   int get_records_limit = 10000;
-  size_t max_buffered_bytes_per_shard = 32u << 20;
+  // What a shard's reader holds ahead of the engine: up to `max_buffered_bytes_per_shard`
+  // (two batches of delivery.max_batch_bytes: the next one is read while one converts),
+  // but past `reserved_bytes_per_shard` (one batch, always allowed) only while the readers
+  // of the provider hold less than `max_buffered_bytes_total` together, so a worker with
+  // many shards stays within a bounded memory.
+  size_t max_buffered_bytes_per_shard = 64u << 20;
+  size_t reserved_bytes_per_shard = 32u << 20;
+  size_t max_buffered_bytes_total = 256u << 20;
   // Pace reads to AWS's 2 MiB/s per shard (a 10 MiB answer waits 5 s before the next
   // call), so a worker leaves the shard's shared read budget to other consumers. Off for
   // endpoints without that limit (icestream, kinesalite): there only a throttling answer
@@ -68,6 +77,8 @@ class KinesisSourceProvider final : public delivery::SourceProvider {
       : options_(std::move(options)), client_(std::move(client)) {}
   KinesisSourceOptions options_;
   std::shared_ptr<KinesisApi> client_;
+  // Bytes buffered by every reader of every source opened here.
+  std::shared_ptr<std::atomic<uint64_t>> buffered_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 // Whether reads from `url` are paced by default: AWS's endpoints (*.amazonaws.com,
