@@ -1,6 +1,7 @@
 // DuckDB's JSON -> Parquet path for the benchmark: read_json with the column types the
 // icestream schema mapping produces, COPY to Parquet with ZSTD. Prints the COPY's own
-// time ("seconds: S"), which leaves out node's and DuckDB's start-up.
+// time and the CPU-seconds of the process during it, all threads ("seconds: S cpu: C"),
+// which leave out node's and DuckDB's start-up.
 //   node duckdb_convert.mjs NPM_DIR THREADS IN.jsonl OUT.parquet [COLUMNS]
 // COLUMNS: a DuckDB struct literal of column types (default: the card transactions').
 import { createRequire } from 'node:module';
@@ -20,7 +21,9 @@ const columns = columnsArg ?? `{
   status: 'VARCHAR', is_online: 'BOOLEAN', risk_score: 'DOUBLE', tags: 'VARCHAR[]',
   customer_id: 'BIGINT', installments: 'INTEGER', settlement_date: 'DATE'}`;
 const t0 = process.hrtime.bigint();
+const cpu0 = process.cpuUsage();
 await c.run(`COPY (SELECT * FROM read_json('${input}', format = 'newline_delimited', columns = ${columns}))
              TO '${output}' (FORMAT parquet, COMPRESSION zstd)`);
 const secs = Number(process.hrtime.bigint() - t0) / 1e9;
-console.log(`seconds: ${secs}`);
+const cpu = process.cpuUsage(cpu0);
+console.log(`seconds: ${secs} cpu: ${(cpu.user + cpu.system) / 1e6}`);

@@ -4,18 +4,19 @@
 // block becomes a row group (or more), converted by one of --threads threads; row
 // groups are written in input order, so the file does not depend on the thread count.
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cerrno>
-#include <mutex>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "common/fs.h"
@@ -72,7 +73,7 @@ class BlockReader {
 
   struct Block {
     int64_t seq = 0;
-    const char* data = nullptr;          // whole lines
+    const char* data = nullptr;  // whole lines
     size_t size = 0;
     const char* readable_end = nullptr;  // memory up to here may be read (simdjson padding)
     std::unique_ptr<char[]> buf;         // read() mode: the lines, then zero padding
@@ -94,6 +95,7 @@ class BlockReader {
       }
       b->data = map_ + map_pos_;
       b->size = end - map_pos_;
+      Populate(b->data, b->size);
       b->readable_end = map_ + map_size_;
       bytes_ += static_cast<int64_t>(b->size);
       map_pos_ = end;
@@ -138,6 +140,22 @@ class BlockReader {
 
   int64_t bytes() const { return bytes_; }
 
+  // Maps the block's pages in one call: touching them one by one in the converter cost
+  // a page fault per few KiB of input (the kernel's fault-around maps a few pages at a
+  // time). A file not in the page cache is read here, before the converter needs it.
+  static void Populate(const char* data, size_t size) {
+#ifdef MADV_POPULATE_READ
+    const size_t page = 4096;
+    auto first = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+    auto last = reinterpret_cast<uintptr_t>(data + size);
+    // Best effort (older kernels: EINVAL): the pages then fault in as they are read.
+    (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_READ);
+#else
+    (void)data;
+    (void)size;
+#endif
+  }
+
   // The block's lines are converted: drop its whole pages from this process (they stay
   // in the page cache; a neighbour's read of a shared page just faults it back in).
   void Release(const Block& b) {
@@ -175,19 +193,27 @@ struct Counts {
   int64_t rejected = 0;
 };
 
-// A block of input lines as the parallel converter's work: the lines that are not blank,
-// with their line numbers within the block.
+// A block of input lines as the parallel converter's work: the lines that are not blank.
+// A record's line number is only needed when it is rejected, so it is not kept per
+// record (a vector of 8 bytes per record, refilled per block, cost a page fault per 512
+// records): record i is line i + 1 + the blank lines before it.
 struct LineBlock {
   BlockReader::Block block;
-  std::vector<int64_t> line_numbers;  // of each record
-  int64_t lines = 0;                  // in the block, blank ones included
+  std::vector<size_t> blank_before;  // per blank line: the index of the record after it
+  int64_t lines = 0;                 // in the block, blank ones included
+
+  int64_t LineOf(size_t record) const {
+    auto blanks =
+        std::upper_bound(blank_before.begin(), blank_before.end(), record) - blank_before.begin();
+    return static_cast<int64_t>(record) + 1 + static_cast<int64_t>(blanks);
+  }
 };
 
 // Converts the input on `threads` threads; row groups are placed in the file in input
 // order, so the output is the same for any number of threads. Rejected lines are
 // printed (unless quiet) with their line numbers.
-Status ConvertParallel(const schema::ConvertibleSchema& schema, pq::FileWriter* writer, BlockReader* reader,
-                       int threads, bool quiet, Counts* counts) {
+Status ConvertParallel(const schema::ConvertibleSchema& schema, pq::FileWriter* writer,
+                       BlockReader* reader, int threads, bool quiet, Counts* counts) {
   int64_t lines_before = 0;
   auto next = [&](schema::ConvertBlock* out) -> Result<bool> {
     auto lb = std::make_shared<LineBlock>();
@@ -204,9 +230,11 @@ Status ConvertParallel(const schema::ConvertibleSchema& schema, pq::FileWriter* 
       std::string_view line(p, static_cast<size_t>(line_end - p));
       p = nl ? nl + 1 : end;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // blank line
+      if (line.find_first_not_of(" \t") == std::string_view::npos) {  // blank line
+        lb->blank_before.push_back(out->records.size());
+        continue;
+      }
       out->records.push_back(line);
-      lb->line_numbers.push_back(lb->lines);
     }
     // simdjson reads up to kPadding bytes past a line: the following lines, the block's
     // zeroed padding, or (at the very end of a mapped file) a copy.
@@ -221,7 +249,7 @@ Status ConvertParallel(const schema::ConvertibleSchema& schema, pq::FileWriter* 
     }
     for (const auto& r : done.rejections) {
       if (!quiet) {
-        std::cerr << "line " << lines_before + lb->line_numbers[r.index] << ": "
+        std::cerr << "line " << lines_before + lb->LineOf(r.index) << ": "
                   << schema::RecordErrorCodeName(r.error.code) << ": " << r.error.message << "\n";
       }
     }
@@ -233,7 +261,8 @@ Status ConvertParallel(const schema::ConvertibleSchema& schema, pq::FileWriter* 
   };
   schema::ParallelConverterOptions po;
   po.threads = threads;
-  return schema::ParallelConverter::Run(schema, writer->schema(), writer->options(), po, next, place);
+  return schema::ParallelConverter::Run(schema, writer->schema(), writer->options(), po, next,
+                                        place);
 }
 
 std::string Hex(const std::string& bytes) {
@@ -269,9 +298,18 @@ std::string MetricsJson(const pq::FileMetrics& m) {
 }
 
 Status RunConvert(const ConvertArgs& args) {
+  // The converter's buffers (pages of ~1 MiB, chunks and row groups of tens of MB) are
+  // freed and allocated again for every page and row group. glibc's defaults hand those
+  // back to the kernel (mmap above a threshold, trimming of the heap's top) and take
+  // them again: a page fault and a zeroed page per 4 KiB each time, up to 28% of a
+  // 1-thread convert in the kernel. This process only converts, so keep them: mmap
+  // only above 32 MiB (glibc's largest threshold), trim only beyond 512 MiB free.
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
   pq::WriterOptions options;
   if (!pq::ParseCodec(args.compression, &options.codec)) {
-    return InvalidArgument("unknown compression \"" + args.compression + "\" (zstd, snappy, gzip, none)");
+    return InvalidArgument("unknown compression \"" + args.compression +
+                           "\" (zstd, snappy, gzip, none)");
   }
   options.compression_level = args.compression_level;
   // Threads work on whole blocks (below); the writer itself stays single-threaded.

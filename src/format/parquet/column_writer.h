@@ -55,7 +55,9 @@ class ChunkBuilder {
                 std::string* dict_page_out, ColumnChunk* chunk, StatsAccumulator* file_stats);
 
   const std::string& data() const { return data_; }
-  void ClearData() { data_.clear(); }
+  // Exchanges the finished chunk's pages with *other (an empty buffer, whose capacity
+  // the next chunk's pages then use).
+  void SwapData(std::string* other) { data_.swap(*other); }
   int64_t null_count() const { return null_count_; }
 
  private:

@@ -15,7 +15,8 @@ Result<std::unique_ptr<FileWriter>> FileWriter::Make(const iceberg::Schema& sche
   }
   ASSIGN_OR_RETURN(ParquetSchema ps, ParquetSchema::Make(schema));
   std::unique_ptr<FileWriter> w(new FileWriter(std::move(ps), sink, std::move(options)));
-  ASSIGN_OR_RETURN(w->builder_, RowGroupBuilder::Make(&w->schema_, &w->options_, w->options_.threads == 2));
+  ASSIGN_OR_RETURN(w->builder_,
+                   RowGroupBuilder::Make(&w->schema_, &w->options_, w->options_.threads == 2));
   return w;
 }
 
@@ -31,7 +32,8 @@ FileWriter::FileWriter(ParquetSchema schema, OutputStream* sink, WriterOptions o
   footer_.created_by = options_.created_by;
   footer_.num_leaf_columns = static_cast<int32_t>(schema_.columns().size());
   footer_.key_value_metadata = options_.key_value_metadata;
-  footer_.key_value_metadata.push_back({"iceberg.schema", iceberg::SchemaToJson(schema_.iceberg_schema())});
+  footer_.key_value_metadata.push_back(
+      {"iceberg.schema", iceberg::SchemaToJson(schema_.iceberg_schema())});
 }
 
 FileWriter::~FileWriter() = default;
@@ -87,14 +89,17 @@ Status FileWriter::AppendRowGroup(RowGroupData* data) {
     file_stats_[i].Merge(data->stats[i]);
     rg.columns.push_back(std::move(chunk));
   }
-  error_ = sink_->Write(data->bytes);
-  RETURN_IF_ERROR(error_);
+  for (auto& piece : data->pieces) {
+    if (piece.empty()) continue;
+    error_ = sink_->Write(piece);
+    RETURN_IF_ERROR(error_);
+    piece.clear();  // the capacity stays, for the builder that fills this RowGroupData next
+  }
   split_offsets_.push_back(rg.file_offset);
   footer_.num_rows += rg.num_rows;
   total_rows_ += rg.num_rows;
   footer_.row_groups.push_back(std::move(rg));
   data->num_rows = 0;
-  data->bytes.clear();
   data->chunks.clear();
   data->stats.clear();
   return Status::OK();

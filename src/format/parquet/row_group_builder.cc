@@ -73,28 +73,25 @@ Status RowGroupBuilder::Finish(RowGroupData* out) {
   }
   if (worker_) RETURN_IF_ERROR(worker_->Drain());
   out->num_rows = rows_;
-  out->bytes.clear();
   out->chunks.clear();
   out->stats.clear();
-  // One allocation for the row group's bytes (appending chunk after chunk regrew and
-  // copied them several times); dictionary pages are at most their limit each.
-  size_t total = 0;
-  for (const auto& c : columns_) {
-    total += c->builder().data().size();
-    if (c->dictionary().size() > 0) total += c->dictionary().plain().size() + 64;
-  }
-  out->bytes.reserve(total);
-  std::string dict_page;
-  for (auto& c : columns_) {
+  out->pieces.resize(2 * columns_.size());
+  size_t offset = 0;
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    ColumnWriter& c = *columns_[i];
+    std::string& dict_page = out->pieces[2 * i];
+    std::string& data = out->pieces[2 * i + 1];
     ColumnChunk chunk;
-    out->stats.emplace_back(&c->descriptor());
-    RETURN_IF_ERROR(c->builder().Finish(c->dictionary(), compressor_.get(),
-                                        static_cast<int64_t>(out->bytes.size()), &dict_page, &chunk,
-                                        &out->stats.back()));
-    out->bytes.append(dict_page);
-    out->bytes.append(c->builder().data());
-    c->builder().ClearData();
-    c->ResetChunk();
+    out->stats.emplace_back(&c.descriptor());
+    RETURN_IF_ERROR(c.builder().Finish(c.dictionary(), compressor_.get(),
+                                       static_cast<int64_t>(offset), &dict_page, &chunk,
+                                       &out->stats.back()));
+    // The chunk's pages leave the builder without a copy; the builder goes on with
+    // the buffer this RowGroupData held before (emptied, its capacity kept).
+    data.clear();
+    c.builder().SwapData(&data);
+    offset += dict_page.size() + data.size();
+    c.ResetChunk();
     out->chunks.push_back(std::move(chunk));
   }
   rows_ = 0;

@@ -26,13 +26,25 @@
 
 namespace icestream::format::parquet {
 
-// A finished row group: its column chunks back to back, their metadata (offsets
-// relative to the start of `bytes`) and their exact statistics.
+// A finished row group: its column chunks back to back as `pieces` (per chunk its
+// dictionary page, possibly empty, then its data pages), their metadata (offsets
+// relative to the start of the first piece) and their exact statistics.
+//
+// The pieces are the column builders' own buffers, swapped out rather than copied into
+// one (a copy of every byte and a fresh buffer of the row group's size, first touched
+// page by page); a RowGroupData given to Finish() again hands its old pieces' capacity
+// back to the builders.
 struct RowGroupData {
   int64_t num_rows = 0;
-  std::string bytes;
+  std::vector<std::string> pieces;
   std::vector<ColumnChunk> chunks;
   std::vector<StatsAccumulator> stats;
+
+  size_t size() const {
+    size_t n = 0;
+    for (const auto& p : pieces) n += p.size();
+    return n;
+  }
 };
 
 class RowGroupBuilder final : public RecordSink {
@@ -57,7 +69,8 @@ class RowGroupBuilder final : public RecordSink {
   bool full() const {
     if (rows_ >= options_->max_row_group_rows || bytes_ >= options_->row_group_size) return true;
     // The open pages are summed only when they could make the difference.
-    if (bytes_ + static_cast<int64_t>(columns_.size()) * options_->page_size < options_->row_group_size) {
+    if (bytes_ + static_cast<int64_t>(columns_.size()) * options_->page_size <
+        options_->row_group_size) {
       return false;
     }
     int64_t open = 0;
