@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "common/base64.h"
+#include "common/testing/status_assertions.h"
 #include "common/time_format.h"
 #include "delivery/dlq.h"
 #include "objectstore/local_store.h"
@@ -83,13 +84,13 @@ class RedrivePrepareTest : public ::testing::Test {
     r.id = "r" + std::to_string(earlier.size() + 1);
     r.filter = std::move(filter);
     Status st = PrepareRedrive(dlq_, c_, earlier, &r);
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return r;
   }
 
   std::vector<RedriveEntry> Read(const RedriveState& r) {
     auto e = ReadWorklist(dlq_, c_, r, 0, r.total);
-    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_OK(e);
     return e.ok() ? *e : std::vector<RedriveEntry>{};
   }
 
@@ -106,9 +107,9 @@ TEST_F(RedrivePrepareTest, TheWorklistTakesMatchingLinesOncePerRecordSorted) {
                   Line("shardId-000000000000", "5", "TYPE_MISMATCH", 1000, std::nullopt, "other");
   // A second object repeats one record (a replay's object of another name).
   std::string b = Line("shardId-000000000000", "100", "TYPE_MISMATCH", 2000);
-  ASSERT_TRUE(store_->Put("dlq", "errors/2026/01/01/00/chan-id-a", a).ok());
-  ASSERT_TRUE(store_->Put("dlq", "errors/2026/01/01/01/chan-id-b", b).ok());
-  ASSERT_TRUE(store_->Put("dlq", "elsewhere/x", b).ok());  // outside the prefix
+  ASSERT_OK(store_->Put("dlq", "errors/2026/01/01/00/chan-id-a", a));
+  ASSERT_OK(store_->Put("dlq", "errors/2026/01/01/01/chan-id-b", b));
+  ASSERT_OK(store_->Put("dlq", "elsewhere/x", b));  // outside the prefix
   RedriveState r = Prepare({});
   EXPECT_EQ(r.objects, 2u);
   EXPECT_EQ(r.lines_read, 4u);
@@ -136,11 +137,9 @@ TEST_F(RedrivePrepareTest, TheWorklistTakesMatchingLinesOncePerRecordSorted) {
 }
 
 TEST_F(RedrivePrepareTest, LinesOfEarlierRedrivesAreSkippedButTheirNewLinesAreNot) {
-  ASSERT_TRUE(store_
-                  ->Put("dlq", "errors/2026/01/01/00/chan-id-a",
+  ASSERT_OK(store_->Put("dlq", "errors/2026/01/01/00/chan-id-a",
                         Line("shardId-000000000000", "1", "TYPE_MISMATCH", 1000) +
-                            Line("shardId-000000000000", "2", "TYPE_MISMATCH", 1000))
-                  .ok());
+                            Line("shardId-000000000000", "2", "TYPE_MISMATCH", 1000)));
   RedriveState first = Prepare({});
   ASSERT_EQ(first.total, 2u);
   first.status = RedriveStatus::kCompleted;
@@ -164,7 +163,7 @@ TEST_F(RedrivePrepareTest, LinesOfEarlierRedrivesAreSkippedButTheirNewLinesAreNo
   EXPECT_EQ(j["redriveId"], "r1");
   EXPECT_EQ(j["redriveOf"]["object"], "errors/2026/01/01/00/chan-id-a");
   EXPECT_EQ(j["redriveOf"]["line"], 1);
-  ASSERT_TRUE(store_->Put("dlq", obj->key, obj->body).ok());
+  ASSERT_OK(store_->Put("dlq", obj->key, obj->body));
   // The report of that batch.
   auto report = RedriveReport(span, {}, again.redrive_rejects());
   EXPECT_EQ(report.after, (RedriveProgress{"r1", 2, 1, 1, 0}));
@@ -183,10 +182,10 @@ TEST_F(RedrivePrepareTest, LinesOfEarlierRedrivesAreSkippedButTheirNewLinesAreNo
   RedriveState third = Prepare({}, {first});
   EXPECT_EQ(third.total, 1u);  // record 1 was processed; record 2's two lines are one record
   // The worklist of an earlier redrive is gone: preparing says so.
-  ASSERT_TRUE(store_->Delete("dlq", WorklistKey(c_, first.id, 0)).ok());
+  ASSERT_OK(store_->Delete("dlq", WorklistKey(c_, first.id, 0)));
   RedriveState fourth;
   fourth.id = "r4";
-  EXPECT_EQ(PrepareRedrive(dlq_, c_, {first}, &fourth).code(), StatusCode::kNotFound);
+  EXPECT_STATUS(kNotFound, PrepareRedrive(dlq_, c_, {first}, &fourth));
 }
 
 TEST_F(RedrivePrepareTest, TheWorklistIsWrittenInPartsAndReadAcrossThem) {
@@ -195,15 +194,15 @@ TEST_F(RedrivePrepareTest, TheWorklistIsWrittenInPartsAndReadAcrossThem) {
   for (uint64_t i = 0; i < n; ++i) {
     body += Line("shardId-000000000000", std::to_string(1000000 + i), "TYPE_MISMATCH", 1000);
   }
-  ASSERT_TRUE(store_->Put("dlq", "errors/2026/01/01/00/chan-id-big", body).ok());
+  ASSERT_OK(store_->Put("dlq", "errors/2026/01/01/00/chan-id-big", body));
   RedriveState r = Prepare({});
   ASSERT_EQ(r.total, n);
-  EXPECT_TRUE(store_->Head("dlq", WorklistKey(c_, r.id, 1)).ok());
-  auto span = ReadWorklist(dlq_, c_, r, kWorklistPartEntries - 2, kWorklistPartEntries + 3);
-  ASSERT_TRUE(span.ok()) << span.status().ToString();
-  ASSERT_EQ(span->size(), 5u);
-  EXPECT_EQ((*span)[0].sequence_number, std::to_string(1000000 + kWorklistPartEntries - 2));
-  EXPECT_EQ((*span)[4].sequence_number, std::to_string(1000000 + kWorklistPartEntries + 2));
+  EXPECT_OK(store_->Head("dlq", WorklistKey(c_, r.id, 1)));
+  ASSERT_OK_AND_ASSIGN(
+      auto span, ReadWorklist(dlq_, c_, r, kWorklistPartEntries - 2, kWorklistPartEntries + 3));
+  ASSERT_EQ(span.size(), 5u);
+  EXPECT_EQ(span[0].sequence_number, std::to_string(1000000 + kWorklistPartEntries - 2));
+  EXPECT_EQ(span[4].sequence_number, std::to_string(1000000 + kWorklistPartEntries + 2));
 }
 
 TEST_F(RedrivePrepareTest, ThePayloadModeKeepsTheRecordInTheLine) {
@@ -223,7 +222,7 @@ TEST_F(RedrivePrepareTest, ThePayloadModeKeepsTheRecordInTheLine) {
   auto j = nlohmann::json::parse(obj->body);
   EXPECT_EQ(j["partitionKey"], "pk-1");
   EXPECT_EQ(base64::Decode(j["data"].get<std::string>()), std::string(r.data));
-  ASSERT_TRUE(store_->Put("dlq", "errors/x", obj->body).ok());
+  ASSERT_OK(store_->Put("dlq", "errors/x", obj->body));
   RedriveState s = Prepare({});
   auto e = Read(s);
   ASSERT_EQ(e.size(), 1u);

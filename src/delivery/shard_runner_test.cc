@@ -17,6 +17,7 @@
 
 #include "common/base64.h"
 #include "common/crypto.h"
+#include "common/testing/status_assertions.h"
 #include "common/time_format.h"
 #include "delivery/kpl.h"
 #include "delivery/sqlite_delivery_store.h"
@@ -155,13 +156,12 @@ class ShardRunnerTest : public ::testing::Test {
     streams_ = std::move(*stream::StreamManager::Open(o, &clock_, db_.get()));
     store_ = std::move(*SqliteDeliveryStore::Open(db_.get()));
     sources_ = std::make_unique<source::LocalSourceProvider>(streams_.get());
-    auto info = streams_->CreateStream({.name = "s", .shard_count = 2});
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    ASSERT_OK_AND_ASSIGN(auto info, streams_->CreateStream({.name = "s", .shard_count = 2}));
     config_.id = "chan";
     config_.name = "chan";
     config_.arn = "arn:aws:kinesis:us-east-1:000000000000:channel/chan";
     config_.stream_name = "s";
-    config_.stream_uid = info->uid;
+    config_.stream_uid = info.uid;
     config_.dlq.bucket_arn = "arn:aws:s3:::dlq";
     config_.dlq.error_output_prefix = "errors/";
     buckets_ = std::make_unique<objectstore::LocalObjectStore>((dir_ / "buckets").string());
@@ -178,13 +178,12 @@ class ShardRunnerTest : public ::testing::Test {
   }
 
   void MakeRunner(RunnerOptions o = {}) {
-    auto source = sources_->OpenSource(config_);
-    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    ASSERT_OK_AND_ASSIGN(auto source, sources_->OpenSource(config_));
     SinkEnv env;
     env.buckets = buckets_.get();
-    auto r = ShardRunner::Make(config_, dest_.get(), *source, store_.get(), &clock_, o, env);
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    runner_ = std::move(*r);
+    ASSERT_OK_AND_ASSIGN(
+        auto r, ShardRunner::Make(config_, dest_.get(), source, store_.get(), &clock_, o, env));
+    runner_ = std::move(r);
   }
 
   // n records with distinct partition keys; returns shard → offsets appended.
@@ -194,8 +193,7 @@ class ShardRunnerTest : public ::testing::Test {
     std::vector<stream::PutItem> items;
     for (const auto& k : keys) items.push_back({k, k, stream::PartitionKeyHash(k)});
     std::promise<stream::PutResult> p;
-    EXPECT_TRUE(
-        streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }).ok());
+    EXPECT_OK(streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }));
     std::map<uint32_t, std::vector<uint64_t>> out;
     for (const auto& it : p.get_future().get().items) out[it.shard_index].push_back(it.offset);
     return out;
@@ -214,10 +212,9 @@ class ShardRunnerTest : public ::testing::Test {
   }
 
   void Activate() {
-    auto cps = runner_->PrepareActivation({"TRIM_HORIZON", 0});
-    ASSERT_TRUE(cps.ok()) << cps.status().ToString();
-    ASSERT_TRUE(store_->Activate(config_, *cps).ok());
-    runner_->Activated(*cps);
+    ASSERT_OK_AND_ASSIGN(auto cps, runner_->PrepareActivation({"TRIM_HORIZON", 0}));
+    ASSERT_OK(store_->Activate(config_, cps));
+    runner_->Activated(cps);
   }
 
   std::filesystem::path dir_;
@@ -249,14 +246,12 @@ TEST_F(ShardRunnerTest, PerShardBatchesDeliverEveryRecordOnceAndMoveCheckpoints)
     EXPECT_EQ(rec_->delivered[shard], want) << shard;
   }
   for (const auto& b : rec_->batches) EXPECT_EQ(b.ranges.size(), 1u);
-  auto cps = store_->Checkpoints(config_.id);
-  ASSERT_TRUE(cps.ok());
+  ASSERT_OK_AND_ASSIGN(auto cps, store_->Checkpoints(config_.id));
   for (uint32_t shard : {0u, 1u}) {
-    EXPECT_EQ(cps->at(SHARD(shard)), POS(shard, first[shard].size() + second[shard].size()));
+    EXPECT_EQ(cps.at(SHARD(shard)), POS(shard, first[shard].size() + second[shard].size()));
   }
-  auto plans = store_->Plans(config_.id);
-  ASSERT_TRUE(plans.ok());
-  EXPECT_TRUE(plans->empty());
+  ASSERT_OK_AND_ASSIGN(auto plans, store_->Plans(config_.id));
+  EXPECT_TRUE(plans.empty());
 }
 
 TEST_F(ShardRunnerTest, ASpanningSinkGetsOneBatchForAllShards) {
@@ -363,9 +358,9 @@ TEST_F(ShardRunnerTest, APlanThatDoesNotStartAtTheCheckpointFailsTheChannel) {
   // A plan that skips the first 40 records of shard 0 (what a damaged meta.db or a bug
   // would leave): it must not be followed.
   BatchPlan skipping{POS(0, 40), POS(0, put[0].size()).sequence, put[0].size() - 40, 1};
-  ASSERT_TRUE(store_->SavePlans(config_.id, {{SHARD(0), skipping}}).ok());
+  ASSERT_OK(store_->SavePlans(config_.id, {{SHARD(0), skipping}}));
   MakeRunner();
-  ASSERT_TRUE(runner_->Load().ok());
+  ASSERT_OK(runner_->Load());
   Drain();  // recovery
   Drain();
   ASSERT_TRUE(runner_->fatal().has_value());
@@ -385,15 +380,14 @@ TEST_F(ShardRunnerTest, WhatTheDestinationHoldsWinsAfterARestart) {
     plans[SHARD(s)] = {Position{}, POS(s, put[s].size()).sequence, put[s].size(), 7};
     rec_->held[SHARD(s)] = POS(s, put[s].size());
   }
-  ASSERT_TRUE(store_->SavePlans(config_.id, plans).ok());
+  ASSERT_OK(store_->SavePlans(config_.id, plans));
   MakeRunner();
-  ASSERT_TRUE(runner_->Load().ok());
+  ASSERT_OK(runner_->Load());
   Drain();
   EXPECT_FALSE(runner_->fatal().has_value());
   EXPECT_TRUE(rec_->batches.empty());  // nothing delivered twice
-  auto cps = store_->Checkpoints(config_.id);
-  ASSERT_TRUE(cps.ok());
-  for (uint32_t s : {0u, 1u}) EXPECT_EQ(cps->at(SHARD(s)), POS(s, put[s].size()));
+  ASSERT_OK_AND_ASSIGN(auto cps, store_->Checkpoints(config_.id));
+  for (uint32_t s : {0u, 1u}) EXPECT_EQ(cps.at(SHARD(s)), POS(s, put[s].size()));
   EXPECT_TRUE(store_->Plans(config_.id)->empty());
   // New records go on from there.
   auto more = Put(10, "i");
@@ -407,10 +401,10 @@ TEST_F(ShardRunnerTest, ADestinationInsideAPlannedBatchFailsTheChannel) {
   Activate();
   auto put = Put(60, "j");
   BatchPlan plan{Position{}, POS(0, put[0].size()).sequence, put[0].size(), 7};
-  ASSERT_TRUE(store_->SavePlans(config_.id, {{SHARD(0), plan}}).ok());
+  ASSERT_OK(store_->SavePlans(config_.id, {{SHARD(0), plan}}));
   rec_->held[SHARD(0)] = POS(0, 3);
   MakeRunner();
-  ASSERT_TRUE(runner_->Load().ok());
+  ASSERT_OK(runner_->Load());
   Drain();
   ASSERT_TRUE(runner_->fatal().has_value());
 }
@@ -419,12 +413,10 @@ TEST_F(ShardRunnerTest, ChildrenWaitForTheirParents) {
   MakeRunner();
   Activate();
   auto before = Put(30, "k");
-  auto info = streams_->Describe("s");
-  ASSERT_TRUE(info.ok());
-  const auto& s0 = info->shards[0];
-  ASSERT_TRUE(
-      streams_->SplitShard("s", s0.index, s0.range.start + (s0.range.end - s0.range.start) / 2)
-          .ok());
+  ASSERT_OK_AND_ASSIGN(auto info, streams_->Describe("s"));
+  const auto& s0 = info.shards[0];
+  ASSERT_OK(
+      streams_->SplitShard("s", s0.index, s0.range.start + (s0.range.end - s0.range.start) / 2));
   auto after = Put(30, "l");
   // Hold back the parent: its first batch fails, so its children must not be delivered yet.
   rec_->next_failure = Unavailable("slow");
@@ -474,8 +466,7 @@ TEST_F(ShardRunnerTest, KplAggregatesReachSinksAsUserRecords) {
                                         {"p", corrupt, stream::PartitionKeyHash("p")},
                                         {"p", "plain", stream::PartitionKeyHash("p")}};
   std::promise<stream::PutResult> p;
-  ASSERT_TRUE(
-      streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }).ok());
+  ASSERT_OK(streams_->Put("s", items, [&](stream::PutResult r) { p.set_value(std::move(r)); }));
   p.get_future().get();
   Drain();
   ASSERT_EQ(rec_->seen.size(), 4u);
@@ -557,18 +548,18 @@ TEST_F(ShardRunnerTest, RedriveReadsRecordsBackAndReportsExpiredOnes) {
                      line(0, new_put[0].back(), nullptr);
   body += R"({"channelARN": "another", "shardId": "shardId-000000000000"})"
           "\n";
-  ASSERT_TRUE(buckets_->Put("dlq", "errors/2026/01/01/00/chan-x", body).ok());
+  ASSERT_OK(buckets_->Put("dlq", "errors/2026/01/01/00/chan-x", body));
   clock_.Advance(25 * 3600 * 1000);
   streams_->RunRetention();
 
   RunnerOptions o;
   o.redrive_batch_records = 3;
   MakeRunner(o);
-  ASSERT_TRUE(runner_->Load().ok());
+  ASSERT_OK(runner_->Load());
   Drain();  // recovery
   auto started = runner_->StartRedrive({});
-  ASSERT_TRUE(started.ok()) << started.status().ToString();
-  EXPECT_EQ(runner_->StartRedrive({}).status().code(), StatusCode::kFailedPrecondition);
+  ASSERT_OK(started);
+  EXPECT_STATUS(kFailedPrecondition, runner_->StartRedrive({}));
   // The first batch fails once: it comes back as planned.
   rec_->next_failure = Unavailable("down");
   Drain();
@@ -576,7 +567,7 @@ TEST_F(ShardRunnerTest, RedriveReadsRecordsBackAndReportsExpiredOnes) {
   EXPECT_EQ(rec_->redrive_spans[0], (std::pair<uint64_t, uint64_t>{0, 3}));
   // A restart: the plan is in the store.
   MakeRunner(o);
-  ASSERT_TRUE(runner_->Load().ok());
+  ASSERT_OK(runner_->Load());
   clock_.Advance(60'000);
   Drain();
   Drain();
@@ -604,7 +595,7 @@ TEST_F(ShardRunnerTest, RedriveReadsRecordsBackAndReportsExpiredOnes) {
     EXPECT_TRUE(d == "copy of the record" || d.rfind("new-", 0) == 0) << d;
   }
   // The worklist is in the DLQ bucket.
-  EXPECT_TRUE(buckets_->Head("dlq", WorklistKey(config_, r.id, 0)).ok());
+  EXPECT_OK(buckets_->Head("dlq", WorklistKey(config_, r.id, 0)));
 }
 
 // meta.db files of earlier versions kept offsets: they become sequence numbers, and
@@ -614,35 +605,29 @@ TEST_F(ShardRunnerTest, OffsetCheckpointsOfEarlierVersionsAreConverted) {
   Activate();
   auto put = Put(40, "n");
   ASSERT_GE(put[0].size(), 10u);
-  ASSERT_TRUE(store_->SaveChannel(config_).ok());
+  ASSERT_OK(store_->SaveChannel(config_));
   store_.reset();
   // What an earlier version left: shard 0 delivered up to offset 5, a plan for 5..9.
-  ASSERT_TRUE(db_->Exec("DELETE FROM delivery_checkpoints; DELETE FROM delivery_plans;"
-                        "CREATE TABLE channel_checkpoints (channel_id TEXT, stream_uid INTEGER, "
-                        "shard INTEGER, next_offset INTEGER);"
-                        "CREATE TABLE channel_plans (channel_id TEXT, stream_uid INTEGER, shard "
-                        "INTEGER, first_offset INTEGER, end_offset INTEGER, attempt_ms INTEGER);")
-                  .ok());
-  ASSERT_TRUE(db_->Query("INSERT INTO channel_checkpoints VALUES (?1, ?2, 0, 5), (?1, ?2, 1, 0)",
-                         {config_.id, static_cast<int64_t>(config_.stream_uid)})
-                  .ok());
-  ASSERT_TRUE(db_->Query("INSERT INTO channel_plans VALUES (?1, ?2, 0, 5, 10, 77)",
-                         {config_.id, static_cast<int64_t>(config_.stream_uid)})
-                  .ok());
-  auto reopened = SqliteDeliveryStore::Open(db_.get(), source::LegacyPosition);
-  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
-  store_ = std::move(*reopened);
-  auto cps = store_->Checkpoints(config_.id);
-  ASSERT_TRUE(cps.ok());
-  EXPECT_EQ(cps->at(SHARD(0)), POS(0, 5));
-  EXPECT_EQ(cps->at(SHARD(1)), Position{});
-  auto plans = store_->Plans(config_.id);
-  ASSERT_TRUE(plans.ok());
-  ASSERT_EQ(plans->size(), 1u);
-  EXPECT_EQ(plans->at(SHARD(0)), (BatchPlan{POS(0, 5), POS(0, 10).sequence, 5, 77}));
+  ASSERT_OK(
+      db_->Exec("DELETE FROM delivery_checkpoints; DELETE FROM delivery_plans;"
+                "CREATE TABLE channel_checkpoints (channel_id TEXT, stream_uid INTEGER, "
+                "shard INTEGER, next_offset INTEGER);"
+                "CREATE TABLE channel_plans (channel_id TEXT, stream_uid INTEGER, shard "
+                "INTEGER, first_offset INTEGER, end_offset INTEGER, attempt_ms INTEGER);"));
+  ASSERT_OK(db_->Query("INSERT INTO channel_checkpoints VALUES (?1, ?2, 0, 5), (?1, ?2, 1, 0)",
+                       {config_.id, static_cast<int64_t>(config_.stream_uid)}));
+  ASSERT_OK(db_->Query("INSERT INTO channel_plans VALUES (?1, ?2, 0, 5, 10, 77)",
+                       {config_.id, static_cast<int64_t>(config_.stream_uid)}));
+  ASSERT_OK_AND_ASSIGN(store_, SqliteDeliveryStore::Open(db_.get(), source::LegacyPosition));
+  ASSERT_OK_AND_ASSIGN(auto cps, store_->Checkpoints(config_.id));
+  EXPECT_EQ(cps.at(SHARD(0)), POS(0, 5));
+  EXPECT_EQ(cps.at(SHARD(1)), Position{});
+  ASSERT_OK_AND_ASSIGN(auto plans, store_->Plans(config_.id));
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans.at(SHARD(0)), (BatchPlan{POS(0, 5), POS(0, 10).sequence, 5, 77}));
   EXPECT_TRUE(db_->Query("SELECT 1 FROM channel_checkpoints").status().code() != StatusCode::kOk);
   MakeRunner();
-  ASSERT_TRUE(runner_->Load().ok());
+  ASSERT_OK(runner_->Load());
   Drain();
   ASSERT_FALSE(runner_->fatal().has_value()) << *runner_->fatal();
   std::vector<uint64_t> want0(put[0].begin() + 5, put[0].end());

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "common/sqlite.h"
+#include "common/testing/status_assertions.h"
 #include "delivery/redrive.h"
 
 namespace icestream::delivery {
@@ -41,38 +42,34 @@ class SqliteDeliveryStoreTest : public ::testing::Test {
 TEST_F(SqliteDeliveryStoreTest, PlansCheckpointsAndMarksRoundTrip) {
   BatchPlan plan{Position{"495", std::nullopt}, "4999", 12, 1788431700250};
   BatchPlan inside{Position{"10", 3}, "20", 2, 5};
-  ASSERT_TRUE(
-      store_->SavePlans("c1", {{"shardId-000000000003", plan}, {"shardId-7", inside}}).ok());
+  ASSERT_OK(store_->SavePlans("c1", {{"shardId-000000000003", plan}, {"shardId-7", inside}}));
   auto plans = store_->Plans("c1");
-  ASSERT_TRUE(plans.ok()) << plans.status().ToString();
+  ASSERT_OK(plans);
   ASSERT_EQ(plans->size(), 2u);
   EXPECT_EQ(plans->at("shardId-000000000003"), plan);
   EXPECT_EQ(plans->at("shardId-7"), inside);
   EXPECT_TRUE(store_->Plans("other")->empty());
 
   // The commit moves a checkpoint and drops only that shard's plan.
-  ASSERT_TRUE(store_
-                  ->Commit("c1", {{"shardId-000000000003", Position{"4999", std::nullopt}}},
-                           {"shardId-000000000001"})
-                  .ok());
+  ASSERT_OK(store_->Commit("c1", {{"shardId-000000000003", Position{"4999", std::nullopt}}},
+                           {"shardId-000000000001"}));
   plans = store_->Plans("c1");
   ASSERT_EQ(plans->size(), 1u);
   EXPECT_EQ(plans->count("shardId-7"), 1u);
-  auto cps = store_->Checkpoints("c1");
-  ASSERT_TRUE(cps.ok());
-  EXPECT_EQ(cps->at("shardId-000000000003"), (Position{"4999", std::nullopt}));
+  ASSERT_OK_AND_ASSIGN(auto cps, store_->Checkpoints("c1"));
+  EXPECT_EQ(cps.at("shardId-000000000003"), (Position{"4999", std::nullopt}));
   EXPECT_EQ(*store_->FinishedShards("c1"), std::set<std::string>{"shardId-000000000001"});
 
   // Sink notes and removal.
-  ASSERT_TRUE(store_->SaveSinkState("c1", {{"created", true}}).ok());
+  ASSERT_OK(store_->SaveSinkState("c1", {{"created", true}}));
   EXPECT_EQ((*store_->LoadSinkState("c1"))["created"], true);
   EXPECT_TRUE(store_->LoadSinkState("c2")->is_null());
   ChannelConfig c;
   c.id = "c1";
   c.name = "chan";
-  ASSERT_TRUE(store_->SaveChannel(c).ok());
+  ASSERT_OK(store_->SaveChannel(c));
   ASSERT_EQ(store_->LoadChannels()->size(), 1u);
-  ASSERT_TRUE(store_->RemoveChannel("c1").ok());
+  ASSERT_OK(store_->RemoveChannel("c1"));
   EXPECT_TRUE(store_->LoadChannels()->empty());
   EXPECT_TRUE(store_->Plans("c1")->empty());
   EXPECT_TRUE(store_->Checkpoints("c1")->empty());
@@ -95,15 +92,15 @@ TEST_F(SqliteDeliveryStoreTest, RedrivesRoundTripOldestFirst) {
   b.created_ms = 50;
   b.status = RedriveStatus::kCompleted;
   b.progress.id = b.id;
-  ASSERT_TRUE(store_->SaveRedrive("c1", a.id, a.created_ms, RedriveStateToJson(a)).ok());
-  ASSERT_TRUE(store_->SaveRedrive("c1", b.id, b.created_ms, RedriveStateToJson(b)).ok());
-  ASSERT_TRUE(store_->SaveRedrive("c2", "x", 1, RedriveStateToJson(b)).ok());
-  auto docs = store_->LoadRedrives("c1");
-  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
-  ASSERT_EQ(docs->size(), 2u);
-  auto first = RedriveStateFromJson((*docs)[0]);
-  auto second = RedriveStateFromJson((*docs)[1]);
-  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_OK(store_->SaveRedrive("c1", a.id, a.created_ms, RedriveStateToJson(a)));
+  ASSERT_OK(store_->SaveRedrive("c1", b.id, b.created_ms, RedriveStateToJson(b)));
+  ASSERT_OK(store_->SaveRedrive("c2", "x", 1, RedriveStateToJson(b)));
+  ASSERT_OK_AND_ASSIGN(auto docs, store_->LoadRedrives("c1"));
+  ASSERT_EQ(docs.size(), 2u);
+  auto first = RedriveStateFromJson(docs[0]);
+  auto second = RedriveStateFromJson(docs[1]);
+  ASSERT_OK(first);
+  ASSERT_OK(second);
   EXPECT_EQ(first->id, b.id);  // by creation time, not by id
   EXPECT_EQ(second->id, a.id);
   EXPECT_EQ(second->filter.error_codes, a.filter.error_codes);
@@ -115,21 +112,21 @@ TEST_F(SqliteDeliveryStoreTest, RedrivesRoundTripOldestFirst) {
   // A save replaces the whole document: the plan goes with the progress that moved.
   a.progress.next = 17;
   a.plan.reset();
-  ASSERT_TRUE(store_->SaveRedrive("c1", a.id, a.created_ms, RedriveStateToJson(a)).ok());
+  ASSERT_OK(store_->SaveRedrive("c1", a.id, a.created_ms, RedriveStateToJson(a)));
   second = RedriveStateFromJson((*store_->LoadRedrives("c1"))[1]);
   EXPECT_EQ(second->progress.next, 17u);
   EXPECT_FALSE(second->plan.has_value());
-  ASSERT_TRUE(store_->RemoveChannel("c1").ok());
+  ASSERT_OK(store_->RemoveChannel("c1"));
   EXPECT_TRUE(store_->LoadRedrives("c1")->empty());
   EXPECT_EQ(store_->LoadRedrives("c2")->size(), 1u);
 }
 
 TEST_F(SqliteDeliveryStoreTest, OldOffsetTablesNeedAConverter) {
   store_.reset();
-  ASSERT_TRUE(db_->Exec("CREATE TABLE channel_checkpoints (channel_id TEXT, stream_uid INTEGER, "
-                        "shard INTEGER, next_offset INTEGER)")
-                  .ok());
-  EXPECT_EQ(SqliteDeliveryStore::Open(db_.get()).status().code(), StatusCode::kFailedPrecondition);
+  ASSERT_OK(
+      db_->Exec("CREATE TABLE channel_checkpoints (channel_id TEXT, stream_uid INTEGER, "
+                "shard INTEGER, next_offset INTEGER)"));
+  EXPECT_STATUS(kFailedPrecondition, SqliteDeliveryStore::Open(db_.get()));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/testing/status_assertions.h"
 #include "http/body_budget.h"
 
 namespace icestream::http {
@@ -51,7 +52,7 @@ class Harness {
       respond(std::move(r));
     };
     auto conn = H2Connection::Make(options, env_);
-    EXPECT_TRUE(conn.ok());
+    EXPECT_OK(conn);
     server_ = std::move(*conn);
 
     nghttp2_session_callbacks* cbs;

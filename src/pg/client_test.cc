@@ -80,7 +80,7 @@ TEST_F(PgTest, TransactionsCommitOrRollBack) {
     RETURN_IF_ERROR(tx.Exec("INSERT INTO " + table_ + " VALUES ('b', '1')").status());
     return FailedPrecondition("changed my mind");
   });
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_STATUS(kFailedPrecondition, st);
   EXPECT_EQ(Count(), 1);
   // A statement error aborts the transaction.
   EXPECT_STATUS(kAlreadyExists, pool_->RunInTransaction([&](PgTx& tx) -> Status {
@@ -108,10 +108,10 @@ TEST_F(PgTest, AKilledBackendIsADefiniteAbort) {
     if (!pid.ok()) return pid.status();
     RETURN_IF_ERROR(tx.Exec("INSERT INTO " + table_ + " VALUES ('x', 'y')").status());
     auto killed = pool_->Exec("SELECT pg_terminate_backend($1)", {pid->text(0, 0)});
-    EXPECT_TRUE(killed.ok()) << killed.status().ToString();
+    EXPECT_OK(killed);
     return Status::OK();
   });
-  EXPECT_FALSE(st.ok());
+  EXPECT_NOT_OK(st);
   EXPECT_NE(st.code(), StatusCode::kUnknownOutcome) << st.ToString();
   EXPECT_EQ(Count(), 0);
 }

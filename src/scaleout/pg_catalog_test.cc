@@ -28,7 +28,7 @@ std::unique_ptr<pg::PgPool> Pool() {
   pg::PgPoolOptions o;
   o.conninfo = Conninfo();
   auto p = pg::PgPool::Open(o);
-  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_OK(p);
   return p.ok() ? std::move(*p) : nullptr;
 }
 
@@ -139,7 +139,7 @@ TEST(PgCatalogSchemaTest, ADatabaseWithAnotherCatalogTableIsRefused) {
   ASSERT_OK(pool->Exec("CREATE SCHEMA IF NOT EXISTS other"));
   ASSERT_OK(pool->Exec("CREATE TABLE IF NOT EXISTS other.iceberg_tables (x INT)"));
   Status st = PgCatalogStore::EnsureSchema(pool.get());
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_STATUS(kFailedPrecondition, st);
   EXPECT_NE(st.message().find("database of its own"), std::string::npos);
   ASSERT_OK(pool->Exec("DROP TABLE other.iceberg_tables"));
   EXPECT_OK(PgCatalogStore::EnsureSchema(pool.get()));

@@ -52,7 +52,7 @@ class StagingTest : public ::testing::Test {
   // Starts a lease manager holding every unit offered for "ch" (it is alone).
   std::unique_ptr<LeaseManager> Holder(const std::vector<std::string>& units) {
     auto m = LeaseManager::Start(pool_.get(), FastLeases());
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_OK(m);
     if (!m.ok()) return nullptr;
     (*m)->Offer("ch", units);
     auto until = std::chrono::steady_clock::now() + 8s;
@@ -65,7 +65,7 @@ class StagingTest : public ::testing::Test {
   }
   int64_t Rows() {
     auto r = pool_->Exec("SELECT count(*) FROM icestream_staged WHERE channel_id = 'ch'");
-    EXPECT_TRUE(r.ok());
+    EXPECT_OK(r);
     return r.ok() ? r->integer(0, 0) : -1;
   }
   std::unique_ptr<pg::PgPool> pool_;

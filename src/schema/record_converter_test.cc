@@ -397,24 +397,25 @@ namespace {
 // back (nothing stays in the columns) and reported with its value; inside the range it is
 // written; invalid records are rejected as usual whatever their value.
 TEST(ConverterRoutingTest, RecordsOutsideTheRangeComeBackWithTheirValue) {
-  auto s = LoadConvertibleSchema(R"({"type":"object","required":["ts"],"properties":{
-      "ts":{"type":"string","format":"date-time"},"n":{"type":"integer"}}})");
-  ASSERT_OK(s);
+  ASSERT_OK_AND_ASSIGN(auto s,
+                       LoadConvertibleSchema(R"({"type":"object","required":["ts"],"properties":{
+      "ts":{"type":"string","format":"date-time"},"n":{"type":"integer"}}})"));
   std::string file;
   format::parquet::StringOutputStream out(&file);
   ASSERT_OK_AND_ASSIGN(
-      auto w, format::parquet::FileWriter::Make(s->schema, &out, format::parquet::WriterOptions{}));
+      auto w, format::parquet::FileWriter::Make(s.schema, &out, format::parquet::WriterOptions{}));
   const int32_t ts_id =
-      s->schema.fields[0].name == "ts" ? s->schema.fields[0].id : s->schema.fields[1].id;
+      s.schema.fields[0].name == "ts" ? s.schema.fields[0].id : s.schema.fields[1].id;
   ConverterOptions o;
   o.route_field_id = ts_id;
-  ASSERT_OK_AND_ASSIGN(auto c, RecordConverter::Make(*s, w.get(), o));
+  ASSERT_OK_AND_ASSIGN(auto c, RecordConverter::Make(s, w.get(), o));
   const int64_t hour = 3600LL * 1000000;
   const int64_t t0 = 1788431399LL * 1000000;  // 2026-09-03T10:29:59Z
   c->SetRoute(t0 / hour * hour, t0 / hour * hour + hour);
   RecordError e;
   auto r = c->Convert(R"({"ts":"2026-09-03T10:29:59Z","n":1})", &e);
-  ASSERT_TRUE(r.ok() && *r) << e.message;
+  ASSERT_OK(r) << e.message;
+  ASSERT_TRUE(*r) << e.message;
   EXPECT_EQ(w->num_rows(), 1);
   r = c->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":2})", &e);
   ASSERT_OK(r);
@@ -432,7 +433,8 @@ TEST(ConverterRoutingTest, RecordsOutsideTheRangeComeBackWithTheirValue) {
   // Widening the range takes it.
   c->SetRoute(INT64_MIN, INT64_MAX);
   r = c->Convert(R"({"ts":"2026-09-03T11:00:00Z","n":2})", &e);
-  ASSERT_TRUE(r.ok() && *r);
+  ASSERT_OK(r);
+  ASSERT_TRUE(*r);
   EXPECT_EQ(w->num_rows(), 2);
 }
 

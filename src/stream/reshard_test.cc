@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "common/testing/status_assertions.h"
 #include "stream/hash_key.h"
 
 namespace icestream::stream {
@@ -35,25 +36,23 @@ void ExpectPartition(const StreamInfo& info) {
 TEST(Reshard, SplitThenMergeBack) {
   StreamInfo info = Stream(2);
   uint128 mid = info.shards[0].range.end / 2;
-  auto split = Split(info, 0, mid, 2000, "000000000000");
-  ASSERT_TRUE(split.ok()) << split.status().ToString();
-  EXPECT_EQ(split->created, (std::vector<uint32_t>{2, 3}));
-  EXPECT_FALSE(split->next.FindShard(0)->open());
-  EXPECT_EQ(*split->next.FindShard(2)->parent, 0u);
-  ExpectPartition(split->next);
+  ASSERT_OK_AND_ASSIGN(auto split, Split(info, 0, mid, 2000, "000000000000"));
+  EXPECT_EQ(split.created, (std::vector<uint32_t>{2, 3}));
+  EXPECT_FALSE(split.next.FindShard(0)->open());
+  EXPECT_EQ(*split.next.FindShard(2)->parent, 0u);
+  ExpectPartition(split.next);
   EXPECT_TRUE(info.FindShard(0)->open()) << "the input is not changed";
-  auto merged = Merge(split->next, 2, 3, 3000, "000000000000");
-  ASSERT_TRUE(merged.ok());
-  EXPECT_EQ(merged->created, (std::vector<uint32_t>{4}));
-  EXPECT_EQ(merged->next.FindShard(4)->range.start, info.shards[0].range.start);
-  EXPECT_EQ(*merged->next.FindShard(4)->adjacent_parent, 3u);
-  ExpectPartition(merged->next);
+  ASSERT_OK_AND_ASSIGN(auto merged, Merge(split.next, 2, 3, 3000, "000000000000"));
+  EXPECT_EQ(merged.created, (std::vector<uint32_t>{4}));
+  EXPECT_EQ(merged.next.FindShard(4)->range.start, info.shards[0].range.start);
+  EXPECT_EQ(*merged.next.FindShard(4)->adjacent_parent, 3u);
+  ExpectPartition(merged.next);
 }
 
 TEST(Reshard, RefusalsCarryAwsTexts) {
   StreamInfo info = Stream(2);
   auto bad = Split(info, 0, 1, 2000, "000000000000");
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, bad);
   EXPECT_NE(bad.status().message().find("is not both greater than one plus the shard's "
                                         "StartingHashKey 0"),
             std::string::npos);
@@ -63,17 +62,15 @@ TEST(Reshard, RefusalsCarryAwsTexts) {
   EXPECT_EQ(reversed.status().message(),
             "Shards shardId-000000000001 and shardId-000000000000 in stream s under account "
             "000000000000 are not an adjacent pair of shards eligible for merging");
-  auto split = Split(info, 0, 1000, 2000, "000000000000");
-  ASSERT_TRUE(split.ok());
-  EXPECT_EQ(Merge(split->next, 0, 1, 3000, "000000000000").status().code(),
-            StatusCode::kFailedPrecondition);
+  ASSERT_OK_AND_ASSIGN(auto split, Split(info, 0, 1000, 2000, "000000000000"));
+  EXPECT_STATUS(kFailedPrecondition, Merge(split.next, 0, 1, 3000, "000000000000"));
 }
 
 TEST(Reshard, UniformScalingReachesAnEvenLayout) {
   StreamInfo info = Stream(3);
   for (uint32_t target : {6u, 4u, 2u, 3u}) {
     auto r = ScaleUniformly(info, target, 5000, "000000000000");
-    ASSERT_TRUE(r.ok()) << target << ": " << r.status().ToString();
+    ASSERT_OK(r) << target;
     auto goal = EvenSplit(target);
     std::vector<HashRange> open;
     for (const auto& s : r->next.shards) {
@@ -92,12 +89,10 @@ TEST(Reshard, UniformScalingReachesAnEvenLayout) {
     EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
     info = r->next;
   }
-  EXPECT_EQ(ScaleUniformly(info, 7, 6000, "000000000000").status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, ScaleUniformly(info, 7, 6000, "000000000000"));
   ScaleLimits limits;
   limits.max_scalings_per_day = 4;
-  EXPECT_EQ(ScaleUniformly(info, 4, 7000, "000000000000", limits).status().code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_STATUS(kResourceExhausted, ScaleUniformly(info, 4, 7000, "000000000000", limits));
 }
 
 }  // namespace

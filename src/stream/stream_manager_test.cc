@@ -238,8 +238,8 @@ TEST(StreamArnTest, ParsesPartsAndRefusesOtherResources) {
 // Tip readers wait per shard: a Put wakes the readers of the shards it wrote to and
 // nobody else (issue 19: every Put used to wake every subscriber of every stream).
 TEST_F(StreamManagerTest, AppendsWakeOnlyTheirShardsReaders) {
-  ASSERT_TRUE(mgr_->CreateStream({.name = "a", .shard_count = 2}).ok());
-  ASSERT_TRUE(mgr_->CreateStream({.name = "b", .shard_count = 1}).ok());
+  ASSERT_OK(mgr_->CreateStream({.name = "a", .shard_count = 2}));
+  ASSERT_OK(mgr_->CreateStream({.name = "b", .shard_count = 1}));
   auto a = *mgr_->Describe("a");
   auto b = *mgr_->Describe("b");
   std::string key0, key1;
@@ -267,7 +267,7 @@ TEST_F(StreamManagerTest, AppendsWakeOnlyTheirShardsReaders) {
   EXPECT_EQ(woke0.load(), 2);
   // Deleting the stream wakes its readers (they then see it gone).
   mgr_->WhenAppended(a.uid, 1, *log1, log1->committed_end(), [&] { ++woke1; });
-  ASSERT_TRUE(mgr_->DeleteStream("a").ok());
+  ASSERT_OK(mgr_->DeleteStream("a"));
   EXPECT_EQ(woke1.load(), 2);
 }
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include "common/testing/status_assertions.h"
+
 namespace icestream::delivery::table {
 namespace {
 
@@ -27,35 +29,34 @@ std::string Zlib(std::string_view in) {
 TEST(GsrFrame, PlainPayload) {
   std::string rec = Frame(0, R"({"a":1})");
   ASSERT_TRUE(LooksGsrFramed(rec));
-  auto f = ParseGsrFrame(rec, 1 << 20);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
-  EXPECT_EQ(f->schema_version_id, "01234567-89ab-cdef-1032-547698badcfe");
-  EXPECT_FALSE(f->compressed);
-  EXPECT_EQ(f->payload(), R"({"a":1})");
+  ASSERT_OK_AND_ASSIGN(auto f, ParseGsrFrame(rec, 1 << 20));
+  EXPECT_EQ(f.schema_version_id, "01234567-89ab-cdef-1032-547698badcfe");
+  EXPECT_FALSE(f.compressed);
+  EXPECT_EQ(f.payload(), R"({"a":1})");
 }
 
 TEST(GsrFrame, ZlibPayloadSurvivesAMove) {
   std::string json = R"({"k":"v"})";  // short: the inflated text sits inside the string object
   std::string rec = Frame(5, Zlib(json));
   auto f = ParseGsrFrame(rec, 1 << 20);
-  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_OK(f);
   GsrFrame moved = std::move(f).value();
   EXPECT_TRUE(moved.compressed);
   EXPECT_EQ(moved.payload(), json);
 }
 
 TEST(GsrFrame, MalformedShapes) {
-  EXPECT_FALSE(ParseGsrFrame(R"({"a":1})", 1 << 20).ok());  // plain JSON
+  EXPECT_NOT_OK(ParseGsrFrame(R"({"a":1})", 1 << 20));  // plain JSON
   EXPECT_FALSE(LooksGsrFramed(R"({"a":1})"));
-  EXPECT_FALSE(ParseGsrFrame(std::string("\x03\x00short", 7), 1 << 20).ok());  // header cut short
-  EXPECT_FALSE(ParseGsrFrame(Frame(7, "{}"), 1 << 20).ok());  // unknown compression
+  EXPECT_NOT_OK(ParseGsrFrame(std::string("\x03\x00short", 7), 1 << 20));  // header cut short
+  EXPECT_NOT_OK(ParseGsrFrame(Frame(7, "{}"), 1 << 20));                   // unknown compression
   EXPECT_FALSE(LooksGsrFramed(Frame(7, "{}")));
-  EXPECT_FALSE(ParseGsrFrame(Frame(5, "not zlib"), 1 << 20).ok());
+  EXPECT_NOT_OK(ParseGsrFrame(Frame(5, "not zlib"), 1 << 20));
   std::string z = Zlib(std::string(1000, 'x'));
-  EXPECT_FALSE(ParseGsrFrame(Frame(5, z.substr(0, z.size() / 2)), 1 << 20).ok());  // truncated
-  EXPECT_FALSE(ParseGsrFrame(Frame(5, z + "tail"), 1 << 20).ok());                 // trailing bytes
-  auto big = ParseGsrFrame(Frame(5, Zlib(std::string(100000, 'x'))), 1000);        // over the cap
-  ASSERT_FALSE(big.ok());
+  EXPECT_NOT_OK(ParseGsrFrame(Frame(5, z.substr(0, z.size() / 2)), 1 << 20));  // truncated
+  EXPECT_NOT_OK(ParseGsrFrame(Frame(5, z + "tail"), 1 << 20));                 // trailing bytes
+  auto big = ParseGsrFrame(Frame(5, Zlib(std::string(100000, 'x'))), 1000);    // over the cap
+  ASSERT_NOT_OK(big);
   EXPECT_NE(big.status().message().find("exceeds"), std::string::npos);
 }
 

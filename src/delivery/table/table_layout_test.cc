@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/testing/status_assertions.h"
 #include "iceberg/table_update.h"
 
 namespace icestream::delivery::table {
@@ -25,42 +26,38 @@ const iceberg::NestedField* Field(const std::vector<iceberg::NestedField>& field
 }
 
 TEST(TableLayout, PartitionColumnIsForcedRequiredWithAnHourSpec) {
-  auto l = MakeTableLayout(kSchema, {"ts", "TIME_HOUR"});
-  ASSERT_TRUE(l.ok()) << l.status().ToString();
-  const auto* ts = Field(l->schema.schema.fields, "ts");
+  ASSERT_OK_AND_ASSIGN(auto l, MakeTableLayout(kSchema, {"ts", "TIME_HOUR"}));
+  const auto* ts = Field(l.schema.schema.fields, "ts");
   ASSERT_NE(ts, nullptr);
   EXPECT_TRUE(ts->required);
-  EXPECT_TRUE(l->schema.constraints.at(ts->id).must_be_present);
-  EXPECT_FALSE(l->schema.constraints.at(ts->id).nullable);
-  EXPECT_EQ(l->partition_source_id, ts->id);
-  ASSERT_EQ(l->spec.fields.size(), 1u);
-  EXPECT_EQ(l->spec.fields[0].name, "ts_hour");
-  EXPECT_EQ(l->spec.fields[0].transform, iceberg::Transform::Hour());
-  EXPECT_FALSE(Field(l->schema.schema.fields, "name")->required);
+  EXPECT_TRUE(l.schema.constraints.at(ts->id).must_be_present);
+  EXPECT_FALSE(l.schema.constraints.at(ts->id).nullable);
+  EXPECT_EQ(l.partition_source_id, ts->id);
+  ASSERT_EQ(l.spec.fields.size(), 1u);
+  EXPECT_EQ(l.spec.fields[0].name, "ts_hour");
+  EXPECT_EQ(l.spec.fields[0].transform, iceberg::Transform::Hour());
+  EXPECT_FALSE(Field(l.schema.schema.fields, "name")->required);
 }
 
 TEST(TableLayout, NestedSourceMakesItsParentsRequired) {
-  auto l = MakeTableLayout(kSchema, {"ctx.at", "TIME_HOUR"});
-  ASSERT_TRUE(l.ok()) << l.status().ToString();
-  const auto* ctx = Field(l->schema.schema.fields, "ctx");
+  ASSERT_OK_AND_ASSIGN(auto l, MakeTableLayout(kSchema, {"ctx.at", "TIME_HOUR"}));
+  const auto* ctx = Field(l.schema.schema.fields, "ctx");
   ASSERT_NE(ctx, nullptr);
   EXPECT_TRUE(ctx->required);
   const auto* at = Field(ctx->type.fields, "at");
   EXPECT_TRUE(at->required);
   EXPECT_FALSE(Field(ctx->type.fields, "n")->required);
-  EXPECT_EQ(l->spec.fields[0].name, "ctx_at_hour");
+  EXPECT_EQ(l.spec.fields[0].name, "ctx_at_hour");
 }
 
 TEST(TableLayout, Refusals) {
   for (const char* bad : {"nope", "name", "id", "ctx", "tags.t", "ctx.nope"}) {
     auto l = MakeTableLayout(kSchema, {bad, "TIME_HOUR"});
-    ASSERT_FALSE(l.ok()) << bad;
-    EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument) << bad;
+    ASSERT_STATUS(kInvalidArgument, l) << bad;
   }
-  EXPECT_FALSE(MakeTableLayout(kSchema, {"ts", "TIME_DAY"}).ok());
-  EXPECT_FALSE(
-      MakeTableLayout(R"({"type":"object","properties":{"x":{"oneOf":[]}}})", {"x", "TIME_HOUR"})
-          .ok());
+  EXPECT_NOT_OK(MakeTableLayout(kSchema, {"ts", "TIME_DAY"}));
+  EXPECT_NOT_OK(
+      MakeTableLayout(R"({"type":"object","properties":{"x":{"oneOf":[]}}})", {"x", "TIME_HOUR"}));
   // 17 levels of objects below the root.
   std::string deep = R"({"type":"string","format":"date-time"})";
   for (int i = 0; i < 17; ++i) deep = R"({"type":"object","properties":{"a":)" + deep + "}}";
@@ -68,30 +65,25 @@ TEST(TableLayout, Refusals) {
       R"({"type":"object","required":["ts"],"properties":{"ts":{"type":"string","format":"date-time"},"d":)" +
       deep + "}}";
   auto l = MakeTableLayout(root, {"ts", "TIME_HOUR"});
-  ASSERT_FALSE(l.ok());
-  EXPECT_EQ(l.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_STATUS(kInvalidArgument, l);
 }
 
 TEST(TableLayout, ConformsToATablesFreshIdsAndNoticesChanges) {
-  auto l = MakeTableLayout(kSchema, {"ts", "TIME_HOUR"});
-  ASSERT_TRUE(l.ok());
-  auto m = iceberg::NewTableMetadata(l->schema.schema, l->spec, iceberg::SortOrder{}, "memory:/t",
-                                     {}, "00000000-0000-0000-0000-000000000001", 0, 2);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  auto c = ConformLayout(*l, *m->CurrentSchema(), *m->DefaultSpec());
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->schema.schema.fields, m->CurrentSchema()->fields);
-  EXPECT_EQ(c->schema.constraints.size(), l->schema.constraints.size());
+  ASSERT_OK_AND_ASSIGN(auto l, MakeTableLayout(kSchema, {"ts", "TIME_HOUR"}));
+  ASSERT_OK_AND_ASSIGN(
+      auto m, iceberg::NewTableMetadata(l.schema.schema, l.spec, iceberg::SortOrder{}, "memory:/t",
+                                        {}, "00000000-0000-0000-0000-000000000001", 0, 2));
+  ASSERT_OK_AND_ASSIGN(auto c, ConformLayout(l, *m.CurrentSchema(), *m.DefaultSpec()));
+  EXPECT_EQ(c.schema.schema.fields, m.CurrentSchema()->fields);
+  EXPECT_EQ(c.schema.constraints.size(), l.schema.constraints.size());
   // A column added outside the channel.
-  iceberg::Schema changed = *m->CurrentSchema();
+  iceberg::Schema changed = *m.CurrentSchema();
   changed.fields.push_back({999, "extra", false, iceberg::Primitive(iceberg::TypeId::kString), ""});
-  EXPECT_EQ(ConformLayout(*l, changed, *m->DefaultSpec()).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, ConformLayout(l, changed, *m.DefaultSpec()));
   // A different partitioning.
-  iceberg::PartitionSpec day = *m->DefaultSpec();
+  iceberg::PartitionSpec day = *m.DefaultSpec();
   day.fields[0].transform = iceberg::Transform::Day();
-  EXPECT_EQ(ConformLayout(*l, *m->CurrentSchema(), day).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_STATUS(kInvalidArgument, ConformLayout(l, *m.CurrentSchema(), day));
 }
 
 }  // namespace
@@ -126,28 +118,26 @@ TEST(SchemaEvolution, AddsOptionalColumnsWithFreshIdsAndWidensTypes) {
                     {15, "d", false, iceberg::Decimal(18, 2), ""},
                     {16, "tags", false, iceberg::List(17, false, Primitive(TypeId::kString)), ""}});
   int32_t last = 5;
-  auto e = EvolveSchema(table, version, &last);
-  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_OK_AND_ASSIGN(auto e, EvolveSchema(table, version, &last));
   EXPECT_EQ(last, 8);
-  EXPECT_EQ(e->fields[0].id, 1);
-  EXPECT_EQ(e->fields[0].type.id, TypeId::kLong);
-  ASSERT_EQ(e->fields[1].type.fields.size(), 2u);
-  EXPECT_EQ(e->fields[1].type.fields[1].name, "b");
-  EXPECT_EQ(e->fields[1].type.fields[1].id, 6);
-  EXPECT_EQ(e->fields[2].type.id, TypeId::kDouble);
-  EXPECT_EQ(e->fields[3].type.precision, 18);
-  ASSERT_EQ(e->fields.size(), 5u);
-  EXPECT_EQ(e->fields[4].name, "tags");
-  EXPECT_EQ(e->fields[4].id, 7);
-  EXPECT_EQ(e->fields[4].type.fields[0].id, 8);
+  EXPECT_EQ(e.fields[0].id, 1);
+  EXPECT_EQ(e.fields[0].type.id, TypeId::kLong);
+  ASSERT_EQ(e.fields[1].type.fields.size(), 2u);
+  EXPECT_EQ(e.fields[1].type.fields[1].name, "b");
+  EXPECT_EQ(e.fields[1].type.fields[1].id, 6);
+  EXPECT_EQ(e.fields[2].type.id, TypeId::kDouble);
+  EXPECT_EQ(e.fields[3].type.precision, 18);
+  ASSERT_EQ(e.fields.size(), 5u);
+  EXPECT_EQ(e.fields[4].name, "tags");
+  EXPECT_EQ(e.fields[4].id, 7);
+  EXPECT_EQ(e.fields[4].type.fields[0].id, 8);
   // The evolved table holds both versions without another change.
   int32_t again = last;
-  auto same = EvolveSchema(*e, version, &again);
-  ASSERT_TRUE(same.ok());
-  EXPECT_EQ(same->fields, e->fields);
-  auto old = EvolveSchema(*e, table, &again);  // an older version's records still fit
-  ASSERT_TRUE(old.ok()) << old.status().ToString();
-  EXPECT_EQ(old->fields, e->fields);
+  ASSERT_OK_AND_ASSIGN(auto same, EvolveSchema(e, version, &again));
+  EXPECT_EQ(same.fields, e.fields);
+  auto old = EvolveSchema(e, table, &again);  // an older version's records still fit
+  ASSERT_OK(old);
+  EXPECT_EQ(old->fields, e.fields);
   EXPECT_EQ(again, last);
 }
 
@@ -172,8 +162,7 @@ TEST(SchemaEvolution, IncompatibleVersionsAreRefusedWithTheReason) {
   };
   for (const auto& c : cases) {
     auto e = EvolveSchema(table, c.version, &last);
-    ASSERT_FALSE(e.ok()) << c.reason;
-    EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+    ASSERT_STATUS(kInvalidArgument, e) << c.reason;
     EXPECT_NE(e.status().message().find(c.reason), std::string::npos) << e.status().message();
   }
   EXPECT_EQ(last, 2);
@@ -183,26 +172,25 @@ TEST(SchemaEvolution, LayoutForMovesTheVersionsConstraintsToTheTablesIds) {
   auto v1 = MakeTableLayout(R"({"type":"object","required":["ts"],"properties":{
       "ts":{"type":"string","format":"date-time"},"n":{"type":"integer","minimum":0,"maximum":10}}})",
                             {"ts", "TIME_HOUR"});
-  ASSERT_TRUE(v1.ok()) << v1.status().ToString();
+  ASSERT_OK(v1);
   auto v2 = MakeTableLayout(R"({"type":"object","required":["ts"],"properties":{
       "extra":{"type":"string"},"ts":{"type":"string","format":"date-time"},
       "n":{"type":"integer","minimum":0,"maximum":1000}}})",
                             {"ts", "TIME_HOUR"});
-  ASSERT_TRUE(v2.ok());
+  ASSERT_OK(v2);
   int32_t last = iceberg::HighestFieldId(v1->schema.schema);
   auto table = EvolveSchema(v1->schema.schema, v2->schema.schema, &last);
-  ASSERT_TRUE(table.ok()) << table.status().ToString();
-  auto l2 = LayoutFor(*v2, *table, v1->spec);
-  ASSERT_TRUE(l2.ok()) << l2.status().ToString();
+  ASSERT_OK(table);
+  ASSERT_OK_AND_ASSIGN(auto l2, LayoutFor(*v2, *table, v1->spec));
   const auto* n = Field(table->fields, "n");
-  EXPECT_EQ(l2->schema.constraints.at(n->id).max_int, 1000);
-  EXPECT_EQ(l2->partition_source_id, Field(table->fields, "ts")->id);
+  EXPECT_EQ(l2.schema.constraints.at(n->id).max_int, 1000);
+  EXPECT_EQ(l2.partition_source_id, Field(table->fields, "ts")->id);
   auto l1 = LayoutFor(*v1, *table, v1->spec);  // v1's records into the evolved table
-  ASSERT_TRUE(l1.ok()) << l1.status().ToString();
+  ASSERT_OK(l1);
   EXPECT_EQ(l1->schema.constraints.at(n->id).max_int, 10);
   EXPECT_EQ(l1->schema.constraints.count(Field(table->fields, "extra")->id), 0u);
   // A table that does not hold v2 yet.
-  EXPECT_FALSE(LayoutFor(*v2, v1->schema.schema, v1->spec).ok());
+  EXPECT_NOT_OK(LayoutFor(*v2, v1->schema.schema, v1->spec));
 }
 
 }  // namespace

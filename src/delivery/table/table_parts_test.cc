@@ -221,7 +221,7 @@ class TablePartsTest : public ::testing::Test {
     if (!t->metadata.CurrentSnapshot()) return 0;
     auto io = warehouses_->Io("tables");
     auto entries = iceberg::LiveEntries(**io, *t->metadata.CurrentSnapshot());
-    EXPECT_TRUE(entries.ok());
+    EXPECT_OK(entries);
     int64_t rows = 0;
     for (const auto& e : *entries) rows += e.data_file.record_count;
     if (files) *files = entries->size();

@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/sqlite.h"
+#include "common/testing/status_assertions.h"
 #include "iceberg/table_files.h"
 #include "iceberg/warehouses.h"
 #include "objectstore/local_store.h"
@@ -211,12 +212,15 @@ class TableSinkTest : public ::testing::Test {
     warehouses_ = std::make_unique<iceberg::Warehouses>(db_.get(), tables_.get(), &clock_,
                                                         "us-east-1", "000000000000");
     registry_ = std::move(registry::SchemaRegistry::Open(db_.get(), &clock_)).value();
-    ASSERT_TRUE(registry_->CreateRegistry(registry::kDefaultRegistry, "", {}).ok() ||
-                registry_->GetRegistry(registry::kDefaultRegistry).ok());
+    // The default registry may exist already; then it must be readable.
+    if (auto made = registry_->CreateRegistry(registry::kDefaultRegistry, "", {}); !made.ok()) {
+      ASSERT_OK(registry_->GetRegistry(registry::kDefaultRegistry))
+          << "after CreateRegistry said " << made.status().ToString();
+    }
     auto created = registry_->CreateSchema(registry::kDefaultRegistry, true, "orders",
                                            registry::DataFormat::kJson,
                                            registry::Compatibility::kNone, "", {}, kSchema);
-    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    ASSERT_OK(created);
   }
   void TearDown() override {
     sink_.reset();
@@ -260,7 +264,7 @@ class TableSinkTest : public ::testing::Test {
     ts.fence_for = [fence](const ChannelConfig&) { return fence; };
     dest_ = std::make_unique<TableDestination>(ts, o);
     config_ = Channel();
-    ASSERT_TRUE(dest_->Prepare(&config_).ok());
+    ASSERT_OK(dest_->Prepare(&config_));
     SinkEnv env;
     env.buckets = buckets_.get();
     env.clock = &clock_;
@@ -269,9 +273,7 @@ class TableSinkTest : public ::testing::Test {
       state_ = d;
       return Status::OK();
     };
-    auto sink = dest_->MakeSink(config_, env);
-    ASSERT_TRUE(sink.ok()) << sink.status().ToString();
-    sink_ = std::move(*sink);
+    ASSERT_OK_AND_ASSIGN(sink_, dest_->MakeSink(config_, env));
   }
 
   // `n` records of shard ranges 0 and 1 after `first` (sequence numbers are ordinals + 1).
@@ -333,7 +335,7 @@ class TableSinkTest : public ::testing::Test {
     if (!t->metadata.CurrentSnapshot()) return 0;
     auto io = warehouses_->Io("tables");
     auto entries = iceberg::LiveEntries(**io, *t->metadata.CurrentSnapshot());
-    EXPECT_TRUE(entries.ok());
+    EXPECT_OK(entries);
     int64_t rows = 0;
     for (const auto& e : *entries) rows += e.data_file.record_count;
     if (files) *files = entries->size();
@@ -364,17 +366,15 @@ TEST_F(TableSinkTest, FirstBatchOfANewTableCutsManyFilesWhileConverting) {
   // 2 × 7,000 records of ~1 KiB: about 14 MB into a table that does not exist yet.
   auto [batch, recs] = Batch(0, 7000, 960);
   VectorSource source(recs);
-  auto counts = sink_->Deliver(batch, &source);
-  ASSERT_TRUE(counts.ok()) << counts.status().ToString();
-  EXPECT_EQ(counts->delivered, 14000u);
-  EXPECT_EQ(counts->failed, 0u);
+  ASSERT_OK_AND_ASSIGN(auto counts, sink_->Deliver(batch, &source));
+  EXPECT_EQ(counts.delivered, 14000u);
+  EXPECT_EQ(counts.failed, 0u);
   size_t files = 0;
   EXPECT_EQ(LiveRows(&files), 14000);
   EXPECT_GT(files, 4u);  // cut while the converters ran, not only at the end
-  auto cps = sink_->Checkpoints();
-  ASSERT_TRUE(cps.ok());
-  EXPECT_EQ(cps->at("shardId-000000000000"), (Position{"7000", std::nullopt}));
-  EXPECT_EQ(cps->at("shardId-000000000001"), (Position{"7000", std::nullopt}));
+  ASSERT_OK_AND_ASSIGN(auto cps, sink_->Checkpoints());
+  EXPECT_EQ(cps.at("shardId-000000000000"), (Position{"7000", std::nullopt}));
+  EXPECT_EQ(cps.at("shardId-000000000001"), (Position{"7000", std::nullopt}));
 }
 
 TEST_F(TableSinkTest, ARefusedFenceChangesNothing) {
@@ -384,19 +384,18 @@ TEST_F(TableSinkTest, ARefusedFenceChangesNothing) {
   MakeSink(o, &fence);
   auto [b1, r1] = Batch(0, 10, 10);
   VectorSource s1(r1);
-  ASSERT_TRUE(sink_->Deliver(b1, &s1).ok());
+  ASSERT_OK(sink_->Deliver(b1, &s1));
   EXPECT_EQ(LiveRows(), 20);
   fence.holds = false;
   auto [b2, r2] = Batch(10, 10, 10);
   VectorSource s2(r2);
   auto refused = sink_->Deliver(b2, &s2);
-  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition)
-      << refused.status().ToString();
+  EXPECT_STATUS(kFailedPrecondition, refused);
   EXPECT_EQ(LiveRows(), 20);
   EXPECT_EQ(sink_->Checkpoints()->at("shardId-000000000000"), (Position{"10", std::nullopt}));
   fence.holds = true;
-  ASSERT_TRUE(s2.Rewind().ok());
-  ASSERT_TRUE(sink_->Deliver(b2, &s2).ok());
+  ASSERT_OK(s2.Rewind());
+  ASSERT_OK(sink_->Deliver(b2, &s2));
   EXPECT_EQ(LiveRows(), 40);
 }
 
@@ -409,7 +408,7 @@ TEST_F(TableSinkTest, AQuietTableGetsItsUpkeep) {
   for (uint64_t i = 0; i < 6; ++i) {
     auto [b, r] = Batch(i * 5, 5, 10);
     VectorSource s(r);
-    ASSERT_TRUE(sink_->Deliver(b, &s).ok());
+    ASSERT_OK(sink_->Deliver(b, &s));
     clock_.Advance(1000);
   }
   size_t before = 0;
@@ -437,7 +436,7 @@ TEST_F(TableSinkTest, ShardBatchesOfAPoolConvertSideBySide) {
   auto [b0, r0] = ShardBatch("shardId-000000000000", 0, 2000, 0);
   VectorSource s0(r0);
   auto first = sink_->Deliver(b0, &s0);
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_OK(first);
   EXPECT_EQ(staging->rows(), 1u);
 
   // Two shards' batches at once: each source waits until the other batch reads too, which
@@ -452,23 +451,21 @@ TEST_F(TableSinkTest, ShardBatchesOfAPoolConvertSideBySide) {
   std::thread t2([&] { c2 = sink_->Deliver(b2, &s2); });
   t1.join();
   t2.join();
-  ASSERT_TRUE(c1.ok()) << c1.status().ToString();
-  ASSERT_TRUE(c2.ok()) << c2.status().ToString();
+  ASSERT_OK(c1);
+  ASSERT_OK(c2);
   EXPECT_EQ(c1->delivered, 3000u);
   EXPECT_EQ(c2->delivered, 3000u);
   EXPECT_EQ(staging->rows(), 3u);
   EXPECT_EQ(LiveRows(), 0);  // staged, not yet visible
 
   // The control unit's holder commits every staged batch in one append.
-  auto committed = sink_->CommitStaged();
-  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
-  EXPECT_EQ(committed->deliveries, 1u);
+  ASSERT_OK_AND_ASSIGN(auto committed, sink_->CommitStaged());
+  EXPECT_EQ(committed.deliveries, 1u);
   EXPECT_EQ(staging->rows(), 0u);
   EXPECT_EQ(LiveRows(), 8000);
-  auto cps = sink_->Checkpoints();
-  ASSERT_TRUE(cps.ok());
-  EXPECT_EQ(cps->at("shardId-000000000000"), (Position{"5000", std::nullopt}));
-  EXPECT_EQ(cps->at("shardId-000000000001"), (Position{"3000", std::nullopt}));
+  ASSERT_OK_AND_ASSIGN(auto cps, sink_->Checkpoints());
+  EXPECT_EQ(cps.at("shardId-000000000000"), (Position{"5000", std::nullopt}));
+  EXPECT_EQ(cps.at("shardId-000000000001"), (Position{"3000", std::nullopt}));
 }
 
 }  // namespace

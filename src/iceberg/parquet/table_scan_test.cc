@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "common/testing/status_assertions.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
 #include "iceberg/manifest_avro.h"
@@ -60,23 +61,26 @@ class TableScanTest : public ::testing::Test {
     std::string bytes;
     pq::StringOutputStream out(&bytes);
     auto writer = pq::FileWriter::Make(schema, &out, pq::WriterOptions{});
-    EXPECT_TRUE(writer.ok()) << writer.status().ToString();
+    EXPECT_OK(writer);
     schema::ConvertibleSchema cs{schema, {}};
     auto converter = schema::RecordConverter::Make(cs, writer->get());
-    EXPECT_TRUE(converter.ok()) << converter.status().ToString();
+    EXPECT_OK(converter);
     for (const auto& r : rows) {
       schema::RecordError err;
       auto ok = (*converter)->Convert(r.dump(), &err);
-      EXPECT_TRUE(ok.ok() && *ok) << err.message;
+      EXPECT_OK(ok) << err.message;
+      if (ok.ok()) {
+        EXPECT_TRUE(*ok) << err.message;
+      }
     }
     auto m = (*writer)->Close();
-    EXPECT_TRUE(m.ok());
+    EXPECT_OK(m);
     DataFile f;
     f.content = content;
     f.file_path = io_->Location("t/data/" + name);
     f.record_count = static_cast<int64_t>(rows.size());
     f.file_size_in_bytes = static_cast<int64_t>(bytes.size());
-    EXPECT_TRUE(io_->Write(f.file_path, bytes).ok());
+    EXPECT_OK(io_->Write(f.file_path, bytes));
     return f;
   }
 
@@ -85,30 +89,30 @@ class TableScanTest : public ::testing::Test {
                         int64_t sequence, const std::vector<DataFile>& files,
                         const std::string& name) {
     auto w = ManifestWriter::Make(schema, PartitionSpec{}, content, snapshot);
-    EXPECT_TRUE(w.ok()) << w.status().ToString();
-    for (const auto& f : files) EXPECT_TRUE((*w)->AddAdded(f).ok());
+    EXPECT_OK(w);
+    for (const auto& f : files) EXPECT_OK((*w)->AddAdded(f));
     ManifestFile mf;
     auto bytes = (*w)->Finish(&mf);
-    EXPECT_TRUE(bytes.ok());
+    EXPECT_OK(bytes);
     mf.manifest_path = io_->Location("t/metadata/" + name);
     mf.manifest_length = static_cast<int64_t>(bytes->size());
     mf.sequence_number = sequence;
     mf.min_sequence_number = sequence;
-    EXPECT_TRUE(io_->Write(mf.manifest_path, *bytes).ok());
+    EXPECT_OK(io_->Write(mf.manifest_path, *bytes));
     return mf;
   }
 
   Snapshot Snap(int64_t id, int64_t seq, int32_t schema_id,
                 const std::vector<ManifestFile>& manifests) {
     auto list = WriteManifestList(id, std::nullopt, seq, manifests);
-    EXPECT_TRUE(list.ok());
+    EXPECT_OK(list);
     Snapshot s;
     s.snapshot_id = id;
     s.sequence_number = seq;
     s.schema_id = schema_id;
     s.manifest_list = io_->Location("t/metadata/snap-" + std::to_string(id) + ".avro");
     s.summary = {{"operation", "append"}};
-    EXPECT_TRUE(io_->Write(s.manifest_list, *list).ok());
+    EXPECT_OK(io_->Write(s.manifest_list, *list));
     return s;
   }
 
@@ -155,7 +159,7 @@ class TableScanTest : public ::testing::Test {
       out.push_back(json::parse(row));
       return true;
     });
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_OK(st);
     return out;
   }
 
@@ -166,11 +170,10 @@ class TableScanTest : public ::testing::Test {
 
 TEST_F(TableScanTest, AppliesDeletesAndProjectsOntoTheSnapshotSchema) {
   TableMetadata md = Build();
-  auto plan = PlanScan(*io_, md);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  EXPECT_EQ(plan->data_files.size(), 2u);
-  EXPECT_EQ(plan->delete_files.size(), 3u);
-  std::vector<json> rows = Rows(*plan);
+  ASSERT_OK_AND_ASSIGN(auto plan, PlanScan(*io_, md));
+  EXPECT_EQ(plan.data_files.size(), 2u);
+  EXPECT_EQ(plan.delete_files.size(), 3u);
+  std::vector<json> rows = Rows(plan);
   std::vector<json> want = {
       {{"id", 2}, {"name", "n2"}, {"score", nullptr}},  // the id=2 delete is not newer than A
       {{"id", 4}, {"name", "n4"}, {"score", nullptr}},
@@ -179,54 +182,49 @@ TEST_F(TableScanTest, AppliesDeletesAndProjectsOntoTheSnapshotSchema) {
       {{"id", 8}, {"name", nullptr}, {"score", 2.5}},
   };
   EXPECT_EQ(json(rows), json(want));
-  auto n = CountRows(*io_, *plan, {});
-  ASSERT_TRUE(n.ok());
-  EXPECT_EQ(*n, 5);
+  ASSERT_OK_AND_ASSIGN(auto n, CountRows(*io_, plan, {}));
+  EXPECT_EQ(n, 5);
 }
 
 TEST_F(TableScanTest, FiltersAndLimits) {
   TableMetadata md = Build();
-  auto plan = PlanScan(*io_, md);
-  ASSERT_TRUE(plan.ok());
+  ASSERT_OK_AND_ASSIGN(auto plan, PlanScan(*io_, md));
   ScanFilter f;
   f.equals = {{"name", "n4"}};
-  EXPECT_EQ(json(Rows(*plan, f)), json({{{"id", 4}, {"name", "n4"}, {"score", nullptr}}}));
+  EXPECT_EQ(json(Rows(plan, f)), json({{{"id", 4}, {"name", "n4"}, {"score", nullptr}}}));
   f.equals = {{"score", "null"}, {"id", "5"}};
-  EXPECT_EQ(Rows(*plan, f).size(), 1u);
+  EXPECT_EQ(Rows(plan, f).size(), 1u);
   f.equals = {};
   f.limit = 2;
-  EXPECT_EQ(Rows(*plan, f).size(), 2u);
+  EXPECT_EQ(Rows(plan, f).size(), 2u);
   f.equals = {{"nope", "1"}};
-  Status st = ScanRows(*io_, *plan, f, [](std::string_view) { return true; });
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  Status st = ScanRows(*io_, plan, f, [](std::string_view) { return true; });
+  EXPECT_STATUS(kInvalidArgument, st);
   EXPECT_NE(st.message().find("id, name, score"), std::string::npos) << st.message();
-  EXPECT_FALSE(ParseEqualsFilter("novalue").ok());
-  auto p = ParseEqualsFilter("a=b=c");
-  ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->second, "b=c");
+  EXPECT_NOT_OK(ParseEqualsFilter("novalue"));
+  ASSERT_OK_AND_ASSIGN(auto p, ParseEqualsFilter("a=b=c"));
+  EXPECT_EQ(p.second, "b=c");
 }
 
 TEST_F(TableScanTest, TimeTravelReadsTheSnapshotWithItsSchema) {
   TableMetadata md = Build();
-  auto plan = PlanScan(*io_, md, 1);
-  ASSERT_TRUE(plan.ok());
-  EXPECT_EQ(plan->schema.schema_id, 0);
-  std::vector<json> rows = Rows(*plan);
+  ASSERT_OK_AND_ASSIGN(auto plan, PlanScan(*io_, md, 1));
+  EXPECT_EQ(plan.schema.schema_id, 0);
+  std::vector<json> rows = Rows(plan);
   ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[0], json({{"id", 1}, {"name", "n1"}}));
-  auto count = CountRows(*io_, *plan, {});  // no delete files: from the manifests
-  ASSERT_TRUE(count.ok());
+  auto count = CountRows(*io_, plan, {});  // no delete files: from the manifests
+  ASSERT_OK(count);
   EXPECT_EQ(*count, 5);
-  EXPECT_EQ(PlanScan(*io_, md, 2).status().code(), StatusCode::kNotFound);
+  EXPECT_STATUS(kNotFound, PlanScan(*io_, md, 2));
 }
 
 TEST_F(TableScanTest, ATableWithoutSnapshotsHasNoRows) {
   TableMetadata md;
   md.schemas = {V0()};
-  auto plan = PlanScan(*io_, md);
-  ASSERT_TRUE(plan.ok());
-  EXPECT_FALSE(plan->snapshot.has_value());
-  EXPECT_TRUE(Rows(*plan).empty());
+  ASSERT_OK_AND_ASSIGN(auto plan, PlanScan(*io_, md));
+  EXPECT_FALSE(plan.snapshot.has_value());
+  EXPECT_TRUE(Rows(plan).empty());
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "aws/cbor.h"
+#include "common/testing/status_assertions.h"
 
 namespace icestream::source {
 namespace {
@@ -52,28 +53,26 @@ std::string IcestreamStyle(const std::string& next) {
 }
 
 TEST(CborPage, ReadsRecordsInPlace) {
-  auto page = CborPage(IcestreamStyle("it-2"));
-  ASSERT_TRUE(page.ok()) << page.status().ToString();
-  ASSERT_EQ(page->answer->records.size(), 2u);
-  const auto& r = page->answer->records[1];
+  ASSERT_OK_AND_ASSIGN(auto page, CborPage(IcestreamStyle("it-2")));
+  ASSERT_EQ(page.answer->records.size(), 2u);
+  const auto& r = page.answer->records[1];
   EXPECT_EQ(std::string(r.data), std::string("\x00\xff{\"n\":1}", 9));
   EXPECT_EQ(r.partition_key, "k1");
   EXPECT_EQ(r.arrival_ms, 1764583200124);
   EXPECT_EQ(r.sequence_number, "49600000000000000000000000000000000000000000000000000001");
   // The data is a view into the body itself: no copy was made.
-  const std::string& body = page->answer->bytes;
+  const std::string& body = page.answer->bytes;
   EXPECT_GE(r.data.data(), body.data());
   EXPECT_LT(r.data.data(), body.data() + body.size());
-  EXPECT_EQ(page->answer->data_bytes, 18u);
-  EXPECT_FALSE(page->end);
-  EXPECT_EQ(page->next, "it-2");
-  EXPECT_EQ(page->behind_ms, 7);
+  EXPECT_EQ(page.answer->data_bytes, 18u);
+  EXPECT_FALSE(page.end);
+  EXPECT_EQ(page.next, "it-2");
+  EXPECT_EQ(page.behind_ms, 7);
 }
 
 TEST(CborPage, NullIteratorIsTheEnd) {
-  auto page = CborPage(IcestreamStyle(""));
-  ASSERT_TRUE(page.ok());
-  EXPECT_TRUE(page->end);
+  ASSERT_OK_AND_ASSIGN(auto page, CborPage(IcestreamStyle("")));
+  EXPECT_TRUE(page.end);
 }
 
 // What Jackson (the Java SDKs) and node's cbor write: indefinite lengths, chunked strings;
@@ -104,15 +103,14 @@ TEST(CborPage, IndefiniteLengthsBase64TextAndSeconds) {
   CborAppendText(&b, "NextShardIterator");
   CborAppendText(&b, "next");
   b += '\xff';  // end of map
-  auto page = CborPage(b);
-  ASSERT_TRUE(page.ok()) << page.status().ToString();
-  ASSERT_EQ(page->answer->records.size(), 1u);
-  const auto& r = page->answer->records[0];
+  ASSERT_OK_AND_ASSIGN(auto page, CborPage(b));
+  ASSERT_EQ(page.answer->records.size(), 1u);
+  const auto& r = page.answer->records[0];
   EXPECT_EQ(r.data, "hello");
   EXPECT_EQ(r.sequence_number, "49600001");
   EXPECT_EQ(r.arrival_ms, 1764583200500);
-  EXPECT_EQ(page->next, "next");
-  EXPECT_EQ(page->behind_ms, 0);
+  EXPECT_EQ(page.next, "next");
+  EXPECT_EQ(page.behind_ms, 0);
 }
 
 // A GetRecords answer of kinesalite 3.3.3 to a CBOR request, byte for byte (node's cbor
@@ -133,22 +131,21 @@ TEST(CborPage, KinesaliteAnswer) {
   for (size_t i = 0; i + 1 < hex.size(); i += 2) {
     body += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
   }
-  auto page = CborPage(body);
-  ASSERT_TRUE(page.ok()) << page.status().ToString();
-  ASSERT_EQ(page->answer->records.size(), 1u);
-  EXPECT_EQ(page->answer->records[0].data, "{\"id\":1}");
-  EXPECT_EQ(page->answer->records[0].partition_key, "p");
-  EXPECT_FALSE(page->end);
-  EXPECT_EQ(page->behind_ms, 0);
+  ASSERT_OK_AND_ASSIGN(auto page, CborPage(body));
+  ASSERT_EQ(page.answer->records.size(), 1u);
+  EXPECT_EQ(page.answer->records[0].data, "{\"id\":1}");
+  EXPECT_EQ(page.answer->records[0].partition_key, "p");
+  EXPECT_FALSE(page.end);
+  EXPECT_EQ(page.behind_ms, 0);
 }
 
 TEST(CborPage, RefusesWhatIsNotAWellFormedAnswer) {
   std::string whole = IcestreamStyle("it");
   // Every truncation of a good answer is refused (none is read as fewer records).
   for (size_t n = 0; n < whole.size(); ++n) {
-    EXPECT_FALSE(CborPage(whole.substr(0, n)).ok()) << "truncated at " << n;
+    EXPECT_NOT_OK(CborPage(whole.substr(0, n))) << "truncated at " << n;
   }
-  EXPECT_FALSE(CborPage(whole + "x").ok());  // trailing bytes
+  EXPECT_NOT_OK(CborPage(whole + "x"));  // trailing bytes
   std::string b;
   CborAppendHead(&b, 5, 1);
   CborAppendText(&b, "Records");
@@ -156,26 +153,25 @@ TEST(CborPage, RefusesWhatIsNotAWellFormedAnswer) {
   CborAppendHead(&b, 5, 1);  // a record without Data or SequenceNumber
   CborAppendText(&b, "PartitionKey");
   CborAppendText(&b, "k");
-  EXPECT_FALSE(CborPage(b).ok());
+  EXPECT_NOT_OK(CborPage(b));
   std::string not_map;
   CborAppendText(&not_map, "Records");
-  EXPECT_FALSE(CborPage(not_map).ok());
+  EXPECT_NOT_OK(CborPage(not_map));
 }
 
 TEST(JsonPage, DecodesBase64AndSeconds) {
   auto j =
       nlohmann::json::parse(R"({"Records":[{"SequenceNumber":"12","Data":"aGk=","PartitionKey":"p",
       "ApproximateArrivalTimestamp":1764583200.25}],"NextShardIterator":"n","MillisBehindLatest":3})");
-  auto page = JsonPage(j);
-  ASSERT_TRUE(page.ok());
-  ASSERT_EQ(page->answer->records.size(), 1u);
-  EXPECT_EQ(page->answer->records[0].data, "hi");
-  EXPECT_EQ(page->answer->records[0].arrival_ms, 1764583200250);
-  EXPECT_EQ(page->next, "n");
-  EXPECT_EQ(page->behind_ms, 3);
-  auto closed = JsonPage(nlohmann::json::parse(R"({"Records":[],"NextShardIterator":null})"));
-  ASSERT_TRUE(closed.ok());
-  EXPECT_TRUE(closed->end);
+  ASSERT_OK_AND_ASSIGN(auto page, JsonPage(j));
+  ASSERT_EQ(page.answer->records.size(), 1u);
+  EXPECT_EQ(page.answer->records[0].data, "hi");
+  EXPECT_EQ(page.answer->records[0].arrival_ms, 1764583200250);
+  EXPECT_EQ(page.next, "n");
+  EXPECT_EQ(page.behind_ms, 3);
+  ASSERT_OK_AND_ASSIGN(
+      auto closed, JsonPage(nlohmann::json::parse(R"({"Records":[],"NextShardIterator":null})")));
+  EXPECT_TRUE(closed.end);
 }
 
 }  // namespace
