@@ -157,6 +157,16 @@ void ChannelManager::StartRunner(Channel* ch) {
     ch->activated = c.status != ChannelStatus::kCreating;
     return;
   }
+  if (st.Is(SourceError::kNotThisSource)) {
+    // Another endpoint's stream: delivered by other processes of the pool, neither failed
+    // nor counted as a failure here (looked at again every 30 s, quietly).
+    ch->runner.reset();
+    if (ch->start_retry_after_ms == 0) {
+      spdlog::info("channel {}: left to the pool: {}", c.name, st.message());
+    }
+    ch->start_retry_after_ms = clock_->NowMillis() + 30000;
+    return;
+  }
   if (!IsPermanent(st)) {
     ch->runner.reset();
     ++ch->start_failures;

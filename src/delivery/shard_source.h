@@ -147,13 +147,21 @@ struct SourceStream {
   std::string key_id;
 };
 
+// Subcodes of SourceProvider statuses.
+enum class SourceError {
+  // OpenSource: the channel's stream is not one this provider reads (a channel of the pool
+  // on another endpoint's stream); other processes of the pool deliver it.
+  kNotThisSource = 1,
+};
+
 class SourceProvider {
  public:
   virtual ~SourceProvider() = default;
   // kNotFound (with AWS's text) when there is no such stream.
   virtual Result<SourceStream> DescribeStream(const std::string& name) = 0;
   // The source of a channel's stream (the one it was created on: a stream re-created
-  // under the same name is another stream).
+  // under the same name is another stream). SourceError::kNotThisSource when the stream
+  // is not one this provider reads.
   virtual Result<std::shared_ptr<ShardSource>> OpenSource(const ChannelConfig& channel) = 0;
 };
 

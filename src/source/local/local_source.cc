@@ -294,8 +294,28 @@ Result<delivery::SourceStream> LocalSourceProvider::DescribeStream(const std::st
 
 Result<std::shared_ptr<delivery::ShardSource>> LocalSourceProvider::OpenSource(
     const delivery::ChannelConfig& channel) {
+  uint64_t uid = channel.stream_uid;
+  if (uid == 0) {
+    // Created through the Kinesis API (`icestream channels create --pg`): the channel names
+    // its stream by ARN and creation time only. When that is a stream of this server, it is
+    // read from the logs here (the sequence numbers are the ones the API gave); otherwise
+    // it is another endpoint's stream, for the pool's workers that read that endpoint.
+    auto info = streams_->Describe(channel.stream_name);
+    if (!info.ok() && info.status().code() != StatusCode::kNotFound) return info.status();
+    const bool ours = info.ok() && info->arn == channel.stream_arn &&
+                      (channel.stream_created_ms <= 0 ||
+                       info->created_ms / 1000 == channel.stream_created_ms / 1000);
+    if (!ours) {
+      return WithSubcode(
+          FailedPrecondition(fmt::format("stream {} is not a stream of this server; the pool's "
+                                         "workers that read its endpoint deliver it",
+                                         channel.stream_arn)),
+          delivery::SourceError::kNotThisSource);
+    }
+    uid = info->uid;
+  }
   return std::shared_ptr<delivery::ShardSource>(
-      new LocalShardSource(streams_, channel.stream_name, channel.stream_uid));
+      new LocalShardSource(streams_, channel.stream_name, uid));
 }
 
 uint64_t LocalSourceProvider::RetentionFloor(const std::optional<Position>& needed) {

@@ -1,0 +1,116 @@
+"""Channels created with `icestream channels create --pg` in a pool that has an `icestream
+serve --pg` in it (issue 16).
+
+1. A channel on a stream of that server (the command's --source is the server): the server
+   recognises its own stream by the channel's stream ARN and creation time and delivers it
+   from its logs, with no worker in the pool; every record lands in its bucket exactly once.
+2. A channel on another endpoint's stream (a second icestream server outside the pool, as
+   a pool's workers may read AWS Kinesis beside the server): the pool's server neither
+   delivers nor fails it; it stays CREATING for a worker that reads that endpoint, and the
+   server logs that it is left to the pool."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import harness  # noqa: E402
+from delivery_check import LocalBucket, decompress  # noqa: E402
+from harness import Server, channel_request  # noqa: E402
+from pg import PgCluster  # noqa: E402
+
+CONFIG = "[scaleout]\nlease_ms = 2000\nrenew_ms = 400\ntake_ms = 400\n"
+
+
+def bucket_ids(root):
+    if not os.path.isdir(root):
+        return []
+    return sorted(json.loads(line)["id"] for key, raw in LocalBucket(root).objects("").items()
+                  for line in decompress(key, raw).splitlines() if line.strip())
+
+
+def put(k, stream, prefix, n):
+    ids = []
+    for b in range(0, n, 50):
+        recs = [{"Data": json.dumps({"id": f"{prefix}{i}"}).encode(), "PartitionKey": f"k{i}"}
+                for i in range(b, min(n, b + 50))]
+        r = k.put_records(StreamName=stream, Records=recs)
+        assert r["FailedRecordCount"] == 0, r
+        ids += [json.loads(x["Data"])["id"] for x in recs]
+    return sorted(ids)
+
+
+class PoolCliChannel(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="icestream-poolcli-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.config = os.path.join(self.tmp, "pool.toml")
+        with open(self.config, "w") as f:
+            f.write(CONFIG)
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = "test", "test"
+
+    def cli(self, conninfo, source, *args, stdin=None):
+        p = subprocess.run([harness.BINARY, "channels", *args, "--pg", conninfo, "--source", source,
+                            "--config", self.config], input=stdin, capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout, p.stderr
+
+    def describe(self, conninfo, source, name):
+        code, out, err = self.cli(conninfo, source, "describe", "--channel-name", name)
+        self.assertEqual(code, 0, err)
+        return json.loads(out)["ChannelDescription"]
+
+    def test_the_pools_server_delivers_its_own_streams_and_leaves_the_others(self):
+        with PgCluster() as pg:
+            conninfo = pg.create_database("pool")
+            server = Server(config_text=CONFIG, extra_args=["--pg", conninfo], log_level="info")
+            self.addCleanup(server.cleanup)
+            self.addCleanup(server.stop)
+            server.start()
+            far = Server()
+            self.addCleanup(far.cleanup)
+            self.addCleanup(far.stop)
+            far.start()
+            k, kf = server.client(), far.client()
+            k.create_stream(StreamName="near", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            kf.create_stream(StreamName="far", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            for c, s in ((k, "near"), (kf, "far")):
+                c.get_waiter("stream_exists").wait(StreamName=s, WaiterConfig={"Delay": 0.2})
+            near_ids = put(k, "near", "n", 400)
+            far_ids = put(kf, "far", "f", 300)
+
+            # 1. The server's own stream, channel made through the Kinesis API: no worker.
+            req = channel_request("near-s3", "near", bucket="near-out", freshness=1)
+            req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
+            code, out, err = self.cli(conninfo, server.endpoint, "create", stdin=json.dumps(req))
+            self.assertEqual(code, 0, err)
+            # 2. Another endpoint's stream in the same pool.
+            req = channel_request("far-s3", "far", bucket="far-out", freshness=1)
+            req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
+            code, out, err = self.cli(conninfo, far.endpoint, "create", stdin=json.dumps(req))
+            self.assertEqual(code, 0, err)
+
+            near_root = os.path.join(server.data_dir, "buckets", "near-out")
+            deadline, got = time.time() + 60, []
+            while time.time() < deadline:
+                got = bucket_ids(near_root)
+                if len(got) >= len(near_ids):
+                    break
+                time.sleep(0.5)
+            time.sleep(2)  # nothing more arrives after the last record
+            self.assertEqual(bucket_ids(near_root), near_ids,
+                             "the server did not deliver its own stream exactly once:\n" + server.read_log()[-4000:])
+            self.assertEqual(self.describe(conninfo, server.endpoint, "near-s3")["ChannelStatus"], "ACTIVE")
+
+            d = self.describe(conninfo, far.endpoint, "far-s3")
+            self.assertEqual(d["ChannelStatus"], "CREATING", d)
+            self.assertIn("left to the pool", server.read_log())
+            self.assertFalse(os.path.exists(os.path.join(server.data_dir, "buckets", "far-out")))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
