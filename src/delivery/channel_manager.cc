@@ -711,6 +711,8 @@ void ChannelManager::Reload() {
     for (auto& [id, c] : by_id) {
       auto ch = std::make_shared<Channel>();
       ch->config = std::move(c);
+      // Its activation timeout counts from its creation, as for one loaded or made here.
+      ch->activation_started_ms = ch->config.created_ms;
       if (ch->config.status == ChannelStatus::kUpdating) ch->config.status = ChannelStatus::kActive;
       if (ch->config.status != ChannelStatus::kFailed &&
           ch->config.status != ChannelStatus::kDeleting) {

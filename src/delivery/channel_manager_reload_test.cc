@@ -2,15 +2,18 @@
 // store every reload_ms) over a real stream store, meta.db and local buckets: a channel
 // created in this process while a reload is reading the list is not in that list, and it
 // must not be taken for one another process deleted (it used to vanish until the next
-// reload: DescribeChannel answered ResourceNotFoundException right after CreateChannel).
+// reload: DescribeChannel answered ResourceNotFoundException right after CreateChannel);
+// a channel another process created retries its activation as one made here does.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
 
 #include "common/clock.h"
+#include "common/fs.h"
 #include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
 #include "common/testing/temp_dir.h"
@@ -136,6 +139,62 @@ TEST(ChannelManagerReload, AChannelCreatedWhileTheListIsReadStays) {
   // The reload has finished with a list that lacks the channel; it is still there.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_OK(channels->Describe(c.arn).status());
+  channels->Stop();
+}
+
+// A channel another process of the pool created is taken from the store by a reload. A
+// destination it cannot reach yet (its bucket cannot be made yet) is retried for the activation
+// timeout counted from the channel's creation, as for a channel made here: it used to be
+// FAILED at its first failed attempt ("could not reach its destination for 600 s") — the
+// start of its activation was left at 0, the epoch.
+TEST(ChannelManagerReload, AChannelTakenFromTheStoreRetriesItsActivation) {
+  testing::TempDir dir;
+  SystemClock clock;
+  ASSERT_OK_AND_ASSIGN(auto db, Database::Open(dir.Path("meta.db")));
+  stream::StreamManagerOptions so;
+  so.data_dir = dir.Path();
+  so.retention_check_interval_ms = 3600 * 1000;
+  ASSERT_OK_AND_ASSIGN(auto streams, stream::StreamManager::Open(so, &clock, db.get()));
+  ASSERT_OK(
+      streams->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}).status());
+  source::LocalSourceProvider sources(streams.get());
+  AloneInThePool pool;
+  auto buckets = std::make_shared<objectstore::LocalObjectStore>(dir.Path("buckets"));
+  ChannelManagerOptions o;
+  o.data_dir = dir.Path();
+  o.coordinator = &pool;
+  o.reload_ms = 200;
+  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db.get()));
+  ASSERT_OK_AND_ASSIGN(auto channels,
+                       ChannelManager::Open(o, &sources, std::move(store), buckets,
+                                            {std::make_shared<s3::S3Destination>()}, &clock));
+  std::filesystem::create_directories(dir.Path("buckets"));
+  ASSERT_OK(fs::WriteFileAtomic(dir.Path("buckets/later"), "not a bucket"));
+  // The other process: creates the channel, stopped so that it never activates it.
+  ChannelConfig c;
+  {
+    ASSERT_OK_AND_ASSIGN(auto theirs_store, SqliteDeliveryStore::Open(db.get()));
+    ASSERT_OK_AND_ASSIGN(auto theirs,
+                         ChannelManager::Open(o, &sources, std::move(theirs_store), buckets,
+                                              {std::make_shared<s3::S3Destination>()}, &clock));
+    theirs->Stop();
+    ChannelConfig req;
+    req.name = "elsewhere";
+    req.stream_name = "orders";
+    req.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::later"};
+    ASSERT_OK_AND_ASSIGN(c, theirs->Create(std::move(req)));
+  }
+  // Taken by a reload, it tries to activate: its bucket cannot be made (a file holds the
+  // bucket's place under the local buckets' root).
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ASSERT_OK_AND_ASSIGN(ChannelConfig now, channels->Describe(c.arn));
+  EXPECT_EQ(now.status, ChannelStatus::kCreating) << now.status_reason;
+  std::filesystem::remove(dir.Path("buckets/later"));
+  for (int i = 0; i < 100 && now.status == ChannelStatus::kCreating; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_OK_AND_ASSIGN(now, channels->Describe(c.arn));
+  }
+  EXPECT_EQ(now.status, ChannelStatus::kActive) << now.status_reason;
   channels->Stop();
 }
 
