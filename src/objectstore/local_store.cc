@@ -2,6 +2,7 @@
 #include "objectstore/local_store.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 
 #include "aws/arn.h"
@@ -136,6 +138,24 @@ Result<ObjectInfo> LocalObjectStore::Head(const std::string& bucket, const std::
   return info;
 }
 
+namespace {
+
+// Whether `name` is the temporary file of a Put by a process that no longer runs
+// ("<key>.tmp-<pid>-<n>", the pid not this process's and gone): it can never be renamed
+// into place.
+bool DeadWritersTemporary(const std::string& name) {
+  size_t at = name.rfind(".tmp-");
+  if (at == std::string::npos) return false;
+  const char* p = name.c_str() + at + 5;
+  char* end = nullptr;
+  errno = 0;
+  long pid = std::strtol(p, &end, 10);
+  if (errno != 0 || end == p || *end != '-' || pid <= 0 || pid == ::getpid()) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
 Result<std::vector<ObjectInfo>> LocalObjectStore::List(const std::string& bucket,
                                                        const std::string& prefix,
                                                        const ReadOptions&) {
@@ -147,7 +167,15 @@ Result<std::vector<ObjectInfo>> LocalObjectStore::List(const std::string& bucket
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
     std::string rel = std::filesystem::relative(it->path(), broot, ec).string();
-    if (rel.find(".tmp-") != std::string::npos) continue;  // an unfinished Put
+    if (rel.find(".tmp-") != std::string::npos) {
+      // An unfinished Put: not an object. One of a process that died mid-Put (a crash)
+      // is removed, as nothing else would ever remove it.
+      if (DeadWritersTemporary(it->path().filename().string())) {
+        std::error_code rm;
+        std::filesystem::remove(it->path(), rm);
+      }
+      continue;
+    }
     if (rel.rfind(prefix, 0) != 0) continue;
     ObjectInfo info;
     info.key = rel;

@@ -1,6 +1,9 @@
 // LocalObjectStore: buckets are folders `<root>/<bucket>/`, keys are paths below them.
 // Put writes a temporary file, fsyncs it, renames it into place and fsyncs the folder, so
 // an object is either absent or whole and durable. Buckets are created on first use.
+// List leaves out the temporary files of Puts under way, and removes those of a process
+// that died mid-Put (named "<key>.tmp-<pid>-<n>": that pid no longer runs): a crash
+// leaves no file that nothing would ever remove.
 #pragma once
 
 #include <string>

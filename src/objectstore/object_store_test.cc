@@ -3,11 +3,14 @@
 // on its own. The S3 store runs the same checks against radosgw (s3/s3_store_check.cc,
 // tests/interop/test_s3_store.py).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <thread>
 
+#include "common/fs.h"
 #include "common/testing/status_assertions.h"
 #include "common/testing/temp_dir.h"
 #include "objectstore/local_store.h"
@@ -124,6 +127,28 @@ TEST_F(LocalStoreTest, KeysCannotEscapeTheRootAndUrisAreFiles) {
   }
   EXPECT_STATUS(kInvalidArgument, s.Put("..", "k", "x"));
   EXPECT_EQ(s.Uri("b", "k"), "file://" + (root_ / "b" / "k").string());
+}
+
+// A Put cut short by a crash leaves its temporary file: List removes it once its writer is
+// gone, and leaves the temporary files of a writer that runs (this process) in place; neither
+// is listed as an object.
+TEST_F(LocalStoreTest, ListRemovesTheTemporaryFilesOfDeadWriters) {
+  LocalObjectStore s(root_.string());
+  ASSERT_OK(s.Put("b", "d/k", "whole"));
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // reaped: its pid runs nothing now
+  const auto dead = root_ / "b" / "d" / ("k2.parquet.tmp-" + std::to_string(child) + "-3");
+  const auto alive = root_ / "b" / "d" / ("k3.tmp-" + std::to_string(::getpid()) + "-9");
+  const auto odd = root_ / "b" / "d" / "k4.tmp-notapid";
+  for (const auto& p : {dead, alive, odd}) ASSERT_OK(fs::WriteFileAtomic(p.string(), "partial"));
+  ASSERT_OK_AND_ASSIGN(auto listed, s.List("b", ""));
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].key, "d/k");
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(odd));
 }
 
 TEST(MemoryStoreTest, FaultsOwnersOptionsAndCounts) {
