@@ -156,6 +156,7 @@ class SourceSuite(unittest.TestCase):
                 self.assertIn(json.loads(err)["__type"], ("LimitExceededException", "ResourceInUseException"), err)
 
                 pool.start_worker()
+                self.addCleanup(pool.stop_worker)  # also when an assertion fails
                 pool.wait_status("kl-s3", "ACTIVE")
                 stop, sent = threading.Event(), []
                 t = threading.Thread(target=produce, args=(k, "kl", stop, "a", sent), daemon=True)
@@ -231,6 +232,7 @@ class SourceSuite(unittest.TestCase):
                 code, _, err = pool.cli("create", stdin=json.dumps(req))
                 self.assertEqual(code, 0, err)
                 pool.start_worker()
+                self.addCleanup(pool.stop_worker)  # also when an assertion fails
                 root = os.path.join(pool.data, "buckets", "out")
                 deadline = time.time() + 60
                 while time.time() < deadline and len(bucket_records(root)) < 200:
@@ -255,6 +257,7 @@ class SourceSuite(unittest.TestCase):
                     channel_request("st-s3", "st", bucket="out", compression="NONE", freshness=1)))
                 self.assertEqual(code, 0, err)
                 pool.start_worker()
+                self.addCleanup(pool.stop_worker)  # also when an assertion fails
                 pool.wait_status("st-s3", "ACTIVE")
                 # Other readers of the same shards use the per-shard GetRecords budget too, so
                 # the worker's calls meet ProvisionedThroughputExceededException.
