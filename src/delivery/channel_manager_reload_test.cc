@@ -99,30 +99,45 @@ class AloneInThePool final : public Coordinator {
   }
 };
 
-TEST(ChannelManagerReload, AChannelCreatedWhileTheListIsReadStays) {
-  testing::TempDir dir;
-  SystemClock clock;
-  ASSERT_OK_AND_ASSIGN(auto db, Database::Open(dir.Path("meta.db")));
-  stream::StreamManagerOptions so;
-  so.data_dir = dir.Path();
-  so.retention_check_interval_ms = 3600 * 1000;
-  ASSERT_OK_AND_ASSIGN(auto streams, stream::StreamManager::Open(so, &clock, db.get()));
-  ASSERT_OK(
-      streams->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}).status());
-  source::LocalSourceProvider sources(streams.get());
-  ASSERT_OK_AND_ASSIGN(auto inner, SqliteDeliveryStore::Open(db.get()));
+// meta.db with the stream "orders", its local source and a pool of one; the managers a
+// test opens over them share the store, as the processes of a pool share theirs.
+class ChannelManagerReload : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.Path("meta.db")));
+    stream::StreamManagerOptions so;
+    so.data_dir = dir_.Path();
+    so.retention_check_interval_ms = 3600 * 1000;
+    ASSERT_OK_AND_ASSIGN(streams_, stream::StreamManager::Open(so, &clock_, db_.get()));
+    ASSERT_OK(streams_->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}));
+    sources_ = std::make_unique<source::LocalSourceProvider>(streams_.get());
+  }
+  Result<std::unique_ptr<ChannelManager>> OpenManager(std::unique_ptr<DeliveryStore> store,
+                                                      int64_t reload_ms) {
+    ChannelManagerOptions o;
+    o.data_dir = dir_.Path();
+    o.coordinator = &pool_;
+    o.reload_ms = reload_ms;
+    return ChannelManager::Open(o, sources_.get(), std::move(store), buckets_,
+                                {std::make_shared<s3::S3Destination>()}, &clock_);
+  }
+
+  testing::TempDir dir_;
+  SystemClock clock_;
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<stream::StreamManager> streams_;
+  std::unique_ptr<source::LocalSourceProvider> sources_;
+  AloneInThePool pool_;
+  std::shared_ptr<objectstore::LocalObjectStore> buckets_ =
+      std::make_shared<objectstore::LocalObjectStore>(dir_.Path("buckets"));
+};
+
+TEST_F(ChannelManagerReload, AChannelCreatedWhileTheListIsReadStays) {
+  ASSERT_OK_AND_ASSIGN(auto inner, SqliteDeliveryStore::Open(db_.get()));
   auto hooked = std::make_unique<HookedStore>(std::move(inner));
   HookedStore* store = hooked.get();
-  AloneInThePool pool;
-  ChannelManagerOptions o;
-  o.data_dir = dir.Path();
-  o.coordinator = &pool;
-  o.reload_ms = 2000;  // one reload at a time, well apart
-  ASSERT_OK_AND_ASSIGN(
-      auto channels,
-      ChannelManager::Open(o, &sources, std::move(hooked),
-                           std::make_shared<objectstore::LocalObjectStore>(dir.Path("buckets")),
-                           {std::make_shared<s3::S3Destination>()}, &clock));
+  // One reload at a time, well apart.
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(std::move(hooked), 2000));
 
   // While the next reload reads the list, a channel is created here.
   std::promise<Result<ChannelConfig>> created;
@@ -147,36 +162,16 @@ TEST(ChannelManagerReload, AChannelCreatedWhileTheListIsReadStays) {
 // timeout counted from the channel's creation, as for a channel made here: it used to be
 // FAILED at its first failed attempt ("could not reach its destination for 600 s") — the
 // start of its activation was left at 0, the epoch.
-TEST(ChannelManagerReload, AChannelTakenFromTheStoreRetriesItsActivation) {
-  testing::TempDir dir;
-  SystemClock clock;
-  ASSERT_OK_AND_ASSIGN(auto db, Database::Open(dir.Path("meta.db")));
-  stream::StreamManagerOptions so;
-  so.data_dir = dir.Path();
-  so.retention_check_interval_ms = 3600 * 1000;
-  ASSERT_OK_AND_ASSIGN(auto streams, stream::StreamManager::Open(so, &clock, db.get()));
-  ASSERT_OK(
-      streams->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}).status());
-  source::LocalSourceProvider sources(streams.get());
-  AloneInThePool pool;
-  auto buckets = std::make_shared<objectstore::LocalObjectStore>(dir.Path("buckets"));
-  ChannelManagerOptions o;
-  o.data_dir = dir.Path();
-  o.coordinator = &pool;
-  o.reload_ms = 200;
-  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db.get()));
-  ASSERT_OK_AND_ASSIGN(auto channels,
-                       ChannelManager::Open(o, &sources, std::move(store), buckets,
-                                            {std::make_shared<s3::S3Destination>()}, &clock));
-  std::filesystem::create_directories(dir.Path("buckets"));
-  ASSERT_OK(fs::WriteFileAtomic(dir.Path("buckets/later"), "not a bucket"));
+TEST_F(ChannelManagerReload, AChannelTakenFromTheStoreRetriesItsActivation) {
+  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(std::move(store), 200));
+  std::filesystem::create_directories(dir_.Path("buckets"));
+  ASSERT_OK(fs::WriteFileAtomic(dir_.Path("buckets/later"), "not a bucket"));
   // The other process: creates the channel, stopped so that it never activates it.
   ChannelConfig c;
   {
-    ASSERT_OK_AND_ASSIGN(auto theirs_store, SqliteDeliveryStore::Open(db.get()));
-    ASSERT_OK_AND_ASSIGN(auto theirs,
-                         ChannelManager::Open(o, &sources, std::move(theirs_store), buckets,
-                                              {std::make_shared<s3::S3Destination>()}, &clock));
+    ASSERT_OK_AND_ASSIGN(auto theirs_store, SqliteDeliveryStore::Open(db_.get()));
+    ASSERT_OK_AND_ASSIGN(auto theirs, OpenManager(std::move(theirs_store), 200));
     theirs->Stop();
     ChannelConfig req;
     req.name = "elsewhere";
@@ -189,7 +184,7 @@ TEST(ChannelManagerReload, AChannelTakenFromTheStoreRetriesItsActivation) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   ASSERT_OK_AND_ASSIGN(ChannelConfig now, channels->Describe(c.arn));
   EXPECT_EQ(now.status, ChannelStatus::kCreating) << now.status_reason;
-  std::filesystem::remove(dir.Path("buckets/later"));
+  std::filesystem::remove(dir_.Path("buckets/later"));
   for (int i = 0; i < 100 && now.status == ChannelStatus::kCreating; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ASSERT_OK_AND_ASSIGN(now, channels->Describe(c.arn));

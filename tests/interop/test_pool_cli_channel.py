@@ -28,9 +28,12 @@ CONFIG = "[scaleout]\nlease_ms = 2000\nrenew_ms = 400\ntake_ms = 400\n"
 
 
 def bucket_ids(root):
+    """The records of the bucket's data objects (not a pool's conditional-PUT probe, which
+    lives under kinesis-channel/probes/ for a moment)."""
     if not os.path.isdir(root):
         return []
     return sorted(json.loads(line)["id"] for key, raw in LocalBucket(root).objects("").items()
+                  if not key.startswith("kinesis-channel/probes/")
                   for line in decompress(key, raw).splitlines() if line.strip())
 
 
