@@ -19,6 +19,7 @@
 #include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
 #include "common/testing/temp_dir.h"
+#include "delivery/delivery_store.h"
 #include "delivery/table/batch_writer.h"
 #include "delivery/table/schema_follower.h"
 #include "delivery/table/schema_versions.h"
@@ -91,7 +92,7 @@ class VectorSource final : public RecordSource {
 class SwitchFence final : public iceberg::CommitFence {
  public:
   Status Check(iceberg::CatalogStore::Tx&) const override {
-    return holds.load() ? Status::OK() : FailedPrecondition("fenced: the lease moved");
+    return holds.load() ? Status::OK() : delivery::Fenced("fenced: the lease moved");
   }
   std::atomic<bool> holds{true};
 };

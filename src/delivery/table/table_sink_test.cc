@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
+#include "delivery/delivery_store.h"
 #include "iceberg/table_files.h"
 #include "iceberg/warehouses.h"
 #include "objectstore/local_store.h"
@@ -192,7 +193,7 @@ class MeetingSource final : public RecordSource {
 class SwitchFence final : public iceberg::CommitFence {
  public:
   Status Check(iceberg::CatalogStore::Tx&) const override {
-    return holds.load() ? Status::OK() : FailedPrecondition("fenced: the lease moved");
+    return holds.load() ? Status::OK() : delivery::Fenced("fenced: the lease moved");
   }
   std::atomic<bool> holds{true};
 };
