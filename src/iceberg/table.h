@@ -8,7 +8,8 @@
 // manifests are merged (bin-packed up to a target size) once there are many of them,
 // as Iceberg Java's merge-append does. On a lost race (kConflict from the catalog)
 // the commit reloads the table, re-validates and retries with a fresh sequence number,
-// reusing the manifests it already wrote.
+// reusing the manifests it already wrote. Each operation's manifests are built by its own
+// builder (fast_append.h, rewrite_files.h); the retries are one loop, table_commit.cc.
 //
 // Not thread-safe: one Table object per writer thread. Several Table objects (threads,
 // processes) may commit to the same table concurrently.
@@ -28,28 +29,11 @@
 #include "iceberg/file_io.h"
 #include "iceberg/manifest.h"
 #include "iceberg/manifest_avro.h"
+#include "iceberg/table_options.h"
 
 namespace icestream::iceberg {
 
-struct TableOptions {
-  // Attempts per commit (Java: commit.retry.num-retries = 4, i.e. 5 attempts; a
-  // streaming committer shares its table with compaction, so allow more).
-  int max_attempts = 10;
-  int64_t min_retry_wait_ms = 20;
-  int64_t max_retry_wait_ms = 2000;
-  // Manifest merging (Java: commit.manifest.target-size-bytes = 8 MiB,
-  // commit.manifest.min-count-to-merge = 100, commit.manifest-merge.enabled = true).
-  int64_t manifest_target_bytes = 8 << 20;
-  int manifest_min_count_to_merge = 100;
-  // Manifests at least this big are never merged again. Java merges every manifest
-  // below the target size, so a table whose manifests sit just under it rewrites all
-  // of them every `min_count` commits — a cost that grows with the table. With this
-  // floor a merge rewrites at most ~min_count x this many bytes, whatever the size of
-  // the table.
-  int64_t manifest_merge_max_input_bytes = 2 << 20;
-  bool manifest_merge_enabled = true;
-  ManifestWriteOptions manifest;
-};
+class SnapshotUpdate;
 
 struct CommitResult {
   int64_t snapshot_id = 0;
@@ -149,8 +133,9 @@ class Table {
  private:
   Table(Catalog* catalog, const FileIO* io, TableIdentifier id, const Clock* clock,
         TableOptions options);
-  Result<CommitResult> Commit(const std::vector<DataFile>& added,
-                              const std::vector<std::string>& deleted,
+  // The retry loop every snapshot-producing operation commits through (table_commit.cc):
+  // `update` builds each attempt's manifests on the metadata the attempt starts from.
+  Result<CommitResult> Commit(const SnapshotUpdate& update, const std::vector<DataFile>& added,
                               const std::map<std::string, std::string>& summary_extra,
                               const CommitCheck& check);
   int64_t NewSnapshotId() const;
