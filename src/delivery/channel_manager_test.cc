@@ -7,40 +7,23 @@
 #include <gtest/gtest.h>
 
 #include "aws/arn.h"
-#include "common/clock.h"
-#include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
-#include "common/testing/temp_dir.h"
-#include "delivery/s3/s3_sink.h"
+#include "delivery/channel_manager_test_base.h"
 #include "delivery/sqlite_delivery_store.h"
-#include "objectstore/local_store.h"
-#include "source/local/local_source.h"
-#include "stream/stream_manager.h"
 
 namespace icestream::delivery {
 namespace {
 
-class ChannelManagerTest : public ::testing::Test {
+class ChannelManagerTest : public OrdersStreamTest {
  protected:
   void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.Path("meta.db")));
-    stream::StreamManagerOptions so;
-    so.data_dir = dir_.Path();
-    so.retention_check_interval_ms = 3600 * 1000;
-    ASSERT_OK_AND_ASSIGN(streams_, stream::StreamManager::Open(so, &clock_, db_.get()));
-    ASSERT_OK(
-        streams_->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}).status());
-    sources_ = std::make_unique<source::LocalSourceProvider>(streams_.get());
+    OrdersStreamTest::SetUp();
+    if (HasFatalFailure()) return;
     ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
     ChannelManagerOptions o;
-    o.data_dir = dir_.Path();
     o.region = "eu-west-1";
     o.account = "123456789012";
-    ASSERT_OK_AND_ASSIGN(
-        channels_,
-        ChannelManager::Open(o, sources_.get(), std::move(store),
-                             std::make_shared<objectstore::LocalObjectStore>(dir_.Path("buckets")),
-                             {std::make_shared<s3::S3Destination>()}, &clock_));
+    ASSERT_OK_AND_ASSIGN(channels_, OpenManager(o, std::move(store)));
   }
   void TearDown() override {
     if (channels_) channels_->Stop();
@@ -63,11 +46,6 @@ class ChannelManagerTest : public ::testing::Test {
     return a->ToString();
   }
 
-  testing::TempDir dir_;  // first: removed after everything that writes into it
-  SystemClock clock_;
-  std::unique_ptr<Database> db_;
-  std::unique_ptr<stream::StreamManager> streams_;
-  std::unique_ptr<source::LocalSourceProvider> sources_;
   std::unique_ptr<ChannelManager> channels_;
 };
 
