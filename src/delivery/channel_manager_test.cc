@@ -95,5 +95,47 @@ TEST_F(ChannelManagerTest, UnknownIdOfOurArnIsNotFound) {
   ASSERT_STATUS(kNotFound, channels_->Delete(arn));
 }
 
+// A channel made through the Kinesis API (`icestream channels create --pg` of a pool whose
+// source is this server) names its stream by ARN and creation time, with no local stream
+// id: the server still counts it as its stream's S3 channel, and its stream's retention
+// keeps what the channel has not delivered.
+class ApiMadeChannelTest : public OrdersStreamTest {};
+
+TEST_F(ApiMadeChannelTest, CountsForItsStreamAndHoldsItsRecords) {
+  ASSERT_OK_AND_ASSIGN(auto orders, streams_->Describe("orders"));
+  ChannelConfig cli;
+  cli.id = "3b0b6a47-0b7e-4c0e-9d43-5a4d2f1c9e10";
+  cli.name = "from-cli";
+  cli.arn = "arn:aws:kinesis:eu-west-1:123456789012:channel/" + cli.id;
+  cli.stream_name = "orders";
+  cli.stream_arn = orders.arn;
+  cli.stream_created_ms = orders.created_ms / 1000 * 1000;  // the API's seconds
+  cli.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+  cli.created_ms = clock_.NowMillis();
+  ASSERT_EQ(cli.stream_uid, 0u);
+  ASSERT_OK(s3::S3Destination().Prepare(&cli));  // the defaults, as the command fills them in
+  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
+  ASSERT_OK(store->SaveChannel(cli));
+  ChannelManagerOptions o;
+  o.region = "eu-west-1";
+  o.account = "123456789012";
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(o, std::move(store)));
+
+  ChannelConfig second;
+  second.name = "to-s3";
+  second.stream_name = "orders";
+  second.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::other"};
+  auto made = channels->Create(std::move(second));
+  ASSERT_STATUS(kResourceExhausted, made.status());
+  EXPECT_NE(made.status().message().find("one channel per destination type"), std::string::npos)
+      << made.status().message();
+
+  // Not active yet: it needs the stream from its start.
+  auto needed = channels->NeededPosition(orders.uid, "shardId-000000000000");
+  ASSERT_TRUE(needed.has_value());
+  EXPECT_TRUE(needed->at_start());
+  channels->Stop();
+}
+
 }  // namespace
 }  // namespace icestream::delivery
