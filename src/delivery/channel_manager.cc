@@ -847,8 +847,12 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
   if (!cps.ok()) {
     const Status& st = cps.status();
     const FailureKind kind = ClassifyFailure(st);
+    // What failed, for the FAILED reason: the source stream or the destination.
+    const bool source = st.Is(RunnerError::kSource);
+    const char* cannot =
+        source ? "cannot read its source stream" : "cannot write to its destination";
     if (kind == FailureKind::kPermanent)
-      return Fail(ch, "The channel cannot write to its destination: " + st.message());
+      return Fail(ch, fmt::format("The channel {}: {}", cannot, st.message()));
     int64_t now = clock_->NowMillis();
     int attempts;
     int64_t grace_since = 0;
@@ -868,11 +872,12 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
     runner->LogEvent(
         {{"eventType", "ActivationFailed"}, {"attempt", attempts}, {"errorMessage", st.message()}});
     if (grace_since > 0 && now - grace_since >= options_.runner.destination_grace_ms) {
-      Fail(ch, fmt::format("The channel cannot write to its destination: {} (still so after {} s "
-                           "of retries: the grace period is over)",
-                           st.message(), (now - grace_since) / 1000));
+      Fail(ch, fmt::format("The channel {}: {} (still so after {} s of retries: the grace period "
+                           "is over)",
+                           cannot, st.message(), (now - grace_since) / 1000));
     } else if (now - created_ms >= options_.activation_timeout_ms) {
-      Fail(ch, fmt::format("The channel could not reach its destination for {} s ({} attempts): {}",
+      Fail(ch, fmt::format("The channel could not reach its {} for {} s ({} attempts): {}",
+                           source ? "source stream" : "destination",
                            options_.activation_timeout_ms / 1000, attempts, st.message()));
     }
     return;

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "aws/arn.h"
 #include "common/testing/status_assertions.h"
 #include "delivery/channel_manager_test_base.h"
@@ -99,9 +102,10 @@ TEST_F(ChannelManagerTest, UnknownIdOfOurArnIsNotFound) {
 // source is this server) names its stream by ARN and creation time, with no local stream
 // id: the server still counts it as its stream's S3 channel, and its stream's retention
 // keeps what the channel has not delivered.
-class ApiMadeChannelTest : public OrdersStreamTest {};
+// (StoredChannelTest: channels another process put into the store, taken at start.)
+class StoredChannelTest : public OrdersStreamTest {};
 
-TEST_F(ApiMadeChannelTest, CountsForItsStreamAndHoldsItsRecords) {
+TEST_F(StoredChannelTest, MadeThroughTheKinesisApiItCountsForItsStreamAndHoldsItsRecords) {
   ASSERT_OK_AND_ASSIGN(auto orders, streams_->Describe("orders"));
   ChannelConfig cli;
   cli.id = "3b0b6a47-0b7e-4c0e-9d43-5a4d2f1c9e10";
@@ -134,6 +138,43 @@ TEST_F(ApiMadeChannelTest, CountsForItsStreamAndHoldsItsRecords) {
   auto needed = channels->NeededPosition(orders.uid, "shardId-000000000000");
   ASSERT_TRUE(needed.has_value());
   EXPECT_TRUE(needed->at_start());
+  channels->Stop();
+}
+
+// A channel whose stream was re-created under its name (the channel names the old stream's
+// id) cannot activate: it FAILS naming its source stream, not its destination (the reason
+// used to say "cannot write to its destination: The source stream no longer exists.").
+TEST_F(StoredChannelTest, AChannelWhoseStreamIsGoneFailsNamingItsSource) {
+  ASSERT_OK_AND_ASSIGN(auto orders, streams_->Describe("orders"));
+  ChannelConfig old;
+  old.id = "5d1f0c2e-8a4b-4f6e-b7d2-0c9e3a1b2f40";
+  old.name = "of-the-old-stream";
+  old.arn = "arn:aws:kinesis:eu-west-1:123456789012:channel/" + old.id;
+  old.stream_name = "orders";
+  old.stream_arn = orders.arn;
+  old.stream_uid = orders.uid ^ 1;  // the stream of that name before it was re-created
+  old.stream_created_ms = orders.created_ms - 3'600'000;
+  old.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+  old.created_ms = clock_.NowMillis();
+  ASSERT_OK(s3::S3Destination().Prepare(&old));
+  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
+  ASSERT_OK(store->SaveChannel(old));
+  ChannelManagerOptions o;
+  o.region = "eu-west-1";
+  o.account = "123456789012";
+  o.runner.destination_grace_ms = 0;  // the first failed activation attempt is the last
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(o, std::move(store)));
+  ChannelConfig now;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_OK_AND_ASSIGN(now, channels->Describe(old.arn));
+    if (now.status == ChannelStatus::kFailed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(now.status, ChannelStatus::kFailed);
+  EXPECT_EQ(now.status_reason.rfind("The channel cannot read its source stream: ", 0), 0u)
+      << now.status_reason;
+  EXPECT_NE(now.status_reason.find("The source stream no longer exists."), std::string::npos)
+      << now.status_reason;
   channels->Stop();
 }
 
