@@ -131,6 +131,15 @@ struct ChannelConfig {
   TableDestinationConfig& table() { return std::get<TableDestinationConfig>(destination); }
 };
 
+// Whether a channel reads the stream `arn` created at `created_ms`: the same ARN, and the
+// same creation second when both are known (a stream re-created under the same name is
+// another stream; the Kinesis API gives creation times to the second).
+bool ReadsStream(const ChannelConfig& c, std::string_view arn, int64_t created_ms);
+// Whether two channels read the same stream: by the local stream id when both have one,
+// else by ReadsStream (a channel made through the Kinesis API, `channels create --pg`,
+// has no local id even when its stream is this server's).
+bool SameStream(const ChannelConfig& a, const ChannelConfig& b);
+
 std::string DefaultErrorOutputPrefix(const std::string& name, const std::string& id);
 std::string DefaultLogGroupName(const std::string& name, const std::string& id);
 inline constexpr std::string_view kDefaultLogStreamName = "DestinationDelivery";

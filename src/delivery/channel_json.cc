@@ -87,6 +87,17 @@ std::string_view DestinationTypeName(DestinationType t) {
   return t == DestinationType::kS3 ? "S3" : "S3_TABLES";
 }
 
+bool ReadsStream(const ChannelConfig& c, std::string_view arn, int64_t created_ms) {
+  if (c.stream_arn != arn) return false;
+  return c.stream_created_ms <= 0 || created_ms <= 0 ||
+         c.stream_created_ms / 1000 == created_ms / 1000;
+}
+
+bool SameStream(const ChannelConfig& a, const ChannelConfig& b) {
+  if (a.stream_uid != 0 && b.stream_uid != 0) return a.stream_uid == b.stream_uid;
+  return ReadsStream(a, b.stream_arn, b.stream_created_ms);
+}
+
 std::string DefaultErrorOutputPrefix(const std::string& name, const std::string& id) {
   return fmt::format("kinesis-channel/errors/{}/{}/", name, id);
 }

@@ -38,6 +38,9 @@ struct ChannelManager::Channel {
   // Delivery started once (checkpoints exist): a FAILED channel that was active keeps
   // what it has not delivered (retention), so that a resume loses nothing.
   bool activated = false;
+  // The local stream a channel made through the Kinesis API (config.stream_uid 0) reads,
+  // once its source was opened (0: none, or not known yet); retention keeps what it needs.
+  uint64_t local_stream_uid = 0;
 };
 
 namespace {
@@ -140,6 +143,14 @@ Status ChannelManager::MakeRunner(Channel* ch, bool load) {
   env.compression_level = options_.compression_level;
   env.create_only_keys = options_.coordinator != nullptr;
   ASSIGN_OR_RETURN(auto source, sources_->OpenSource(c));
+  if (c.stream_uid == 0 && ch->local_stream_uid == 0) {
+    // Made through the Kinesis API on what may be a stream of this server (opened here):
+    // its id, so that retention keeps what the channel has not read.
+    if (auto s = sources_->DescribeStream(c.stream_name);
+        s.ok() && s->uid != 0 && ReadsStream(c, s->arn, s->created_ms)) {
+      ch->local_stream_uid = s->uid;
+    }
+  }
   ASSIGN_OR_RETURN(std::shared_ptr<ShardRunner> runner,
                    ShardRunner::Make(c, dest, std::move(source), store_.get(), clock_,
                                      options_.runner, std::move(env)));
@@ -268,9 +279,8 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
         return AlreadyExists(
             fmt::format("Channel {} under account {} already exists.", c.name, options_.account));
       }
-      // A remote stream (uid 0: read through the Kinesis API) is told by its ARN.
-      if (other->config.stream_uid == c.stream_uid &&
-          (c.stream_uid != 0 || other->config.stream_arn == c.stream_arn)) {
+      // A channel made through the Kinesis API (no local stream id) is told by its ARN.
+      if (SameStream(other->config, c)) {
         ++on_stream;
         same_kind += other->config.destination_type() == c.destination_type() ? 1 : 0;
       }
@@ -525,7 +535,7 @@ std::optional<Position> ChannelManager::NeededPosition(uint64_t stream_uid,
     std::shared_ptr<ShardRunner> runner;
     {
       std::lock_guard clock(ch->mu);
-      if (ch->config.stream_uid != stream_uid) continue;
+      if (ch->config.stream_uid != stream_uid && ch->local_stream_uid != stream_uid) continue;
       // A deleted channel holds nothing back, nor does a FAILED one that never delivered
       // (its start is fixed again when it resumes); a FAILED channel that was active
       // keeps what it has not delivered, so that a resume loses nothing.
@@ -837,8 +847,12 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
   if (!cps.ok()) {
     const Status& st = cps.status();
     const FailureKind kind = ClassifyFailure(st);
+    // What failed, for the FAILED reason: the source stream or the destination.
+    const bool source = st.Is(RunnerError::kSource);
+    const char* cannot =
+        source ? "cannot read its source stream" : "cannot write to its destination";
     if (kind == FailureKind::kPermanent)
-      return Fail(ch, "The channel cannot write to its destination: " + st.message());
+      return Fail(ch, fmt::format("The channel {}: {}", cannot, st.message()));
     int64_t now = clock_->NowMillis();
     int attempts;
     int64_t grace_since = 0;
@@ -858,11 +872,12 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
     runner->LogEvent(
         {{"eventType", "ActivationFailed"}, {"attempt", attempts}, {"errorMessage", st.message()}});
     if (grace_since > 0 && now - grace_since >= options_.runner.destination_grace_ms) {
-      Fail(ch, fmt::format("The channel cannot write to its destination: {} (still so after {} s "
-                           "of retries: the grace period is over)",
-                           st.message(), (now - grace_since) / 1000));
+      Fail(ch, fmt::format("The channel {}: {} (still so after {} s of retries: the grace period "
+                           "is over)",
+                           cannot, st.message(), (now - grace_since) / 1000));
     } else if (now - created_ms >= options_.activation_timeout_ms) {
-      Fail(ch, fmt::format("The channel could not reach its destination for {} s ({} attempts): {}",
+      Fail(ch, fmt::format("The channel could not reach its {} for {} s ({} attempts): {}",
+                           source ? "source stream" : "destination",
                            options_.activation_timeout_ms / 1000, attempts, st.message()));
     }
     return;

@@ -12,17 +12,10 @@
 #include <mutex>
 #include <thread>
 
-#include "common/clock.h"
 #include "common/fs.h"
-#include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
-#include "common/testing/temp_dir.h"
-#include "delivery/channel_manager.h"
-#include "delivery/s3/s3_sink.h"
+#include "delivery/channel_manager_test_base.h"
 #include "delivery/sqlite_delivery_store.h"
-#include "objectstore/local_store.h"
-#include "source/local/local_source.h"
-#include "stream/stream_manager.h"
 
 namespace icestream::delivery {
 namespace {
@@ -101,35 +94,17 @@ class AloneInThePool final : public Coordinator {
 
 // meta.db with the stream "orders", its local source and a pool of one; the managers a
 // test opens over them share the store, as the processes of a pool share theirs.
-class ChannelManagerReload : public ::testing::Test {
+class ChannelManagerReload : public OrdersStreamTest {
  protected:
-  void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.Path("meta.db")));
-    stream::StreamManagerOptions so;
-    so.data_dir = dir_.Path();
-    so.retention_check_interval_ms = 3600 * 1000;
-    ASSERT_OK_AND_ASSIGN(streams_, stream::StreamManager::Open(so, &clock_, db_.get()));
-    ASSERT_OK(streams_->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}));
-    sources_ = std::make_unique<source::LocalSourceProvider>(streams_.get());
-  }
   Result<std::unique_ptr<ChannelManager>> OpenManager(std::unique_ptr<DeliveryStore> store,
                                                       int64_t reload_ms) {
     ChannelManagerOptions o;
-    o.data_dir = dir_.Path();
     o.coordinator = &pool_;
     o.reload_ms = reload_ms;
-    return ChannelManager::Open(o, sources_.get(), std::move(store), buckets_,
-                                {std::make_shared<s3::S3Destination>()}, &clock_);
+    return OrdersStreamTest::OpenManager(o, std::move(store));
   }
 
-  testing::TempDir dir_;
-  SystemClock clock_;
-  std::unique_ptr<Database> db_;
-  std::unique_ptr<stream::StreamManager> streams_;
-  std::unique_ptr<source::LocalSourceProvider> sources_;
   AloneInThePool pool_;
-  std::shared_ptr<objectstore::LocalObjectStore> buckets_ =
-      std::make_shared<objectstore::LocalObjectStore>(dir_.Path("buckets"));
 };
 
 TEST_F(ChannelManagerReload, AChannelCreatedWhileTheListIsReadStays) {

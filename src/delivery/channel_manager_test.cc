@@ -6,41 +6,27 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "aws/arn.h"
-#include "common/clock.h"
-#include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
-#include "common/testing/temp_dir.h"
-#include "delivery/s3/s3_sink.h"
+#include "delivery/channel_manager_test_base.h"
 #include "delivery/sqlite_delivery_store.h"
-#include "objectstore/local_store.h"
-#include "source/local/local_source.h"
-#include "stream/stream_manager.h"
 
 namespace icestream::delivery {
 namespace {
 
-class ChannelManagerTest : public ::testing::Test {
+class ChannelManagerTest : public OrdersStreamTest {
  protected:
   void SetUp() override {
-    ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.Path("meta.db")));
-    stream::StreamManagerOptions so;
-    so.data_dir = dir_.Path();
-    so.retention_check_interval_ms = 3600 * 1000;
-    ASSERT_OK_AND_ASSIGN(streams_, stream::StreamManager::Open(so, &clock_, db_.get()));
-    ASSERT_OK(
-        streams_->CreateStream({.name = "orders", .mode = stream::StreamMode::kOnDemand}).status());
-    sources_ = std::make_unique<source::LocalSourceProvider>(streams_.get());
+    OrdersStreamTest::SetUp();
+    if (HasFatalFailure()) return;
     ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
     ChannelManagerOptions o;
-    o.data_dir = dir_.Path();
     o.region = "eu-west-1";
     o.account = "123456789012";
-    ASSERT_OK_AND_ASSIGN(
-        channels_,
-        ChannelManager::Open(o, sources_.get(), std::move(store),
-                             std::make_shared<objectstore::LocalObjectStore>(dir_.Path("buckets")),
-                             {std::make_shared<s3::S3Destination>()}, &clock_));
+    ASSERT_OK_AND_ASSIGN(channels_, OpenManager(o, std::move(store)));
   }
   void TearDown() override {
     if (channels_) channels_->Stop();
@@ -63,11 +49,6 @@ class ChannelManagerTest : public ::testing::Test {
     return a->ToString();
   }
 
-  testing::TempDir dir_;  // first: removed after everything that writes into it
-  SystemClock clock_;
-  std::unique_ptr<Database> db_;
-  std::unique_ptr<stream::StreamManager> streams_;
-  std::unique_ptr<source::LocalSourceProvider> sources_;
   std::unique_ptr<ChannelManager> channels_;
 };
 
@@ -115,6 +96,86 @@ TEST_F(ChannelManagerTest, UnknownIdOfOurArnIsNotFound) {
   EXPECT_TRUE(channels_->Owns(arn));  // ours by its shape, but no channel has that id
   ASSERT_STATUS(kNotFound, channels_->Describe(arn).status());
   ASSERT_STATUS(kNotFound, channels_->Delete(arn));
+}
+
+// A channel made through the Kinesis API (`icestream channels create --pg` of a pool whose
+// source is this server) names its stream by ARN and creation time, with no local stream
+// id: the server still counts it as its stream's S3 channel, and its stream's retention
+// keeps what the channel has not delivered.
+// (StoredChannelTest: channels another process put into the store, taken at start.)
+class StoredChannelTest : public OrdersStreamTest {};
+
+TEST_F(StoredChannelTest, MadeThroughTheKinesisApiItCountsForItsStreamAndHoldsItsRecords) {
+  ASSERT_OK_AND_ASSIGN(auto orders, streams_->Describe("orders"));
+  ChannelConfig cli;
+  cli.id = "3b0b6a47-0b7e-4c0e-9d43-5a4d2f1c9e10";
+  cli.name = "from-cli";
+  cli.arn = "arn:aws:kinesis:eu-west-1:123456789012:channel/" + cli.id;
+  cli.stream_name = "orders";
+  cli.stream_arn = orders.arn;
+  cli.stream_created_ms = orders.created_ms / 1000 * 1000;  // the API's seconds
+  cli.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+  cli.created_ms = clock_.NowMillis();
+  ASSERT_EQ(cli.stream_uid, 0u);
+  ASSERT_OK(s3::S3Destination().Prepare(&cli));  // the defaults, as the command fills them in
+  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
+  ASSERT_OK(store->SaveChannel(cli));
+  ChannelManagerOptions o;
+  o.region = "eu-west-1";
+  o.account = "123456789012";
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(o, std::move(store)));
+
+  ChannelConfig second;
+  second.name = "to-s3";
+  second.stream_name = "orders";
+  second.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::other"};
+  auto made = channels->Create(std::move(second));
+  ASSERT_STATUS(kResourceExhausted, made.status());
+  EXPECT_NE(made.status().message().find("one channel per destination type"), std::string::npos)
+      << made.status().message();
+
+  // Not active yet: it needs the stream from its start.
+  auto needed = channels->NeededPosition(orders.uid, "shardId-000000000000");
+  ASSERT_TRUE(needed.has_value());
+  EXPECT_TRUE(needed->at_start());
+  channels->Stop();
+}
+
+// A channel whose stream was re-created under its name (the channel names the old stream's
+// id) cannot activate: it FAILS naming its source stream, not its destination (the reason
+// used to say "cannot write to its destination: The source stream no longer exists.").
+TEST_F(StoredChannelTest, AChannelWhoseStreamIsGoneFailsNamingItsSource) {
+  ASSERT_OK_AND_ASSIGN(auto orders, streams_->Describe("orders"));
+  ChannelConfig old;
+  old.id = "5d1f0c2e-8a4b-4f6e-b7d2-0c9e3a1b2f40";
+  old.name = "of-the-old-stream";
+  old.arn = "arn:aws:kinesis:eu-west-1:123456789012:channel/" + old.id;
+  old.stream_name = "orders";
+  old.stream_arn = orders.arn;
+  old.stream_uid = orders.uid ^ 1;  // the stream of that name before it was re-created
+  old.stream_created_ms = orders.created_ms - 3'600'000;
+  old.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+  old.created_ms = clock_.NowMillis();
+  ASSERT_OK(s3::S3Destination().Prepare(&old));
+  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
+  ASSERT_OK(store->SaveChannel(old));
+  ChannelManagerOptions o;
+  o.region = "eu-west-1";
+  o.account = "123456789012";
+  o.runner.destination_grace_ms = 0;  // the first failed activation attempt is the last
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(o, std::move(store)));
+  ChannelConfig now;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_OK_AND_ASSIGN(now, channels->Describe(old.arn));
+    if (now.status == ChannelStatus::kFailed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(now.status, ChannelStatus::kFailed);
+  EXPECT_EQ(now.status_reason.rfind("The channel cannot read its source stream: ", 0), 0u)
+      << now.status_reason;
+  EXPECT_NE(now.status_reason.find("The source stream no longer exists."), std::string::npos)
+      << now.status_reason;
+  channels->Stop();
 }
 
 }  // namespace

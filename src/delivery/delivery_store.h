@@ -30,6 +30,19 @@
 
 namespace icestream::delivery {
 
+// Subcodes of DeliveryStore (and table fence) statuses.
+enum class StoreError {
+  // A scale-out write refused because this process no longer holds the unit's lease
+  // (another process took it over): kFailedPrecondition with this subcode. Nothing is
+  // wrong with the destination; the unit is someone else's now.
+  kFenced = 1,
+};
+
+// FailedPrecondition(message) with StoreError::kFenced.
+inline Status Fenced(std::string message) {
+  return WithSubcode(FailedPrecondition(std::move(message)), StoreError::kFenced);
+}
+
 struct BatchPlan {
   Position after;
   std::string last_sequence;  // inclusive

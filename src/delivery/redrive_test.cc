@@ -6,12 +6,10 @@
 #include "delivery/redrive.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "common/base64.h"
 #include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 #include "common/time_format.h"
 #include "delivery/dlq.h"
 #include "objectstore/local_store.h"
@@ -47,11 +45,7 @@ TEST(RedriveModel, TimesProgressAndOrder) {
 class RedrivePrepareTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("redrive-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    store_ = std::make_unique<objectstore::LocalObjectStore>(dir_.string());
+    store_ = std::make_unique<objectstore::LocalObjectStore>(dir_.Path());
     c_.id = "chan-id";
     c_.arn = "arn:aws:kinesis:us-east-1:000000000000:channel/chan-id";
     c_.stream_arn = "arn:aws:kinesis:us-east-1:000000000000:stream/s";
@@ -59,7 +53,6 @@ class RedrivePrepareTest : public ::testing::Test {
     c_.dlq.error_output_prefix = "errors/";
     dlq_ = *DlqBucketOf(c_, store_.get(), true);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // A DLQ line as DlqBatch writes it.
   std::string Line(const std::string& shard, const std::string& seq, const std::string& code,
@@ -94,7 +87,7 @@ class RedrivePrepareTest : public ::testing::Test {
     return e.ok() ? *e : std::vector<RedriveEntry>{};
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir dir_;  // first: removed after everything that writes into it
   std::unique_ptr<objectstore::LocalObjectStore> store_;
   ChannelConfig c_;
   DlqBucket dlq_;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "delivery/delivery_store.h"
+
 namespace icestream::delivery {
 
 FailureKind ClassifyFailure(const Status& st) {
@@ -13,7 +15,7 @@ FailureKind ClassifyFailure(const Status& st) {
     case StatusCode::kFailedPrecondition:
       // A scale-out write fenced off (this process lost the unit's lease): the unit is
       // another process's now, nothing about the destination is wrong.
-      if (st.message().rfind("fenced:", 0) == 0) return FailureKind::kRetry;
+      if (st.Is(StoreError::kFenced)) return FailureKind::kRetry;
       return FailureKind::kGrace;
     case StatusCode::kNotFound:
       return FailureKind::kGrace;
@@ -28,9 +30,10 @@ int64_t RetryDelayMs(int failures, int64_t min_ms, int64_t max_ms, uint64_t rand
   int shift = std::clamp(failures - 1, 0, 20);
   int64_t base = std::min<int64_t>(max_ms, min_ms << shift);
   base = std::max<int64_t>(1, base);
-  // [base/2, base*3/2), capped at max_ms.
+  // [base/2, base*3/2), capped at max_ms, and never 0 (a cap of 0 in the configuration
+  // must not turn the retry loop into a busy loop).
   int64_t jittered = base / 2 + static_cast<int64_t>(random % static_cast<uint64_t>(base));
-  return std::min<int64_t>(max_ms, std::max<int64_t>(1, jittered));
+  return std::max<int64_t>(1, std::min<int64_t>(max_ms, jittered));
 }
 
 }  // namespace icestream::delivery

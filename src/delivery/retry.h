@@ -18,7 +18,8 @@ enum class FailureKind {
   // or access is refused (kFailedPrecondition). Both are often a moment of an
   // environment coming up (a bucket created just after the store starts, credentials
   // that arrive late); past the grace they are taken as lasting. (A scale-out write
-  // "fenced:" off by another process's lease is kRetry: nothing is wrong there.)
+  // fenced off by another process's lease, StoreError::kFenced, is kRetry: nothing is
+  // wrong there.)
   kGrace,
   // The channel goes FAILED at once: the request is refused as such (kInvalidArgument),
   // or the destination belongs to someone else (kAlreadyExists).

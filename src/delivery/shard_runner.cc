@@ -321,10 +321,14 @@ Result<std::map<std::string, Position>> ShardRunner::PrepareActivation(
     const StartingPosition& start) {
   RETURN_IF_ERROR(sink_->Check());
   ASSIGN_OR_RETURN(auto held, sink_->Checkpoints());
-  ASSIGN_OR_RETURN(auto shards, source_->Shards());
+  auto from_source = [](const Status& st) { return WithSubcode(st, RunnerError::kSource); };
+  auto shards = source_->Shards();
+  if (!shards.ok()) return from_source(shards.status());
   std::map<std::string, Position> cps;
-  for (const auto& s : shards) {
-    ASSIGN_OR_RETURN(Position at, source_->StartPosition(s.id, start));
+  for (const auto& s : *shards) {
+    auto at_or = source_->StartPosition(s.id, start);
+    if (!at_or.ok()) return from_source(at_or.status());
+    Position at = *at_or;
     auto h = held.find(s.id);
     if (h != held.end() && at < h->second) at = h->second;
     cps[s.id] = at;

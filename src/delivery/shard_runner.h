@@ -84,6 +84,12 @@ struct RunnerOptions {
   size_t redrive_batch_records = 5000;
 };
 
+// Subcodes of ShardRunner statuses.
+enum class RunnerError {
+  // The channel's source stream failed (not its destination).
+  kSource = 1,
+};
+
 class ShardRunner {
  public:
   using Job = std::function<void()>;
@@ -115,7 +121,8 @@ class ShardRunner {
   // CREATING → ACTIVE: checks the destination and fixes where each existing shard starts
   // (StartingPosition; shards created later start at their beginning). The caller
   // persists the returned checkpoints with the ACTIVE status, then calls Activated().
-  // Errors as Sink::Check().
+  // Errors as Sink::Check(); a failure of the source (listing the shards, finding where
+  // they start) carries RunnerError::kSource.
   Result<std::map<std::string, Position>> PrepareActivation(const StartingPosition& start);
   void Activated(const std::map<std::string, Position>& checkpoints);
 

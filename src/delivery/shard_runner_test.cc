@@ -8,9 +8,7 @@
 #include "delivery/shard_runner.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <future>
 #include <set>
 #include <tuple>
@@ -18,6 +16,7 @@
 #include "common/base64.h"
 #include "common/crypto.h"
 #include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 #include "common/time_format.h"
 #include "delivery/kpl.h"
 #include "delivery/sqlite_delivery_store.h"
@@ -144,17 +143,12 @@ class RecordingDestination final : public Destination {
 class ShardRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("runner-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    db_ = std::move(*Database::Open((dir_ / "meta.db").string()));
+    ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.Path("meta.db")));
     stream::StreamManagerOptions o;
-    o.data_dir = dir_.string();
+    o.data_dir = dir_.Path();
     o.retention_check_interval_ms = 3600 * 1000;
-    streams_ = std::move(*stream::StreamManager::Open(o, &clock_, db_.get()));
-    store_ = std::move(*SqliteDeliveryStore::Open(db_.get()));
+    ASSERT_OK_AND_ASSIGN(streams_, stream::StreamManager::Open(o, &clock_, db_.get()));
+    ASSERT_OK_AND_ASSIGN(store_, SqliteDeliveryStore::Open(db_.get()));
     sources_ = std::make_unique<source::LocalSourceProvider>(streams_.get());
     ASSERT_OK_AND_ASSIGN(auto info, streams_->CreateStream({.name = "s", .shard_count = 2}));
     config_.id = "chan";
@@ -164,7 +158,7 @@ class ShardRunnerTest : public ::testing::Test {
     config_.stream_uid = info.uid;
     config_.dlq.bucket_arn = "arn:aws:s3:::dlq";
     config_.dlq.error_output_prefix = "errors/";
-    buckets_ = std::make_unique<objectstore::LocalObjectStore>((dir_ / "buckets").string());
+    buckets_ = std::make_unique<objectstore::LocalObjectStore>(dir_.Path("buckets"));
     rec_ = std::make_shared<Recorder>();
     dest_ = std::make_unique<RecordingDestination>(rec_);
   }
@@ -174,7 +168,6 @@ class ShardRunnerTest : public ::testing::Test {
     streams_.reset();
     store_.reset();
     db_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   void MakeRunner(RunnerOptions o = {}) {
@@ -217,7 +210,7 @@ class ShardRunnerTest : public ::testing::Test {
     runner_->Activated(cps);
   }
 
-  std::filesystem::path dir_;
+  testing::TempDir dir_;  // first: removed after everything that writes into it
   ManualClock clock_{1'700'000'000'000};
   std::unique_ptr<Database> db_;
   std::unique_ptr<stream::StreamManager> streams_;

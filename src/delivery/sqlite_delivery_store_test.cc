@@ -5,12 +5,10 @@
 #include "delivery/sqlite_delivery_store.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 #include "delivery/redrive.h"
 
 namespace icestream::delivery {
@@ -19,22 +17,10 @@ namespace {
 class SqliteDeliveryStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = std::filesystem::temp_directory_path() /
-            ("delivery-store-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
-    Clean();
-    db_ = std::move(Database::Open(path_.string())).value();
-    store_ = std::move(SqliteDeliveryStore::Open(db_.get())).value();
+    ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.Path("meta.db")));
+    ASSERT_OK_AND_ASSIGN(store_, SqliteDeliveryStore::Open(db_.get()));
   }
-  void TearDown() override {
-    store_.reset();
-    db_.reset();
-    Clean();
-  }
-  void Clean() {
-    for (const char* ext : {"", "-wal", "-shm"}) std::filesystem::remove(path_.string() + ext);
-  }
-  std::filesystem::path path_;
+  testing::TempDir dir_;  // first: removed after everything that writes into it
   std::unique_ptr<Database> db_;
   std::unique_ptr<SqliteDeliveryStore> store_;
 };

@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/testing/status_assertions.h"
+#include "delivery/delivery_store.h"
 #include "iceberg/catalog_conformance.h"
 #include "iceberg/metastore_catalog.h"
 #include "objectstore/local_store.h"
@@ -40,7 +41,7 @@ class RowFence final : public iceberg::CommitFence {
   Status Check(iceberg::CatalogStore::Tx& tx) const override {
     auto& pgtx = static_cast<PgCatalogStore::PgCatalogTx&>(tx).pg();
     ASSIGN_OR_RETURN(auto r, pgtx.Exec("SELECT 1 WHERE $1 = 'yes'", {holds_ ? "yes" : "no"}));
-    if (r.rows() == 0) return FailedPrecondition("fenced: the lease moved to another owner");
+    if (r.rows() == 0) return delivery::Fenced("fenced: the lease moved to another owner");
     return pgtx.Exec("INSERT INTO fence_notes (catalog) VALUES ($1)", {catalog_}).status();
   }
 

@@ -21,7 +21,7 @@ std::optional<uint32_t> SubOf(const pg::PgResult& r, size_t row, size_t col) {
 }
 
 Status Fenced(const std::string& channel_id, const std::string& unit) {
-  return FailedPrecondition(fmt::format(
+  return delivery::Fenced(fmt::format(
       "fenced: this worker no longer holds {} of channel {} (another worker took it over)", unit,
       channel_id));
 }

@@ -17,6 +17,7 @@ after the fixes differ by an order of magnitude (bench/fanout prints the exact o
 import base64
 import json
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -393,6 +394,7 @@ class ConnectionSlots(unittest.TestCase):
         finally:
             srv.stop()
             srv.cleanup()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ from delivery_check import S3Bucket, decompress  # noqa: E402
 from harness import Rgw, Server, channel_request, kinesis_call, read_stream, wait_channel  # noqa: E402
 from pg import PgCluster  # noqa: E402
 from pg_fault_proxy import PgFaultProxy  # noqa: E402
-from table_check import (assert_rows, expected_row, read_table, register_schema, table_bucket_arn,  # noqa: E402
-                         table_channel_request, wait_records)
+from table_check import (assert_children_after_parents, assert_rows, expected_row, read_table,  # noqa: E402
+                         register_schema, table_bucket_arn, table_channel_request, wait_records)
 
 ROUNDS = int(os.environ.get("POOL_KILL_ROUNDS", "20"))
 STREAM = "pool-src"
@@ -240,26 +240,6 @@ class PoolChaos(unittest.TestCase):
             time.sleep(0.2)
         k.update_stream_mode(StreamARN=arn, StreamModeDetails={"StreamMode": "ON_DEMAND"})
 
-    def check_children_after_parents(self, k, everything, t):
-        """The first table snapshot that checkpoints a child shard has each parent at its
-        last record (parents delivered to their end first, across the pool)."""
-        parents = {s["ShardId"]: [p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p]
-                   for s in k.list_shards(StreamName=STREAM)["Shards"]}
-        self.assertGreaterEqual(sum(1 for p in parents.values() if p), 3, parents)
-        last = {}
-        for _, shard, seq in everything:
-            if shard not in last or seq_key(seq) > seq_key(last[shard]):
-                last[shard] = seq
-        snaps = sorted(t["snapshots"], key=lambda s: s["sequence_number"])
-        for child, ps in parents.items():
-            if not ps or child not in last:
-                continue
-            first = next(s for s in snaps if f"icestream.checkpoint.{child}" in s["summary"])
-            for p in ps:
-                if p in last:
-                    self.assertEqual(first["summary"].get(f"icestream.checkpoint.{p}"), last[p],
-                                     f"{child} committed before its parent {p} was complete")
-
     def verify(self, tag, server, k, producers, table_arn, spread=False):
         """Exactly once in the bucket and the table; fenced commits; checkpoints forward."""
         for p in producers:
@@ -368,7 +348,8 @@ class PoolChaos(unittest.TestCase):
             everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn, spread=True)
             self.assertGreater(changes, kills, "the leases did not change hands as workers died")
 
-            self.check_children_after_parents(k, everything, t)
+            assert_children_after_parents(self, k.list_shards(StreamName=STREAM)["Shards"], everything,
+                                          t["snapshots"])
 
             # DescribeChannel names an owner and an epoch for every shard.
             st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": s3_arn})

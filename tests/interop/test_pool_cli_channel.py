@@ -4,6 +4,8 @@ serve --pg` in it (issue 16).
 1. A channel on a stream of that server (the command's --source is the server): the server
    recognises its own stream by the channel's stream ARN and creation time and delivers it
    from its logs, with no worker in the pool; every record lands in its bucket exactly once.
+   It is the stream's S3 channel: a second one is refused, through the server's API and
+   through the command (LimitExceededException).
 2. A channel on another endpoint's stream (a second icestream server outside the pool, as
    a pool's workers may read AWS Kinesis beside the server): the pool's server neither
    delivers nor fails it; it stays CREATING for a worker that reads that endpoint, and the
@@ -21,7 +23,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import harness  # noqa: E402
 from delivery_check import LocalBucket, decompress  # noqa: E402
-from harness import Server, channel_request  # noqa: E402
+from harness import Server, channel_request, kinesis_call  # noqa: E402
 from pg import PgCluster  # noqa: E402
 
 CONFIG = "[scaleout]\nlease_ms = 2000\nrenew_ms = 400\ntake_ms = 400\n"
@@ -108,6 +110,14 @@ class PoolCliChannel(unittest.TestCase):
             self.assertEqual(bucket_ids(near_root), near_ids,
                              "the server did not deliver its own stream exactly once:\n" + server.read_log()[-4000:])
             self.assertEqual(self.describe(conninfo, server.endpoint, "near-s3")["ChannelStatus"], "ACTIVE")
+            # One channel per destination type and stream, whichever way the first was made.
+            st, body = kinesis_call(server, "CreateChannel", channel_request("near-s3-again", "near",
+                                                                             bucket="near-out-2"))
+            self.assertEqual((st, body.get("__type")), (400, "LimitExceededException"), body)
+            code, out, err = self.cli(conninfo, server.endpoint, "create",
+                                      stdin=json.dumps(channel_request("near-s3-cli", "near", bucket="near-out-3")))
+            self.assertEqual(code, 1, out)
+            self.assertIn("LimitExceededException", err)
 
             d = self.describe(conninfo, far.endpoint, "far-s3")
             self.assertEqual(d["ChannelStatus"], "CREATING", d)

@@ -119,7 +119,9 @@ class PoolImport(unittest.TestCase):
                     worker.wait()
                 server.stop()
                 server.cleanup()
-                subprocess.run(["rm", "-rf", data, data.rstrip("/") + "-worker.log"])
+                # The servers of the data directory kept their configuration and log beside it.
+                subprocess.run(["rm", "-rf", data, data.rstrip("/") + "-worker.log"] +
+                               [data.rstrip("/") + ext for ext in (".toml", ".log")])
 
 
 def total_records_offline(data_dir):

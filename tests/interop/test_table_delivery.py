@@ -39,9 +39,10 @@ import gsr  # noqa: E402
 from delivery_check import LocalBucket, S3Bucket, produce  # noqa: E402
 import harness  # noqa: E402
 from harness import ACCOUNT, REGION, Rgw, Server, kinesis_call, wait_channel  # noqa: E402
-from table_check import (assert_rows, create_channel, describe, dlq_lines, expected_row, iso_micros,  # noqa: E402
-                         metric, metrics, npm_dir, read_table, register_schema, rest_metadata,
-                         schema_arn, table_channel_request, ts_micros, wait_dlq, wait_records)
+from table_check import (assert_children_after_parents, assert_rows, create_channel, describe,  # noqa: E402
+                         dlq_lines, expected_row, iso_micros, last_sequence_by_shard, metric, metrics,
+                         npm_dir, read_table, register_schema, rest_metadata, schema_arn,
+                         table_channel_request, ts_micros, wait_dlq, wait_records)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BASE_TS = ts_micros("2025-06-01T08:00:00Z")
@@ -178,14 +179,6 @@ def invalid_records(base_id, vid_other=None):
     if vid_other:
         cases.append((gsr.encode(vid_other, {"id": base_id + 7, "name": "x", "event_time": ts}), "DESERIALIZATION_ERROR"))
     return cases
-
-
-def last_sequence_by_shard(acked):
-    out = {}
-    for _, shard, seq in acked:
-        if shard not in out or int(seq) > int(out[shard]):
-            out[shard] = seq
-    return out
 
 
 class TableDelivery:
@@ -829,22 +822,8 @@ class LocalTables(unittest.TestCase, TableDelivery):
         wait_records(self.server, self.warehouse_arn(), "ns_reshard", "events", len(sent))
         t = self.read("ns_reshard", "events")
         assert_rows(self, t["rows"], [expected_row(r, t["schema"]) for r in sent], "id")
-        # Children after parents: the first snapshot that checkpoints a child has every
-        # parent at its last sequence number.
-        all_shards = k.list_shards(StreamName="s-reshard")["Shards"]
-        parents = {s["ShardId"]: [p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p]
-                   for s in all_shards}
-        last = last_sequence_by_shard(acked)
-        self.assertGreaterEqual(sum(1 for p in parents.values() if p), 3, parents)
-        snaps = sorted(t["snapshots"], key=lambda s: s["sequence_number"])
-        for child, ps in parents.items():
-            if not ps or child not in last:
-                continue
-            first = next(s for s in snaps if f"icestream.checkpoint.{child}" in s["summary"])
-            for p in ps:
-                if p in last:
-                    self.assertEqual(first["summary"].get(f"icestream.checkpoint.{p}"), last[p],
-                                     f"{child} committed before its parent {p} was complete")
+        last = assert_children_after_parents(self, k.list_shards(StreamName="s-reshard")["Shards"], acked,
+                                             t["snapshots"])
         cur = [s for s in t["snapshots"] if s["snapshot_id"] == t["current_snapshot_id"]][0]
         for shard, seq in last.items():
             self.assertEqual(cur["summary"].get(f"icestream.checkpoint.{shard}"), seq, shard)

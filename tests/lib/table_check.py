@@ -160,6 +160,36 @@ def assert_rows(tc, got, want, key):
         tc.assertEqual(got_by[k][0], w, f"row {key}={k}")
 
 
+def last_sequence_by_shard(records):
+    """{shard: its highest sequence number} of (data, shard, sequence) triples."""
+    out = {}
+    for _, shard, seq in records:
+        if shard not in out or int(seq) > int(out[shard]):
+            out[shard] = seq
+    return out
+
+
+def assert_children_after_parents(tc, shards, records, snapshots):
+    """Children after parents: the first snapshot that checkpoints a child shard holds each
+    parent at its last record. shards: ListShards' Shards (with at least 3 children: the
+    stream was resharded); records: every (data, shard, sequence) of the stream."""
+    parents = {s["ShardId"]: [p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p]
+               for s in shards}
+    tc.assertGreaterEqual(sum(1 for p in parents.values() if p), 3, parents)
+    last = last_sequence_by_shard(records)
+    snaps = sorted(snapshots, key=lambda s: s["sequence_number"])
+    for child, ps in parents.items():
+        if not ps or child not in last:
+            continue
+        first = next((s for s in snaps if f"icestream.checkpoint.{child}" in s["summary"]), None)
+        tc.assertIsNotNone(first, f"no snapshot checkpoints {child}, which holds records")
+        for p in ps:
+            if p in last:
+                tc.assertEqual(first["summary"].get(f"icestream.checkpoint.{p}"), last[p],
+                               f"{child} committed before its parent {p} was complete")
+    return last
+
+
 # ------------------------------------------------------------------ registry, channel
 
 def schema_arn(registry, name):

@@ -13,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <filesystem>
 
 #include "common/clock.h"
 #include "common/sqlite.h"
@@ -24,6 +23,7 @@
 #include "delivery/table/schema_versions.h"
 #include "delivery/table/table_committer.h"
 #include "delivery/table/table_owner.h"
+#include "delivery/table/table_test_base.h"
 #include "delivery/table/table_upkeep.h"
 #include "iceberg/parquet/data_file.h"
 #include "iceberg/table_files.h"
@@ -53,88 +53,14 @@ constexpr const char* kSchemaV2 = R"({
   "required": ["id", "ts"]
 })";
 
-// The records of one batch in memory (the engine's RecordSource; the things under test
-// are the parts that read it).
-class VectorSource final : public RecordSource {
- public:
-  struct Rec {
-    size_t range;
-    std::string seq;
-    std::string data;
-  };
-  explicit VectorSource(std::vector<Rec> recs) : recs_(std::move(recs)) {}
-  Result<bool> Next(RecordChunk* chunk) override {
-    std::lock_guard lock(mu_);
-    if (at_ >= recs_.size()) return false;
-    chunk->records.clear();
-    chunk->range = recs_[at_].range;
-    while (at_ < recs_.size() && recs_[at_].range == chunk->range) {
-      const Rec& r = recs_[at_];
-      chunk->records.push_back({r.seq, at_, 1'780'000'000'000, std::nullopt, "pk", r.data, {}});
-      ++at_;
-    }
-    chunk->storage = nullptr;  // the strings live in recs_
-    return true;
-  }
-  Status Rewind() override {
-    std::lock_guard lock(mu_);
-    at_ = 0;
-    return Status::OK();
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Rec> recs_;
-  size_t at_ = 0;
-};
-
-class SwitchFence final : public iceberg::CommitFence {
- public:
-  Status Check(iceberg::CatalogStore::Tx&) const override {
-    return holds.load() ? Status::OK() : FailedPrecondition("fenced: the lease moved");
-  }
-  std::atomic<bool> holds{true};
-};
-
-class TablePartsTest : public ::testing::Test {
+class TablePartsTest : public TableTestBase {
  protected:
   void SetUp() override {
-    std::filesystem::create_directories(dir_.path() / "tables" / "tables");
-    ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.Path("meta.db")));
-    buckets_ = std::make_shared<objectstore::LocalObjectStore>(dir_.Path("buckets"));
-    tables_ = std::make_unique<objectstore::LocalObjectStore>(dir_.Path("tables"));
-    warehouses_ = std::make_unique<iceberg::Warehouses>(db_.get(), tables_.get(), &clock_,
-                                                        "us-east-1", "000000000000");
-    ASSERT_OK_AND_ASSIGN(registry_, registry::SchemaRegistry::Open(db_.get(), &clock_));
-    if (!registry_->GetRegistry(registry::kDefaultRegistry).ok()) {
-      ASSERT_OK(registry_->CreateRegistry(registry::kDefaultRegistry, "", {}).status());
-    }
-    ASSERT_OK(registry_
-                  ->CreateSchema(registry::kDefaultRegistry, true, "orders",
-                                 registry::DataFormat::kJson, registry::Compatibility::kNone, "",
-                                 {}, std::string(kSchema))
-                  .status());
+    OpenStores(kSchema);
+    if (HasFatalFailure()) return;
     lookup_ = std::make_unique<RegistryVersions>(registry_.get());
-
-    config_.id = "chan-id";
-    config_.name = "chan";
-    config_.arn = "arn:aws:kinesis:us-east-1:000000000000:channel/chan-id";
-    config_.stream_arn = "arn:aws:kinesis:us-east-1:000000000000:stream/s";
-    config_.stream_name = "s";
-    config_.record_format = RecordFormat::kJson;
-    config_.gsr_schema_arn = "arn:aws:glue:us-east-1:000000000000:schema/default-registry/orders";
-    TableDestinationConfig t;
-    t.table_bucket_arn = "arn:aws:s3tables:us-east-1:000000000000:bucket/tables";
-    t.ns = "db";
-    t.table_name = "orders";
-    t.partition_fields = {{"ts", "TIME_HOUR"}};
-    config_.destination = t;
-
-    iceberg::Warehouses* wh = warehouses_.get();
-    services_.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
-    services_.catalog = [wh](const std::string& b) { return wh->CatalogFor(b); };
-    services_.io = [wh](const std::string& b) { return wh->Io(b); };
-    services_.registry = registry_.get();
+    config_ = TableChannel();
+    services_ = Services();
     env_.buckets = buckets_.get();
     env_.clock = &clock_;
     env_.load_state = [this]() -> Result<nlohmann::json> { return state_; };
@@ -172,7 +98,7 @@ class TablePartsTest : public ::testing::Test {
       r.records = n;
       b.batch.ranges.push_back(r);
       for (uint64_t i = first; i < first + n; ++i) {
-        b.recs.push_back({range, std::to_string(i + 1),
+        b.recs.push_back({range, std::to_string(i + 1), b.recs.size(),
                           R"({"id":)" + std::to_string(i * 2 + range) +
                               R"(,"ts":"2026-12-01T10:00:00Z","note":"n)" + std::to_string(i) +
                               "\"}"});
@@ -213,33 +139,12 @@ class TablePartsTest : public ::testing::Test {
     return out;
   }
 
-  // Rows and files of the table's current snapshot.
-  int64_t LiveRows(size_t* files = nullptr) {
-    auto cat = warehouses_->CatalogFor("tables");
-    auto t = (*cat)->LoadTable({{"db"}, "orders"});
-    if (!t.ok()) return -1;
-    if (!t->metadata.CurrentSnapshot()) return 0;
-    auto io = warehouses_->Io("tables");
-    auto entries = iceberg::LiveEntries(**io, *t->metadata.CurrentSnapshot());
-    EXPECT_OK(entries);
-    int64_t rows = 0;
-    for (const auto& e : *entries) rows += e.data_file.record_count;
-    if (files) *files = entries->size();
-    return rows;
-  }
   size_t Snapshots() {
     auto cat = warehouses_->CatalogFor("tables");
     auto t = (*cat)->LoadTable({{"db"}, "orders"});
     return t.ok() ? t->metadata.snapshots.size() : 0;
   }
 
-  testing::TempDir dir_;  // first: removed after everything that writes into it
-  ManualClock clock_{1'780'000'000'000};
-  std::unique_ptr<Database> db_;
-  std::shared_ptr<objectstore::LocalObjectStore> buckets_;
-  std::unique_ptr<objectstore::LocalObjectStore> tables_;
-  std::unique_ptr<iceberg::Warehouses> warehouses_;
-  std::unique_ptr<registry::SchemaRegistry> registry_;
   std::unique_ptr<RegistryVersions> lookup_;
   ChannelConfig config_;
   TableServices services_;

@@ -12,26 +12,24 @@
 #include "delivery/table/table_sink.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
 
-#include "common/clock.h"
-#include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
+#include "delivery/table/table_test_base.h"
 #include "iceberg/table_files.h"
-#include "iceberg/warehouses.h"
-#include "objectstore/local_store.h"
-#include "registry/registry.h"
 
 namespace icestream::delivery::table {
 namespace {
+
+// The records' arrival time, and the engine's chunk size (records of a range handed at once).
+constexpr int64_t kArrivalMs = 1'700'000'000'000;
+constexpr size_t kChunk = 500;
 
 constexpr const char* kSchema = R"({
   "type": "object",
@@ -42,42 +40,6 @@ constexpr const char* kSchema = R"({
   },
   "required": ["id", "ts"]
 })";
-
-// Records of a batch, one range per shard (the engine's RecordSource, in memory: the
-// thing under test is the sink).
-class VectorSource final : public RecordSource {
- public:
-  struct Rec {
-    size_t range;
-    std::string seq;
-    uint64_t ordinal;
-    std::string data;
-  };
-  explicit VectorSource(std::vector<Rec> recs) : recs_(std::move(recs)) {}
-  Result<bool> Next(RecordChunk* chunk) override {
-    std::lock_guard lock(mu_);
-    if (at_ >= recs_.size()) return false;
-    chunk->records.clear();
-    chunk->range = recs_[at_].range;
-    while (at_ < recs_.size() && recs_[at_].range == chunk->range && chunk->records.size() < 500) {
-      const Rec& r = recs_[at_++];
-      chunk->records.push_back(
-          {r.seq, r.ordinal, 1'700'000'000'000, std::nullopt, "pk", r.data, {}});
-    }
-    chunk->storage = nullptr;  // the strings live in recs_
-    return true;
-  }
-  Status Rewind() override {
-    std::lock_guard lock(mu_);
-    at_ = 0;
-    return Status::OK();
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Rec> recs_;
-  size_t at_ = 0;
-};
 
 // A pool's staging rows, in memory (the thing under test is the sink; the PostgreSQL store
 // has its own tests in scaleout/). Its commit fence deletes the rows it commits.
@@ -189,78 +151,24 @@ class MeetingSource final : public RecordSource {
   bool met_ = false;
 };
 
-class SwitchFence final : public iceberg::CommitFence {
- public:
-  Status Check(iceberg::CatalogStore::Tx&) const override {
-    return holds.load() ? Status::OK() : FailedPrecondition("fenced: the lease moved");
-  }
-  std::atomic<bool> holds{true};
-};
-
-class TableSinkTest : public ::testing::Test {
+class TableSinkTest : public TableTestBase {
  protected:
-  void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() /
-            ("table-sink-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(root_);
-    std::filesystem::create_directories(root_ / "buckets" / "dlq");
-    std::filesystem::create_directories(root_ / "tables" / "tables");
-    db_ = std::move(Database::Open((root_ / "meta.db").string())).value();
-    buckets_ = std::make_shared<objectstore::LocalObjectStore>((root_ / "buckets").string());
-    tables_ = std::make_unique<objectstore::LocalObjectStore>((root_ / "tables").string());
-    warehouses_ = std::make_unique<iceberg::Warehouses>(db_.get(), tables_.get(), &clock_,
-                                                        "us-east-1", "000000000000");
-    registry_ = std::move(registry::SchemaRegistry::Open(db_.get(), &clock_)).value();
-    // The default registry may exist already; then it must be readable.
-    if (auto made = registry_->CreateRegistry(registry::kDefaultRegistry, "", {}); !made.ok()) {
-      ASSERT_OK(registry_->GetRegistry(registry::kDefaultRegistry))
-          << "after CreateRegistry said " << made.status().ToString();
-    }
-    auto created = registry_->CreateSchema(registry::kDefaultRegistry, true, "orders",
-                                           registry::DataFormat::kJson,
-                                           registry::Compatibility::kNone, "", {}, kSchema);
-    ASSERT_OK(created);
-  }
-  void TearDown() override {
-    sink_.reset();
-    registry_.reset();
-    warehouses_.reset();
-    db_.reset();
-    std::filesystem::remove_all(root_);
-  }
+  void SetUp() override { OpenStores(kSchema); }
+  void TearDown() override { sink_.reset(); }
 
   ChannelConfig Channel() {
-    ChannelConfig c;
-    c.id = "chan-id";
-    c.name = "chan";
-    c.arn = "arn:aws:kinesis:us-east-1:000000000000:channel/chan-id";
-    c.stream_arn = "arn:aws:kinesis:us-east-1:000000000000:stream/s";
-    c.stream_name = "s";
-    c.record_format = RecordFormat::kJson;
-    c.gsr_schema_arn = "arn:aws:glue:us-east-1:000000000000:schema/default-registry/orders";
+    ChannelConfig c = TableChannel();
     c.data_freshness_seconds = 1;
     c.dlq.bucket_arn = "arn:aws:s3:::dlq";
     c.dlq.expected_bucket_owner = "000000000000";
     c.dlq.error_output_prefix = "errors/";
-    TableDestinationConfig t;
-    t.table_bucket_arn = "arn:aws:s3tables:us-east-1:000000000000:bucket/tables";
-    t.ns = "db";
-    t.table_name = "orders";
-    t.partition_fields = {{"ts", "TIME_HOUR"}};
-    c.destination = t;
     return c;
   }
 
   void MakeSink(TableSinkOptions o, const iceberg::CommitFence* fence = nullptr,
                 std::shared_ptr<StagingStore> staging = nullptr) {
-    TableServices ts;
+    TableServices ts = Services();
     ts.staging = std::move(staging);
-    iceberg::Warehouses* wh = warehouses_.get();
-    ts.bucket_name = [wh](std::string_view arn) { return wh->BucketName(arn); };
-    ts.catalog = [wh](const std::string& b) { return wh->CatalogFor(b); };
-    ts.io = [wh](const std::string& b) { return wh->Io(b); };
-    ts.registry = registry_.get();
     ts.fence_for = [fence](const ChannelConfig&) { return fence; };
     dest_ = std::make_unique<TableDestination>(ts, o);
     config_ = Channel();
@@ -328,27 +236,6 @@ class TableSinkTest : public ::testing::Test {
     return {batch, recs};
   }
 
-  int64_t LiveRows(size_t* files = nullptr) {
-    auto cat = warehouses_->CatalogFor("tables");
-    auto t = (*cat)->LoadTable({{"db"}, "orders"});
-    if (!t.ok()) return -1;
-    if (!t->metadata.CurrentSnapshot()) return 0;
-    auto io = warehouses_->Io("tables");
-    auto entries = iceberg::LiveEntries(**io, *t->metadata.CurrentSnapshot());
-    EXPECT_OK(entries);
-    int64_t rows = 0;
-    for (const auto& e : *entries) rows += e.data_file.record_count;
-    if (files) *files = entries->size();
-    return rows;
-  }
-
-  std::filesystem::path root_;
-  ManualClock clock_{1'780'000'000'000};
-  std::unique_ptr<Database> db_;
-  std::shared_ptr<objectstore::LocalObjectStore> buckets_;
-  std::unique_ptr<objectstore::LocalObjectStore> tables_;
-  std::unique_ptr<iceberg::Warehouses> warehouses_;
-  std::unique_ptr<registry::SchemaRegistry> registry_;
   std::unique_ptr<TableDestination> dest_;
   ChannelConfig config_;
   nlohmann::json state_;
@@ -365,7 +252,7 @@ TEST_F(TableSinkTest, FirstBatchOfANewTableCutsManyFilesWhileConverting) {
   MakeSink(o);
   // 2 × 7,000 records of ~1 KiB: about 14 MB into a table that does not exist yet.
   auto [batch, recs] = Batch(0, 7000, 960);
-  VectorSource source(recs);
+  VectorSource source(recs, kArrivalMs, kChunk);
   ASSERT_OK_AND_ASSIGN(auto counts, sink_->Deliver(batch, &source));
   EXPECT_EQ(counts.delivered, 14000u);
   EXPECT_EQ(counts.failed, 0u);
@@ -383,12 +270,12 @@ TEST_F(TableSinkTest, ARefusedFenceChangesNothing) {
   o.compaction = false;
   MakeSink(o, &fence);
   auto [b1, r1] = Batch(0, 10, 10);
-  VectorSource s1(r1);
+  VectorSource s1(r1, kArrivalMs, kChunk);
   ASSERT_OK(sink_->Deliver(b1, &s1));
   EXPECT_EQ(LiveRows(), 20);
   fence.holds = false;
   auto [b2, r2] = Batch(10, 10, 10);
-  VectorSource s2(r2);
+  VectorSource s2(r2, kArrivalMs, kChunk);
   auto refused = sink_->Deliver(b2, &s2);
   EXPECT_STATUS(kFailedPrecondition, refused);
   EXPECT_EQ(LiveRows(), 20);
@@ -407,7 +294,7 @@ TEST_F(TableSinkTest, AQuietTableGetsItsUpkeep) {
   MakeSink(o);
   for (uint64_t i = 0; i < 6; ++i) {
     auto [b, r] = Batch(i * 5, 5, 10);
-    VectorSource s(r);
+    VectorSource s(r, kArrivalMs, kChunk);
     ASSERT_OK(sink_->Deliver(b, &s));
     clock_.Advance(1000);
   }
@@ -434,7 +321,7 @@ TEST_F(TableSinkTest, ShardBatchesOfAPoolConvertSideBySide) {
   ASSERT_TRUE(sink_->staged());
   // The first batch creates the table (under the sink's lock).
   auto [b0, r0] = ShardBatch("shardId-000000000000", 0, 2000, 0);
-  VectorSource s0(r0);
+  VectorSource s0(r0, kArrivalMs, kChunk);
   auto first = sink_->Deliver(b0, &s0);
   ASSERT_OK(first);
   EXPECT_EQ(staging->rows(), 1u);
@@ -443,7 +330,7 @@ TEST_F(TableSinkTest, ShardBatchesOfAPoolConvertSideBySide) {
   // happens only when neither holds the sink while converting.
   auto [b1, r1] = ShardBatch("shardId-000000000000", 2000, 3000, 0);
   auto [b2, r2] = ShardBatch("shardId-000000000001", 0, 3000, 1'000'000);
-  VectorSource v1(r1), v2(r2);
+  VectorSource v1(r1, kArrivalMs, kChunk), v2(r2, kArrivalMs, kChunk);
   Rendezvous meet(2);
   MeetingSource s1(&v1, &meet), s2(&v2, &meet);
   Result<DeliveryCounts> c1 = Internal("not run"), c2 = Internal("not run");

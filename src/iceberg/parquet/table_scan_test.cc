@@ -4,12 +4,11 @@
 #include "iceberg/parquet/table_scan.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "common/testing/status_assertions.h"
+#include "common/testing/temp_dir.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
 #include "iceberg/manifest_avro.h"
@@ -46,14 +45,9 @@ Schema PositionDeleteSchema() {
 class TableScanTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() /
-            ("table-scan-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(root_);
-    store_ = std::make_unique<objectstore::LocalObjectStore>(root_.string());
+    store_ = std::make_unique<objectstore::LocalObjectStore>(root_.Path());
     io_ = std::make_unique<FileIO>(store_.get(), "wh");
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
 
   // Writes `rows` (JSON objects) as a Parquet file of `schema` at table key `name`.
   DataFile Write(const Schema& schema, const std::string& name, const std::vector<json>& rows,
@@ -163,7 +157,7 @@ class TableScanTest : public ::testing::Test {
     return out;
   }
 
-  std::filesystem::path root_;
+  testing::TempDir root_;  // first: removed after everything that writes into it
   std::unique_ptr<objectstore::LocalObjectStore> store_;
   std::unique_ptr<FileIO> io_;
 };

@@ -302,10 +302,7 @@ Result<std::shared_ptr<delivery::ShardSource>> LocalSourceProvider::OpenSource(
     // it is another endpoint's stream, for the pool's workers that read that endpoint.
     auto info = streams_->Describe(channel.stream_name);
     if (!info.ok() && info.status().code() != StatusCode::kNotFound) return info.status();
-    const bool ours = info.ok() && info->arn == channel.stream_arn &&
-                      (channel.stream_created_ms <= 0 ||
-                       info->created_ms / 1000 == channel.stream_created_ms / 1000);
-    if (!ours) {
+    if (!info.ok() || !delivery::ReadsStream(channel, info->arn, info->created_ms)) {
       return WithSubcode(
           FailedPrecondition(fmt::format("stream {} is not a stream of this server; the pool's "
                                          "workers that read its endpoint deliver it",
