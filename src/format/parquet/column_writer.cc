@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/bytes.h"
+#include "format/parquet/delta_encoder.h"
 #include "format/parquet/rle_encoder.h"
 
 namespace icestream::format::parquet {
@@ -138,6 +139,41 @@ void ChunkBuilder::UpdatePlainStats(const PageData& page) {
   }
 }
 
+Encoding ChunkBuilder::AppendValues(const PageData& page) {
+  const auto n = static_cast<size_t>(page.num_values);
+  switch (column_->physical) {
+    case PhysicalType::kInt32:
+    case PhysicalType::kInt64: {
+      if (!options_->delta_integers || n == 0) break;
+      encoded_.clear();
+      if (column_->physical == PhysicalType::kInt32) {
+        EncodeDeltaBinaryPacked32(page.plain.data(), n, &encoded_);
+      } else {
+        EncodeDeltaBinaryPacked64(page.plain.data(), n, &encoded_);
+      }
+      // Random full-width values cost a little more than PLAIN as deltas: those stay PLAIN.
+      if (encoded_.size() >= page.plain.size()) break;
+      body_.append(encoded_);
+      return Encoding::kDeltaBinaryPacked;
+    }
+    case PhysicalType::kFloat:
+    case PhysicalType::kDouble:
+      if (!options_->byte_stream_split || n == 0) break;
+      EncodeByteStreamSplit(page.plain.data(), n, page.plain.size() / n, &body_);
+      return Encoding::kByteStreamSplit;
+    // (Not FIXED_LEN_BYTE_ARRAY decimals, whose high bytes would split into runs too:
+    // DuckDB 1.5 reads BYTE_STREAM_SPLIT for FLOAT and DOUBLE only.)
+    case PhysicalType::kBoolean:
+      // PLAIN BOOLEAN: bit-packed, LSB first.
+      BitPack(reinterpret_cast<const uint8_t*>(page.plain.data()), page.plain.size(), 1, &body_);
+      return Encoding::kPlain;
+    default:
+      break;
+  }
+  body_.append(page.plain);
+  return Encoding::kPlain;
+}
+
 Status ChunkBuilder::AddPage(PageData page, Compressor* compressor) {
   if (page.num_levels == 0) return Status::OK();
   body_.clear();
@@ -158,14 +194,11 @@ Status ChunkBuilder::AddPage(PageData page, Compressor* compressor) {
     }
     ++dict_pages_;
   } else {
-    if (column_->physical == PhysicalType::kBoolean) {
-      // PLAIN BOOLEAN: bit-packed, LSB first.
-      BitPack(reinterpret_cast<const uint8_t*>(page.plain.data()), page.plain.size(), 1, &body_);
-    } else {
-      body_.append(page.plain);
-    }
+    encoding = AppendValues(page);
     UpdatePlainStats(page);
-    ++plain_pages_;
+    ++(encoding == Encoding::kPlain               ? plain_pages_
+       : encoding == Encoding::kDeltaBinaryPacked ? delta_pages_
+                                                  : split_pages_);
   }
 
   compressed_.clear();
@@ -235,9 +268,12 @@ Status ChunkBuilder::Finish(const Dictionary& dictionary, Compressor* compressor
   m.total_compressed_size = compressed;
 
   m.encodings.clear();
-  m.encodings.push_back(Encoding::kPlain);
+  // PLAIN: the PLAIN data pages and the dictionary page.
+  if (plain_pages_ > 0 || dict_pages_ > 0) m.encodings.push_back(Encoding::kPlain);
   if (column_->max_def > 0 || column_->max_rep > 0) m.encodings.push_back(Encoding::kRle);
   if (dict_pages_ > 0) m.encodings.push_back(Encoding::kRleDictionary);
+  if (delta_pages_ > 0) m.encodings.push_back(Encoding::kDeltaBinaryPacked);
+  if (split_pages_ > 0) m.encodings.push_back(Encoding::kByteStreamSplit);
   m.encoding_stats.clear();
   if (dict_pages_ > 0) {
     m.encoding_stats.push_back({PageType::kDictionaryPage, Encoding::kPlain, 1});
@@ -245,12 +281,18 @@ Status ChunkBuilder::Finish(const Dictionary& dictionary, Compressor* compressor
   }
   if (plain_pages_ > 0)
     m.encoding_stats.push_back({PageType::kDataPage, Encoding::kPlain, plain_pages_});
+  if (delta_pages_ > 0) {
+    m.encoding_stats.push_back({PageType::kDataPage, Encoding::kDeltaBinaryPacked, delta_pages_});
+  }
+  if (split_pages_ > 0) {
+    m.encoding_stats.push_back({PageType::kDataPage, Encoding::kByteStreamSplit, split_pages_});
+  }
 
   m.statistics = stats_.ToParquet(null_count_, options_->statistics_truncate_bytes);
   file_stats->Merge(stats_);
 
   num_values_ = uncompressed_bytes_ = compressed_bytes_ = 0;
-  plain_pages_ = dict_pages_ = 0;
+  plain_pages_ = dict_pages_ = delta_pages_ = split_pages_ = 0;
   null_count_ = 0;
   dict_use_counts_.clear();
   stats_ = StatsAccumulator(column_);

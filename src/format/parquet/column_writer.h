@@ -46,6 +46,9 @@ class ChunkBuilder {
       : column_(column), options_(options), stats_(column) {}
 
   // Data page v1 (README "Data Pages"): [rep: u32 len + RLE][def: u32 len + RLE][values].
+  // Values: RLE_DICTIONARY indices, or DELTA_BINARY_PACKED integers when smaller than
+  // PLAIN (WriterOptions::delta_integers), BYTE_STREAM_SPLIT floats
+  // (WriterOptions::byte_stream_split), or PLAIN.
   Status AddPage(PageData page, Compressor* compressor);
 
   // Writes [dictionary page][data pages] to out at file offset `offset` and fills
@@ -62,17 +65,24 @@ class ChunkBuilder {
 
  private:
   void UpdatePlainStats(const PageData& page);
+  // Appends the page's values to body_ in the encoding the options and the column's type
+  // call for: DELTA_BINARY_PACKED for INT32/INT64 when smaller than PLAIN, BYTE_STREAM_SPLIT
+  // for FLOAT/DOUBLE, otherwise PLAIN. Returns the encoding.
+  Encoding AppendValues(const PageData& page);
 
   const ColumnDescriptor* column_;
   const WriterOptions* options_;
   std::string data_;  // data pages, headers included
   std::string body_;  // scratch: uncompressed page body
   std::string compressed_;
+  std::string encoded_;  // scratch: a candidate value encoding (DELTA_BINARY_PACKED)
   int64_t num_values_ = 0;
   int64_t uncompressed_bytes_ = 0;
   int64_t compressed_bytes_ = 0;
   int32_t plain_pages_ = 0;
   int32_t dict_pages_ = 0;
+  int32_t delta_pages_ = 0;
+  int32_t split_pages_ = 0;
   int64_t null_count_ = 0;
   std::vector<uint32_t> dict_use_counts_;
   StatsAccumulator stats_;

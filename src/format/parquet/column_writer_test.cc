@@ -26,7 +26,8 @@ struct BoolT {
   static void Add(ColumnWriter& c, V v) { c.AddBool(0, v); }
   static std::string Plain(const std::vector<V>& v) {  // bit-packed, LSB first
     std::string out((v.size() + 7) / 8, '\0');
-    for (size_t i = 0; i < v.size(); ++i) out[i / 8] = static_cast<char>(out[i / 8] | (v[i] << (i % 8)));
+    for (size_t i = 0; i < v.size(); ++i)
+      out[i / 8] = static_cast<char>(out[i / 8] | (v[i] << (i % 8)));
     return out;
   }
   static std::string Min() { return std::string(1, '\0'); }
@@ -78,7 +79,9 @@ struct ByteArrayT {
 struct FixedT {
   using V = std::string;
   static iceberg::Type Type() { return iceberg::Fixed(3); }
-  static std::vector<V> Values() { return {"abc", std::string("\xff\x00\x01", 3), "abc", "aaa", "zzz"}; }
+  static std::vector<V> Values() {
+    return {"abc", std::string("\xff\x00\x01", 3), "abc", "aaa", "zzz"};
+  }
   static void Add(ColumnWriter& c, const V& v) { c.AddBytes(0, v); }
   static std::string Plain(const std::vector<V>& v) {
     std::string out;
@@ -144,6 +147,9 @@ TYPED_TEST_SUITE(ColumnWriterTest, Types);
 
 TYPED_TEST(ColumnWriterTest, PlainPageBytesAndStatistics) {
   this->options_.dictionary = false;
+  // PLAIN bytes here (the other encodings: delta_encoder_test.cc).
+  this->options_.delta_integers = false;
+  this->options_.byte_stream_split = false;
   const ColumnDescriptor& col = this->schema_->columns()[0];
   ColumnWriter w(&col, &this->options_);
   this->Fill(w);
@@ -196,7 +202,8 @@ TYPED_TEST(ColumnWriterTest, DictionaryPagesAndFallbackFreeSmallDictionaries) {
     if (it == distinct.end()) distinct.push_back(v);
   }
   EXPECT_EQ(testing::Hexdump(dict_page),
-            testing::Hexdump(this->Page(PageType::kDictionaryPage, Encoding::kPlain, TypeParam::Plain(distinct),
+            testing::Hexdump(this->Page(PageType::kDictionaryPage, Encoding::kPlain,
+                                        TypeParam::Plain(distinct),
                                         static_cast<int32_t>(distinct.size()))));
   // Indices: bit width byte, then one bit-packed group (5 values, padded to 8).
   int width = BitWidth(distinct.size() - 1);
@@ -206,11 +213,13 @@ TYPED_TEST(ColumnWriterTest, DictionaryPagesAndFallbackFreeSmallDictionaries) {
   for (size_t i = 0; i < idx.size(); ++i) bits |= uint64_t{idx[i]} << (i * width);
   for (int b = 0; b < width; ++b) indices.push_back(static_cast<char>(bits >> (8 * b)));
   EXPECT_EQ(testing::Hexdump(w.builder().data()),
-            testing::Hexdump(this->Page(PageType::kDataPage, Encoding::kRleDictionary, this->Levels() + indices, 7)));
+            testing::Hexdump(this->Page(PageType::kDataPage, Encoding::kRleDictionary,
+                                        this->Levels() + indices, 7)));
   const ColumnMetaData& m = chunk.meta_data;
   EXPECT_EQ(*m.dictionary_page_offset, 100);
   EXPECT_EQ(m.data_page_offset, 100 + static_cast<int64_t>(dict_page.size()));
-  EXPECT_EQ(m.encodings, (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle, Encoding::kRleDictionary}));
+  EXPECT_EQ(m.encodings,
+            (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle, Encoding::kRleDictionary}));
   EXPECT_EQ(testing::Hexdump(*m.statistics->min_value), testing::Hexdump(TypeParam::Min()));
   EXPECT_EQ(testing::Hexdump(*m.statistics->max_value), testing::Hexdump(TypeParam::Max()));
 }

@@ -1,0 +1,129 @@
+// Interop test of the writer's value encodings: integer columns at their edges (INT64 and
+// INT32 min/max, deltas that wrap, all-equal values, sequences, one-value pages, nulls)
+// and double and decimal(38,2) columns (extremes, signed zeros, subnormals) go
+// through `icestream convert`; DuckDB (@duckdb/node-api) and hyparquet read every file
+// back value by value, and DuckDB's parquet_metadata must show the encoding the writer
+// is meant to pick (DELTA_BINARY_PACKED where it is smaller than PLAIN; PLAIN doubles and
+// decimals).
+//
+// Usage: node parquet_encodings.mjs ICESTREAM_BINARY NPM_DIR
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import assert from 'node:assert/strict';
+
+const [binaryArg, npmDirArg] = process.argv.slice(2);
+if (!binaryArg || !npmDirArg) {
+  console.error('usage: parquet_encodings.mjs ICESTREAM_BINARY NPM_DIR');
+  process.exit(2);
+}
+const binary = resolve(binaryArg), npmDir = resolve(npmDirArg);
+const require = createRequire(join(npmDir, 'package.json'));
+const { DuckDBInstance } = await import(pathToFileURL(require.resolve('@duckdb/node-api')).href);
+const { parquetReadObjects, asyncBufferFromFile } = await import(
+  pathToFileURL(join(npmDir, 'node_modules/hyparquet/src/node.js')).href);
+const { compressors } = await import(
+  pathToFileURL(join(npmDir, 'node_modules/hyparquet-compressors/src/index.js')).href);
+
+const I64_MIN = -(2n ** 63n), I64_MAX = 2n ** 63n - 1n, I32_MIN = -(2 ** 31), I32_MAX = 2 ** 31 - 1;
+let seed = 20261202;
+const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+const rand64 = () => BigInt.asIntN(64, (BigInt(Math.floor(rnd() * 2 ** 32)) << 32n) | BigInt(Math.floor(rnd() * 2 ** 32)));
+
+// case name -> { l: [bigint|null], i: [number|null], delta: whether column l must be
+// delta-encoded }; every case also has a double column d (doubleFor) and a decimal(38,2)
+// column m (decimalFor).
+const cases = {};
+const n = (k, f) => Array.from({ length: k }, (_, j) => f(j));
+cases.alternating_extremes = { l: n(1000, (j) => (j % 2 ? I64_MIN : I64_MAX)), i: n(1000, (j) => (j % 2 ? I32_MIN : I32_MAX)), delta: true };
+cases.wrapping_ramp = { l: n(300, (j) => BigInt.asIntN(64, I64_MAX - 150n + BigInt(j))),
+  i: n(300, (j) => ((I32_MAX - 150 + j) | 0)), delta: true };
+cases.all_equal = { l: n(500, () => I64_MIN), i: n(500, () => I32_MAX), delta: true };
+cases.sequence_with_nulls = { l: n(5000, (j) => (j % 7 === 3 ? null : 1000000000n + BigInt(j))),
+  i: n(5000, (j) => (j % 5 === 0 ? null : j * 3 - 7000)), delta: true };
+cases.one_value = { l: [I64_MIN], i: [I32_MIN], delta: false };  // header only: PLAIN is as small
+cases.mixed_edges = { l: [0n, I64_MAX, I64_MIN, -1n, 1n, null, I64_MIN + 1n, I64_MAX - 1n, 12345678901234n],
+  i: [0, I32_MAX, I32_MIN, -1, 1, null, I32_MIN + 1, I32_MAX - 1, 123456789], delta: false };  // 64-bit deltas: PLAIN is smaller
+cases.small_numbers = { l: n(3000, () => BigInt(Math.floor(rnd() * 1000000))), i: n(3000, () => Math.floor(rnd() * 100) - 50), delta: true };
+cases.random_full_width = { l: n(3000, () => rand64()), i: n(3000, () => (Math.floor(rnd() * 2 ** 32) | 0)), delta: false };
+cases.all_null = { l: n(50, () => null), i: n(50, () => null), delta: false };
+
+const DOUBLES = [0, -0, 1.5, -2.25, Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE, 5e-324 * 3,
+  2.2250738585072014e-308, 0.1, 1 / 3, 123456.789, -1e-300];
+const doubleFor = (j) => (j % 11 === 4 ? null : j < DOUBLES.length ? DOUBLES[j] : (rnd() - 0.5) * 10 ** Math.floor(rnd() * 40 - 20));
+const MAX38 = '9'.repeat(36) + '.99';
+const DECIMALS = ['0.00', '-0.01', '12.34', MAX38, '-' + MAX38, '-128.00', '127.99', '0.10', '-92233720368547758.08'];
+const decimalFor = (j) => (j % 13 === 6 ? null : j < DECIMALS.length ? DECIMALS[j]
+  : ((rnd() < 0.5 ? -1 : 1) * Math.floor(rnd() * 2000000) / 100).toFixed(2));
+for (const c of Object.values(cases)) {
+  c.d = c.l.map((_, j) => doubleFor(j));
+  c.m = c.l.map((_, j) => decimalFor(j));
+}
+const jsonDouble = (v) => (v === null ? 'null' : Object.is(v, -0) ? '-0.0' : String(v));
+
+const dir = mkdtempSync(join(tmpdir(), 'icestream-encodings-'));
+const db = await DuckDBInstance.create(':memory:');
+const duck = await db.connect();
+const schema = { type: 'struct', 'schema-id': 0, fields: [
+  { id: 1, name: 'l', required: false, type: 'long' }, { id: 2, name: 'i', required: false, type: 'int' },
+  { id: 3, name: 'd', required: false, type: 'double' },
+  { id: 4, name: 'm', required: false, type: 'decimal(38, 2)' }] };
+writeFileSync(join(dir, 'schema.json'), JSON.stringify(schema));
+let checked = 0;
+try {
+  for (const [name, c] of Object.entries(cases)) {
+    for (const extra of [[], ['--page-size', '1000'], ['--threads', '2']]) {
+      const inPath = join(dir, `${name}.jsonl`), outPath = join(dir, `${name}.parquet`);
+      writeFileSync(inPath, c.l.map((v, j) => `{"l":${v === null ? 'null' : v.toString()},"i":${c.i[j]},"d":${jsonDouble(c.d[j])},"m":${c.m[j] ?? 'null'}}`).join('\n') + '\n');
+      execFileSync(binary, ['convert', '--schema', join(dir, 'schema.json'), '--input', inPath, '--output', outPath,
+        '--compression', 'zstd', '--no-dictionary', '--quiet', ...extra]);
+      const what = `${name} ${extra.join(' ')}`;
+
+      const res = await duck.runAndReadAll(`select l::VARCHAR l, i, d, m::VARCHAR m from read_parquet('${outPath}')`);
+      const rows = res.getRowObjects();
+      assert.equal(rows.length, c.l.length, `${what}: DuckDB row count`);
+      const file = await asyncBufferFromFile(outPath);
+      const hrows = await parquetReadObjects({ file, compressors });
+      assert.equal(hrows.length, c.l.length, `${what}: hyparquet row count`);
+      for (let j = 0; j < c.l.length; j++) {
+        const wantL = c.l[j] === null ? null : c.l[j].toString();
+        assert.equal(rows[j].l, wantL, `${what} row ${j}: DuckDB long`);
+        assert.equal(rows[j].i, c.i[j], `${what} row ${j}: DuckDB int`);
+        assert.equal(hrows[j].l === null ? null : BigInt(hrows[j].l).toString(), wantL, `${what} row ${j}: hyparquet long`);
+        assert.equal(hrows[j].i, c.i[j], `${what} row ${j}: hyparquet int`);
+        assert.ok(Object.is(rows[j].d, c.d[j]), `${what} row ${j}: DuckDB double ${rows[j].d} != ${c.d[j]}`);
+        assert.ok(Object.is(hrows[j].d, c.d[j]), `${what} row ${j}: hyparquet double ${hrows[j].d} != ${c.d[j]}`);
+        assert.equal(rows[j].m, c.m[j], `${what} row ${j}: DuckDB decimal`);
+        // hyparquet reads decimals as JS numbers: equal to the text's nearest double.
+        if (c.m[j] === null) {
+          assert.equal(hrows[j].m, null, `${what} row ${j}: hyparquet decimal`);
+        } else {
+          const want = Number(c.m[j]);
+          assert.ok(Math.abs(hrows[j].m - want) <= Math.abs(want) * 1e-15,
+            `${what} row ${j}: hyparquet decimal ${hrows[j].m} != ${c.m[j]}`);
+        }
+        checked++;
+      }
+      // The writer's choice, as DuckDB sees it.
+      const md = (await duck.runAndReadAll(
+        `select path_in_schema p, encodings e from parquet_metadata('${outPath}')`)).getRowObjects();
+      const encL = md.filter((r) => r.p === 'l').map((r) => r.e).join(' ');
+      const encD = md.filter((r) => r.p === 'd').map((r) => r.e).join(' ');
+      const encM = md.filter((r) => r.p === 'm').map((r) => r.e).join(' ');
+      // BYTE_STREAM_SPLIT is off by default (WriterOptions::byte_stream_split): doubles
+      // and decimals are PLAIN.
+      assert.doesNotMatch(encD + encM, /BYTE_STREAM_SPLIT|DELTA/, `${what}: d ${encD}, m ${encM}`);
+      if (c.delta && extra.length === 0) {
+        assert.match(encL, /DELTA_BINARY_PACKED/, `${what}: column l encodings ${encL}`);
+      } else if (!c.delta) {
+        assert.doesNotMatch(encL, /DELTA_BINARY_PACKED/, `${what}: column l encodings ${encL}`);
+      }
+    }
+  }
+  console.log(`parquet encodings: ${Object.keys(cases).length} cases x 3 writer settings, ${checked} rows read by DuckDB and hyparquet`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
