@@ -103,27 +103,40 @@ TEST_F(ChannelManagerTest, UnknownIdOfOurArnIsNotFound) {
 // id: the server still counts it as its stream's S3 channel, and its stream's retention
 // keeps what the channel has not delivered.
 // (StoredChannelTest: channels another process put into the store, taken at start.)
-class StoredChannelTest : public OrdersStreamTest {};
+class StoredChannelTest : public OrdersStreamTest {
+ protected:
+  // An S3 channel onto "orders" as another process stores it (defaults filled in), with no
+  // local stream id: the caller sets stream_uid / stream_created_ms as the case needs.
+  ChannelConfig StoredS3Channel(const std::string& id, const std::string& name,
+                                const stream::StreamInfo& orders) {
+    ChannelConfig c;
+    c.id = id;
+    c.name = name;
+    c.arn = "arn:aws:kinesis:eu-west-1:123456789012:channel/" + id;
+    c.stream_name = "orders";
+    c.stream_arn = orders.arn;
+    c.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+    c.created_ms = clock_.NowMillis();
+    EXPECT_OK(s3::S3Destination().Prepare(&c));  // the defaults, as the command fills them in
+    return c;
+  }
+  // A manager of this account over the store holding `stored`.
+  Result<std::unique_ptr<ChannelManager>> OpenWith(const ChannelConfig& stored,
+                                                   ChannelManagerOptions o = {}) {
+    ASSIGN_OR_RETURN(auto store, SqliteDeliveryStore::Open(db_.get()));
+    RETURN_IF_ERROR(store->SaveChannel(stored));
+    o.region = "eu-west-1";
+    o.account = "123456789012";
+    return OpenManager(o, std::move(store));
+  }
+};
 
 TEST_F(StoredChannelTest, MadeThroughTheKinesisApiItCountsForItsStreamAndHoldsItsRecords) {
   ASSERT_OK_AND_ASSIGN(auto orders, streams_->Describe("orders"));
-  ChannelConfig cli;
-  cli.id = "3b0b6a47-0b7e-4c0e-9d43-5a4d2f1c9e10";
-  cli.name = "from-cli";
-  cli.arn = "arn:aws:kinesis:eu-west-1:123456789012:channel/" + cli.id;
-  cli.stream_name = "orders";
-  cli.stream_arn = orders.arn;
+  ChannelConfig cli = StoredS3Channel("3b0b6a47-0b7e-4c0e-9d43-5a4d2f1c9e10", "from-cli", orders);
   cli.stream_created_ms = orders.created_ms / 1000 * 1000;  // the API's seconds
-  cli.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
-  cli.created_ms = clock_.NowMillis();
   ASSERT_EQ(cli.stream_uid, 0u);
-  ASSERT_OK(s3::S3Destination().Prepare(&cli));  // the defaults, as the command fills them in
-  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
-  ASSERT_OK(store->SaveChannel(cli));
-  ChannelManagerOptions o;
-  o.region = "eu-west-1";
-  o.account = "123456789012";
-  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(o, std::move(store)));
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenWith(cli));
 
   ChannelConfig second;
   second.name = "to-s3";
@@ -146,24 +159,13 @@ TEST_F(StoredChannelTest, MadeThroughTheKinesisApiItCountsForItsStreamAndHoldsIt
 // used to say "cannot write to its destination: The source stream no longer exists.").
 TEST_F(StoredChannelTest, AChannelWhoseStreamIsGoneFailsNamingItsSource) {
   ASSERT_OK_AND_ASSIGN(auto orders, streams_->Describe("orders"));
-  ChannelConfig old;
-  old.id = "5d1f0c2e-8a4b-4f6e-b7d2-0c9e3a1b2f40";
-  old.name = "of-the-old-stream";
-  old.arn = "arn:aws:kinesis:eu-west-1:123456789012:channel/" + old.id;
-  old.stream_name = "orders";
-  old.stream_arn = orders.arn;
+  ChannelConfig old =
+      StoredS3Channel("5d1f0c2e-8a4b-4f6e-b7d2-0c9e3a1b2f40", "of-the-old-stream", orders);
   old.stream_uid = orders.uid ^ 1;  // the stream of that name before it was re-created
   old.stream_created_ms = orders.created_ms - 3'600'000;
-  old.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
-  old.created_ms = clock_.NowMillis();
-  ASSERT_OK(s3::S3Destination().Prepare(&old));
-  ASSERT_OK_AND_ASSIGN(auto store, SqliteDeliveryStore::Open(db_.get()));
-  ASSERT_OK(store->SaveChannel(old));
   ChannelManagerOptions o;
-  o.region = "eu-west-1";
-  o.account = "123456789012";
   o.runner.destination_grace_ms = 0;  // the first failed activation attempt is the last
-  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(o, std::move(store)));
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenWith(old, o));
   ChannelConfig now;
   for (int i = 0; i < 100; ++i) {
     ASSERT_OK_AND_ASSIGN(now, channels->Describe(old.arn));
