@@ -38,8 +38,8 @@ struct ChannelManager::Channel {
   // Delivery started once (checkpoints exist): a FAILED channel that was active keeps
   // what it has not delivered (retention), so that a resume loses nothing.
   bool activated = false;
-  // The local stream a channel made through the Kinesis API (config.stream_uid 0) reads,
-  // once its source was opened (0: none, or not known yet); retention keeps what it needs.
+  // The local stream the channel's source reads, once opened (0: a remote stream, or not
+  // opened yet); for a channel made through the Kinesis API, config.stream_uid is 0.
   uint64_t local_stream_uid = 0;
 };
 
@@ -143,14 +143,9 @@ Status ChannelManager::MakeRunner(Channel* ch, bool load) {
   env.compression_level = options_.compression_level;
   env.create_only_keys = options_.coordinator != nullptr;
   ASSIGN_OR_RETURN(auto source, sources_->OpenSource(c));
-  if (c.stream_uid == 0 && ch->local_stream_uid == 0) {
-    // Made through the Kinesis API on what may be a stream of this server (opened here):
-    // its id, so that retention keeps what the channel has not read.
-    if (auto s = sources_->DescribeStream(c.stream_name);
-        s.ok() && s->uid != 0 && ReadsStream(c, s->arn, s->created_ms)) {
-      ch->local_stream_uid = s->uid;
-    }
-  }
+  // A channel made through the Kinesis API has no local stream id in its config; the
+  // source that resolved its stream knows it.
+  ch->local_stream_uid = source->LocalStreamUid();
   ASSIGN_OR_RETURN(std::shared_ptr<ShardRunner> runner,
                    ShardRunner::Make(c, dest, std::move(source), store_.get(), clock_,
                                      options_.runner, std::move(env)));

@@ -96,6 +96,10 @@ class ShardSource {
  public:
   virtual ~ShardSource() = default;
 
+  // The id of the local stream this source reads (its logs: retention keeps what the
+  // channel still needs); 0 for a stream read from another endpoint.
+  virtual uint64_t LocalStreamUid() const { return 0; }
+
   // The stream's shards that still hold records, with lineage. kNotFound when the
   // channel's stream is gone (deleted, or re-created under the same name).
   virtual Result<std::vector<SourceShard>> Shards() = 0;

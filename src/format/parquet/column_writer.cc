@@ -145,16 +145,16 @@ Encoding ChunkBuilder::AppendValues(const PageData& page) {
     case PhysicalType::kInt32:
     case PhysicalType::kInt64: {
       if (!options_->delta_integers || n == 0) break;
-      encoded_.clear();
+      const size_t start = body_.size();  // after the levels
       if (column_->physical == PhysicalType::kInt32) {
-        EncodeDeltaBinaryPacked32(page.plain.data(), n, &encoded_);
+        EncodeDeltaBinaryPacked32(page.plain.data(), n, &body_);
       } else {
-        EncodeDeltaBinaryPacked64(page.plain.data(), n, &encoded_);
+        EncodeDeltaBinaryPacked64(page.plain.data(), n, &body_);
       }
+      if (body_.size() - start < page.plain.size()) return Encoding::kDeltaBinaryPacked;
       // Random full-width values cost a little more than PLAIN as deltas: those stay PLAIN.
-      if (encoded_.size() >= page.plain.size()) break;
-      body_.append(encoded_);
-      return Encoding::kDeltaBinaryPacked;
+      body_.resize(start);
+      break;
     }
     case PhysicalType::kFloat:
     case PhysicalType::kDouble:

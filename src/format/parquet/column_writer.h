@@ -75,7 +75,6 @@ class ChunkBuilder {
   std::string data_;  // data pages, headers included
   std::string body_;  // scratch: uncompressed page body
   std::string compressed_;
-  std::string encoded_;  // scratch: a candidate value encoding (DELTA_BINARY_PACKED)
   int64_t num_values_ = 0;
   int64_t uncompressed_bytes_ = 0;
   int64_t compressed_bytes_ = 0;

@@ -93,6 +93,8 @@ class LocalShardSource final : public delivery::ShardSource {
   LocalShardSource(stream::StreamManager* streams, std::string stream_name, uint64_t uid)
       : streams_(streams), stream_name_(std::move(stream_name)), uid_(uid) {}
 
+  uint64_t LocalStreamUid() const override { return uid_; }
+
   Result<std::vector<delivery::SourceShard>> Shards() override {
     ASSIGN_OR_RETURN(stream::StreamInfo info, Info(/*refresh=*/true));
     std::vector<delivery::SourceShard> out;
