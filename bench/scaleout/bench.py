@@ -140,8 +140,16 @@ def last_sequences(k, stream):
     return out
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds a live process has used (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def throughput_run(kind, mode, recs, size):
-    """Seconds from CreateChannel until everything is delivered."""
+    """(seconds from CreateChannel until everything is delivered, seconds until the channel
+    was ACTIVE, CPU seconds the icestream processes spent in that time)."""
     tmp = tempfile.mkdtemp(prefix="icestream-bench-scaleout-")
     pg = PgCluster().start() if mode != "single" else None
     workers = []
@@ -162,6 +170,8 @@ def throughput_run(kind, mode, recs, size):
                 arn, _ = register_schema(server.client("glue"), "bench", "tx", SCHEMA)
                 req = table_channel_request("b", "bench", arn, "tables", "ns", "t", "dlq", freshness=1,
                                             partition="t", start="TRIM_HORIZON")
+            procs = [server.proc.pid] + [w.proc.pid for w in workers]
+            cpu0 = sum(cpu_seconds(p) for p in procs)
             t0 = time.time()
             st, body = kinesis_call(server, "CreateChannel", req)
             assert st == 200, body
@@ -182,7 +192,8 @@ def throughput_run(kind, mode, recs, size):
                     first = time.time() - t0
                 time.sleep(0.1)
             total = time.time() - t0
-            return total, first if first is not None else 0.0
+            cpu = sum(cpu_seconds(p) for p in procs) - cpu0
+            return total, first if first is not None else 0.0, cpu
         finally:
             for w in workers:
                 w.stop()
@@ -202,7 +213,7 @@ def throughput():
         base = after_base = None
         for mode, label in (("single", "one server (meta.db)"), ("one", "serve --pg (1 worker)"),
                             ("two", "serve --pg + 1 worker (2 workers)")):
-            secs, first = throughput_run(kind, mode, recs, size)
+            secs, first, cpu = throughput_run(kind, mode, recs, size)
             mbs = size / 1e6 / secs
             base = base or mbs
             # Also the rate from the moment the channel is ACTIVE (its activation excluded;
@@ -212,7 +223,8 @@ def throughput():
             after = size / 1e6 / max(0.001, secs - first)
             after_base = after_base or after
             print(f"  {kind:5} {label:36} {secs:7.1f} s  {mbs:7.1f} MB/s  {mbs / base:5.2f}x   ACTIVE after "
-                  f"{first:4.1f} s, then {after:6.1f} MB/s  {after / after_base:5.2f}x")
+                  f"{first:4.1f} s, then {after:6.1f} MB/s  {after / after_base:5.2f}x   "
+                  f"CPU {cpu / (size / 1e8):5.2f} s/100 MB")
 
 
 def steady_pool(pg, n_workers=1, config=CONFIG, freshness=1, compression="GZIP", stamp=False):

@@ -10,6 +10,12 @@
    (a missing stream: ResourceNotFoundException; a missing role: ValidationException).
    `channels describe --pg` shows each open shard's owner, epoch and lag.
    `channels delete --pg` marks the channel DELETING and the worker finishes the deletion.
+1b. kinesalite as the source of a streaming-table channel, its schema read from another
+   icestream server's Glue API (`--registry`): a 2-shard stream, one shard split while a
+   producer writes, invalid records among the valid ones. Every valid record is a row
+   exactly once (the independent reader, icebird + DuckDB, on the metadata file that the
+   pool's JDBC-catalog row points at), every invalid one is in the dead-letter queue, and
+   the table's snapshots checkpoint the children only after their parents.
 2. moto's Kinesis answers CBOR with a 500: the worker falls back to JSON 1.1 and delivers.
 3. A worker against `icestream serve --aws-strict` (GetRecords at most 5/s per shard, 2 MiB/s),
    with other readers spending the shards' budget: the throttling answers are backed off
@@ -33,6 +39,8 @@ import harness  # noqa: E402
 from delivery_check import LocalBucket, decompress  # noqa: E402
 from harness import REGION, Kinesalite, Moto, Server, channel_request, read_stream  # noqa: E402
 from pg import PgCluster  # noqa: E402
+from table_check import (assert_children_after_parents, dlq_lines, read_table, register_schema,  # noqa: E402
+                         table_channel_request)
 
 CONFIG = "[scaleout]\nlease_ms = 2000\nrenew_ms = 400\ntake_ms = 400\n"
 
@@ -56,9 +64,10 @@ def bucket_records(root):
 class Pool:
     """A PostgreSQL pool database and one worker reading `source`."""
 
-    def __init__(self, test, pg, source, tmp, conninfo=None, data=None):
+    def __init__(self, test, pg, source, tmp, conninfo=None, data=None, registry=None):
         self.conninfo = conninfo or pg.create_database(f"pool{harness.free_port()}")
         self.source = source
+        self.extra = ["--registry", registry] if registry else []
         self.config = os.path.join(tmp, "pool.toml")
         with open(self.config, "w") as f:
             f.write(CONFIG)
@@ -70,13 +79,13 @@ class Pool:
 
     def cli(self, *args, stdin=None):
         return channels_cli(*args, "--pg", self.conninfo, "--source", self.source, "--config", self.config,
-                            stdin=stdin)
+                            *self.extra, stdin=stdin)
 
     def start_worker(self):
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [harness.BINARY, "worker", "--pg", self.conninfo, "--source", self.source, "--data-dir", self.data,
-             "--listen", f"127.0.0.1:{self.port}", "--config", self.config, "--log-level", "info"],
+             "--listen", f"127.0.0.1:{self.port}", "--config", self.config, "--log-level", "info"] + self.extra,
             stdout=self.log, stderr=subprocess.STDOUT)
 
     def stop_worker(self):
@@ -215,6 +224,89 @@ class SourceSuite(unittest.TestCase):
                 self.assertEqual(json.loads(out)["ChannelSummaries"], [], "the worker did not finish the deletion")
                 pool.stop_worker()
         finally:
+            kl.stop()
+
+    def test_a2_a_kinesalite_stream_into_a_streaming_table(self):
+        schema = {"type": "object", "required": ["id", "t"],
+                  "properties": {"id": {"type": "string"}, "t": {"type": "string", "format": "date-time"},
+                                 "n": {"type": "integer"}}}
+        kl = Kinesalite().start()
+        registry = Server(config_text="").start()  # only its Glue API: the schema's versions
+        try:
+            arn, _ = register_schema(registry.client("glue"), "reg", "events", schema)
+            k = kinesis(kl.endpoint)
+            k.create_stream(StreamName="kt", ShardCount=2)
+            sent, bad = [], []
+
+            def put(prefix, count, invalid_every=0):
+                recs = []
+                for i in range(count):
+                    key = f"{prefix}{i}"
+                    if invalid_every and i % invalid_every == 0:
+                        recs.append(({"id": key, "n": "not a number"}, key, False))  # no t, n not an integer
+                    else:
+                        recs.append(({"id": key, "t": "2026-06-01T08:%02d:00Z" % (i % 60), "n": i}, key, True))
+                for j in range(0, len(recs), 100):
+                    chunk = recs[j:j + 100]
+                    r = k.put_records(StreamName="kt", Records=[{"Data": json.dumps(d).encode(), "PartitionKey": key}
+                                                                 for d, key, _ in chunk])
+                    self.assertEqual(r["FailedRecordCount"], 0)
+                    for (d, key, ok), res in zip(chunk, r["Records"]):
+                        if ok:
+                            sent.append(key)
+                        else:
+                            bad.append(res["SequenceNumber"])
+
+            put("a", 600, invalid_every=50)  # a backlog before the channel exists
+            with PgCluster() as pg:
+                pool = Pool(self, pg, kl.endpoint, self.tmp, registry=registry.endpoint)
+                req = table_channel_request("kl-table", "kt", arn, "tables", "ns", "events", "dlq", freshness=1,
+                                            partition="t", start="TRIM_HORIZON")
+                code, out, err = pool.cli("create", stdin=json.dumps(req))
+                self.assertEqual(code, 0, err)
+                pool.start_worker()
+                self.addCleanup(pool.stop_worker)  # also when an assertion fails
+                pool.wait_status("kl-table", "ACTIVE")
+                put("b", 300)
+                shard = k.list_shards(StreamName="kt")["Shards"][0]
+                lo, hi = int(shard["HashKeyRange"]["StartingHashKey"]), int(shard["HashKeyRange"]["EndingHashKey"])
+                k.split_shard(StreamName="kt", ShardToSplit=shard["ShardId"], NewStartingHashKey=str((lo + hi) // 2))
+                deadline = time.time() + 30
+                while time.time() < deadline and len(k.list_shards(StreamName="kt")["Shards"]) < 4:
+                    time.sleep(0.2)
+                self.assertEqual(len(k.list_shards(StreamName="kt")["Shards"]), 4, "the split did not happen")
+                put("c", 400, invalid_every=100)
+                everything = read_stream(k, "kt")
+                self.assertEqual(len(everything), len(sent) + len(bad))
+
+                db = pool.conninfo.split("dbname=")[-1].split()[0]
+                t, location = None, None
+                deadline = time.time() + 90
+                while time.time() < deadline:
+                    location = pg.psql("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = 'tables' "
+                                       "AND table_namespace = 'ns' AND table_name = 'events'", db) or None
+                    if location:
+                        t = read_table(metadata_location=location)
+                        if len(t.get("rows", [])) >= len(sent):
+                            break
+                    time.sleep(1)
+                self.assertIsNotNone(location, "the table never appeared in the pool's catalog:\n" +
+                                     pool.worker_log()[-6000:])
+                self.assertEqual(sorted(r["id"] for r in t["rows"]), sorted(sent),
+                                 "the table does not hold every valid record exactly once:\n" +
+                                 pool.worker_log()[-6000:])
+                dlq = LocalBucket(os.path.join(pool.data, "buckets", "dlq"))
+                deadline = time.time() + 30
+                while time.time() < deadline and len(dlq_lines(dlq)) < len(bad):
+                    time.sleep(0.5)
+                self.assertEqual(sorted(e["sequenceNumber"] for _, e in dlq_lines(dlq)), sorted(bad),
+                                 "the invalid records are not each once in the dead-letter queue")
+                assert_children_after_parents(self, k.list_shards(StreamName="kt")["Shards"], everything,
+                                              t["snapshots"], min_children=2)
+                pool.stop_worker()
+        finally:
+            registry.stop()
+            registry.cleanup()
             kl.stop()
 
     def test_b_moto_without_cbor_is_read_in_json(self):

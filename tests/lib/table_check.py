@@ -169,13 +169,13 @@ def last_sequence_by_shard(records):
     return out
 
 
-def assert_children_after_parents(tc, shards, records, snapshots):
+def assert_children_after_parents(tc, shards, records, snapshots, min_children=3):
     """Children after parents: the first snapshot that checkpoints a child shard holds each
-    parent at its last record. shards: ListShards' Shards (with at least 3 children: the
-    stream was resharded); records: every (data, shard, sequence) of the stream."""
+    parent at its last record. shards: ListShards' Shards (with at least `min_children`
+    children: the stream was resharded); records: every (data, shard, sequence) of the stream."""
     parents = {s["ShardId"]: [p for p in (s.get("ParentShardId"), s.get("AdjacentParentShardId")) if p]
                for s in shards}
-    tc.assertGreaterEqual(sum(1 for p in parents.values() if p), 3, parents)
+    tc.assertGreaterEqual(sum(1 for p in parents.values() if p), min_children, parents)
     last = last_sequence_by_shard(records)
     snaps = sorted(snapshots, key=lambda s: s["sequence_number"])
     for child, ps in parents.items():

@@ -116,6 +116,11 @@ class TableDestination final : public Destination {
   Result<std::unique_ptr<Sink>> MakeSink(const ChannelConfig& config, SinkEnv env) override;
 
  private:
+  // The schema's latest AVAILABLE version, from the built-in registry or (a pool's worker
+  // and channel command, which have none) the configured registry's Glue API; kNotFound
+  // when the schema or such a version does not exist.
+  Result<registry::VersionInfo> LatestVersion(const ChannelConfig& config);
+
   TableServices services_;
   TableSinkOptions options_;
 };
