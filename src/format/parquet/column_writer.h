@@ -71,6 +71,13 @@ class ChunkBuilder {
   // decimals when smaller than PLAIN, BYTE_STREAM_SPLIT for FLOAT/DOUBLE, otherwise PLAIN.
   // Returns the encoding.
   Encoding AppendValues(const PageData& page);
+  // FLOAT/DOUBLE: decides split_ for the chunk from the first values of its first page,
+  // compressed PLAIN and BYTE_STREAM_SPLIT (the smaller wins; a tie stays PLAIN).
+  Status ChooseFloatEncoding(const PageData& page, Compressor* compressor);
+
+  // Whether this chunk's FLOAT/DOUBLE pages are BYTE_STREAM_SPLIT (decided on its first
+  // page with values).
+  enum class FloatEncoding : uint8_t { kUndecided, kPlain, kSplit };
 
   const ColumnDescriptor* column_;
   const WriterOptions* options_;
@@ -85,6 +92,7 @@ class ChunkBuilder {
   int32_t delta_pages_ = 0;        // DELTA_BINARY_PACKED
   int32_t delta_bytes_pages_ = 0;  // DELTA_BYTE_ARRAY
   int32_t split_pages_ = 0;
+  FloatEncoding split_ = FloatEncoding::kUndecided;
   int64_t null_count_ = 0;
   std::vector<uint32_t> dict_use_counts_;
   StatsAccumulator stats_;

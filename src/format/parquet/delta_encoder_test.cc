@@ -275,6 +275,7 @@ WriterOptions PlainOptions() {
   WriterOptions o;
   o.codec = Codec::kUncompressed;
   o.dictionary = false;
+  o.delta_decimals = true;  // off by default (table files, for icebird)
   return o;
 }
 
@@ -318,43 +319,95 @@ TEST(DecimalChunkTest, RandomWideDecimalsAndUuidsStayPlain) {
   for (auto& b : v) (*b)[0] = static_cast<char>((*b)[0] & 0x3f);  // within decimal(38)
   ColumnMetaData dec = FixedChunk(iceberg::Decimal(38, 0), PlainOptions(), v);
   EXPECT_EQ(dec.encodings, (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
-  // Off by option.
-  WriterOptions off = PlainOptions();
-  off.delta_decimals = false;
+  // Off by default.
+  WriterOptions off;
+  off.codec = Codec::kUncompressed;
+  off.dictionary = false;
   ColumnMetaData small =
       FixedChunk(iceberg::Decimal(38, 2), off, {Decimal16(1), Decimal16(2), Decimal16(3)});
   EXPECT_EQ(small.encodings, (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
 }
 
-TEST(SplitChunkTest, DoublePagesAreByteStreamSplit) {
+// One page of doubles through the column writer (zstd, no dictionary); `data` gets the
+// chunk's page bytes.
+ColumnMetaData DoubleChunk(const std::vector<double>& v, bool split_allowed, std::string* data) {
   iceberg::Schema s;
   s.fields.push_back({1, "d", false, iceberg::Primitive(iceberg::TypeId::kDouble), ""});
-  ASSERT_OK_AND_ASSIGN(auto ps, ParquetSchema::Make(s));
+  auto ps = ParquetSchema::Make(s);
+  EXPECT_TRUE(ps.ok());
   WriterOptions options;
-  options.codec = Codec::kUncompressed;
   options.dictionary = false;
-  options.byte_stream_split = true;  // off by default
-  ASSERT_OK_AND_ASSIGN(auto compressor, MakeCompressor(Codec::kUncompressed));
-  ColumnWriter w(&ps.columns()[0], &options);
-  std::vector<double> v = {1.5, -2.25, 1e300, 0.0, -0.0};
+  options.byte_stream_split = split_allowed;
+  auto compressor = MakeCompressor(options.codec);
+  EXPECT_TRUE(compressor.ok());
+  ColumnWriter w(&ps->columns()[0], &options);
   for (double d : v) {
     w.AddDouble(0, d);
     w.Mark();
   }
-  ASSERT_OK(w.builder().AddPage(w.CutPage(), compressor.get()));
+  EXPECT_OK(w.builder().AddPage(w.CutPage(), compressor->get()));
   std::string dict;
   ColumnChunk chunk;
-  StatsAccumulator file_stats(&ps.columns()[0]);
-  ASSERT_OK(w.builder().Finish(w.dictionary(), compressor.get(), 4, &dict, &chunk, &file_stats));
-  const ColumnMetaData& m = chunk.meta_data;
+  StatsAccumulator file_stats(&ps->columns()[0]);
+  EXPECT_OK(w.builder().Finish(w.dictionary(), compressor->get(), 4, &dict, &chunk, &file_stats));
+  *data = w.builder().data();
+  return chunk.meta_data;
+}
+
+TEST(SplitChunkTest, RandomDoublesAreByteStreamSplit) {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::vector<double> v = {std::numeric_limits<double>::quiet_NaN(),
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
+                           -0.0,
+                           0.0,
+                           std::numeric_limits<double>::denorm_min(),
+                           -std::numeric_limits<double>::denorm_min(),
+                           std::numeric_limits<double>::min() / 3,
+                           std::numeric_limits<double>::max(),
+                           std::numeric_limits<double>::lowest()};
+  for (int i = 0; i < 20000; ++i) v.push_back(unit(rng));
+  std::string data;
+  ColumnMetaData m = DoubleChunk(v, true, &data);
   EXPECT_EQ(m.encodings, (std::vector<Encoding>{Encoding::kRle, Encoding::kByteStreamSplit}));
-  // The page ends with the 8 streams: the last holds the top byte of every value.
-  std::string expect;
-  EncodeByteStreamSplit(reinterpret_cast<const char*>(v.data()), v.size(), 8, &expect);
-  const std::string& data = w.builder().data();
-  ASSERT_GE(data.size(), expect.size());
-  EXPECT_EQ(data.substr(data.size() - expect.size()), expect);
-  EXPECT_EQ(static_cast<unsigned char>(expect[7 * v.size() + 1]), 0xc0);  // -2.25: sign, exponent
+  // The page decompresses to the levels and the 8 streams: stream 7 holds the top byte
+  // (sign and exponent) of every value, and the streams give back every value bit for bit.
+  PageHeader h;
+  size_t header_size = 0;
+  ASSERT_OK(ParsePageHeader(data, &h, &header_size));
+  ASSERT_OK_AND_ASSIGN(std::string body,
+                       Decompress(Codec::kZstd, std::string_view(data).substr(header_size),
+                                  static_cast<size_t>(h.uncompressed_page_size)));
+  const std::string_view values = std::string_view(body).substr(body.size() - v.size() * 8);
+  std::string back;
+  ASSERT_OK(DecodeByteStreamSplit(values, 8, v.size(), &back));
+  EXPECT_EQ(back, std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8));
+  EXPECT_EQ(static_cast<unsigned char>(values[7 * v.size() + 2]), 0xff);  // -inf
+  // Statistics skip the NaN and see the infinities.
+  ASSERT_TRUE(m.statistics && m.statistics->min_value && m.statistics->max_value);
+  double lo, hi;
+  std::memcpy(&lo, m.statistics->min_value->data(), 8);
+  std::memcpy(&hi, m.statistics->max_value->data(), 8);
+  EXPECT_EQ(lo, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(hi, std::numeric_limits<double>::infinity());
+}
+
+TEST(SplitChunkTest, ShortDecimalDoublesStayPlain) {
+  // Coordinates with 4 decimals (12.3456): PLAIN compresses them far better.
+  std::mt19937_64 rng(10);
+  std::vector<double> v;
+  for (int i = 0; i < 20000; ++i) {
+    v.push_back(static_cast<double>(static_cast<int64_t>(rng() % 1800000) - 900000) / 10000);
+  }
+  std::string data;
+  EXPECT_EQ(DoubleChunk(v, true, &data).encodings,
+            (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
+  // And random doubles stay PLAIN when the option is off.
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (double& d : v) d = unit(rng);
+  EXPECT_EQ(DoubleChunk(v, false, &data).encodings,
+            (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
 }
 
 }  // namespace
