@@ -317,6 +317,9 @@ Status RunConvert(const ConvertArgs& args) {
   options.row_group_size = args.row_group_size;
   options.page_size = args.page_size;
   options.dictionary = !args.no_dictionary;
+  // A converted file is read by DuckDB, Arrow, hyparquet...: decimals may be DELTA_BYTE_ARRAY
+  // (table files are not, for icebird: WriterOptions::delta_decimals).
+  options.delta_decimals = true;
   ASSIGN_OR_RETURN(std::string schema_text, fs::ReadFile(args.schema_path));
   auto schema = schema::LoadConvertibleSchema(schema_text);
   if (!schema.ok()) return schema.status().WithContext(args.schema_path);

@@ -47,7 +47,8 @@ class ChunkBuilder {
 
   // Data page v1 (README "Data Pages"): [rep: u32 len + RLE][def: u32 len + RLE][values].
   // Values: RLE_DICTIONARY indices, or DELTA_BINARY_PACKED integers when smaller than
-  // PLAIN (WriterOptions::delta_integers), BYTE_STREAM_SPLIT floats
+  // PLAIN (WriterOptions::delta_integers), DELTA_BYTE_ARRAY FIXED_LEN_BYTE_ARRAY decimals
+  // when smaller than PLAIN (WriterOptions::delta_decimals), BYTE_STREAM_SPLIT floats
   // (WriterOptions::byte_stream_split), or PLAIN.
   Status AddPage(PageData page, Compressor* compressor);
 
@@ -66,9 +67,17 @@ class ChunkBuilder {
  private:
   void UpdatePlainStats(const PageData& page);
   // Appends the page's values to body_ in the encoding the options and the column's type
-  // call for: DELTA_BINARY_PACKED for INT32/INT64 when smaller than PLAIN, BYTE_STREAM_SPLIT
-  // for FLOAT/DOUBLE, otherwise PLAIN. Returns the encoding.
+  // call for: DELTA_BINARY_PACKED for INT32/INT64 and DELTA_BYTE_ARRAY for FIXED_LEN
+  // decimals when smaller than PLAIN, BYTE_STREAM_SPLIT for FLOAT/DOUBLE, otherwise PLAIN.
+  // Returns the encoding.
   Encoding AppendValues(const PageData& page);
+  // FLOAT/DOUBLE: decides split_ for the chunk from the first values of its first page,
+  // compressed PLAIN and BYTE_STREAM_SPLIT (the smaller wins; a tie stays PLAIN).
+  Status ChooseFloatEncoding(const PageData& page, Compressor* compressor);
+
+  // Whether this chunk's FLOAT/DOUBLE pages are BYTE_STREAM_SPLIT (decided on its first
+  // page with values).
+  enum class FloatEncoding : uint8_t { kUndecided, kPlain, kSplit };
 
   const ColumnDescriptor* column_;
   const WriterOptions* options_;
@@ -80,8 +89,10 @@ class ChunkBuilder {
   int64_t compressed_bytes_ = 0;
   int32_t plain_pages_ = 0;
   int32_t dict_pages_ = 0;
-  int32_t delta_pages_ = 0;
+  int32_t delta_pages_ = 0;        // DELTA_BINARY_PACKED
+  int32_t delta_bytes_pages_ = 0;  // DELTA_BYTE_ARRAY
   int32_t split_pages_ = 0;
+  FloatEncoding split_ = FloatEncoding::kUndecided;
   int64_t null_count_ = 0;
   std::vector<uint32_t> dict_use_counts_;
   StatsAccumulator stats_;

@@ -1,8 +1,9 @@
-// DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT encoders (Encodings.md).
+// DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT encoders (Encodings.md).
 #include "format/parquet/delta_encoder.h"
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace icestream::format::parquet {
 
@@ -108,6 +109,58 @@ void EncodeDeltaBinaryPacked32(const char* plain, size_t n, std::string* out) {
 
 void EncodeDeltaBinaryPacked64(const char* plain, size_t n, std::string* out) {
   EncodeDelta<int64_t, uint64_t>(plain, n, out);
+}
+
+namespace {
+
+// Bytes that the `width`-byte values at a and b share from their start.
+size_t CommonPrefix(const char* a, const char* b, size_t width) {
+  size_t k = 0;
+  // Big-endian decimals differ late: compare 8 bytes at a time (the first differing
+  // byte is the lowest set byte of the XOR of the two little-endian loads).
+  for (; k + 8 <= width; k += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a + k, 8);
+    std::memcpy(&y, b + k, 8);
+    if (x != y) return k + static_cast<size_t>(__builtin_ctzll(x ^ y)) / 8;
+  }
+  while (k < width && a[k] == b[k]) ++k;
+  return k;
+}
+
+}  // namespace
+
+bool EncodeDeltaByteArrayFixed(const char* plain, size_t n, size_t width, size_t limit,
+                               std::string* out) {
+  // Lengths as PLAIN INT32 (little-endian), the input of the DELTA_BINARY_PACKED encoder.
+  std::vector<int32_t> prefix(n), suffix(n);
+  size_t suffix_bytes = width;
+  prefix[0] = 0;
+  suffix[0] = static_cast<int32_t>(width);
+  for (size_t i = 1; i < n; ++i) {
+    const size_t p = CommonPrefix(plain + (i - 1) * width, plain + i * width, width);
+    prefix[i] = static_cast<int32_t>(p);
+    suffix[i] = static_cast<int32_t>(width - p);
+    suffix_bytes += width - p;
+  }
+  // The two length streams pack to a few bits per value; give up early when the suffixes
+  // alone are as big as the limit (random values: UUID-like decimals).
+  if (suffix_bytes >= limit) return false;
+  const size_t start = out->size();
+  EncodeDeltaBinaryPacked32(reinterpret_cast<const char*>(prefix.data()), n, out);
+  EncodeDeltaBinaryPacked32(reinterpret_cast<const char*>(suffix.data()), n, out);
+  if (out->size() - start + suffix_bytes >= limit) {
+    out->resize(start);
+    return false;
+  }
+  out->resize(out->size() + suffix_bytes);
+  char* dst = out->data() + out->size() - suffix_bytes;
+  for (size_t i = 0; i < n; ++i) {
+    const auto p = static_cast<size_t>(prefix[i]);
+    std::memcpy(dst, plain + i * width + p, width - p);
+    dst += width - p;
+  }
+  return true;
 }
 
 namespace {

@@ -1,8 +1,9 @@
-// DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT encoders: exact bytes of hand-worked cases
-// (Encodings.md), round trips through the decoders at the edges (INT64/INT32 min and max,
-// deltas that wrap, all-equal values, one value, partial blocks), the column chunk's
-// choice between DELTA_BINARY_PACKED and PLAIN, and BYTE_STREAM_SPLIT double pages. DuckDB and
-// hyparquet read the same encodings in tests/interop/parquet_encodings.mjs.
+// DELTA_BINARY_PACKED, DELTA_BYTE_ARRAY and BYTE_STREAM_SPLIT encoders: exact bytes of
+// hand-worked cases (Encodings.md), round trips through the decoders at the edges (INT64/INT32
+// min and max, deltas that wrap, all-equal values, one value, partial blocks; decimal(38,S)
+// min and max, negatives, zero), the column chunk's choice between DELTA_BINARY_PACKED or
+// DELTA_BYTE_ARRAY and PLAIN, and BYTE_STREAM_SPLIT double pages. DuckDB and hyparquet read
+// the same encodings in tests/interop/parquet_encodings.mjs.
 #include "format/parquet/delta_encoder.h"
 
 #include <gtest/gtest.h>
@@ -123,6 +124,57 @@ TEST(DeltaEncoderTest, ByteStreamSplitRoundTrips) {
   EXPECT_EQ(back, std::string(reinterpret_cast<const char*>(d.data()), d.size() * 8));
 }
 
+__extension__ typedef __int128 Int128;
+__extension__ typedef unsigned __int128 UInt128;
+
+// 16 bytes big-endian two's complement of v (a decimal(38,S) FIXED_LEN_BYTE_ARRAY value).
+std::string Decimal16(Int128 v) {
+  std::string out(16, '\0');
+  auto u = static_cast<UInt128>(v);
+  for (int k = 15; k >= 0; --k, u >>= 8) out[static_cast<size_t>(k)] = static_cast<char>(u & 0xff);
+  return out;
+}
+
+Int128 Max38() {
+  Int128 m = 0;
+  for (int i = 0; i < 38; ++i) m = m * 10 + 9;
+  return m;
+}
+
+TEST(DeltaByteArrayTest, HandWorkedBytes) {
+  // 00 00 01 02 | 00 00 01 05 | 00 00 02 00: prefixes 0 3 2, suffixes 4 1 2, suffix bytes
+  // 00 00 01 02 | 05 | 02 00.
+  const std::string plain = testing::Unhex("00 00 01 02 00 00 01 05 00 00 02 00");
+  std::string enc;
+  ASSERT_TRUE(EncodeDeltaByteArrayFixed(plain.data(), 3, 4, 1000, &enc));
+  std::string expect = Encode<int32_t>({0, 3, 2}) + Encode<int32_t>({4, 1, 2}) +
+                       testing::Unhex("00 00 01 02 05 02 00");
+  EXPECT_EQ(testing::Hexdump(enc), testing::Hexdump(expect));
+  // Not below the limit: nothing appended.
+  std::string none = "x";
+  EXPECT_FALSE(EncodeDeltaByteArrayFixed(plain.data(), 3, 4, expect.size(), &none));
+  EXPECT_EQ(none, "x");
+}
+
+TEST(DeltaByteArrayTest, DecimalsRoundTripAtTheEdges) {
+  const Int128 max = Max38();
+  std::vector<Int128> v = {0,    -1,  1,   max,  -max, 0,   12345, -12345,    max,      max,
+                           -max, 127, 128, -128, -129, 255, 256,   INT64_MAX, INT64_MIN};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 1000; ++i) v.push_back(static_cast<Int128>(rng() % 5000000) - 2500000);
+  std::string plain;
+  for (Int128 x : v) plain += Decimal16(x);
+  for (size_t n : {size_t{1}, size_t{2}, v.size()}) {
+    std::string enc;
+    ASSERT_TRUE(EncodeDeltaByteArrayFixed(plain.data(), n, 16, SIZE_MAX, &enc)) << n;
+    std::string storage;
+    std::vector<std::string_view> back;
+    ASSERT_OK(DecodeDeltaByteArray(enc, n, SIZE_MAX, &storage, &back));
+    ASSERT_EQ(back.size(), n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], plain.substr(i * 16, 16)) << "value " << i;
+  }
+}
+
 // The column chunk picks DELTA_BINARY_PACKED where it is smaller than PLAIN.
 class DeltaChunkTest : public ::testing::Test {
  protected:
@@ -193,35 +245,169 @@ TEST_F(DeltaChunkTest, OffByOptionStaysPlain) {
   EXPECT_EQ(m.encodings, (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
 }
 
-TEST(SplitChunkTest, DoublePagesAreByteStreamSplit) {
+// A FIXED_LEN_BYTE_ARRAY column of one page through the column writer.
+ColumnMetaData FixedChunk(const iceberg::Type& type, const WriterOptions& options,
+                          const std::vector<std::optional<std::string>>& values) {
+  iceberg::Schema s;
+  s.fields.push_back({1, "c", false, type, ""});
+  auto ps = ParquetSchema::Make(s);
+  EXPECT_TRUE(ps.ok());
+  auto compressor = MakeCompressor(Codec::kUncompressed);
+  EXPECT_TRUE(compressor.ok());
+  ColumnWriter w(&ps->columns()[0], &options);
+  for (const auto& v : values) {
+    if (v) {
+      w.AddBytes(0, *v);
+    } else {
+      w.AddNull(0, 0);
+    }
+    w.Mark();
+  }
+  EXPECT_OK(w.builder().AddPage(w.CutPage(), compressor->get()));
+  std::string dict;
+  ColumnChunk chunk;
+  StatsAccumulator file_stats(&ps->columns()[0]);
+  EXPECT_OK(w.builder().Finish(w.dictionary(), compressor->get(), 4, &dict, &chunk, &file_stats));
+  return chunk.meta_data;
+}
+
+WriterOptions PlainOptions() {
+  WriterOptions o;
+  o.codec = Codec::kUncompressed;
+  o.dictionary = false;
+  o.delta_decimals = true;  // off by default (table files, for icebird)
+  return o;
+}
+
+TEST(DecimalChunkTest, AmountsAreDeltaByteArray) {
+  std::vector<std::optional<std::string>> v;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 1000; ++i) {
+    if (i % 9 == 4) {
+      v.push_back(std::nullopt);
+    } else {
+      // Amounts up to 20,000.00, a few negative (a negative shares no prefix with a
+      // positive neighbour: its sign bytes are ff).
+      const auto amount = static_cast<Int128>(rng() % 2000000);
+      v.push_back(Decimal16(i % 50 == 7 ? -amount : amount));
+    }
+  }
+  v.push_back(Decimal16(Max38()));
+  v.push_back(Decimal16(-Max38()));
+  ColumnMetaData m = FixedChunk(iceberg::Decimal(38, 2), PlainOptions(), v);
+  EXPECT_EQ(m.encodings, (std::vector<Encoding>{Encoding::kRle, Encoding::kDeltaByteArray}));
+  ASSERT_EQ(m.encoding_stats.size(), 1u);
+  EXPECT_EQ(m.encoding_stats[0].encoding, Encoding::kDeltaByteArray);
+  EXPECT_LT(m.total_uncompressed_size, 1000 * 16 / 3);  // PLAIN: 14,560 bytes of values
+  // Statistics still come from the values: the extremes, big-endian.
+  ASSERT_TRUE(m.statistics && m.statistics->min_value && m.statistics->max_value);
+  EXPECT_EQ(*m.statistics->max_value, Decimal16(Max38()));
+  EXPECT_EQ(*m.statistics->min_value, Decimal16(-Max38()));
+}
+
+TEST(DecimalChunkTest, RandomWideDecimalsAndUuidsStayPlain) {
+  std::mt19937_64 rng(5);
+  std::vector<std::optional<std::string>> v;
+  for (int i = 0; i < 1000; ++i) {
+    std::string b(16, '\0');
+    for (char& c : b) c = static_cast<char>(rng());
+    v.push_back(b);
+  }
+  // Random 16-byte values share no prefix: DELTA_BYTE_ARRAY would be larger than PLAIN.
+  ColumnMetaData uuid = FixedChunk(iceberg::Primitive(iceberg::TypeId::kUuid), PlainOptions(), v);
+  EXPECT_EQ(uuid.encodings, (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
+  for (auto& b : v) (*b)[0] = static_cast<char>((*b)[0] & 0x3f);  // within decimal(38)
+  ColumnMetaData dec = FixedChunk(iceberg::Decimal(38, 0), PlainOptions(), v);
+  EXPECT_EQ(dec.encodings, (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
+  // Off by default.
+  WriterOptions off;
+  off.codec = Codec::kUncompressed;
+  off.dictionary = false;
+  ColumnMetaData small =
+      FixedChunk(iceberg::Decimal(38, 2), off, {Decimal16(1), Decimal16(2), Decimal16(3)});
+  EXPECT_EQ(small.encodings, (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
+}
+
+// One page of doubles through the column writer (zstd, no dictionary); `data` gets the
+// chunk's page bytes.
+ColumnMetaData DoubleChunk(const std::vector<double>& v, bool split_allowed, std::string* data) {
   iceberg::Schema s;
   s.fields.push_back({1, "d", false, iceberg::Primitive(iceberg::TypeId::kDouble), ""});
-  ASSERT_OK_AND_ASSIGN(auto ps, ParquetSchema::Make(s));
+  auto ps = ParquetSchema::Make(s);
+  EXPECT_TRUE(ps.ok());
   WriterOptions options;
-  options.codec = Codec::kUncompressed;
   options.dictionary = false;
-  options.byte_stream_split = true;  // off by default
-  ASSERT_OK_AND_ASSIGN(auto compressor, MakeCompressor(Codec::kUncompressed));
-  ColumnWriter w(&ps.columns()[0], &options);
-  std::vector<double> v = {1.5, -2.25, 1e300, 0.0, -0.0};
+  options.byte_stream_split = split_allowed;
+  auto compressor = MakeCompressor(options.codec);
+  EXPECT_TRUE(compressor.ok());
+  ColumnWriter w(&ps->columns()[0], &options);
   for (double d : v) {
     w.AddDouble(0, d);
     w.Mark();
   }
-  ASSERT_OK(w.builder().AddPage(w.CutPage(), compressor.get()));
+  EXPECT_OK(w.builder().AddPage(w.CutPage(), compressor->get()));
   std::string dict;
   ColumnChunk chunk;
-  StatsAccumulator file_stats(&ps.columns()[0]);
-  ASSERT_OK(w.builder().Finish(w.dictionary(), compressor.get(), 4, &dict, &chunk, &file_stats));
-  const ColumnMetaData& m = chunk.meta_data;
+  StatsAccumulator file_stats(&ps->columns()[0]);
+  EXPECT_OK(w.builder().Finish(w.dictionary(), compressor->get(), 4, &dict, &chunk, &file_stats));
+  *data = w.builder().data();
+  return chunk.meta_data;
+}
+
+TEST(SplitChunkTest, RandomDoublesAreByteStreamSplit) {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::vector<double> v = {std::numeric_limits<double>::quiet_NaN(),
+                           std::numeric_limits<double>::infinity(),
+                           -std::numeric_limits<double>::infinity(),
+                           -0.0,
+                           0.0,
+                           std::numeric_limits<double>::denorm_min(),
+                           -std::numeric_limits<double>::denorm_min(),
+                           std::numeric_limits<double>::min() / 3,
+                           std::numeric_limits<double>::max(),
+                           std::numeric_limits<double>::lowest()};
+  for (int i = 0; i < 20000; ++i) v.push_back(unit(rng));
+  std::string data;
+  ColumnMetaData m = DoubleChunk(v, true, &data);
   EXPECT_EQ(m.encodings, (std::vector<Encoding>{Encoding::kRle, Encoding::kByteStreamSplit}));
-  // The page ends with the 8 streams: the last holds the top byte of every value.
-  std::string expect;
-  EncodeByteStreamSplit(reinterpret_cast<const char*>(v.data()), v.size(), 8, &expect);
-  const std::string& data = w.builder().data();
-  ASSERT_GE(data.size(), expect.size());
-  EXPECT_EQ(data.substr(data.size() - expect.size()), expect);
-  EXPECT_EQ(static_cast<unsigned char>(expect[7 * v.size() + 1]), 0xc0);  // -2.25: sign, exponent
+  // The page decompresses to the levels and the 8 streams: stream 7 holds the top byte
+  // (sign and exponent) of every value, and the streams give back every value bit for bit.
+  PageHeader h;
+  size_t header_size = 0;
+  ASSERT_OK(ParsePageHeader(data, &h, &header_size));
+  ASSERT_OK_AND_ASSIGN(std::string body,
+                       Decompress(Codec::kZstd, std::string_view(data).substr(header_size),
+                                  static_cast<size_t>(h.uncompressed_page_size)));
+  const std::string_view values = std::string_view(body).substr(body.size() - v.size() * 8);
+  std::string back;
+  ASSERT_OK(DecodeByteStreamSplit(values, 8, v.size(), &back));
+  EXPECT_EQ(back, std::string(reinterpret_cast<const char*>(v.data()), v.size() * 8));
+  EXPECT_EQ(static_cast<unsigned char>(values[7 * v.size() + 2]), 0xff);  // -inf
+  // Statistics skip the NaN and see the infinities.
+  ASSERT_TRUE(m.statistics && m.statistics->min_value && m.statistics->max_value);
+  double lo, hi;
+  std::memcpy(&lo, m.statistics->min_value->data(), 8);
+  std::memcpy(&hi, m.statistics->max_value->data(), 8);
+  EXPECT_EQ(lo, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(hi, std::numeric_limits<double>::infinity());
+}
+
+TEST(SplitChunkTest, ShortDecimalDoublesStayPlain) {
+  // Coordinates with 4 decimals (12.3456): PLAIN compresses them far better.
+  std::mt19937_64 rng(10);
+  std::vector<double> v;
+  for (int i = 0; i < 20000; ++i) {
+    v.push_back(static_cast<double>(static_cast<int64_t>(rng() % 1800000) - 900000) / 10000);
+  }
+  std::string data;
+  EXPECT_EQ(DoubleChunk(v, true, &data).encodings,
+            (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
+  // And random doubles stay PLAIN when the option is off.
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (double& d : v) d = unit(rng);
+  EXPECT_EQ(DoubleChunk(v, false, &data).encodings,
+            (std::vector<Encoding>{Encoding::kPlain, Encoding::kRle}));
 }
 
 }  // namespace

@@ -23,12 +23,21 @@ struct WriterOptions {
   // smaller than PLAIN (sequences, timestamps, small numbers shrink 2-60x before the
   // codec, which then has far less to do; random 64-bit values stay PLAIN).
   bool delta_integers = true;
+  // FIXED_LEN_BYTE_ARRAY decimal pages that are not dictionary-encoded: DELTA_BYTE_ARRAY
+  // when it is smaller than PLAIN. Iceberg stores decimal(38,S) (every decimal from a
+  // JSON Schema) in 16 bytes, of which an amount uses 2-4: the codec then compresses a
+  // quarter of the bytes (bench/convert/shapes, decimal). Off by default: icebird 0.3
+  // (hyparquet 1.19) reads no DELTA_BYTE_ARRAY page, so table files (delivery, compaction,
+  // `parquet copy`) stay PLAIN; `icestream convert` turns it on (DuckDB 1.5 and hyparquet
+  // 1.33 read it).
+  bool delta_decimals = false;
   // FLOAT/DOUBLE pages that are not dictionary-encoded: BYTE_STREAM_SPLIT (byte k of every
-  // value side by side). Off by default: random doubles compress ~10% smaller with it, but
-  // doubles parsed from short decimals (coordinates like 12.3456) compress ~70% larger,
-  // because the codec no longer finds their repeated 8-byte patterns (bench/convert
-  // shapes, double and mix); it needs a per-chunk choice before it can be on.
-  bool byte_stream_split = false;
+  // value side by side) for the chunks where it compresses smaller. Each chunk decides on
+  // a sample of its first page, compressed both ways: random doubles are ~10% smaller and
+  // compress ~3x faster split, while doubles parsed from short decimals (coordinates like
+  // 12.3456) are ~70% larger split, their repeated 8-byte patterns being what the codec
+  // finds (bench/convert/shapes, double and mix). false: always PLAIN.
+  bool byte_stream_split = true;
   size_t statistics_truncate_bytes = 64;  // BYTE_ARRAY bounds longer than this are truncated
   // 1: everything on the caller's thread. 2: pages are encoded and compressed on a
   // background thread while the caller adds records.
