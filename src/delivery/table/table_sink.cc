@@ -776,7 +776,7 @@ Status TableDestination::Prepare(ChannelConfig* config) {
         "{} and account {}.",
         config->gsr_schema_arn, arn->region, arn->account, services_.region, services_.account));
   }
-  ASSIGN_OR_RETURN(registry::VersionInfo version, LatestVersion(*config));
+  ASSIGN_OR_RETURN(registry::VersionInfo version, LatestVersion(config->gsr_schema_arn, *arn));
   if (version.data_format != registry::DataFormat::kJson) {
     return InvalidArgument(fmt::format(
         "Schema {} has DataFormat {}; streaming tables need a JSON Schema (DataFormat JSON).",
@@ -790,37 +790,34 @@ Status TableDestination::Prepare(ChannelConfig* config) {
   return Status::OK();
 }
 
-Result<registry::VersionInfo> TableDestination::LatestVersion(const ChannelConfig& config) {
-  auto arn = registry::ParseSchemaArn(config.gsr_schema_arn);
-  if (!arn)
-    return InvalidArgument("GSRSchemaARN " + config.gsr_schema_arn + " is not a schema ARN.");
+Result<registry::VersionInfo> TableDestination::LatestVersion(const std::string& schema_arn,
+                                                              const registry::SchemaArnParts& arn) {
   if (services_.registry == nullptr) {
     // A pool's worker or channel command: the Glue API of the configured registry, whose
     // GetSchemaVersion answers the schema's data format with its latest version.
     if (services_.versions == nullptr) {
       return Internal("the channel's process has no schema registry to check the schema in");
     }
-    auto v = services_.versions->GetVersion(arn->registry, arn->schema,
+    auto v = services_.versions->GetVersion(arn.registry, arn.schema,
                                             registry::VersionSelector{true, 0});
     if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
       return NotFound(fmt::format(
           "Schema {} does not exist in the schema registry or has no available version ({}).",
-          config.gsr_schema_arn, v.status().message()));
+          schema_arn, v.status().message()));
     }
     return v;
   }
-  auto schema = services_.registry->GetSchema(arn->registry, arn->schema);
+  auto schema = services_.registry->GetSchema(arn.registry, arn.schema);
   if (!schema.ok()) {
     if (schema.status().code() == StatusCode::kNotFound) {
-      return NotFound(
-          fmt::format("Schema {} does not exist in the schema registry.", config.gsr_schema_arn));
+      return NotFound(fmt::format("Schema {} does not exist in the schema registry.", schema_arn));
     }
     return schema.status();
   }
-  auto version = services_.registry->GetVersion(arn->registry, arn->schema,
-                                                registry::VersionSelector{true, 0});
+  auto version =
+      services_.registry->GetVersion(arn.registry, arn.schema, registry::VersionSelector{true, 0});
   if (!version.ok() && version.status().code() == StatusCode::kNotFound) {
-    return NotFound(fmt::format("Schema {} has no available version.", config.gsr_schema_arn));
+    return NotFound(fmt::format("Schema {} has no available version.", schema_arn));
   }
   return version;
 }

@@ -119,7 +119,8 @@ class TableDestination final : public Destination {
   // The schema's latest AVAILABLE version, from the built-in registry or (a pool's worker
   // and channel command, which have none) the configured registry's Glue API; kNotFound
   // when the schema or such a version does not exist.
-  Result<registry::VersionInfo> LatestVersion(const ChannelConfig& config);
+  Result<registry::VersionInfo> LatestVersion(const std::string& schema_arn,
+                                              const registry::SchemaArnParts& arn);
 
   TableServices services_;
   TableSinkOptions options_;
