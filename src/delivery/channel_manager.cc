@@ -24,9 +24,10 @@ struct ChannelManager::Channel {
   std::shared_ptr<ShardRunner> runner;
   int start_failures = 0;
   int64_t start_retry_after_ms = 0;
-  // Scale-out: the channel was created here as the local_adds_-th (0: read from the
-  // store). A reload whose list was read before that does not know it yet.
-  uint64_t added_here = 0;
+  // Scale-out: the channel's row was last written here (created, or its status or settings
+  // changed) as the local_writes_-th write (0: never). A reload whose list was read before
+  // that has a stale row: it neither removes the channel nor applies the row over it.
+  uint64_t written_here = 0;
   int64_t updating_until_ms = 0;
   bool activating = false;  // an activation job is queued or running
   int activation_attempts = 0;
@@ -301,7 +302,7 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
     ch->activation_started_ms = c.created_ms;
     StartRunner(ch.get());
     c = ch->config;  // as created (StartRunner may have failed it), before activation runs
-    ch->added_here = ++local_adds_;
+    ch->written_here = ++local_writes_;
     channels_[c.id] = ch;
   }
   spdlog::info("channel {} ({}) created: stream {} to {}", c.name, c.id, c.stream_name,
@@ -371,6 +372,7 @@ Result<ChannelConfig> ChannelManager::Update(const std::string& arn,
   }
   next.status = ChannelStatus::kUpdating;
   RETURN_IF_ERROR(store_->SaveChannel(next));
+  ch->written_here = ++local_writes_;
   ch->config = next;
   if (ch->runner) ch->runner->SetLog(MakeLog(options_.data_dir, next));
   // Delivery goes on while UPDATING; the scheduler makes it ACTIVE again shortly.
@@ -385,6 +387,7 @@ Status ChannelManager::Delete(const std::string& arn) {
     ch->config.status = ChannelStatus::kDeleting;
     if (ch->runner) ch->runner->Stop();
     RETURN_IF_ERROR(store_->SaveChannel(ch->config));
+    ch->written_here = ++local_writes_;
     spdlog::info("channel {} ({}) deleting", ch->config.name, ch->config.id);
   }
   tick_cv_.notify_all();
@@ -430,6 +433,7 @@ Result<ChannelConfig> ChannelManager::Resume(const std::string& arn) {
       ch->config = previous;
       return save;
     }
+    ch->written_here = ++local_writes_;
     runner = ch->runner;
     resumed = ch->config;
     spdlog::info("channel {} ({}) resumed ({}; it had FAILED: {})", resumed.name, resumed.id,
@@ -502,6 +506,7 @@ Status ChannelManager::Tag(const std::string& arn, const std::map<std::string, s
         fmt::format("Failed to add tags to channel {}: a resource can have at most 50 tags.", arn));
   }
   RETURN_IF_ERROR(store_->SaveChannel(next));
+  ch->written_here = ++local_writes_;
   ch->config = std::move(next);
   return Status::OK();
 }
@@ -512,6 +517,7 @@ Status ChannelManager::Untag(const std::string& arn, const std::vector<std::stri
   ChannelConfig next = ch->config;
   for (const auto& k : keys) next.tags.erase(k);
   RETURN_IF_ERROR(store_->SaveChannel(next));
+  ch->written_here = ++local_writes_;
   ch->config = std::move(next);
   return Status::OK();
 }
@@ -640,11 +646,7 @@ bool ChannelManager::HoldsControl(const Channel& ch) const {
 }
 
 void ChannelManager::Reload() {
-  uint64_t adds_before;
-  {
-    std::lock_guard lock(mu_);
-    adds_before = local_adds_;
-  }
+  const uint64_t writes_before = local_writes_.load();
   auto stored = store_->LoadChannels();
   if (!stored.ok()) {
     spdlog::warn("reading the channels from the store: {}", stored.status().ToString());
@@ -659,8 +661,11 @@ void ChannelManager::Reload() {
       auto found = by_id.find(it->first);
       std::shared_ptr<Channel> keep = it->second;  // outlives the erase below
       std::lock_guard clock(keep->mu);
-      if (found == by_id.end() && keep->added_here > adds_before) {
-        ++it;  // created here after the list was read: not removed, only not listed yet
+      if (keep->written_here > writes_before) {
+        // Created or changed here after the list was read: the row read is stale (or
+        // missing). The next reload looks again.
+        if (found != by_id.end()) by_id.erase(found);
+        ++it;
         continue;
       }
       if (found == by_id.end()) {
@@ -763,7 +768,7 @@ void ChannelManager::Tick() {
       status = ch->config.status;
       if (status == ChannelStatus::kUpdating && now >= ch->updating_until_ms && HoldsControl(*ch)) {
         ch->config.status = ChannelStatus::kActive;
-        (void)store_->SaveChannel(ch->config);
+        if (store_->SaveChannel(ch->config).ok()) ch->written_here = ++local_writes_;
         status = ChannelStatus::kActive;
       }
       runner = ch->runner;
@@ -886,6 +891,7 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
     spdlog::warn("activating channel {}: {}", ch->config.id, ps.ToString());
     return;
   }
+  ch->written_here = ++local_writes_;
   ch->activation_error.clear();
   ch->activated = true;
   runner->Activated(*cps);
@@ -905,7 +911,9 @@ void ChannelManager::Fail(const std::shared_ptr<Channel>& ch, const std::string&
     ch->failed_ms = clock_->NowMillis();
     runner = ch->runner;
     if (runner) runner->Stop();
-    (void)store_->SaveChannel(ch->config);
+    // Not saved (the store unreachable): FAILED here until a reload brings the stored
+    // status back (and with it delivery, which fails again if the cause remains).
+    if (store_->SaveChannel(ch->config).ok()) ch->written_here = ++local_writes_;
   }
   spdlog::warn("channel {} FAILED: {}", ch->config.name, reason);
   if (runner) runner->LogEvent({{"eventType", "Error"}, {"errorMessage", reason}});

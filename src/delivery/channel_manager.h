@@ -195,7 +195,10 @@ class ChannelManager {
   std::mutex tick_mu_;
   std::condition_variable tick_cv_;
   int64_t last_reload_ms_ = 0;
-  uint64_t local_adds_ = 0;  // channels created here (mu_)
+  // Scale-out: counts this process's writes of a channel's row (creations and changes); a
+  // reload whose list was read before a channel's last write here does not apply the
+  // stale row over it.
+  std::atomic<uint64_t> local_writes_{0};
 };
 
 }  // namespace icestream::delivery

@@ -44,7 +44,22 @@ class HookedStore final : public DeliveryStore {
   Result<std::map<std::string, Position>> Checkpoints(const std::string& id) override {
     return inner_->Checkpoints(id);
   }
+  void OnActivate(std::function<void()> hook) {
+    std::lock_guard lock(mu_);
+    activate_hook_ = std::move(hook);
+  }
+  int activations() {
+    std::lock_guard lock(mu_);
+    return activations_;
+  }
   Status Activate(const ChannelConfig& c, const std::map<std::string, Position>& cps) override {
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(mu_);
+      hook.swap(activate_hook_);
+      ++activations_;
+    }
+    if (hook) hook();
     return inner_->Activate(c, cps);
   }
   Result<std::map<std::string, BatchPlan>> Plans(const std::string& id) override {
@@ -78,6 +93,8 @@ class HookedStore final : public DeliveryStore {
   std::unique_ptr<DeliveryStore> inner_;
   std::mutex mu_;
   std::function<void()> hook_;
+  std::function<void()> activate_hook_;
+  int activations_ = 0;
 };
 
 // A pool of one: this process holds every unit (what is tested is the manager's list).
@@ -165,6 +182,60 @@ TEST_F(ChannelManagerReload, AChannelTakenFromTheStoreRetriesItsActivation) {
     ASSERT_OK_AND_ASSIGN(now, channels->Describe(c.arn));
   }
   EXPECT_EQ(now.status, ChannelStatus::kActive) << now.status_reason;
+  channels->Stop();
+}
+
+// A channel that becomes ACTIVE here while a reload reads the list: the row read says
+// CREATING. Applied over the channel, it used to turn it back to CREATING, and the channel
+// was activated a second time, its checkpoints reset to the starting position (records
+// delivered again). Changes made here after the list was read stay.
+TEST_F(ChannelManagerReload, AnActivationWhileTheListIsReadIsNotUndone) {
+  ASSERT_OK_AND_ASSIGN(auto inner, SqliteDeliveryStore::Open(db_.get()));
+  auto hooked = std::make_unique<HookedStore>(std::move(inner));
+  HookedStore* store = hooked.get();
+  // A reload on every tick: the next one starts while the activation below waits.
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(std::move(hooked), 1));
+  std::promise<void> list_read;
+  auto list_read_f = list_read.get_future().share();
+  std::promise<ChannelStatus> seen;
+  auto seen_f = seen.get_future();
+  std::string arn;
+  std::mutex arn_mu;
+  // The activation's write waits until a reload has read the list (the channel CREATING
+  // in it); that reload hands its list over only once the channel is ACTIVE here.
+  store->OnActivate([&, list_read_f] {
+    store->OnNextLoad([&] {
+      list_read.set_value();
+      ChannelStatus st = ChannelStatus::kCreating;
+      for (int i = 0; i < 100 && st != ChannelStatus::kActive; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        std::lock_guard lock(arn_mu);
+        auto d = channels->Describe(arn);
+        if (d.ok()) st = d->status;
+      }
+      seen.set_value(st);
+    });
+    list_read_f.wait_for(std::chrono::seconds(10));
+  });
+  ChannelConfig req;
+  req.name = "racing";
+  req.stream_name = "orders";
+  req.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+  {
+    std::lock_guard lock(arn_mu);
+    ASSERT_OK_AND_ASSIGN(ChannelConfig c, channels->Create(std::move(req)));
+    arn = c.arn;
+  }
+  ASSERT_EQ(list_read_f.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "no reload read the list while the activation waited";
+  ASSERT_EQ(seen_f.wait_for(std::chrono::seconds(15)), std::future_status::ready)
+      << "the reload did not finish";
+  ASSERT_EQ(seen_f.get(), ChannelStatus::kActive);
+  // Many reloads later: still ACTIVE, activated once.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  ASSERT_OK_AND_ASSIGN(ChannelConfig now, channels->Describe(arn));
+  EXPECT_EQ(now.status, ChannelStatus::kActive);
+  EXPECT_EQ(store->activations(), 1);
   channels->Stop();
 }
 

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <memory>
+#include <vector>
 
 #include "common/clock.h"
 #include "http/server_internal.h"
@@ -42,9 +44,14 @@ void Server::Impl::Register(const std::shared_ptr<Connection>& c) {
 }
 
 bool Server::Impl::EvictIdle(const Connection* except) {
+  // Every reference taken under the lock is dropped after it: a connection that closes on
+  // another I/O thread meanwhile may leave this the last one, and a session's destructor
+  // takes sessions_mu (SessionClosed). Dropped under the lock, it hung the whole server.
+  std::vector<std::shared_ptr<Connection>> seen;
   std::shared_ptr<Connection> oldest;
   {
     std::lock_guard lock(sessions_mu);
+    seen.reserve(sessions.size());
     int64_t best = 0;
     for (const auto& w : sessions) {
       auto c = w.lock();
@@ -52,10 +59,12 @@ bool Server::Impl::EvictIdle(const Connection* except) {
       int64_t since = c->idle_since();
       if (since != 0 && (best == 0 || since < best)) {
         best = since;
-        oldest = std::move(c);
+        oldest = c;
       }
+      seen.push_back(std::move(c));
     }
   }
+  seen.clear();
   if (!oldest) return false;
   ++evictions;
   int64_t now = NowMs();

@@ -1,11 +1,17 @@
 // The HTTP server driven by libcurl (an independent client) on 127.0.0.1.
 #include "http/server.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <thread>
 
@@ -116,6 +122,64 @@ TEST_F(ServerTest, StopWaitsForInFlightRequests) {
   auto r = client.get();
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "done");
+}
+
+// At the connection cap every new connection evicts the one idle longest, while clients
+// close theirs on other I/O threads. Picking the one to evict must not drop the last
+// reference to a session under the sessions lock (its destructor takes the same lock):
+// the server once hung that way, serving nothing and not stopping on SIGTERM.
+TEST_F(ServerTest, EvictingAtTheCapWhileClientsCloseNeverHangs) {
+  ServerOptions o;
+  o.max_connections = 4;
+  o.threads = 4;
+  o.idle_timeout_seconds = 1;
+  ServerFixture::StartServer(
+      [](std::shared_ptr<Request>, Responder respond) {
+        Response r;
+        r.body = "ok";
+        respond(std::move(r));
+      },
+      o);
+  const uint16_t port = server_->port();
+  std::vector<std::thread> churn;
+  for (int t = 0; t < 12; ++t) {
+    churn.emplace_back([port] {
+      for (int i = 0; i < 400; ++i) {
+        int fds[3];
+        for (int& fd : fds) {
+          fd = ::socket(AF_INET, SOCK_STREAM, 0);
+          sockaddr_in a{};
+          a.sin_family = AF_INET;
+          a.sin_port = htons(port);
+          a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+          ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+        }
+        for (int fd : fds) ::close(fd);
+      }
+    });
+  }
+  for (auto& t : churn) t.join();
+  // Still serving: a request gets its answer well within the idle timeout's reach.
+  auto reply = std::async(std::launch::async, [&] {
+    CURL* c = curl_easy_init();
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+    auto r = Call(c, url_ + "/", nullptr);
+    curl_easy_cleanup(c);
+    return r;
+  });
+  if (reply.wait_for(std::chrono::seconds(25)) != std::future_status::ready) {
+    // Hung: the server's own threads cannot be joined, so no orderly end is possible.
+    std::fprintf(stderr, "FAILED: the server stopped serving (deadlocked)\n");
+    std::_Exit(1);
+  }
+  auto r = reply.get();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok");
+  auto stopped = std::async(std::launch::async, [&] { server_->Stop(); });
+  if (stopped.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    std::fprintf(stderr, "FAILED: Stop() hangs\n");
+    std::_Exit(1);
+  }
 }
 
 }  // namespace
