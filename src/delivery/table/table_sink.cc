@@ -439,7 +439,6 @@ class TableSink final : public Sink {
   const iceberg::CommitFence* fence_ = nullptr;  // the control unit's (null: unfenced)
   const std::shared_ptr<StagingStore> staging_;
   std::atomic<int64_t> next_commit_ms_{0};
-  std::atomic<int64_t> last_commit_start_ms_{0};  // staged mode: the last CommitStaged's start
   // A shard writer's evolutions (staged mode): asked of the control unit's holder, whose
   // ServeRequests makes them.
   const SchemaFollower::Defer ask_owner_ = [this](const SchemaVersion& v) {
@@ -657,12 +656,6 @@ Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, Reco
   }
   if (!*fresh) return DeliveryCounts{};  // staged by an earlier attempt; these files go
   cleanup.Dismiss();
-  // Committed soon where this process holds the control unit (elsewhere nothing here
-  // commits, and the holder finds the batch at its next look).
-  const int64_t soon = last_commit_start_ms_.load() + options_.staged_commit_min_interval_ms;
-  int64_t due = next_commit_ms_.load();
-  while (soon < due && !next_commit_ms_.compare_exchange_weak(due, soon)) {
-  }
   Log({{"eventType", "BatchStaged"},
        {"shardId", range.shard},
        {"files", out.files.size()},
@@ -700,9 +693,7 @@ Status TableSink::ServeRequests() {
 Result<DeliveryCounts> TableSink::CommitStaged() {
   if (!staging_) return DeliveryCounts{};
   std::lock_guard lock(mu_);
-  const int64_t started = env_.clock->NowMillis();
-  last_commit_start_ms_.store(started);
-  next_commit_ms_.store(started + options_.staged_commit_interval_ms);
+  next_commit_ms_.store(env_.clock->NowMillis() + options_.staged_commit_interval_ms);
   RETURN_IF_ERROR(owner_.CheckWarehouse());
   RETURN_IF_ERROR(ServeRequests());
   ASSIGN_OR_RETURN(std::vector<StagedBatch> staged, staging_->Staged(config_.id));

@@ -101,11 +101,8 @@ struct TableSinkOptions {
   // Largest inflated GSR payload.
   size_t max_payload_bytes = 64u << 20;
   // With staging: how often the control unit's holder looks for staged batches to commit
-  // (and for requests to create or evolve the table). A batch staged where the control
-  // unit is held makes the commit due sooner: staged_commit_min_interval_ms after the
-  // last one started (a backlog is not held back a second per commit; commits stay apart).
+  // (and for requests to create or evolve the table).
   int64_t staged_commit_interval_ms = 1000;
-  int64_t staged_commit_min_interval_ms = 250;
 };
 
 class TableDestination final : public Destination {

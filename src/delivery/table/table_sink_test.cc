@@ -355,36 +355,5 @@ TEST_F(TableSinkTest, ShardBatchesOfAPoolConvertSideBySide) {
   EXPECT_EQ(cps.at("shardId-000000000001"), (Position{"3000", std::nullopt}));
 }
 
-// The commit of a pool's staged batches: looked for every staged_commit_interval_ms, and
-// due staged_commit_min_interval_ms after the last one started as soon as a batch is staged
-// (a backlog used to wait up to a second per commit for files already written).
-TEST_F(TableSinkTest, AStagedBatchMakesTheCommitDueSoon) {
-  auto staging = std::make_shared<MemoryStagingStore>();
-  TableSinkOptions o;
-  o.compaction = false;
-  o.staged_commit_interval_ms = 1000;
-  o.staged_commit_min_interval_ms = 250;
-  MakeSink(o, nullptr, staging);
-  ASSERT_OK(sink_->CommitStaged().status());  // nothing staged: looked, next look in 1 s
-  const int64_t looked = clock_.NowMillis();
-  EXPECT_EQ(sink_->NextCommitMs(), looked + 1000);
-  auto [b0, r0] = ShardBatch("shardId-000000000000", 0, 500, 0);
-  VectorSource s0(r0, kArrivalMs, kChunk);
-  ASSERT_OK(sink_->Deliver(b0, &s0).status());
-  EXPECT_EQ(sink_->NextCommitMs(), looked + 250);
-  clock_.Advance(400);
-  ASSERT_OK_AND_ASSIGN(auto committed, sink_->CommitStaged());
-  EXPECT_EQ(committed.deliveries, 1u);
-  EXPECT_EQ(LiveRows(), 500);
-  // A batch staged long after the last commit: due at once.
-  EXPECT_EQ(sink_->NextCommitMs(), looked + 400 + 1000);
-  clock_.Advance(900);
-  auto [b1, r1] = ShardBatch("shardId-000000000000", 500, 500, 0);
-  VectorSource s1(r1, kArrivalMs, kChunk);
-  ASSERT_OK(sink_->Deliver(b1, &s1).status());
-  EXPECT_EQ(sink_->NextCommitMs(), looked + 400 + 250);
-  EXPECT_LE(sink_->NextCommitMs(), clock_.NowMillis());
-}
-
 }  // namespace
 }  // namespace icestream::delivery::table
