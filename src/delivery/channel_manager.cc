@@ -297,12 +297,11 @@ Result<ChannelConfig> ChannelManager::Create(ChannelConfig c) {
           fmt::format("This request would exceed the channel limit of {} for account {} in {}.",
                       options_.max_channels_per_account, options_.account, options_.region));
     }
-    RETURN_IF_ERROR(store_->SaveChannel(c));
+    RETURN_IF_ERROR(SaveRow(ch.get(), c));
     ch->config = c;
     ch->activation_started_ms = c.created_ms;
     StartRunner(ch.get());
     c = ch->config;  // as created (StartRunner may have failed it), before activation runs
-    ch->written_here = ++local_writes_;
     channels_[c.id] = ch;
   }
   spdlog::info("channel {} ({}) created: stream {} to {}", c.name, c.id, c.stream_name,
@@ -371,8 +370,7 @@ Result<ChannelConfig> ChannelManager::Update(const std::string& arn,
     if (!logging->log_stream_name.empty()) next.logging.log_stream_name = logging->log_stream_name;
   }
   next.status = ChannelStatus::kUpdating;
-  RETURN_IF_ERROR(store_->SaveChannel(next));
-  ch->written_here = ++local_writes_;
+  RETURN_IF_ERROR(SaveRow(ch.get(), next));
   ch->config = next;
   if (ch->runner) ch->runner->SetLog(MakeLog(options_.data_dir, next));
   // Delivery goes on while UPDATING; the scheduler makes it ACTIVE again shortly.
@@ -386,8 +384,7 @@ Status ChannelManager::Delete(const std::string& arn) {
   if (ch->config.status != ChannelStatus::kDeleting) {
     ch->config.status = ChannelStatus::kDeleting;
     if (ch->runner) ch->runner->Stop();
-    RETURN_IF_ERROR(store_->SaveChannel(ch->config));
-    ch->written_here = ++local_writes_;
+    RETURN_IF_ERROR(SaveRow(ch.get(), ch->config));
     spdlog::info("channel {} ({}) deleting", ch->config.name, ch->config.id);
   }
   tick_cv_.notify_all();
@@ -428,12 +425,11 @@ Result<ChannelConfig> ChannelManager::Resume(const std::string& arn) {
     ch->activation_retry_after_ms = 0;
     ch->activation_grace_since_ms = 0;
     ch->activation_started_ms = clock_->NowMillis();
-    if (Status save = store_->SaveChannel(ch->config); !save.ok()) {
+    if (Status save = SaveRow(ch.get(), ch->config); !save.ok()) {
       ch->runner->Stop();
       ch->config = previous;
       return save;
     }
-    ch->written_here = ++local_writes_;
     runner = ch->runner;
     resumed = ch->config;
     spdlog::info("channel {} ({}) resumed ({}; it had FAILED: {})", resumed.name, resumed.id,
@@ -505,8 +501,7 @@ Status ChannelManager::Tag(const std::string& arn, const std::map<std::string, s
     return InvalidArgument(
         fmt::format("Failed to add tags to channel {}: a resource can have at most 50 tags.", arn));
   }
-  RETURN_IF_ERROR(store_->SaveChannel(next));
-  ch->written_here = ++local_writes_;
+  RETURN_IF_ERROR(SaveRow(ch.get(), next));
   ch->config = std::move(next);
   return Status::OK();
 }
@@ -516,8 +511,7 @@ Status ChannelManager::Untag(const std::string& arn, const std::vector<std::stri
   std::lock_guard lock(ch->mu);
   ChannelConfig next = ch->config;
   for (const auto& k : keys) next.tags.erase(k);
-  RETURN_IF_ERROR(store_->SaveChannel(next));
-  ch->written_here = ++local_writes_;
+  RETURN_IF_ERROR(SaveRow(ch.get(), next));
   ch->config = std::move(next);
   return Status::OK();
 }
@@ -636,6 +630,12 @@ void ChannelManager::SchedulerLoop() {
     std::unique_lock lock(tick_mu_);
     tick_cv_.wait_for(lock, std::chrono::milliseconds(options_.tick_ms));
   }
+}
+
+Status ChannelManager::SaveRow(Channel* ch, const ChannelConfig& c) {
+  RETURN_IF_ERROR(store_->SaveChannel(c));
+  ch->written_here = ++local_writes_;
+  return Status::OK();
 }
 
 bool ChannelManager::HoldsControl(const Channel& ch) const {
@@ -768,7 +768,7 @@ void ChannelManager::Tick() {
       status = ch->config.status;
       if (status == ChannelStatus::kUpdating && now >= ch->updating_until_ms && HoldsControl(*ch)) {
         ch->config.status = ChannelStatus::kActive;
-        if (store_->SaveChannel(ch->config).ok()) ch->written_here = ++local_writes_;
+        (void)SaveRow(ch.get(), ch->config);
         status = ChannelStatus::kActive;
       }
       runner = ch->runner;
@@ -891,7 +891,7 @@ void ChannelManager::Activate(const std::shared_ptr<Channel>& ch) {
     spdlog::warn("activating channel {}: {}", ch->config.id, ps.ToString());
     return;
   }
-  ch->written_here = ++local_writes_;
+  ch->written_here = ++local_writes_;  // as SaveRow does: the activation wrote the row
   ch->activation_error.clear();
   ch->activated = true;
   runner->Activated(*cps);
@@ -913,7 +913,7 @@ void ChannelManager::Fail(const std::shared_ptr<Channel>& ch, const std::string&
     if (runner) runner->Stop();
     // Not saved (the store unreachable): FAILED here until a reload brings the stored
     // status back (and with it delivery, which fails again if the cause remains).
-    if (store_->SaveChannel(ch->config).ok()) ch->written_here = ++local_writes_;
+    (void)SaveRow(ch.get(), ch->config);
   }
   spdlog::warn("channel {} FAILED: {}", ch->config.name, reason);
   if (runner) runner->LogEvent({{"eventType", "Error"}, {"errorMessage", reason}});

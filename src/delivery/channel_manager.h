@@ -172,6 +172,9 @@ class ChannelManager {
   void Reload();
   // Whether this process runs the channel's lifecycle (always without a coordinator).
   bool HoldsControl(const Channel& ch) const;
+  // Saves the channel's row (ch->mu held) and stamps the channel with this process's
+  // write (Channel::written_here), so a reload that read the list before does not undo it.
+  Status SaveRow(Channel* ch, const ChannelConfig& c);
   void Activate(const std::shared_ptr<Channel>& ch);
   void Fail(const std::shared_ptr<Channel>& ch, const std::string& reason);
   void Submit(std::function<void()> job);
