@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -281,6 +282,12 @@ class AgainstKinesalite(unittest.TestCase):
             self.assertEqual(st, 200, raw)
             it = json.loads(raw)["ShardIterator"]
             self.assertEqual(send(peer, K + "DeleteStream", {"StreamName": "gone"})[0], 200)
+            # Deletion is asynchronous (DELETING first, as on AWS; kinesalite finishes it on a
+            # timer): the iterator is read once the stream is gone from DescribeStreamSummary.
+            deadline = time.time() + 30
+            while send(peer, K + "DescribeStreamSummary", {"StreamName": "gone"})[0] != 400:
+                self.assertLess(time.time(), deadline, "the stream was not deleted within 30 s")
+                time.sleep(0.05)
             st, _, raw = send(peer, K + "GetRecords", {"ShardIterator": it})
             answers.append(answer(st, raw))
         self.assertEqual(answers[0], answers[1])

@@ -39,6 +39,20 @@ def bucket_ids(root):
                   for line in decompress(key, raw).splitlines() if line.strip())
 
 
+def pool_state(pg, server):
+    """What a failure needs to be read: the pool's rows (leases, workers, checkpoints and plans)
+    and the server's log lines about delivery."""
+    rows = []
+    for table in ("icestream_lease", "icestream_worker", "icestream_checkpoints", "icestream_plans"):
+        try:
+            rows.append(f"{table}:\n{pg.psql(f'TABLE {table}', dbname='pool')}")
+        except Exception as e:  # noqa: BLE001 (a diagnostic: the failure is reported anyway)
+            rows.append(f"{table}: {e}")
+    log = [line for line in server.read_log().splitlines()
+           if "channel" in line or "lease" in line or "warn" in line or "error" in line]
+    return "\n".join(rows) + "\nserver log (delivery lines):\n" + "\n".join(log[-150:])
+
+
 def put(k, stream, prefix, n):
     ids = []
     for b in range(0, n, 50):
@@ -107,8 +121,10 @@ class PoolCliChannel(unittest.TestCase):
                     break
                 time.sleep(0.5)
             time.sleep(2)  # nothing more arrives after the last record
-            self.assertEqual(bucket_ids(near_root), near_ids,
-                             "the server did not deliver its own stream exactly once:\n" + server.read_log()[-4000:])
+            got = bucket_ids(near_root)
+            if got != near_ids:
+                self.fail(f"the server did not deliver its own stream exactly once: {len(got)} records "
+                          f"({len(set(got))} distinct) of {len(near_ids)}\n" + pool_state(pg, server))
             self.assertEqual(self.describe(conninfo, server.endpoint, "near-s3")["ChannelStatus"], "ACTIVE")
             # One channel per destination type and stream, whichever way the first was made.
             st, body = kinesis_call(server, "CreateChannel", channel_request("near-s3-again", "near",
