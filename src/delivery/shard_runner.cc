@@ -895,7 +895,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     if (b.ok()) {
       backlogs[shard] = std::move(*b);
     } else {
-      spdlog::debug("channel {}: backlog of {}: {}", config_.name, shard, b.status().ToString());
+      LogReadFailure(now, "reading the backlog of " + shard, b.status());
     }
   }
 
@@ -1078,8 +1078,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     for (const auto& p : pending) {
       auto planned = source_->PlanRange(p.shard, p.after, share_bytes, share_records);
       if (!planned.ok()) {
-        spdlog::debug("channel {}: planning {}: {}", config_.name, p.shard,
-                      planned.status().ToString());
+        LogReadFailure(now, "planning the next range of " + p.shard, planned.status());
         continue;
       }
       ranges.push_back({p.shard, planned->after, planned->last_sequence, planned->records});
@@ -1109,8 +1108,7 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     auto range =
         source_->PlanRange(p.shard, p.after, options_.max_batch_bytes, options_.max_batch_records);
     if (!range.ok()) {
-      spdlog::debug("channel {}: planning {}: {}", config_.name, p.shard,
-                    range.status().ToString());
+      LogReadFailure(now, "planning the next range of " + p.shard, range.status());
       continue;
     }
     BatchPlan plan{range->after, range->last_sequence, range->records, clock_->NowMillis()};
@@ -1133,6 +1131,16 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
   if (redrive_due()) launch_redrive();
   if (upkeep_due()) launch_upkeep();
   return jobs;
+}
+
+void ShardRunner::LogReadFailure(int64_t now, const std::string& what, const Status& st) {
+  int64_t due = read_warn_after_ms_.load();
+  if (now >= due && read_warn_after_ms_.compare_exchange_strong(due, now + 30000)) {
+    spdlog::warn("channel {}: {}: {} (passed over until the next pass; logged at most every 30 s)",
+                 config_.name, what, st.ToString());
+  } else {
+    spdlog::debug("channel {}: {}: {}", config_.name, what, st.ToString());
+  }
 }
 
 void ShardRunner::RunCommit() {

@@ -227,6 +227,11 @@ class ShardRunner {
   int in_flight_ = 0;          // batches running
   int spanning_failures_ = 0;  // consecutive failures of the spanning batch
   int64_t spanning_retry_after_ms_ = 0;
+  // A shard whose backlog or next range cannot be read is passed over until the next pass;
+  // it is logged at warn at most every 30 s (a stall that repeats must leave a trace), else
+  // at debug. Any thread of Schedule.
+  std::atomic<int64_t> read_warn_after_ms_{0};
+  void LogReadFailure(int64_t now, const std::string& what, const Status& st);
   int64_t spanning_grace_since_ms_ = 0;  // first grace-kind failure of the spanning batch
   int64_t recover_grace_since_ms_ = 0;
   std::optional<std::string> fatal_;
