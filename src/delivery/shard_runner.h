@@ -183,6 +183,10 @@ class ShardRunner {
   // A delivered batch's rejections: counted, and logged at most once per interval (mu_).
   void NoteRejects(uint64_t records_in, const RejectSummary& rejects, int64_t now);
   void FlushRejectLog(int64_t now, bool force);
+  // A shard whose backlog or next range cannot be read is passed over until the next pass;
+  // logged at warn at most every 30 s (read_warn_after_ms_), else at debug: a stall that
+  // repeats leaves a trace.
+  void LogReadFailure(int64_t now, const std::string& what, const Status& st);
   // The active redrive (mu_ held); null when none.
   RedriveState* ActiveRedrive();
   void RunRedrive();
@@ -227,13 +231,9 @@ class ShardRunner {
   int in_flight_ = 0;          // batches running
   int spanning_failures_ = 0;  // consecutive failures of the spanning batch
   int64_t spanning_retry_after_ms_ = 0;
-  // A shard whose backlog or next range cannot be read is passed over until the next pass;
-  // it is logged at warn at most every 30 s (a stall that repeats must leave a trace), else
-  // at debug. Any thread of Schedule.
-  std::atomic<int64_t> read_warn_after_ms_{0};
-  void LogReadFailure(int64_t now, const std::string& what, const Status& st);
   int64_t spanning_grace_since_ms_ = 0;  // first grace-kind failure of the spanning batch
   int64_t recover_grace_since_ms_ = 0;
+  std::atomic<int64_t> read_warn_after_ms_{0};  // LogReadFailure (any thread of Schedule)
   std::optional<std::string> fatal_;
   std::string last_error_;
   int64_t last_error_ms_ = 0;
