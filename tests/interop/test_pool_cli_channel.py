@@ -48,8 +48,10 @@ def pool_state(pg, server):
             rows.append(f"{table}:\n{pg.psql(f'TABLE {table}', dbname='pool')}")
         except Exception as e:  # noqa: BLE001 (a diagnostic: the failure is reported anyway)
             rows.append(f"{table}: {e}")
+    # Lines about channels and leases, and every warning and error (the log's level letter
+    # follows the timestamp: "…Z W [thread] …").
     log = [line for line in server.read_log().splitlines()
-           if "channel" in line or "lease" in line or "warn" in line or "error" in line]
+           if "channel" in line or "lease" in line or " W [" in line or " E [" in line]
     return "\n".join(rows) + "\nserver log (delivery lines):\n" + "\n".join(log[-150:])
 
 
