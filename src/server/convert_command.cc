@@ -326,7 +326,11 @@ Status RunConvert(const ConvertArgs& args) {
   int fd = ::open(args.input_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError("open " + args.input_path, errno);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  auto out = pq::FileOutputStream::Open(args.output_path);
+  // The output is written once and not read back here: around the page cache
+  // (FileOutputOptions::direct_io).
+  pq::FileOutputOptions out_options;
+  out_options.direct_io = true;
+  auto out = pq::FileOutputStream::Open(args.output_path, out_options);
   if (!out.ok()) {
     ::close(fd);
     return out.status();

@@ -38,23 +38,49 @@ class StringOutputStream final : public OutputStream {
   std::string* out_;
 };
 
+struct FileOutputOptions {
+  // Write with O_DIRECT (Linux): the bytes go from an aligned buffer of ours to the
+  // device, not through the page cache. A bulk writer (`icestream convert`) that never
+  // reads its output back saves the kernel's page allocation and copy, which cost more
+  // CPU than encoding some columns (a 72 MB file: 0.03-0.3 s of system time buffered,
+  // 0.005 s direct, on this project's ext4 machines). Where the file system refuses
+  // O_DIRECT (tmpfs) or a direct write fails with EINVAL, the stream writes buffered.
+  bool direct_io = false;
+};
+
 // A local file, created or truncated. Close() fsyncs it. Writes are buffered.
 class FileOutputStream final : public OutputStream {
  public:
-  static Result<std::unique_ptr<FileOutputStream>> Open(const std::string& path);
+  static Result<std::unique_ptr<FileOutputStream>> Open(const std::string& path,
+                                                        const FileOutputOptions& options = {});
   ~FileOutputStream() override;
   Status Write(std::string_view data) override;
   int64_t Tell() const override { return offset_; }
   Status Close() override;
 
+  // Whether writes still go around the page cache (false after a fallback).
+  bool direct() const { return direct_; }
+
  private:
-  FileOutputStream(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  FileOutputStream(int fd, std::string path, bool direct);
   Status FlushBuffer();
   Status WriteAll(const char* p, size_t n);
+  // direct_: writes the buffer's whole blocks with O_DIRECT and keeps the rest (fewer
+  // than kDirectAlign bytes) at the buffer's start.
+  Status FlushDirect();
+  // Leaves O_DIRECT for buffered writes (the file's unaligned tail, a refused write).
+  Status StopDirect();
+
+  struct FreeDeleter {
+    void operator()(char* p) const;
+  };
 
   int fd_;
   std::string path_;
-  std::string buffer_;
+  std::string buffer_;  // buffered mode
+  bool direct_ = false;
+  std::unique_ptr<char, FreeDeleter> direct_buffer_;  // kDirectBuffer bytes, aligned
+  size_t direct_used_ = 0;
   int64_t offset_ = 0;
 };
 
