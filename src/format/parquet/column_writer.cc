@@ -35,7 +35,7 @@ PageData ColumnWriter::CutPage() {
   out.dictionary = use_dictionary_;
   if (use_dictionary_) {
     out.dict_bit_width = BitWidth(dictionary_.size() > 0 ? dictionary_.size() - 1 : 0);
-    bool not_paying = DictionaryNotPaying();
+    const bool not_paying = dictionary_not_paying_;
     dict_values_ += out.num_values;
     if (static_cast<int64_t>(dictionary_.plain().size()) > options_->dictionary_page_size_limit) {
       use_dictionary_ = false;  // fallback to PLAIN for the rest of this chunk
@@ -60,6 +60,9 @@ PageData ColumnWriter::CutPage() {
 void ColumnWriter::ResetChunk() {
   dictionary_.Clear();
   dict_values_ = 0;
+  window_entries_ = 0;
+  window_values_ = 0;
+  dictionary_not_paying_ = false;
   use_dictionary_ = dictionary_allowed_;
 }
 

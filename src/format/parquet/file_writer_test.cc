@@ -11,6 +11,7 @@
 #include "common/bytes.h"
 #include "common/testing/status_assertions.h"
 #include "format/parquet/output_stream.h"
+#include "format/parquet/row_group_builder.h"
 #include "format/parquet/test_hex.h"
 #include "iceberg/schema/schema_json.h"
 
@@ -242,6 +243,56 @@ TEST(FileWriterTest, LargeDistinctValuesKeepPagesAndDictionariesBounded) {
   ASSERT_OK_AND_ASSIGN(auto m, w->Close());
   EXPECT_EQ(m.record_count, 2000);
   EXPECT_GT(m.file_size, 20000000);
+}
+
+// Data pages of each encoding in a chunk (encoding_stats).
+int32_t DataPages(const ColumnMetaData& m, Encoding e) {
+  int32_t n = 0;
+  for (const auto& s : m.encoding_stats) {
+    if (s.page_type == PageType::kDataPage && s.encoding == e) n += s.count;
+  }
+  return n;
+}
+
+TEST(FileWriterTest, DictionaryStaysWhileValuesRepeatAndStopsWhenTheyDoNot) {
+  // 80,000 rows of three double columns: coordinates with two decimals out of 12,000
+  // values (83% of the first 4,096 are new, 61% of the next: the dictionary pays, and
+  // the old rule, "more than half of all values so far distinct", dropped it at row
+  // 4,096), uniform draws out of 1,000,000 values, and distinct values.
+  iceberg::Schema s;
+  for (int i = 1; i <= 3; ++i) {
+    s.fields.push_back({i, "c" + std::to_string(i), true, iceberg::Primitive(TypeId::kDouble), ""});
+  }
+  ASSERT_OK_AND_ASSIGN(ParquetSchema ps, ParquetSchema::Make(s));
+  WriterOptions o;
+  ASSERT_OK_AND_ASSIGN(auto b, RowGroupBuilder::Make(&ps, &o, false));
+  uint64_t x = 88172645463325252ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  for (int i = 0; i < 80000; ++i) {
+    b->column(0).AddDouble(0, -60.0 + static_cast<double>(next() % 12000) / 100.0);
+    b->column(1).AddDouble(0, static_cast<double>(next() % 1000000) / 7.0);
+    b->column(2).AddDouble(0, i * 0.5);
+    ASSERT_OK(b->EndRecord());
+  }
+  RowGroupData g;
+  ASSERT_OK(b->Finish(&g));
+  ASSERT_EQ(g.chunks.size(), 3u);
+  const ColumnMetaData& coords = g.chunks[0].meta_data;
+  EXPECT_GT(DataPages(coords, Encoding::kRleDictionary), 0);
+  EXPECT_EQ(DataPages(coords, Encoding::kPlain) + DataPages(coords, Encoding::kByteStreamSplit), 0);
+  // Dictionary-encoded, the coordinates take ~12,000 entries and 14 bits per value.
+  EXPECT_LT(coords.total_uncompressed_size, 12000 * 8 + 80000 * 2);
+  for (int c = 1; c < 3; ++c) {
+    // The first window (4,096 rows) is all new values: PLAIN (or split) after it.
+    const ColumnMetaData& m = g.chunks[static_cast<size_t>(c)].meta_data;
+    EXPECT_LE(DataPages(m, Encoding::kRleDictionary), 1) << c;
+    EXPECT_GT(DataPages(m, Encoding::kPlain) + DataPages(m, Encoding::kByteStreamSplit), 0) << c;
+  }
 }
 
 TEST(FileWriterTest, IcebergSchemaInFooter) {
