@@ -6,6 +6,10 @@
 
 #include "common/bytes.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace icestream::format::parquet {
 
 using iceberg::TypeId;
@@ -163,6 +167,64 @@ void StatsAccumulator::UpdateFloat(double v) {
   if (!has_ || FloatLess(v, dmin_)) dmin_ = v;
   if (!has_ || FloatLess(dmax_, v)) dmax_ = v;
   has_ = true;
+}
+
+template <>
+void StatsAccumulator::UpdateFloats<double>(const char* plain, size_t n) {
+  auto at = [plain](size_t i) {
+    double v;
+    std::memcpy(&v, plain + i * sizeof(double), sizeof(double));
+    return v;
+  };
+  size_t i = 0;
+  while (i < n && std::isnan(at(i))) ++i;
+  nan_count_ += static_cast<int64_t>(i);
+  if (i == n) return;
+  double lo = at(i), hi = lo;
+  ++i;
+#if defined(__SSE2__)
+  // minpd(x, m) is x < m ? x : m and maxpd(x, m) is x > m ? x : m: a NaN x leaves m, and
+  // of two zeros m stays (which zero is the bound is settled below). cmpunord marks NaNs
+  // with all ones, -1 per 64-bit lane, summed into the count.
+  __m128d vlo = _mm_set1_pd(lo), vhi = vlo;
+  __m128i vnan = _mm_setzero_si128();
+  for (; i + 2 <= n; i += 2) {
+    const __m128d x = _mm_loadu_pd(reinterpret_cast<const double*>(plain + i * sizeof(double)));
+    vlo = _mm_min_pd(x, vlo);
+    vhi = _mm_max_pd(x, vhi);
+    vnan = _mm_sub_epi64(vnan, _mm_castpd_si128(_mm_cmpunord_pd(x, x)));
+  }
+  alignas(16) double los[2], his[2];
+  alignas(16) int64_t nans[2];
+  _mm_store_pd(los, vlo);
+  _mm_store_pd(his, vhi);
+  _mm_store_si128(reinterpret_cast<__m128i*>(nans), vnan);
+  nan_count_ += nans[0] + nans[1];
+  for (double x : los) lo = x < lo ? x : lo;
+  for (double x : his) hi = x > hi ? x : hi;
+#endif
+  for (; i < n; ++i) {
+    const double x = at(i);
+    if (std::isnan(x)) {
+      ++nan_count_;
+      continue;
+    }
+    lo = x < lo ? x : lo;
+    hi = x > hi ? x : hi;
+  }
+  // A zero bound is -0.0 (min) or +0.0 (max) when the page holds one (FloatLess: -0.0 <
+  // +0.0); only pages whose bound is a zero are looked at again.
+  if (lo == 0 || hi == 0) {
+    bool negative_zero = false, positive_zero = false;
+    for (size_t k = 0; k < n; ++k) {
+      const double x = at(k);
+      if (x == 0) (std::signbit(x) ? negative_zero : positive_zero) = true;
+    }
+    if (lo == 0) lo = negative_zero ? -0.0 : 0.0;
+    if (hi == 0) hi = positive_zero ? 0.0 : -0.0;
+  }
+  UpdateFloat(lo);
+  UpdateFloat(hi);
 }
 
 bool StatsAccumulator::BytesLess(std::string_view a, std::string_view b) const {

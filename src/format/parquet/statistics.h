@@ -107,6 +107,11 @@ void StatsAccumulator::UpdateFloats(const char* plain, size_t n) {
   UpdateFloat(hi);
 }
 
+// DOUBLE pages: two values at a time (SSE2 minpd/maxpd, which skip a NaN operand exactly
+// as the loop above does), zeros' signs settled afterwards (statistics.cc).
+template <>
+void StatsAccumulator::UpdateFloats<double>(const char* plain, size_t n);
+
 // Truncation of bounds (parquet.thrift Statistics; Iceberg's truncate(N) metrics).
 // Lower: the longest prefix of at most max_code_points code points and max_bytes
 // bytes. Upper: that prefix with its last code point incremented (skipping surrogates
