@@ -5,6 +5,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace icestream::format::parquet {
 
 namespace {
@@ -166,11 +170,48 @@ bool EncodeDeltaByteArrayFixed(const char* plain, size_t n, size_t width, size_t
 namespace {
 
 template <size_t kWidth>
-void SplitStreams(const char* plain, size_t n, char* dst) {
-  for (size_t i = 0; i < n; ++i) {
+void SplitStreams(const char* plain, size_t n, char* dst, size_t from = 0) {
+  for (size_t i = from; i < n; ++i) {
     for (size_t k = 0; k < kWidth; ++k) dst[k * n + i] = plain[i * kWidth + k];
   }
 }
+
+#if defined(__SSE2__)
+// 16 values at a time: their kWidth * 16 bytes in kWidth registers are a 16 x kWidth
+// byte matrix to transpose. A byte's address in the block, value j (4 bits) then byte k
+// (log2 kWidth bits), must become k then j: a rotation of the address bits by 4. One
+// round of unpacklo/unpackhi_epi8 over registers i and i + kWidth/2 rotates the address
+// by one bit (the register number's top bit becomes the byte's lowest), so four rounds
+// leave register k holding byte k of the 16 values, in order.
+template <size_t kWidth>
+void SplitStreamsSse2(const char* plain, size_t n, char* dst) {
+  constexpr size_t kHalf = kWidth / 2;
+  const size_t blocks = n / 16;
+  for (size_t b = 0; b < blocks; ++b) {
+    __m128i r[kWidth], t[kWidth];
+    // Fully unrolled, so that the arrays live in registers.
+#pragma GCC unroll 8
+    for (size_t i = 0; i < kWidth; ++i) {
+      r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plain + (b * kWidth + i) * 16));
+    }
+#pragma GCC unroll 4
+    for (int round = 0; round < 4; ++round) {
+#pragma GCC unroll 4
+      for (size_t i = 0; i < kHalf; ++i) {
+        t[2 * i] = _mm_unpacklo_epi8(r[i], r[i + kHalf]);
+        t[2 * i + 1] = _mm_unpackhi_epi8(r[i], r[i + kHalf]);
+      }
+#pragma GCC unroll 8
+      for (size_t i = 0; i < kWidth; ++i) r[i] = t[i];
+    }
+#pragma GCC unroll 8
+    for (size_t k = 0; k < kWidth; ++k) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + k * n + b * 16), r[k]);
+    }
+  }
+  SplitStreams<kWidth>(plain, n, dst, blocks * 16);
+}
+#endif
 
 }  // namespace
 
@@ -179,10 +220,17 @@ void EncodeByteStreamSplit(const char* plain, size_t n, size_t width, std::strin
   out->resize(start + n * width);
   char* dst = out->data() + start;
   switch (width) {  // the widths in use, unrolled
+#if defined(__SSE2__)
+    case 4:
+      return SplitStreamsSse2<4>(plain, n, dst);
+    case 8:
+      return SplitStreamsSse2<8>(plain, n, dst);
+#else
     case 4:
       return SplitStreams<4>(plain, n, dst);
     case 8:
       return SplitStreams<8>(plain, n, dst);
+#endif
     default:
       for (size_t i = 0; i < n; ++i) {
         for (size_t k = 0; k < width; ++k) dst[k * n + i] = plain[i * width + k];
