@@ -519,55 +519,45 @@ ParseOutcome ParseJsonInteger(std::string_view s, int128* value) {
 
 namespace {
 
-// Leading ASCII digits of the 8 bytes at p: how many (0..8), and their value.
-inline int LeadingDigits(const char* p, uint64_t* value) {
+// The value of the m <= 8 ASCII digits at p (p[0, 8) readable): the word loaded, the
+// digits moved to its high bytes behind '0's, checked and converted at once. false when
+// any of them is not a digit.
+inline bool UpToEightDigits(const char* p, size_t m, uint64_t* v) {
   uint64_t x;
   std::memcpy(&x, p, 8);
-  // A byte is a digit when its high nibble is 3 and its low nibble plus 6 stays below 16.
-  const uint64_t not_digit =
-      ((x & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
-      (((x & 0x0F0F0F0F0F0F0F0Full) + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull);
-  const int k = not_digit == 0 ? 8 : __builtin_ctzll(not_digit) / 8;
-  if (k == 0) {
-    *value = 0;
-    return 0;
-  }
-  // Keep the k digits in the high bytes, '0's below, and convert all eight.
-  const int shift = 8 * (8 - k);
+  const unsigned shift = static_cast<unsigned>(8 * (8 - m));
   const uint64_t digits = shift == 64 ? 0 : x << shift;
   const uint64_t zeros = shift == 0 ? 0 : 0x3030303030303030ull >> (64 - shift);
-  *value = static_cast<uint64_t>(EightDigits(digits | zeros));
-  return k;
-}
-
-// The run of digits at p, eight bytes at a time: its length, and its value in *v
-// (meaningful while the length is at most 19). Reads eight bytes at p + i for i below
-// `limit` only, so p[0, limit + 8) must be readable; a run that goes on past `limit`
-// counts up to 8 digits beyond it.
-inline size_t DigitRun(const char* p, size_t limit, uint64_t* v) {
-  size_t count = 0;
-  uint64_t acc = 0;
-  while (count < limit) {
-    uint64_t part;
-    const int k = LeadingDigits(p + count, &part);
-    acc = acc * kPow10[k] + part;  // (wraps beyond 19 digits: the callers refuse those)
-    count += static_cast<size_t>(k);
-    if (k < 8) break;
-  }
-  *v = acc;
-  return count;
+  const uint64_t word = digits | zeros;
+  if (!DigitsAt(word, ~uint64_t{0})) return false;
+  *v = static_cast<uint64_t>(EightDigits(word));
+  return true;
 }
 
 }  // namespace
 
 bool ParseJsonInt64Fast(const char* p, size_t n, int64_t* out) {
-  const char* end = p + n;
   const bool negative = n > 0 && *p == '-';
   const char* q = p + negative;
-  if (q == end || (*q == '0' && q + 1 != end)) return false;  // empty, "-", "01", "0.5"
-  uint64_t v;
-  const size_t count = DigitRun(q, static_cast<size_t>(end - q), &v);
-  if (count == 0 || count > 19 || q + count != end) return false;
+  const size_t m = n - negative;
+  // Empty, "-", "01", more digits than int64 has: the full parser.
+  if (m == 0 || m > 19 || (*q == '0' && m != 1)) return false;
+  // The token's length is known: its digits are read as at most three words of eight,
+  // whose digits are checked and converted without a loop (the last word ends at the
+  // token's end, the first holds what is left).
+  uint64_t v, a, b, c;
+  if (m <= 8) {
+    if (!UpToEightDigits(q, m, &v)) return false;
+  } else if (m <= 16) {
+    if (!UpToEightDigits(q, m - 8, &a) || !UpToEightDigits(q + m - 8, 8, &b)) return false;
+    v = a * 100000000ull + b;
+  } else {
+    if (!UpToEightDigits(q, m - 16, &a) || !UpToEightDigits(q + m - 16, 8, &b) ||
+        !UpToEightDigits(q + m - 8, 8, &c)) {
+      return false;
+    }
+    v = a * 10000000000000000ull + b * 100000000ull + c;  // < 10^19 < 2^64
+  }
   if (negative) {
     if (v > 9223372036854775808ull) return false;
     *out = static_cast<int64_t>(0 - v);
