@@ -2,6 +2,7 @@
 #include "format/parquet/output_stream.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,20 +31,23 @@ FileOutputStream::FileOutputStream(int fd, std::string path, bool direct)
 
 Result<std::unique_ptr<FileOutputStream>> FileOutputStream::Open(const std::string& path,
                                                                  const FileOutputOptions& options) {
-  constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
-  int fd = -1;
+  // One open, without O_DIRECT: opening a FIFO (--output /dev/stdout) with it fails with
+  // EINVAL once a reader has connected, and a second open then waited for a reader that
+  // had already seen the end of the data (a hang). O_DIRECT is set afterwards, on
+  // regular files only (on a pipe it would mean packet mode, where a reader's short read
+  // drops the rest of a write); a file system without direct I/O refuses it here.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("open " + path, errno);
   bool direct = false;
 #ifdef O_DIRECT
-  if (options.direct_io) {
-    fd = ::open(path.c_str(), kFlags | O_DIRECT, 0644);
-    direct = fd >= 0;
-    if (fd < 0 && errno != EINVAL) return ErrnoError("open " + path, errno);
+  struct stat st;
+  if (options.direct_io && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    direct = flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0;
   }
 #else
   (void)options;
 #endif
-  if (fd < 0) fd = ::open(path.c_str(), kFlags, 0644);
-  if (fd < 0) return ErrnoError("open " + path, errno);
   return std::unique_ptr<FileOutputStream>(new FileOutputStream(fd, path, direct));
 }
 

@@ -43,8 +43,9 @@ struct FileOutputOptions {
   // device, not through the page cache. A bulk writer (`icestream convert`) that never
   // reads its output back saves the kernel's page allocation and copy, which cost more
   // CPU than encoding some columns (a 72 MB file: 0.03-0.3 s of system time buffered,
-  // 0.005 s direct, on this project's ext4 machines). Where the file system refuses
-  // O_DIRECT (tmpfs) or a direct write fails with EINVAL, the stream writes buffered.
+  // 0.005 s direct, on this project's ext4 machines). Regular files only (a pipe or FIFO
+  // is written buffered); where the file system refuses O_DIRECT or a direct write fails
+  // with EINVAL, the stream writes buffered.
   bool direct_io = false;
 };
 
