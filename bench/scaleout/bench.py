@@ -50,6 +50,8 @@ ap.add_argument("--bin", required=True)
 ap.add_argument("--mb", type=int, default=100, help="backlog size for the throughput runs")
 ap.add_argument("--only", default="throughput,failover,pgload,renew,freshness")
 ap.add_argument("--kinds", default="s3,table", help="channel kinds of the throughput runs")
+ap.add_argument("--modes", default="single,one,two", help="throughput runs: single, one (serve --pg), two (+ a worker)")
+ap.add_argument("--log-level", default="warn", help="the processes' log level; logs are kept (paths printed) when not warn")
 args = ap.parse_args()
 harness.BINARY = os.path.abspath(args.bin)
 LEASE_MS, RENEW_MS, TAKE_MS = 3000, 500, 500
@@ -90,7 +92,7 @@ class Worker:
         self.log = open(os.path.join(tempfile.gettempdir(), f"icestream-bench-worker-{self.port}.log"), "wb")
         self.proc = subprocess.Popen([harness.BINARY, "worker", "--pg", conninfo, "--source", source, "--data-dir",
                                       data_dir, "--listen", f"127.0.0.1:{self.port}", "--config", config_path,
-                                      "--log-level", "warn"], stdout=self.log, stderr=subprocess.STDOUT)
+                                      "--log-level", args.log_level], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -106,6 +108,8 @@ class Worker:
             self.proc.send_signal(sig)
             self.proc.wait(30)
         self.log.close()
+        if args.log_level == "warn":  # else kept for reading (the throughput runs print where)
+            os.remove(self.log.name)
 
 
 def shards_done(server, arn, want_last, active=None):
@@ -155,7 +159,8 @@ def throughput_run(kind, mode, recs, size):
     workers = []
     try:
         extra = ["--pg", pg.create_database("pool")] if pg else []
-        server = Server(data_dir=os.path.join(tmp, "data"), config_text=CONFIG, extra_args=extra).start()
+        server = Server(data_dir=os.path.join(tmp, "data"), config_text=CONFIG, extra_args=extra,
+                        log_level=args.log_level).start()
         try:
             k = server.client()
             k.create_stream(StreamName="bench", StreamModeDetails={"StreamMode": "ON_DEMAND"})
@@ -198,6 +203,9 @@ def throughput_run(kind, mode, recs, size):
             for w in workers:
                 w.stop()
             server.stop()
+            if args.log_level != "warn":
+                kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{kind}-{mode}-"))
+                print(f"  (log of {mode}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
             server.cleanup()
     finally:
         if pg:
@@ -213,6 +221,8 @@ def throughput():
         base = after_base = None
         for mode, label in (("single", "one server (meta.db)"), ("one", "serve --pg (1 worker)"),
                             ("two", "serve --pg + 1 worker (2 workers)")):
+            if mode not in args.modes.split(","):
+                continue
             secs, first, cpu = throughput_run(kind, mode, recs, size)
             mbs = size / 1e6 / secs
             base = base or mbs
@@ -291,6 +301,9 @@ def failover():
             for w in workers:
                 w.stop()
             server.stop()
+            if args.log_level != "warn":
+                kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{kind}-{mode}-"))
+                print(f"  (log of {mode}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
             server.cleanup()
 
 
@@ -318,6 +331,9 @@ def pgload():
             for w in workers:
                 w.stop()
             server.stop()
+            if args.log_level != "warn":
+                kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{kind}-{mode}-"))
+                print(f"  (log of {mode}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
             server.cleanup()
 
 
@@ -363,6 +379,9 @@ def freshness():
             for w in workers:
                 w.stop()
             server.stop()
+            if args.log_level != "warn":
+                kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{kind}-{mode}-"))
+                print(f"  (log of {mode}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
             server.cleanup()
 
 
