@@ -8,7 +8,9 @@
    worker` (two workers). Goal: two workers >= 0.9x the single process on this 2-core
    machine (coordination costs nothing visible). A table channel's shards are converted
    where their leases are (staged, then committed by the control unit's holder), so its
-   second worker adds conversion capacity where there are cores to use.
+   second worker adds conversion capacity where there are cores to use. The worker reads
+   its shards from the server through GetRecords at AWS's rate (5 calls/s per shard, each
+   <= 10,000 records): the bound this puts on the two-worker run is printed beside it.
 2. Failover gap: an S3 channel at freshness 1 s with a steady producer; the worker holding
    a shard is killed with SIGKILL; the gap is the time from the kill until that shard's
    checkpoint moves again. Goal <= lease + take interval + freshness + 1 s.
@@ -217,6 +219,13 @@ def throughput():
     recs, size = records(args.mb)
     print(f"## 1. throughput: {len(recs)} records, {size / 1e6:.0f} MB backlog, 4 shards (goal: two workers >= 0.9x "
           "the single process)")
+    # A worker reads its shards through GetRecords at AWS's rate: 5 calls/s per shard, each
+    # at most 10,000 records and 10 MiB. With 2 of the 4 shards on the worker, the two-worker
+    # run lasts at least as long as the worker takes to read its half.
+    per_shard = 5 * min(10000 * size / len(recs), 10 * 2**20) / 1e6
+    floor = (size / 2 / 1e6) / (2 * per_shard)
+    print(f"  (a worker reads a shard at <= {per_shard:.0f} MB/s here: 5 GetRecords/s x 10,000 records; with 2 of the "
+          f"4 shards it needs >= {floor:.1f} s for its half, so two workers deliver <= {size / 1e6 / floor:.0f} MB/s)")
     for kind in args.kinds.split(","):
         base = after_base = None
         for mode, label in (("single", "one server (meta.db)"), ("one", "serve --pg (1 worker)"),
