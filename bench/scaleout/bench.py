@@ -146,6 +146,14 @@ def last_sequences(k, stream):
     return out
 
 
+def keep_logs(server, workers, label):
+    """With --log-level other than warn: a copy of the (stopped) server's log, kept with the
+    workers' logs; their paths are printed."""
+    if args.log_level != "warn":
+        kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{label}-"))
+        print(f"  (log of {label}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
+
+
 def cpu_seconds(pid):
     """User + system CPU seconds a live process has used (all its threads)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -205,9 +213,7 @@ def throughput_run(kind, mode, recs, size):
             for w in workers:
                 w.stop()
             server.stop()
-            if args.log_level != "warn":
-                kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{kind}-{mode}-"))
-                print(f"  (log of {mode}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
+            keep_logs(server, workers, f"{kind}-{mode}")
             server.cleanup()
     finally:
         if pg:
@@ -310,9 +316,7 @@ def failover():
             for w in workers:
                 w.stop()
             server.stop()
-            if args.log_level != "warn":
-                kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{kind}-{mode}-"))
-                print(f"  (log of {mode}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
+            keep_logs(server, workers, "failover")
             server.cleanup()
 
 
@@ -340,9 +344,7 @@ def pgload():
             for w in workers:
                 w.stop()
             server.stop()
-            if args.log_level != "warn":
-                kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{kind}-{mode}-"))
-                print(f"  (log of {mode}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
+            keep_logs(server, workers, "pgload")
             server.cleanup()
 
 
@@ -388,9 +390,7 @@ def freshness():
             for w in workers:
                 w.stop()
             server.stop()
-            if args.log_level != "warn":
-                kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{kind}-{mode}-"))
-                print(f"  (log of {mode}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
+            keep_logs(server, workers, "freshness")
             server.cleanup()
 
 
