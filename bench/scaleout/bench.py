@@ -8,7 +8,9 @@
    worker` (two workers). Goal: two workers >= 0.9x the single process on this 2-core
    machine (coordination costs nothing visible). A table channel's shards are converted
    where their leases are (staged, then committed by the control unit's holder), so its
-   second worker adds conversion capacity where there are cores to use.
+   second worker adds conversion capacity where there are cores to use. The worker reads
+   its shards from the server through GetRecords at AWS's rate (5 calls/s per shard, each
+   <= 10,000 records): the bound this puts on the two-worker run is printed beside it.
 2. Failover gap: an S3 channel at freshness 1 s with a steady producer; the worker holding
    a shard is killed with SIGKILL; the gap is the time from the kill until that shard's
    checkpoint moves again. Goal <= lease + take interval + freshness + 1 s.
@@ -50,6 +52,8 @@ ap.add_argument("--bin", required=True)
 ap.add_argument("--mb", type=int, default=100, help="backlog size for the throughput runs")
 ap.add_argument("--only", default="throughput,failover,pgload,renew,freshness")
 ap.add_argument("--kinds", default="s3,table", help="channel kinds of the throughput runs")
+ap.add_argument("--modes", default="single,one,two", help="throughput runs: single, one (serve --pg), two (+ a worker)")
+ap.add_argument("--log-level", default="warn", help="the processes' log level; logs are kept (paths printed) when not warn")
 args = ap.parse_args()
 harness.BINARY = os.path.abspath(args.bin)
 LEASE_MS, RENEW_MS, TAKE_MS = 3000, 500, 500
@@ -90,7 +94,7 @@ class Worker:
         self.log = open(os.path.join(tempfile.gettempdir(), f"icestream-bench-worker-{self.port}.log"), "wb")
         self.proc = subprocess.Popen([harness.BINARY, "worker", "--pg", conninfo, "--source", source, "--data-dir",
                                       data_dir, "--listen", f"127.0.0.1:{self.port}", "--config", config_path,
-                                      "--log-level", "warn"], stdout=self.log, stderr=subprocess.STDOUT)
+                                      "--log-level", args.log_level], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -106,6 +110,8 @@ class Worker:
             self.proc.send_signal(sig)
             self.proc.wait(30)
         self.log.close()
+        if args.log_level == "warn":  # else kept for reading (the throughput runs print where)
+            os.remove(self.log.name)
 
 
 def shards_done(server, arn, want_last, active=None):
@@ -140,6 +146,14 @@ def last_sequences(k, stream):
     return out
 
 
+def keep_logs(server, workers, label):
+    """With --log-level other than warn: a copy of the (stopped) server's log, kept with the
+    workers' logs; their paths are printed."""
+    if args.log_level != "warn":
+        kept = shutil.copy(server.log_path, tempfile.mkdtemp(prefix=f"icestream-bench-{label}-"))
+        print(f"  (log of {label}: {kept}" + "".join(f", {w.log.name}" for w in workers) + ")")
+
+
 def cpu_seconds(pid):
     """User + system CPU seconds a live process has used (all its threads)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -155,7 +169,8 @@ def throughput_run(kind, mode, recs, size):
     workers = []
     try:
         extra = ["--pg", pg.create_database("pool")] if pg else []
-        server = Server(data_dir=os.path.join(tmp, "data"), config_text=CONFIG, extra_args=extra).start()
+        server = Server(data_dir=os.path.join(tmp, "data"), config_text=CONFIG, extra_args=extra,
+                        log_level=args.log_level).start()
         try:
             k = server.client()
             k.create_stream(StreamName="bench", StreamModeDetails={"StreamMode": "ON_DEMAND"})
@@ -198,6 +213,7 @@ def throughput_run(kind, mode, recs, size):
             for w in workers:
                 w.stop()
             server.stop()
+            keep_logs(server, workers, f"{kind}-{mode}")
             server.cleanup()
     finally:
         if pg:
@@ -209,10 +225,19 @@ def throughput():
     recs, size = records(args.mb)
     print(f"## 1. throughput: {len(recs)} records, {size / 1e6:.0f} MB backlog, 4 shards (goal: two workers >= 0.9x "
           "the single process)")
+    # A worker reads its shards through GetRecords at AWS's rate: 5 calls/s per shard, each
+    # at most 10,000 records and 10 MiB. With 2 of the 4 shards on the worker, the two-worker
+    # run lasts at least as long as the worker takes to read its half.
+    per_shard = 5 * min(10000 * size / len(recs), 10 * 2**20) / 1e6
+    floor = (size / 2 / 1e6) / (2 * per_shard)
+    print(f"  (a worker reads a shard at <= {per_shard:.0f} MB/s here: 5 GetRecords/s x 10,000 records; with 2 of the "
+          f"4 shards it needs >= {floor:.1f} s for its half, so two workers deliver <= {size / 1e6 / floor:.0f} MB/s)")
     for kind in args.kinds.split(","):
         base = after_base = None
         for mode, label in (("single", "one server (meta.db)"), ("one", "serve --pg (1 worker)"),
                             ("two", "serve --pg + 1 worker (2 workers)")):
+            if mode not in args.modes.split(","):
+                continue
             secs, first, cpu = throughput_run(kind, mode, recs, size)
             mbs = size / 1e6 / secs
             base = base or mbs
@@ -291,6 +316,7 @@ def failover():
             for w in workers:
                 w.stop()
             server.stop()
+            keep_logs(server, workers, "failover")
             server.cleanup()
 
 
@@ -318,6 +344,7 @@ def pgload():
             for w in workers:
                 w.stop()
             server.stop()
+            keep_logs(server, workers, "pgload")
             server.cleanup()
 
 
@@ -363,6 +390,7 @@ def freshness():
             for w in workers:
                 w.stop()
             server.stop()
+            keep_logs(server, workers, "freshness")
             server.cleanup()
 
 

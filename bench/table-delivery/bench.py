@@ -37,6 +37,7 @@ import json
 import os
 import random
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -66,6 +67,8 @@ ap.add_argument("--target-mb", type=float, default=2.0)
 ap.add_argument("--commit-files", type=int, default=10000)
 ap.add_argument("--commit-seconds", type=int, default=60)
 ap.add_argument("--only", default="throughput,freshness,memory,compaction,commitcost")
+ap.add_argument("--perf", default="", help="perf record (DWARF call graphs, 999 Hz) the server from CreateChannel to "
+                "the last row of each backlog delivery, into this file (one per delivery: .1, .2, ...)")
 args = ap.parse_args()
 harness.BINARY = os.path.abspath(args.bin)
 CACHE = os.path.join(ROOT, ".cache", "bench-table")
@@ -173,6 +176,9 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+PERF_RUNS = 0
+
+
 def deliver_backlog(shards, mb, measure_rss=False):
     server = Server(config_text=f"[delivery]\ntable_convert_threads = {args.threads}\n").start()
     try:
@@ -198,6 +204,12 @@ def deliver_backlog(shards, mb, measure_rss=False):
                 pass
         before = rss_kb(pid, "VmRSS")
         name = f"bl{shards}"
+        perf = None
+        if args.perf:
+            global PERF_RUNS
+            PERF_RUNS += 1
+            perf = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,32768", "-F", "999", "-q", "-p", str(pid), "-o", f"{args.perf}.{PERF_RUNS}"])
+            time.sleep(0.5)  # perf attaches
         cpu0 = cpu_s(pid)
         t0 = time.time()
         arn = start_channel(server, "bl", name, 1, "TRIM_HORIZON")
@@ -220,6 +232,9 @@ def deliver_backlog(shards, mb, measure_rss=False):
             time.sleep(0.05)
         secs = time.time() - t0
         cpu = cpu_s(pid) - cpu0
+        if perf:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(60)
         text = metrics(server)
         commits = metric(text, "CommitSuccess", name)
         return {"records": len(lines), "mb": nbytes / 1e6, "seconds": secs, "mb_s": nbytes / 1e6 / secs,

@@ -42,9 +42,10 @@ delivery::ChannelManagerOptions ChannelOptions(const Config& c) {
   co.activation_timeout_ms = c.delivery_activation_timeout_ms;
   co.runner.destination_grace_ms = c.delivery_destination_grace_ms;
   co.runner.redrive_batch_records = static_cast<size_t>(c.delivery_redrive_batch_records);
-  // In a pool, other processes create and change channels: read the list once a second
-  // (or every renewal, when renewals are more frequent).
-  co.reload_ms = std::min<int64_t>(c.lease_renew_ms, 1000);
+  // In a pool, other processes create and change channels: read the list at every lease
+  // renewal's interval (2 s by default; it was once a second, at most: with two workers on
+  // a 4-shard stream that read alone was half of the pool's statements besides batches).
+  co.reload_ms = c.lease_renew_ms;
   return co;
 }
 

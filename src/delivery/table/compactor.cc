@@ -87,7 +87,7 @@ void Compactor::Appended(const iceberg::TableMetadata& after, int64_t snapshot,
   Count();
 }
 
-Result<std::vector<iceberg::DataFile>> Compactor::Merge(iceberg::Table* table,
+Result<std::vector<iceberg::DataFile>> Compactor::Merge(const iceberg::DataFileLocator& locator,
                                                         const iceberg::FileIO* io,
                                                         const TableLayout& layout,
                                                         const pq::WriterOptions& writer,
@@ -110,7 +110,7 @@ Result<std::vector<iceberg::DataFile>> Compactor::Merge(iceberg::Table* table,
     ASSIGN_OR_RETURN(pq::FileMetrics m, w->Close());
     w.reset();
     if (m.record_count == 0) return Status::OK();
-    std::string path = table->NewDataFileLocation(
+    std::string path = locator.Location(
         partition, fmt::format("{}-m-{}-{:05d}.parquet", channel_id_, attempt, out.size()));
     written->push_back(path);
     RETURN_IF_ERROR(io->Write(path, bytes));
@@ -137,7 +137,7 @@ Result<std::vector<iceberg::DataFile>> Compactor::Merge(iceberg::Table* table,
 
 Status Compactor::Run(iceberg::Table* table, const iceberg::FileIO* io, const TableLayout& layout,
                       const pq::WriterOptions& writer, const iceberg::CommitCheck& check,
-                      int64_t budget_ms) {
+                      int64_t budget_ms, std::unique_lock<std::mutex>* unlocked) {
   const int64_t start = clock_->NowMillis();
   RETURN_IF_ERROR(LoadIndex(table->metadata(), io));
   std::vector<LiveFile> live;
@@ -149,7 +149,10 @@ Status Compactor::Run(iceberg::Table* table, const iceberg::FileIO* io, const Ta
     auto cleanup = [&] {
       for (const auto& p : written) (void)io->Delete(p);
     };
-    auto outputs = Merge(table, io, layout, writer, task, &written);
+    const iceberg::DataFileLocator locator = table->Locator();
+    if (unlocked) unlocked->unlock();
+    auto outputs = Merge(locator, io, layout, writer, task, &written);
+    if (unlocked) unlocked->lock();
     if (!outputs.ok()) {
       cleanup();
       if (outputs.status().code() == StatusCode::kNotFound) {  // an input is gone: replan

@@ -5,9 +5,10 @@
 // reader, written with the table's current schema (older files' columns map by field
 // id) into new files of the partition, and swapped in by one Iceberg `replace` commit.
 //
-// It runs on the channel's delivery thread, between batches, so compaction commits never
-// race the channel's appends; a commit that loses to another writer (the inputs are no
-// longer live) is dropped and planned again. Output files are named
+// It runs on the channel's delivery thread, between batches, or after a pool's staged
+// commit (its merges then run without the sink's lock, its commits with it), so
+// compaction commits never race the channel's appends; a commit that loses to another writer (the
+// inputs are no longer live) is dropped and planned again. Output files are named
 // `<channel-id>-m-<attempt>-<n>.parquet`: a crash before the replace leaves them
 // unreferenced, for the orphan cleanup.
 //
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -59,9 +61,13 @@ class Compactor {
   // Plans and carries out merges for at most `budget_ms`. `layout` is the schema outputs
   // are written with; `check` runs before each replace commit (the table is still the
   // channel's). Errors are the table's or the store's; a lost commit is not an error.
+  // `unlocked` (optional): the caller's lock on the table handle, let go while a task's
+  // files are read and merged (that touches only the files and a copy of the table's
+  // locations), so writers that need the handle are not held for the length of a merge;
+  // it is held again for each replace commit and for everything else.
   Status Run(iceberg::Table* table, const iceberg::FileIO* io, const TableLayout& layout,
              const format::parquet::WriterOptions& writer, const iceberg::CommitCheck& check,
-             int64_t budget_ms);
+             int64_t budget_ms, std::unique_lock<std::mutex>* unlocked = nullptr);
 
   const CompactionStats& stats() const { return stats_; }
 
@@ -69,8 +75,8 @@ class Compactor {
   Status LoadIndex(const iceberg::TableMetadata& m, const iceberg::FileIO* io);
   LiveFile Describe(const iceberg::DataFile& f, int64_t added_ms) const;
   void Count();
-  Result<std::vector<iceberg::DataFile>> Merge(iceberg::Table* table, const iceberg::FileIO* io,
-                                               const TableLayout& layout,
+  Result<std::vector<iceberg::DataFile>> Merge(const iceberg::DataFileLocator& locator,
+                                               const iceberg::FileIO* io, const TableLayout& layout,
                                                const format::parquet::WriterOptions& writer,
                                                const CompactionTask& task,
                                                std::vector<std::string>* written);

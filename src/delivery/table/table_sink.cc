@@ -291,9 +291,11 @@ class TableSink final : public Sink {
 
   // After an append of the channel (mu_ held): the compactor learns the files, the status
   // and the delivery log the commit (`detail` adds to the CommitSucceeded event), and
-  // upkeep runs within its budget.
+  // upkeep runs within its budget. `staged` (a pool's staged commit: the lock on mu_) is
+  // let go while compaction merges files, so the shards' writers, which take mu_ before
+  // and after they convert, do not wait for a merge.
   void Committed(const iceberg::CommitResult& r, const std::vector<iceberg::DataFile>& files,
-                 nlohmann::json detail) {
+                 nlohmann::json detail, std::unique_lock<std::mutex>* staged = nullptr) {
     const iceberg::TableMetadata& m = owner_.table()->metadata();
     upkeep_.Appended(m, r.snapshot_id, files);
     commits_.fetch_add(1);
@@ -304,7 +306,9 @@ class TableSink final : public Sink {
         {"files", files.size()},          {"attempts", r.attempts}};
     event.update(detail);
     Log(std::move(event));
-    upkeep_.Run(&owner_, *target_, writer_options_);
+    // Its own reference: a writer may replace target_ while mu_ is let go.
+    const std::shared_ptr<const WriteTarget> target = target_;
+    upkeep_.Run(&owner_, *target, writer_options_, staged);
     owner_.NoteMetadata(owner_.table()->metadata());
   }
 
@@ -692,7 +696,7 @@ Status TableSink::ServeRequests() {
 
 Result<DeliveryCounts> TableSink::CommitStaged() {
   if (!staging_) return DeliveryCounts{};
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   next_commit_ms_.store(env_.clock->NowMillis() + options_.staged_commit_interval_ms);
   RETURN_IF_ERROR(owner_.CheckWarehouse());
   RETURN_IF_ERROR(ServeRequests());
@@ -752,7 +756,7 @@ Result<DeliveryCounts> TableSink::CommitStaged() {
   table->SetFence(fence_);
   if (!committed.ok()) return committed.status();  // the rows stay: the next run retries
   if (committed->already_in) return DeliveryCounts{};
-  Committed(committed->result, files, {{"records", rows}, {"stagedBatches", commit.size()}});
+  Committed(committed->result, files, {{"records", rows}, {"stagedBatches", commit.size()}}, &lock);
   DeliveryCounts counts;
   counts.deliveries = 1;
   return counts;

@@ -9,6 +9,8 @@
 //  - A quiet table gets its upkeep: its small files are merged with no new records.
 //  - In a pool (staged mode), the batches of two shards convert side by side in one
 //    process, and the control unit's commit makes both visible.
+//  - In a pool, the compaction that follows a staged commit merges files without the
+//    sink's lock: a shard's batch is written and staged while a merge reads its inputs.
 #include "delivery/table/table_sink.h"
 
 #include <gtest/gtest.h>
@@ -151,10 +153,96 @@ class MeetingSource final : public RecordSource {
   bool met_ = false;
 };
 
+// The test's table store, with a gate: once armed, a read of a data file (only compaction
+// reads them back) waits until the gate is opened, or 10 s (then the gate opens itself);
+// Holding says whether a read waits there now.
+class GatedStore final : public objectstore::ObjectStore {
+ public:
+  explicit GatedStore(objectstore::ObjectStore* inner) : inner_(inner) {}
+  void Arm() {
+    std::lock_guard lock(mu_);
+    armed_ = true;
+  }
+  bool WaitHolding() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return holding_ > 0; });
+  }
+  bool Holding() {
+    std::lock_guard lock(mu_);
+    return holding_ > 0;
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    armed_ = false;
+    cv_.notify_all();
+  }
+
+  Result<std::string> Get(const std::string& bucket, const std::string& key,
+                          const objectstore::ReadOptions& o) override {
+    if (key.find("/data/") != std::string::npos && key.ends_with(".parquet")) {
+      std::unique_lock lock(mu_);
+      if (armed_) {
+        ++holding_;
+        cv_.notify_all();
+        if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !armed_; })) {
+          armed_ = false;  // not opened in time: the later reads pass
+        }
+        --holding_;
+      }
+    }
+    return inner_->Get(bucket, key, o);
+  }
+  Status Put(const std::string& bucket, const std::string& key, std::string_view data,
+             const objectstore::PutOptions& o) override {
+    return inner_->Put(bucket, key, data, o);
+  }
+  Result<std::string> GetRange(const std::string& bucket, const std::string& key, uint64_t offset,
+                               uint64_t length, const objectstore::ReadOptions& o) override {
+    return inner_->GetRange(bucket, key, offset, length, o);
+  }
+  Result<objectstore::ObjectInfo> Head(const std::string& bucket, const std::string& key,
+                                       const objectstore::ReadOptions& o) override {
+    return inner_->Head(bucket, key, o);
+  }
+  Result<std::vector<objectstore::ObjectInfo>> List(const std::string& bucket,
+                                                    const std::string& prefix,
+                                                    const objectstore::ReadOptions& o) override {
+    return inner_->List(bucket, prefix, o);
+  }
+  Status Delete(const std::string& bucket, const std::string& key,
+                const objectstore::ReadOptions& o) override {
+    return inner_->Delete(bucket, key, o);
+  }
+  Status CheckBucket(const std::string& bucket, const objectstore::ReadOptions& o) override {
+    return inner_->CheckBucket(bucket, o);
+  }
+  std::string Uri(const std::string& bucket, const std::string& key) const override {
+    return inner_->Uri(bucket, key);
+  }
+
+ private:
+  objectstore::ObjectStore* inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool armed_ = false;
+  int holding_ = 0;
+};
+
 class TableSinkTest : public TableTestBase {
  protected:
   void SetUp() override { OpenStores(kSchema); }
-  void TearDown() override { sink_.reset(); }
+  void TearDown() override {
+    sink_.reset();
+    warehouses_.reset();  // before gate_ (it may read through it)
+  }
+
+  // The warehouse reads and writes tables through a GatedStore (before MakeSink).
+  GatedStore* GateTables() {
+    gate_ = std::make_unique<GatedStore>(tables_.get());
+    warehouses_ = std::make_unique<iceberg::Warehouses>(db_.get(), gate_.get(), &clock_,
+                                                        "us-east-1", "000000000000");
+    return gate_.get();
+  }
 
   ChannelConfig Channel() {
     ChannelConfig c = TableChannel();
@@ -216,9 +304,9 @@ class TableSinkTest : public TableTestBase {
   }
 
   // `n` records of one shard after `first`: a staged (one-shard) batch.
-  std::pair<DeliveryBatch, std::vector<VectorSource::Rec>> ShardBatch(const std::string& shard,
-                                                                      uint64_t first, uint64_t n,
-                                                                      uint64_t id_base) {
+  std::pair<DeliveryBatch, std::vector<VectorSource::Rec>> ShardBatch(
+      const std::string& shard, uint64_t first, uint64_t n, uint64_t id_base,
+      const std::string& ts = "2026-12-01T10:00:00Z") {
     std::vector<VectorSource::Rec> recs;
     DeliveryBatch batch;
     batch.attempt_ms = clock_.NowMillis();
@@ -229,13 +317,14 @@ class TableSinkTest : public TableTestBase {
     r.records = n;
     batch.ranges.push_back(r);
     for (uint64_t i = first; i < first + n; ++i) {
-      std::string data = R"({"id":)" + std::to_string(id_base + i) +
-                         R"(,"ts":"2026-12-01T10:00:00Z","note":"n)" + std::to_string(i) + "\"}";
+      std::string data = R"({"id":)" + std::to_string(id_base + i) + R"(,"ts":")" + ts +
+                         R"(","note":"n)" + std::to_string(i) + "\"}";
       recs.push_back({0, std::to_string(i + 1), i, std::move(data)});
     }
     return {batch, recs};
   }
 
+  std::unique_ptr<GatedStore> gate_;
   std::unique_ptr<TableDestination> dest_;
   ChannelConfig config_;
   nlohmann::json state_;
@@ -353,6 +442,59 @@ TEST_F(TableSinkTest, ShardBatchesOfAPoolConvertSideBySide) {
   ASSERT_OK_AND_ASSIGN(auto cps, sink_->Checkpoints());
   EXPECT_EQ(cps.at("shardId-000000000000"), (Position{"5000", std::nullopt}));
   EXPECT_EQ(cps.at("shardId-000000000001"), (Position{"3000", std::nullopt}));
+}
+
+TEST_F(TableSinkTest, APoolsCompactionMergesWithoutHoldingTheShardWriters) {
+  GatedStore* gate = GateTables();
+  auto staging = std::make_shared<MemoryStagingStore>();
+  TableSinkOptions o;
+  o.target_file_size_bytes = 1 << 20;
+  o.compaction_cold_after_ms = 20000;
+  o.compaction_budget_ms = 60000;
+  MakeSink(o, nullptr, staging);
+  ASSERT_TRUE(sink_->staged());
+  // Four commits of one shard into the 10:00 partition: four small files there.
+  const std::string shard0 = "shardId-000000000000", shard1 = "shardId-000000000001";
+  for (uint64_t i = 0; i < 4; ++i) {
+    auto [b, r] = ShardBatch(shard0, i * 50, 50, 0);
+    VectorSource src(r, kArrivalMs, kChunk);
+    ASSERT_OK(sink_->Deliver(b, &src));
+    ASSERT_OK(sink_->CommitStaged());
+    clock_.Advance(1000);
+  }
+  size_t before = 0;
+  ASSERT_EQ(LiveRows(&before), 200);
+  ASSERT_EQ(before, 4u);
+  // A minute later the 10:00 partition is cold: the next commit (into 11:00) merges it.
+  clock_.Advance(60'000);
+  auto [b4, r4] = ShardBatch(shard0, 200, 50, 0, "2026-12-01T11:00:00Z");
+  VectorSource s4(r4, kArrivalMs, kChunk);
+  ASSERT_OK(sink_->Deliver(b4, &s4));
+  gate->Arm();
+  Result<DeliveryCounts> committed = Internal("not run");
+  std::thread commit([&] { committed = sink_->CommitStaged(); });
+  ASSERT_TRUE(gate->WaitHolding()) << "the commit's compaction did not read its inputs";
+  // While the merge reads its inputs, another shard's batch is written and staged.
+  auto [b5, r5] = ShardBatch(shard1, 0, 50, 1'000'000);
+  VectorSource s5(r5, kArrivalMs, kChunk);
+  auto written = sink_->Deliver(b5, &s5);
+  const bool merge_still_reading = gate->Holding();
+  gate->Open();
+  commit.join();
+  ASSERT_OK(written);
+  EXPECT_EQ(written->delivered, 50u);
+  EXPECT_TRUE(merge_still_reading) << "the shard's batch waited until the merge had finished";
+  ASSERT_OK(committed);
+  EXPECT_EQ(committed->deliveries, 1u);
+  EXPECT_EQ(staging->rows(), 1u);  // the batch written during the merge, staged
+  size_t after = 0;
+  EXPECT_EQ(LiveRows(&after), 250);
+  EXPECT_EQ(after, 2u);  // the four 10:00 files merged into one, and the 11:00 file
+  EXPECT_GE(sink_->StatusJson()["Compaction"]["Commits"].get<int64_t>(), 1);
+  // The staged batch commits on top of the compaction's snapshot.
+  ASSERT_OK(sink_->CommitStaged());
+  EXPECT_EQ(LiveRows(), 300);
+  EXPECT_EQ(staging->rows(), 0u);
 }
 
 }  // namespace

@@ -43,9 +43,15 @@ int64_t TableUpkeep::NextDueMs() const {
 }
 
 void TableUpkeep::Run(TableOwner* owner, const WriteTarget& target,
-                      const format::parquet::WriterOptions& writer) {
+                      const format::parquet::WriterOptions& writer,
+                      std::unique_lock<std::mutex>* unlocked) {
   iceberg::Table* table = owner->table();
-  if (table == nullptr) return;
+  if (table == nullptr || running_) return;
+  running_ = true;
+  struct Done {
+    bool* running;
+    ~Done() { *running = false; }
+  } done{&running_};
   auto io = owner->io();
   if (!io.ok()) return;
   runs_.fetch_add(1);
@@ -56,7 +62,7 @@ void TableUpkeep::Run(TableOwner* owner, const WriteTarget& target,
                          ? options_.compaction_budget_ms
                          : std::max<int64_t>(500, int64_t{config_.data_freshness_seconds} * 500);
     auto check = [owner](const iceberg::TableMetadata& m) { return owner->CheckUnchanged(m); };
-    Status st = compactor_->Run(table, *io, target.layout(), writer, check, budget);
+    Status st = compactor_->Run(table, *io, target.layout(), writer, check, budget, unlocked);
     if (!st.ok()) {
       spdlog::warn("channel {}: compacting {}: {}", config_.name, owner->Label(), st.ToString());
       // Anything but a passing failure: its view of the table's files may be stale.

@@ -4,17 +4,20 @@
 // stream stops keeps neither its small files, nor its old snapshots, nor its orphans.
 //
 // It runs where the channel's appends run (the sink's delivery job, never beside a batch:
-// the engine offers upkeep only when no batch is in flight) and under the same fence as
-// the committer, so it never races the channel's own appends, and a fenced worker's
-// upkeep changes nothing.
+// the engine offers upkeep only when no batch is in flight; in a pool, after the control
+// unit's staged commit, beside the shards' writers) and under the same fence as the
+// committer, so it never races the channel's own appends, and a fenced worker's upkeep
+// changes nothing.
 //
-// Not thread-safe (the sink's delivery job); the counters are atomics, read by status.
+// Not thread-safe: called under the sink's lock (which a Run may let go while it merges
+// files); the counters are atomics, read by status.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,8 +44,11 @@ class TableUpkeep {
   int64_t NextDueMs() const;
   // Compaction for at most the budget, then expiry and orphan removal when each is due.
   // Errors are logged and counted, not returned: upkeep never fails a batch.
+  // `unlocked` (optional): the sink's lock, let go while compaction merges files
+  // (Compactor::Run); a Run entered meanwhile (another job's commit) does nothing.
   void Run(TableOwner* owner, const WriteTarget& target,
-           const format::parquet::WriterOptions& writer);
+           const format::parquet::WriterOptions& writer,
+           std::unique_lock<std::mutex>* unlocked = nullptr);
 
   // Files that no snapshot references yet but that must stay (a pool's staged files,
   // staging.h): asked before every orphan scan; a scan is skipped when it fails.
@@ -65,6 +71,7 @@ class TableUpkeep {
   int64_t last_expiry_ms_ = 0;
   int64_t last_orphan_scan_ms_ = 0;
   int64_t last_compaction_ms_ = 0;
+  bool running_ = false;  // a Run is under way (it may have let the sink's lock go)
   std::atomic<int64_t> snapshots_expired_{0};
   std::atomic<int64_t> orphans_removed_{0};
   std::atomic<int64_t> runs_{0};

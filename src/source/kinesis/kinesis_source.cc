@@ -351,6 +351,7 @@ class ShardReader {
       }
       std::string iterator = iterator_;
       Position start_then = start_;
+      const int64_t call_started = now;  // the call rate counts calls from their starts
       lock.unlock();
       Status st;
       std::string next;
@@ -416,7 +417,9 @@ class ShardReader {
         // AWS's 2 MiB/s per shard: an answer of N MiB uses the next N/2 seconds.
         next_poll_ms_ = now + static_cast<int64_t>(got / ((2u << 20) / 1000));
       } else if (behind > 0) {
-        next_poll_ms_ = now + min_gap;
+        // Behind: the next call as soon as the rate allows (5 calls/s are 5 call starts in
+        // a second; counting from this call's end made each cycle its duration longer).
+        next_poll_ms_ = call_started + min_gap;
       } else {
         next_poll_ms_ = now + std::max<int64_t>(min_gap, options_.poll_interval_ms);
       }

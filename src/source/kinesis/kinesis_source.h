@@ -10,8 +10,9 @@
 //   - from the channel's position: AFTER_SEQUENCE_NUMBER (AT_SEQUENCE_NUMBER when the
 //     position is inside a KPL aggregate), TRIM_HORIZON at the start, AT_TIMESTAMP for a
 //     time (positions "@ms", where LATEST and AT_TIMESTAMP starts begin);
-//   - at most `max_calls_per_second` GetRecords per shard (AWS's limit is 5), a quiet shard
-//     every `poll_interval_ms`, at once again while MillisBehindLatest > 0;
+//   - at most `max_calls_per_second` GetRecords per shard (AWS's limit is 5; counted from
+//     the calls' starts), a quiet shard every `poll_interval_ms`, the next call as soon as
+//     that rate allows while MillisBehindLatest > 0;
 //   - ProvisionedThroughputExceededException / LimitExceededException back off (at least a
 //     second, 5 s after a 10 MiB answer); ExpiredIteratorException gets a new iterator
 //     from the last record read;
