@@ -254,7 +254,7 @@ def throughput():
 
 def steady_pool(pg, n_workers=1, config=CONFIG, freshness=1, compression="GZIP", stamp=False):
     conninfo = pg.create_database(f"pool{random.randrange(10**6)}")
-    server = Server(config_text=config, extra_args=["--pg", conninfo]).start()
+    server = Server(config_text=config, extra_args=["--pg", conninfo], log_level=args.log_level).start()
     k = server.client()
     k.create_stream(StreamName="steady", StreamModeDetails={"StreamMode": "ON_DEMAND"})
     st, body = kinesis_call(server, "CreateChannel", channel_request("s", "steady", bucket="out", freshness=freshness,
