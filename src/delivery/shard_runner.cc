@@ -1212,17 +1212,24 @@ void ShardRunner::Recover() {
         return;
       }
     }
-    s.checkpoint = next;
-    s.known = true;
     moved[shard] = next;
   }
   if (!moved.empty()) {
+    // The shards move here only once the store has them: moved before a failed commit,
+    // the next pass would find them at the destination's position, skip them, and keep
+    // their plans, which start behind it (a channel failed on a plan that starts before
+    // its checkpoint, with a worker cut off from PostgreSQL: chaos.scaleout_pool).
     if (Status st = store_->Commit(config_.id, moved); !st.ok()) {
       NoteFailure(st, ++recover_failures_);
       recover_after_ms_ = clock_->NowMillis() + Backoff(recover_failures_);
       return;
     }
-    for (const auto& [shard, next] : moved) plans_.erase(shard);  // Commit() dropped its row
+    for (const auto& [shard, next] : moved) {
+      auto& s = shards_[shard];
+      s.checkpoint = next;
+      s.known = true;
+      plans_.erase(shard);  // Commit() dropped its row
+    }
     spdlog::info("channel {}: resumed {} shard(s) from the destination's checkpoints", config_.name,
                  moved.size());
   }
