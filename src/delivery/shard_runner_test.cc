@@ -140,6 +140,57 @@ class RecordingDestination final : public Destination {
   std::shared_ptr<Recorder> r_;
 };
 
+// The test's store, whose next Commit fails once armed (a store cut off mid-recovery);
+// everything else is the SQLite store's.
+class CommitFailingStore final : public DeliveryStore {
+ public:
+  explicit CommitFailingStore(DeliveryStore* inner) : inner_(inner) {}
+  int fail_commits = 0;
+
+  Result<std::vector<ChannelConfig>> LoadChannels() override { return inner_->LoadChannels(); }
+  Status SaveChannel(const ChannelConfig& c) override { return inner_->SaveChannel(c); }
+  Status RemoveChannel(const std::string& id) override { return inner_->RemoveChannel(id); }
+  Result<std::map<std::string, Position>> Checkpoints(const std::string& id) override {
+    return inner_->Checkpoints(id);
+  }
+  Status Activate(const ChannelConfig& c, const std::map<std::string, Position>& cps) override {
+    return inner_->Activate(c, cps);
+  }
+  Result<std::map<std::string, BatchPlan>> Plans(const std::string& id) override {
+    return inner_->Plans(id);
+  }
+  Status SavePlans(const std::string& id, const std::map<std::string, BatchPlan>& p) override {
+    return inner_->SavePlans(id, p);
+  }
+  Status Commit(const std::string& id, const std::map<std::string, Position>& cps,
+                const std::set<std::string>& finished) override {
+    if (fail_commits > 0) {
+      --fail_commits;
+      return Unavailable("the store is out of reach");
+    }
+    return inner_->Commit(id, cps, finished);
+  }
+  Result<std::set<std::string>> FinishedShards(const std::string& id) override {
+    return inner_->FinishedShards(id);
+  }
+  Result<nlohmann::json> LoadSinkState(const std::string& id) override {
+    return inner_->LoadSinkState(id);
+  }
+  Status SaveSinkState(const std::string& id, const nlohmann::json& doc) override {
+    return inner_->SaveSinkState(id, doc);
+  }
+  Result<std::vector<nlohmann::json>> LoadRedrives(const std::string& id) override {
+    return inner_->LoadRedrives(id);
+  }
+  Status SaveRedrive(const std::string& id, const std::string& redrive_id, int64_t created_ms,
+                     const nlohmann::json& doc) override {
+    return inner_->SaveRedrive(id, redrive_id, created_ms, doc);
+  }
+
+ private:
+  DeliveryStore* inner_;
+};
+
 class ShardRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -175,7 +226,8 @@ class ShardRunnerTest : public ::testing::Test {
     SinkEnv env;
     env.buckets = buckets_.get();
     ASSERT_OK_AND_ASSIGN(
-        auto r, ShardRunner::Make(config_, dest_.get(), source, store_.get(), &clock_, o, env));
+        auto r, ShardRunner::Make(config_, dest_.get(), source,
+                                  runner_store_ ? runner_store_ : store_.get(), &clock_, o, env));
     runner_ = std::move(r);
   }
 
@@ -215,6 +267,7 @@ class ShardRunnerTest : public ::testing::Test {
   std::unique_ptr<Database> db_;
   std::unique_ptr<stream::StreamManager> streams_;
   std::unique_ptr<SqliteDeliveryStore> store_;
+  DeliveryStore* runner_store_ = nullptr;  // the runner's store, when not store_
   std::unique_ptr<source::LocalSourceProvider> sources_;
   std::unique_ptr<objectstore::LocalObjectStore> buckets_;
   ChannelConfig config_;
@@ -386,6 +439,40 @@ TEST_F(ShardRunnerTest, WhatTheDestinationHoldsWinsAfterARestart) {
   auto more = Put(10, "i");
   Drain();
   EXPECT_EQ(rec_->delivered, more);
+}
+
+TEST_F(ShardRunnerTest, ARecoveryWhoseStoreCommitFailedMovesTheShardsWhenItIsRetried) {
+  rec_->spans = true;
+  MakeRunner();
+  Activate();
+  auto put = Put(60, "r");
+  std::map<std::string, BatchPlan> plans;
+  for (uint32_t s : {0u, 1u}) {
+    plans[SHARD(s)] = {Position{}, POS(s, put[s].size()).sequence, put[s].size(), 7};
+    rec_->held[SHARD(s)] = POS(s, put[s].size());
+  }
+  ASSERT_OK(store_->SavePlans(config_.id, plans));
+  // The restarted runner's first recovery cannot save the destination's checkpoints.
+  CommitFailingStore failing(store_.get());
+  failing.fail_commits = 1;
+  runner_store_ = &failing;
+  MakeRunner();
+  ASSERT_OK(runner_->Load());
+  Drain();
+  ASSERT_FALSE(runner_->fatal().has_value());
+  EXPECT_EQ(store_->Plans(config_.id)->size(), 2u);
+  // Its retry moves the shards and drops the plans they held: nothing delivered twice.
+  clock_.Advance(60'000);
+  Drain();
+  EXPECT_FALSE(runner_->fatal().has_value()) << *runner_->fatal();
+  EXPECT_TRUE(rec_->batches.empty());
+  ASSERT_OK_AND_ASSIGN(auto cps, store_->Checkpoints(config_.id));
+  for (uint32_t s : {0u, 1u}) EXPECT_EQ(cps.at(SHARD(s)), POS(s, put[s].size()));
+  EXPECT_TRUE(store_->Plans(config_.id)->empty());
+  auto more = Put(10, "q");
+  Drain();
+  EXPECT_EQ(rec_->delivered, more);
+  runner_.reset();  // before `failing`
 }
 
 TEST_F(ShardRunnerTest, ADestinationInsideAPlannedBatchFailsTheChannel) {
