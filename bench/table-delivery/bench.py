@@ -37,6 +37,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,6 +70,8 @@ ap.add_argument("--commit-seconds", type=int, default=60)
 ap.add_argument("--only", default="throughput,freshness,memory,compaction,commitcost")
 ap.add_argument("--perf", default="", help="perf record (DWARF call graphs, 999 Hz) the server from CreateChannel to "
                 "the last row of each backlog delivery, into this file (one per delivery: .1, .2, ...)")
+ap.add_argument("--log-level", default="warn",
+                help="the servers' --log-level; below warn, each backlog delivery's log is kept and its path printed")
 args = ap.parse_args()
 harness.BINARY = os.path.abspath(args.bin)
 CACHE = os.path.join(ROOT, ".cache", "bench-table")
@@ -177,10 +180,23 @@ def cpu_s(pid):
 
 
 PERF_RUNS = 0
+LOG_RUNS = 0
+
+
+def keep_log(server):
+    """Copies the server's log next to the cache when --log-level asks for more than warn."""
+    if args.log_level == "warn":
+        return
+    global LOG_RUNS
+    LOG_RUNS += 1
+    path = os.path.join(CACHE, f"server-{LOG_RUNS}.log")
+    shutil.copyfile(server.log_path, path)
+    print(f"   server log: {path}", flush=True)
 
 
 def deliver_backlog(shards, mb, measure_rss=False):
-    server = Server(config_text=f"[delivery]\ntable_convert_threads = {args.threads}\n").start()
+    server = Server(config_text=f"[delivery]\ntable_convert_threads = {args.threads}\n",
+                    log_level=args.log_level).start()
     try:
         k = server.client()
         if shards == 4:
@@ -244,6 +260,7 @@ def deliver_backlog(shards, mb, measure_rss=False):
                 "first_commit_s": first_commit_s, "cpu_s": cpu, "cpu_s_per_100mb": cpu * 1e8 / nbytes}
     finally:
         server.stop()
+        keep_log(server)
         server.cleanup()
 
 
