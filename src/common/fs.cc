@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 namespace icestream::fs {
@@ -57,6 +61,51 @@ Status PWriteAll(int fd, const void* data, size_t n, uint64_t offset, const std:
     offset += static_cast<uint64_t>(w);
   }
   return Status::OK();
+}
+
+Status WriteAllDirect(int fd, std::string_view data, const std::string& path) {
+  uint64_t offset = 0;
+#ifdef O_DIRECT
+  // O_DIRECT wants the buffer's address, the length and the file offset aligned to the
+  // device's logical block size; 4096 covers every block size up to a page.
+  constexpr size_t kAlign = 4096;
+  constexpr size_t kChunk = 1 << 20;
+  const uint64_t whole = data.size() & ~uint64_t{kAlign - 1};
+  struct stat st {};
+  const int flags = whole > 0 ? ::fcntl(fd, F_GETFL) : -1;
+  if (flags >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0) {
+    struct Free {
+      void operator()(char* p) const { std::free(p); }
+    };
+    // Kept for the thread's next file: a fresh buffer costs a page fault per page.
+    thread_local std::unique_ptr<char, Free> bounce(
+        static_cast<char*>(std::aligned_alloc(kAlign, kChunk)));
+    bool direct = true;
+    while (direct && offset < whole) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, whole - offset));
+      const char* p = data.data() + offset;
+      if (reinterpret_cast<uintptr_t>(p) % kAlign != 0) {
+        if (bounce == nullptr) break;
+        std::memcpy(bounce.get(), p, n);
+        p = bounce.get();
+      }
+      ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EINVAL) break;  // no direct write here: the rest goes buffered
+        int err = errno;
+        (void)::fcntl(fd, F_SETFL, flags);
+        return ErrnoError("write " + path, err);
+      }
+      // A short write leaves the offset unaligned; the next direct write is refused
+      // (EINVAL) and the rest goes buffered.
+      offset += static_cast<uint64_t>(w);
+    }
+    if (::fcntl(fd, F_SETFL, flags) != 0) return ErrnoError("fcntl " + path, errno);
+  }
+#endif
+  return PWriteAll(fd, data.data() + offset, data.size() - offset, offset, path);
 }
 
 Result<size_t> PReadFull(int fd, void* dst, size_t n, uint64_t offset, const std::string& path) {

@@ -74,7 +74,11 @@ Status LocalObjectStore::Put(const std::string& bucket, const std::string& key,
       path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("create " + tmp, errno);
-  Status st = fs::PWriteAll(fd, data.data(), data.size(), 0, tmp);
+  // Data files (megabytes, read back by queries and compaction later, if at all) go around
+  // the page cache; metadata and manifests, read back at once, through it.
+  Status st = data.size() >= kDirectWriteMinBytes
+                  ? fs::WriteAllDirect(fd, data, tmp)
+                  : fs::PWriteAll(fd, data.data(), data.size(), 0, tmp);
   if (st.ok() && ::fsync(fd) != 0) st = ErrnoError("fsync " + tmp, errno);
   ::close(fd);
   if (st.ok() && options.if_none_match) {

@@ -1,6 +1,7 @@
 // LocalObjectStore: buckets are folders `<root>/<bucket>/`, keys are paths below them.
 // Put writes a temporary file, fsyncs it, renames it into place and fsyncs the folder, so
-// an object is either absent or whole and durable. Buckets are created on first use.
+// an object is either absent or whole and durable. Objects of kDirectWriteMinBytes or more
+// are written around the page cache (fs::WriteAllDirect). Buckets are created on first use.
 // List leaves out the temporary files of Puts under way, and removes those of a process
 // that died mid-Put (named "<key>.tmp-<pid>-<n>": that pid no longer runs): a crash
 // leaves no file that nothing would ever remove.
@@ -14,6 +15,8 @@ namespace icestream::objectstore {
 
 class LocalObjectStore final : public ObjectStore {
  public:
+  static constexpr size_t kDirectWriteMinBytes = 1 << 20;
+
   explicit LocalObjectStore(std::string root) : root_(std::move(root)) {}
 
   Status Put(const std::string& bucket, const std::string& key, std::string_view data,
