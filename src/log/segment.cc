@@ -2,14 +2,13 @@
 #include "log/segment.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "common/bytes.h"
 #include "common/fs.h"
@@ -27,7 +26,9 @@ Segment::Segment(std::string dir, uint64_t base_offset, SegmentFileCache* cache,
 
 Segment::~Segment() = default;
 
-std::string Segment::FileName(uint64_t base_offset) { return fmt::format("{:020d}.log", base_offset); }
+std::string Segment::FileName(uint64_t base_offset) {
+  return fmt::format("{:020d}.log", base_offset);
+}
 std::string Segment::IndexFileName(uint64_t base_offset) {
   return fmt::format("{:020d}.idx", base_offset);
 }
@@ -375,14 +376,15 @@ Status Segment::TruncateTo(uint64_t position) {
 
 void Segment::DropCacheBelow(uint64_t position, bool force) {
   constexpr uint64_t kStep = 4ull << 20;
-  if (position <= cache_dropped_below_ || (!force && position < cache_dropped_below_ + kStep)) {
+  const uint64_t dropped = cache_dropped_below();
+  if (position <= dropped || (!force && position < dropped + kStep)) {
     return;
   }
   auto h = ReadHandle();
   if (!h.ok()) return;
   // Advisory: a failure only means the pages stay cached.
   (void)::posix_fadvise((*h)->fd(), 0, static_cast<off_t>(position), POSIX_FADV_DONTNEED);
-  cache_dropped_below_ = position;
+  cache_dropped_below_.store(position, std::memory_order_relaxed);
 }
 
 void Segment::Unlink() {

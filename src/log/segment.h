@@ -86,7 +86,7 @@ class Segment {
   static Result<SegmentScan> Examine(const std::string& path, uint64_t base_offset, bool active,
                                      uint64_t index_interval_bytes);
 
-  static std::string FileName(uint64_t base_offset);      // 20-digit name + ".log"
+  static std::string FileName(uint64_t base_offset);       // 20-digit name + ".log"
   static std::string IndexFileName(uint64_t base_offset);  // 20-digit name + ".idx"
 
   // Writes the .idx file (atomically). Committer thread only.
@@ -104,6 +104,11 @@ class Segment {
   // often: does nothing until `position` has moved at least 4 MiB past the last drop,
   // unless `force`. Committer only.
   void DropCacheBelow(uint64_t position, bool force = false);
+  // [0, this) was dropped from the page cache (DropCacheBelow): readers take it from the
+  // disk around the cache. Any thread.
+  uint64_t cache_dropped_below() const {
+    return cache_dropped_below_.load(std::memory_order_relaxed);
+  }
   // Deletes the files; readers holding a handle keep reading.
   void Unlink();
   // Forgets the cached descriptor (the shard's folder is being deleted).
@@ -151,7 +156,7 @@ class Segment {
   std::shared_ptr<FileHandle> write_handle_;  // the active segment's; null once sealed
   std::vector<IndexEntry> entries_;
   uint64_t last_indexed_position_ = 0;
-  uint64_t cache_dropped_below_ = 0;
+  std::atomic<uint64_t> cache_dropped_below_{0};  // written by the committer only
   bool damaged_ = false;
   mutable std::atomic<bool> damage_reported_{false};
   std::atomic<uint64_t> durable_bytes_{kSegmentHeaderSize};

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #include "common/bytes.h"
 #include "common/fs.h"
@@ -379,6 +380,16 @@ class ShardLog::FrameSink {
 
 namespace {
 
+// Read buffers are aligned for O_DIRECT reads (ReadBlock).
+constexpr size_t kDirectAlign = 4096;
+struct AlignedDelete {
+  void operator()(char* p) const { ::operator delete[](p, std::align_val_t{kDirectAlign}); }
+};
+using AlignedBuffer = std::unique_ptr<char[], AlignedDelete>;
+AlignedBuffer AllocateAligned(size_t n) {
+  return AlignedBuffer(static_cast<char*>(::operator new[](n, std::align_val_t{kDirectAlign})));
+}
+
 // Copies records into ReadResult, reading into a per-thread buffer: a batch read of tens of
 // MiB is not zero-filled first (pread overwrites it), and the buffer is kept for the next
 // read (fresh multi-MiB allocations cost a page fault per page); one larger than 8 MiB
@@ -387,16 +398,16 @@ class CopySink final : public ShardLog::FrameSink {
  public:
   explicit CopySink(ReadResult* out) : out_(out) {}
   char* Buffer(size_t want) override {
-    thread_local std::unique_ptr<char[]> raw;
+    thread_local AlignedBuffer raw;
     thread_local size_t raw_capacity = 0;
     constexpr size_t kKeepBytes = 8u << 20;
     if (want <= raw_capacity) return raw.get();
     if (want <= kKeepBytes) {
-      raw = std::make_unique_for_overwrite<char[]>(want);
+      raw = AllocateAligned(want);
       raw_capacity = want;
       return raw.get();
     }
-    big_ = std::make_unique_for_overwrite<char[]>(want);
+    big_ = AllocateAligned(want);
     return big_.get();
   }
   void Frame(const FrameView& f) override {
@@ -406,7 +417,7 @@ class CopySink final : public ShardLog::FrameSink {
 
  private:
   ReadResult* out_;
-  std::unique_ptr<char[]> big_;
+  AlignedBuffer big_;
 };
 
 // Keeps every buffer (the views point into them).
@@ -414,9 +425,10 @@ class ViewSink final : public ShardLog::FrameSink {
  public:
   explicit ViewSink(ViewResult* out) : out_(out) {}
   char* Buffer(size_t want) override {
-    auto buf = std::shared_ptr<char[]>(new char[want]);
-    out_->buffers.push_back(buf);
-    return buf.get();
+    AlignedBuffer owned = AllocateAligned(want);
+    char* p = owned.get();
+    out_->buffers.emplace_back(owned.release(), AlignedDelete{});
+    return p;
   }
   void Frame(const FrameView& f) override {
     out_->records.push_back({f.offset, f.arrival_ms, f.partition_key, f.data});
@@ -448,6 +460,53 @@ Result<ViewResult> ShardLog::ReadViews(uint64_t from, size_t max_records, size_t
   return out;
 }
 
+ShardLog::DirectFile::~DirectFile() {
+  if (fd >= 0) ::close(fd);
+}
+
+Result<size_t> ShardLog::ReadBlock(const Segment& seg, int fd, DirectFile* direct, uint64_t pos,
+                                   size_t want, FrameSink* sink, char** data) {
+  // Bytes the log dropped from the page cache (below its window: a backlog) come from the
+  // disk straight into the buffer. A buffered read would allocate page-cache pages, fill
+  // them and copy them out, the largest CPU cost of a backlog delivery's reads (0.85 of
+  // 4.8 CPU-s for 500 MB on this project's 2-core VMs). Bytes within the window are
+  // cached: those are read through the cache.
+  const bool cold = pos + want <= seg.cache_dropped_below();
+  if (cold && direct->segment != &seg) {
+    if (direct->fd >= 0) ::close(direct->fd);
+    direct->segment = &seg;
+#ifdef O_DIRECT
+    // Refused (a file system without direct I/O) or gone (retention): buffered reads.
+    direct->fd = ::open(seg.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+#else
+    direct->fd = -1;
+#endif
+  }
+  if (!cold || direct->fd < 0) {
+    *data = sink->Buffer(want);
+    return fs::PReadFull(fd, *data, want, pos, seg.path());
+  }
+  const uint64_t first = pos & ~uint64_t{kDirectAlign - 1};
+  const uint64_t last = (pos + want + kDirectAlign - 1) & ~uint64_t{kDirectAlign - 1};
+  const size_t skip = static_cast<size_t>(pos - first);
+  const size_t n = static_cast<size_t>(last - first);
+  char* block = sink->Buffer(n);
+  *data = block + skip;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(direct->fd, block + got, n - got, static_cast<off_t>(first + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;  // an error (EINVAL: no direct read here) is retried buffered below
+    got += static_cast<size_t>(r);
+    if (got % kDirectAlign != 0) break;  // the end of the file
+  }
+  if (got >= skip + want) return want;
+  // The direct read fell short: the same bytes through the cache (which reports errors).
+  ::close(direct->fd);
+  direct->fd = -1;  // for the rest of this segment in this read
+  return fs::PReadFull(fd, *data, want, pos, seg.path());
+}
+
 Result<std::pair<uint64_t, size_t>> ShardLog::ReadFrames(uint64_t from, size_t max_records,
                                                          size_t max_bytes, uint64_t stop_before,
                                                          FrameSink* sink) const {
@@ -475,6 +534,7 @@ Result<std::pair<uint64_t, size_t>> ShardLog::ReadFrames(uint64_t from, size_t m
   };
   char* data = nullptr;
   std::string_view buf;
+  DirectFile direct;
   std::shared_ptr<Segment> gone;  // a segment whose file vanished (retention) on the last try
   while (offset < end && count < max_records) {
     std::shared_ptr<Segment> seg;
@@ -515,8 +575,8 @@ Result<std::pair<uint64_t, size_t>> ShardLog::ReadFrames(uint64_t from, size_t m
       uint64_t default_read = std::max<uint64_t>(256 << 10, left + 4096);
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
-      data = sink->Buffer(want);
-      ASSIGN_OR_RETURN(size_t got, fs::PReadFull((*handle)->fd(), data, want, pos, seg->path()));
+      ASSIGN_OR_RETURN(size_t got,
+                       ReadBlock(*seg, (*handle)->fd(), &direct, pos, want, sink, &data));
       buf = std::string_view(data, got);
       min_read = 0;
       size_t at = 0;

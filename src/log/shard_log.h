@@ -128,9 +128,9 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   // First committed offset whose arrival time is >= t_ms (committed end if none).
   Result<uint64_t> OffsetAtTime(int64_t t_ms) const;
 
-  uint64_t start_offset() const;      // trim horizon
+  uint64_t start_offset() const;  // trim horizon
   uint64_t committed_end() const { return committed_end_.load(std::memory_order_acquire); }
-  uint64_t next_offset() const;       // end including queued appends
+  uint64_t next_offset() const;  // end including queued appends
   int64_t last_arrival_ms() const { return last_committed_arrival_.load(); }
   // Bytes of log (frames) holding offsets [from, to), estimated from the sparse index
   // (within one index interval per segment). Cheap: no reads.
@@ -165,6 +165,19 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   Result<std::pair<uint64_t, size_t>> ReadFrames(uint64_t from, size_t max_records,
                                                  size_t max_bytes, uint64_t stop_before,
                                                  FrameSink* sink) const;
+  // One read of [pos, pos + want) of `seg` into a buffer from sink (*data: the bytes at
+  // pos); returns the number read. Bytes the log dropped from the page cache are read
+  // with O_DIRECT through `direct` (opened once per segment), the rest through fd.
+  struct DirectFile {
+    const Segment* segment = nullptr;
+    int fd = -1;
+    DirectFile() = default;
+    DirectFile(const DirectFile&) = delete;
+    DirectFile& operator=(const DirectFile&) = delete;
+    ~DirectFile();
+  };
+  static Result<size_t> ReadBlock(const Segment& seg, int fd, DirectFile* direct, uint64_t pos,
+                                  size_t want, FrameSink* sink, char** data);
   Status Recover();
 
   // A batch taken from the queue by the committer: written, then synced and published.
