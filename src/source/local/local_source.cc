@@ -5,7 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <future>
 #include <mutex>
+#include <system_error>
 
 #include "stream/model.h"
 #include "stream/sequence_number.h"
@@ -42,10 +44,15 @@ class LocalRangeReader final : public delivery::RangeReader {
         chunk_bytes_(chunk_bytes),
         chunk_records_(chunk_records) {}
 
+  ~LocalRangeReader() override {
+    if (ahead_.valid()) ahead_.wait();
+  }
+
   Result<bool> Next(delivery::StreamChunk* chunk) override {
     while (next_ < end_) {
-      ASSIGN_OR_RETURN(log::ViewResult read,
-                       log_->ReadViews(next_, chunk_records_, chunk_bytes_, end_));
+      ASSIGN_OR_RETURN(log::ViewResult read, Read(next_));
+      // More of the range follows: read it while this chunk is converted.
+      if (read.next_offset < end_ && !read.records.empty()) ReadAhead(read.next_offset);
       if (read.records.empty()) {
         spdlog::warn("{}: records {} to {} are gone (retention) and cannot be delivered", shard_id_,
                      next_, end_ - 1);
@@ -78,6 +85,29 @@ class LocalRangeReader final : public delivery::RangeReader {
   }
 
  private:
+  // The chunk at `from`: the one read ahead if it starts there.
+  Result<log::ViewResult> Read(uint64_t from) {
+    if (ahead_.valid()) {
+      Result<log::ViewResult> r = ahead_.get();
+      if (ahead_from_ == from) return r;
+    }
+    return log_->ReadViews(from, chunk_records_, chunk_bytes_, end_);
+  }
+
+  // Reads the chunk at `from` on a thread of its own. A backlog's chunks come from the disk
+  // (O_DIRECT below the log's cache window) and the reads ran under the converter's one
+  // lock: a batch's first chunks waited for the disk while a converter thread idled.
+  void ReadAhead(uint64_t from) {
+    ahead_from_ = from;
+    try {
+      ahead_ = std::async(std::launch::async,
+                          [log = log_, from, records = chunk_records_, bytes = chunk_bytes_,
+                           end = end_] { return log->ReadViews(from, records, bytes, end); });
+    } catch (const std::system_error&) {
+      ahead_ = {};  // no thread to spare: the next chunk is read when asked for
+    }
+  }
+
   std::shared_ptr<log::ShardLog> log_;
   const uint64_t uid_;
   const uint32_t shard_;
@@ -86,6 +116,8 @@ class LocalRangeReader final : public delivery::RangeReader {
   const uint64_t end_;
   const size_t chunk_bytes_;
   const size_t chunk_records_;
+  std::future<Result<log::ViewResult>> ahead_;
+  uint64_t ahead_from_ = 0;
 };
 
 class LocalShardSource final : public delivery::ShardSource {
