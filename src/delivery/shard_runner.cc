@@ -99,6 +99,7 @@ class BatchRecordSource final : public RecordSource {
         }
       }
       chunk->storage = std::move(raw.storage);
+      chunk->padding = raw.padding;
       return true;
     }
     return false;

@@ -80,6 +80,9 @@ struct StreamRecord {
 struct StreamChunk {
   std::vector<StreamRecord> records;
   std::shared_ptr<const void> storage;  // the bytes the records point into
+  // At least this many bytes after each record's data are readable in `storage` (a JSON
+  // parser may read past a record instead of copying it first).
+  size_t padding = 0;
 };
 
 class RangeReader {

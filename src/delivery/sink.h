@@ -79,6 +79,9 @@ struct RecordChunk {
   size_t range = 0;                     // index into DeliveryBatch::ranges
   std::vector<SourceRecord> records;    // of that range, in order
   std::shared_ptr<const void> storage;  // the bytes `records` point into
+  // At least this many bytes after the data of each record are readable in `storage`
+  // (StreamChunk::padding; KPL user records lie inside their aggregate).
+  size_t padding = 0;
 };
 
 // The records of a batch, read from the source. Thread-safe: several threads may take

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 
 #include "common/bytes.h"
@@ -390,6 +392,52 @@ AlignedBuffer AllocateAligned(size_t n) {
   return AlignedBuffer(static_cast<char*>(::operator new[](n, std::align_val_t{kDirectAlign})));
 }
 
+// ReadViews' buffers of a MiB or more, kept for the next reads: they outlive the read (the
+// views point into them) and are dropped by whichever thread finishes with the records, so a
+// per-thread buffer cannot serve. Fresh ones cost a page fault (and a zeroed page) per 4 KiB:
+// 0.12 of 3.1 CPU-s of a 500 MB backlog delivery. At most kKeepBytes wait here.
+class ReadBufferPool {
+ public:
+  static ReadBufferPool& Get() {
+    static ReadBufferPool* pool = new ReadBufferPool;  // never destroyed: buffers outlive exit
+    return *pool;
+  }
+
+  std::shared_ptr<char[]> Take(size_t want) {
+    constexpr size_t kMiB = 1u << 20;
+    if (want < kMiB) {
+      return std::shared_ptr<char[]>(AllocateAligned(want).release(), AlignedDelete{});
+    }
+    const size_t capacity = (want + kMiB - 1) & ~(kMiB - 1);
+    char* p = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      auto it = free_.find(capacity);
+      if (it != free_.end()) {
+        p = it->second.release();
+        free_.erase(it);
+        kept_ -= capacity;
+      }
+    }
+    if (p == nullptr) p = AllocateAligned(capacity).release();
+    return std::shared_ptr<char[]>(p, [this, capacity](char* q) { Give(q, capacity); });
+  }
+
+ private:
+  void Give(char* p, size_t capacity) {
+    AlignedBuffer owned(p);
+    std::lock_guard lock(mu_);
+    if (kept_ + capacity > kKeepBytes) return;  // freed
+    kept_ += capacity;
+    free_.emplace(capacity, std::move(owned));
+  }
+
+  static constexpr size_t kKeepBytes = 32u << 20;
+  std::mutex mu_;
+  std::multimap<size_t, AlignedBuffer> free_;  // by capacity
+  size_t kept_ = 0;
+};
+
 // Copies records into ReadResult, reading into a per-thread buffer: a batch read of tens of
 // MiB is not zero-filled first (pread overwrites it), and the buffer is kept for the next
 // read (fresh multi-MiB allocations cost a page fault per page); one larger than 8 MiB
@@ -425,10 +473,8 @@ class ViewSink final : public ShardLog::FrameSink {
  public:
   explicit ViewSink(ViewResult* out) : out_(out) {}
   char* Buffer(size_t want) override {
-    AlignedBuffer owned = AllocateAligned(want);
-    char* p = owned.get();
-    out_->buffers.emplace_back(owned.release(), AlignedDelete{});
-    return p;
+    out_->buffers.push_back(ReadBufferPool::Get().Take(want + kViewPadding));
+    return out_->buffers.back().get();
   }
   void Frame(const FrameView& f) override {
     out_->records.push_back({f.offset, f.arrival_ms, f.partition_key, f.data});

@@ -91,9 +91,14 @@ struct RecordView {
   std::string_view data;
 };
 
+// Readable bytes after each view's data in its buffer (the frames after it, then slack):
+// enough for simdjson to parse a record in place (RecordConverter::kPadding).
+constexpr size_t kViewPadding = 64;
+
 struct ViewResult {
   std::vector<RecordView> records;
-  std::vector<std::shared_ptr<char[]>> buffers;  // the read buffers the views point into
+  // The read buffers the views point into, each with kViewPadding bytes after its end.
+  std::vector<std::shared_ptr<char[]>> buffers;
   uint64_t next_offset = 0;
   size_t bytes = 0;
 };

@@ -66,10 +66,11 @@ class Runner {
     return &lanes.emplace(key, std::move(lane)).first->second;
   }
 
-  static Result<bool> Convert(Lane* lane, std::string_view rec, const char* readable_end,
-                              RecordError* error) {
-    bool padded = readable_end != nullptr &&
-                  rec.data() + rec.size() + RecordConverter::kPadding <= readable_end;
+  static Result<bool> Convert(Lane* lane, const ConvertBlock& block, size_t i, RecordError* error) {
+    std::string_view rec = block.records[i];
+    bool padded = (block.readable_end != nullptr &&
+                   rec.data() + rec.size() + RecordConverter::kPadding <= block.readable_end) ||
+                  (i < block.padded.size() && block.padded[i] != 0);
     return padded ? lane->converter->ConvertPadded(rec, error)
                   : lane->converter->Convert(rec, error);
   }
@@ -107,13 +108,12 @@ class Runner {
       out.seq = block.seq;
       out.records = block.records.size();
       for (size_t i = 0; i < block.records.size(); ++i) {
-        std::string_view rec = block.records[i];
         ASSIGN_OR_RETURN(Lane * lane, LaneFor(lanes, idle, key));
-        ASSIGN_OR_RETURN(bool ok, Convert(lane, rec, block.readable_end, &error));
+        ASSIGN_OR_RETURN(bool ok, Convert(lane, block, i, &error));
         if (!ok && error.code == RecordErrorCode::kOutsideRoute) {
           int64_t k = error.route_value ? options_.route_key(*error.route_value) : INT64_MIN;
           ASSIGN_OR_RETURN(lane, LaneFor(lanes, idle, k));
-          ASSIGN_OR_RETURN(ok, Convert(lane, rec, block.readable_end, &error));
+          ASSIGN_OR_RETURN(ok, Convert(lane, block, i, &error));
           if (!ok && error.code == RecordErrorCode::kOutsideRoute) {
             return Internal("a record's route key does not cover its own value");
           }
@@ -157,6 +157,7 @@ class Runner {
       }
       out.owner = std::move(block.owner);
       block.records.clear();
+      block.padded.clear();
       // Wait for this block's turn, then place it.
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stop_ || next_seq_ == out.seq; });

@@ -35,6 +35,9 @@ struct ConvertBlock {
   // ends closer to it than RecordConverter::kPadding (or any record, when null) is
   // copied into a padded buffer first.
   const char* readable_end = nullptr;
+  // Per record when not empty: whether kPadding bytes after it are readable wherever it
+  // lies (records from many buffers, each padded).
+  std::vector<uint8_t> padded;
   // Whatever keeps the records' bytes alive; handed back with the converted block.
   std::shared_ptr<void> owner;
 };
@@ -77,8 +80,10 @@ class ParallelConverter {
   // from it (or from `next`, or a writer) stops every thread and is returned. `schema`,
   // `parquet_schema` (the Parquet form of schema.schema) and `writer_options` must
   // outlive the call.
-  static Status Run(const ConvertibleSchema& schema, const format::parquet::ParquetSchema& parquet_schema,
-                    const format::parquet::WriterOptions& writer_options, const ParallelConverterOptions& options,
+  static Status Run(const ConvertibleSchema& schema,
+                    const format::parquet::ParquetSchema& parquet_schema,
+                    const format::parquet::WriterOptions& writer_options,
+                    const ParallelConverterOptions& options,
                     const std::function<Result<bool>(ConvertBlock*)>& next,
                     const std::function<Status(ConvertedBlock&&)>& place);
 };

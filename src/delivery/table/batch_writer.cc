@@ -158,6 +158,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
   auto next_inner = [&](schema::ConvertBlock* b) -> Result<bool> {
     auto owner = std::make_shared<BlockOwner>();
     b->records.clear();
+    b->padded.clear();
     b->readable_end = nullptr;
     size_t bytes = 0;
     while (bytes < options_.block_bytes && owner->records_in < options_.block_records) {
@@ -168,9 +169,20 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
       if (!more) break;
       owner->chunks.push_back(std::move(chunk));
       const RecordChunk& c = owner->chunks.back();
+      const bool padded = c.padding >= schema::RecordConverter::kPadding;
       for (const auto& rec : c.records) {
+        const size_t first = b->records.size();
         RETURN_IF_ERROR(decode(rec, c.range, owner.get(), b));
         bytes += rec.data.size();
+        // Text that is the record's bytes (or a part: a GSR frame's JSON) is parsed where it
+        // lies; text the decoder made (inflated) is copied into a padded buffer first.
+        b->padded.resize(b->records.size(), 0);
+        if (!padded) continue;
+        for (size_t i = first; i < b->records.size(); ++i) {
+          std::string_view t = b->records[i];
+          b->padded[i] = t.data() >= rec.data.data() &&
+                         t.data() + t.size() <= rec.data.data() + rec.data.size();
+        }
       }
     }
     if (owner->records_in == 0) return false;

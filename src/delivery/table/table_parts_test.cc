@@ -111,8 +111,9 @@ class TablePartsTest : public TableTestBase {
   // is its JSON text), creating the table from the target on the first file as the sink
   // does.
   Result<BatchOutput> Write(const WriteTarget& target, std::vector<VectorSource::Rec> recs,
-                            BatchWriterOptions wo = {}) {
-    VectorSource source(std::move(recs));
+                            BatchWriterOptions wo = {}, size_t padding = 0) {
+    VectorSource source(std::move(recs), 1'780'000'000'000, std::numeric_limits<size_t>::max(),
+                        padding);
     auto decode = [](const SourceRecord& rec, size_t range, BlockOwner* owner,
                      schema::ConvertBlock* block) {
       owner->records_in++;
@@ -239,6 +240,41 @@ TEST_F(BatchWriterTest, WritesTheGoodRecordsAndRejectsTheRest) {
     EXPECT_EQ(static_cast<int64_t>(bytes.size()), f.file_size_in_bytes);
   }
   EXPECT_EQ(rows, 3998);
+}
+
+// Records that lie in a padded buffer (as the log hands them) are parsed where they lie: the
+// same files, byte for byte, as from records parsed from copies, and a record cut short is
+// still rejected although the bytes after it would complete it.
+TEST_F(BatchWriterTest, RecordsInAPaddedBufferConvertAsCopiesDo) {
+  ASSERT_OK_AND_ASSIGN(auto target, InitialTarget());
+  Batch b = MakeBatch(0, 500);
+  b.recs[3].data = R"({"id":5,"ts":"2026-12-01T10:00:00Z")";  // cut: the buffer has "}" next
+  b.recs[9].data = R"({"id":9,"ts":"2026-12-01T10:00:00Z","note":"cut)";
+  b.recs[11].data = R"({"id":1)";  // the bytes after it would make it 19
+  BatchWriterOptions wo;
+  wo.block_records = 64;
+  wo.writer.row_group_size = 1 << 8;
+  wo.convert_threads = 1;  // rows in one order, so files compare byte for byte
+  ASSERT_OK_AND_ASSIGN(BatchOutput copied, Write(*target, b.recs, wo));
+  ASSERT_OK_AND_ASSIGN(BatchOutput in_place, Write(*target, b.recs, wo, /*padding=*/64));
+  for (const BatchOutput* out : {&copied, &in_place}) {
+    EXPECT_EQ(out->counts.delivered, 997u);
+    ASSERT_EQ(out->rejects.size(), 3u);
+    EXPECT_EQ(out->rejects[0].sequence_number, "4");
+    EXPECT_EQ(out->rejects[1].sequence_number, "10");
+    EXPECT_EQ(out->rejects[2].sequence_number, "12");
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(copied.rejects[i].code, in_place.rejects[i].code) << i;
+    EXPECT_EQ(copied.rejects[i].message, in_place.rejects[i].message) << i;
+  }
+  ASSERT_EQ(copied.files.size(), in_place.files.size());
+  ASSERT_OK_AND_ASSIGN(const iceberg::FileIO* io, owner_->io());
+  for (size_t i = 0; i < copied.files.size(); ++i) {
+    ASSERT_OK_AND_ASSIGN(std::string a, io->Read(copied.files[i].file_path));
+    ASSERT_OK_AND_ASSIGN(std::string c, io->Read(in_place.files[i].file_path));
+    EXPECT_TRUE(a == c) << "file " << i << " differs";
+  }
 }
 
 TEST_F(TableCommitterTest, AppendsABatchOnce) {

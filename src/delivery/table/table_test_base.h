@@ -30,7 +30,10 @@
 namespace icestream::delivery::table {
 
 // The records of one batch in memory (the engine's RecordSource; the thing under test is
-// what reads it). Records of one range come in chunks of at most `max_chunk`.
+// what reads it). Records of one range come in chunks of at most `max_chunk`. With
+// `padding`, the records lie in one buffer as a log's read buffer holds them, each
+// followed by bytes that would close or extend a cut JSON text (`}`, `"]}`, digits) and
+// the buffer by `padding` more, and chunks say so (RecordChunk::padding).
 class VectorSource final : public RecordSource {
  public:
   struct Rec {
@@ -40,8 +43,20 @@ class VectorSource final : public RecordSource {
     std::string data;
   };
   explicit VectorSource(std::vector<Rec> recs, int64_t arrival_ms = 1'780'000'000'000,
-                        size_t max_chunk = std::numeric_limits<size_t>::max())
-      : recs_(std::move(recs)), arrival_ms_(arrival_ms), max_chunk_(max_chunk) {}
+                        size_t max_chunk = std::numeric_limits<size_t>::max(), size_t padding = 0)
+      : recs_(std::move(recs)), arrival_ms_(arrival_ms), max_chunk_(max_chunk), padding_(padding) {
+    if (padding_ == 0) return;
+    std::vector<size_t> at;
+    for (const auto& r : recs_) {
+      at.push_back(arena_.size());
+      arena_ += r.data;
+      arena_ += "}\"]}9,\"x\":1}";
+    }
+    arena_.append(padding_, '}');
+    for (size_t i = 0; i < recs_.size(); ++i) {
+      views_.push_back(std::string_view(arena_).substr(at[i], recs_[i].data.size()));
+    }
+  }
   Result<bool> Next(RecordChunk* chunk) override {
     std::lock_guard lock(mu_);
     if (at_ >= recs_.size()) return false;
@@ -49,10 +64,13 @@ class VectorSource final : public RecordSource {
     chunk->range = recs_[at_].range;
     while (at_ < recs_.size() && recs_[at_].range == chunk->range &&
            chunk->records.size() < max_chunk_) {
-      const Rec& r = recs_[at_++];
-      chunk->records.push_back({r.seq, r.ordinal, arrival_ms_, std::nullopt, "pk", r.data, {}});
+      const Rec& r = recs_[at_];
+      std::string_view data = padding_ > 0 ? views_[at_] : std::string_view(r.data);
+      ++at_;
+      chunk->records.push_back({r.seq, r.ordinal, arrival_ms_, std::nullopt, "pk", data, {}});
     }
-    chunk->storage = nullptr;  // the strings live in recs_
+    chunk->storage = nullptr;  // the strings live in recs_ (and arena_)
+    chunk->padding = padding_;
     return true;
   }
   Status Rewind() override {
@@ -66,6 +84,9 @@ class VectorSource final : public RecordSource {
   std::vector<Rec> recs_;
   const int64_t arrival_ms_;
   const size_t max_chunk_;
+  const size_t padding_;
+  std::string arena_;                    // padding_: every record's data, then junk
+  std::vector<std::string_view> views_;  // into arena_
   size_t at_ = 0;
 };
 

@@ -79,6 +79,7 @@ class LocalRangeReader final : public delivery::RangeReader {
         seq += stream::kSequenceNumberDigits;
       }
       chunk->storage = std::move(storage);
+      chunk->padding = log::kViewPadding;
       return true;
     }
     return false;
