@@ -33,7 +33,7 @@ std::string Join(std::string_view a, std::string_view b);
 Status PWriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::string& path);
 // Writes all of data from offset 0 of fd, a regular file just created for writing, around
 // the page cache where the file system allows: whole 4096-byte blocks go with O_DIRECT
-// (from a per-thread aligned buffer when data is not aligned), the unaligned tail, and
+// (through a bounce buffer mapped for the write when data is not aligned), the unaligned tail, and
 // everything where O_DIRECT is refused (EINVAL: tmpfs on older kernels, some FUSE file
 // systems), through it. For large files nothing reads back soon: the kernel's page
 // allocation and copy of a buffered write cost more than the write itself (an 18 MB data

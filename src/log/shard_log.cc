@@ -395,7 +395,8 @@ AlignedBuffer AllocateAligned(size_t n) {
 // ReadViews' buffers of a MiB or more, kept for the next reads: they outlive the read (the
 // views point into them) and are dropped by whichever thread finishes with the records, so a
 // per-thread buffer cannot serve. Fresh ones cost a page fault (and a zeroed page) per 4 KiB:
-// 0.12 of 3.1 CPU-s of a 500 MB backlog delivery. At most kKeepBytes wait here.
+// 0.12 of 3.1 CPU-s of a 500 MB backlog delivery. At most kKeepBytes wait here (a few
+// chunks: more raised a 16-shard backlog's peak RSS, bench/table-delivery --only memory).
 class ReadBufferPool {
  public:
   static ReadBufferPool& Get() {
@@ -405,10 +406,11 @@ class ReadBufferPool {
 
   std::shared_ptr<char[]> Take(size_t want) {
     constexpr size_t kMiB = 1u << 20;
+    constexpr size_t kClass = 64u << 10;  // a chunk's reads differ by a block or two
     if (want < kMiB) {
       return std::shared_ptr<char[]>(AllocateAligned(want).release(), AlignedDelete{});
     }
-    const size_t capacity = (want + kMiB - 1) & ~(kMiB - 1);
+    const size_t capacity = (want + kClass - 1) & ~(kClass - 1);
     char* p = nullptr;
     {
       std::lock_guard lock(mu_);
@@ -432,7 +434,7 @@ class ReadBufferPool {
     free_.emplace(capacity, std::move(owned));
   }
 
-  static constexpr size_t kKeepBytes = 32u << 20;
+  static constexpr size_t kKeepBytes = 16u << 20;
   std::mutex mu_;
   std::multimap<size_t, AlignedBuffer> free_;  // by capacity
   size_t kept_ = 0;

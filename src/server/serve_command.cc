@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -29,10 +31,17 @@ namespace {
 // back: on a 2-core VM that was over half the server's CPU for 1 MiB PutRecords over
 // HTTP/2. Keep such blocks in the heap for reuse instead. An explicit value also turns
 // off glibc's dynamic threshold; GLIBC_TUNABLES still override these.
+// The flip side: a thread arena's heaps (64 MiB each) then keep what they ever held, and
+// glibc makes up to 8 arenas per core as threads come and go (converter, upload and
+// read-ahead threads of every batch). A 16-shard, 1 GB table backlog peaked at 8 arenas of
+// ~60 MiB (511-640 MiB RSS, bench/table-delivery --only memory); 2 per core bound it
+// (439-465 MiB).
 void TuneAllocator() {
   if (!std::getenv("GLIBC_TUNABLES")) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    mallopt(M_ARENA_MAX, static_cast<int>(std::max(2L, 2 * cores)));
   }
 }
 

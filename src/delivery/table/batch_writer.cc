@@ -2,7 +2,6 @@
 #include "delivery/table/batch_writer.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -30,17 +29,10 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) 
 // A file's bytes grow to the target size (or until the batch ends) under the converters'
 // placing lock. Grown by doubling, each step was a fresh mapping to fault in and a copy of
 // everything so far (up to 200 ms of a 130 MB batch's serial part on 2-core VMs). Reserved
-// once instead, pages are touched only as written (untouched ones cost no memory), and in
-// 2 MiB pages where the kernel has transparent huge pages on madvise.
+// once instead; pages are touched only as written (untouched ones cost no memory).
 void ReserveFileBuffer(std::string* bytes, int64_t target) {
   constexpr size_t kSlack = 4u << 20;  // a row group may end past the target
   bytes->reserve(static_cast<size_t>(std::max<int64_t>(target, 0)) + kSlack);
-#ifdef MADV_HUGEPAGE
-  constexpr uintptr_t kHuge = 2u << 20;
-  auto first = (reinterpret_cast<uintptr_t>(bytes->data()) + kHuge - 1) & ~(kHuge - 1);
-  auto last = (reinterpret_cast<uintptr_t>(bytes->data()) + bytes->capacity()) & ~(kHuge - 1);
-  if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-#endif
 }
 
 // Writes finished files through the FilePlacer on its own thread, so an upload (an S3
