@@ -40,23 +40,10 @@ class BatchRecordSource final : public RecordSource {
     while (index_ < batch_.ranges.size()) {
       const ShardRange& r = batch_.ranges[index_];
       if (!reader_) {
-        if (next_reader_ && next_index_ == index_) {
-          reader_ = std::move(next_reader_);
-        } else {
-          ASSIGN_OR_RETURN(reader_, Open(index_));
-        }
+        ASSIGN_OR_RETURN(
+            reader_, source_->OpenRange(r.shard, r.after, r.last_sequence,
+                                        options_.read_chunk_bytes, options_.read_chunk_records));
         first_of_range_ = true;
-        // The next range's reader is opened now: the local source reads its first chunk
-        // ahead while this range is read, so the next range does not start at the disk
-        // with a converter thread waiting. Failing now, it is opened (and fails) in turn.
-        next_reader_.reset();
-        if (index_ + 1 < batch_.ranges.size()) {
-          auto next = Open(index_ + 1);
-          if (next.ok()) {
-            next_reader_ = std::move(*next);
-            next_index_ = index_ + 1;
-          }
-        }
       }
       StreamChunk raw;
       ASSIGN_OR_RETURN(bool more, reader_->Next(&raw));
@@ -122,25 +109,16 @@ class BatchRecordSource final : public RecordSource {
     std::lock_guard lock(mu_);
     index_ = 0;
     reader_.reset();
-    next_reader_.reset();
     return Status::OK();
   }
 
  private:
-  Result<std::unique_ptr<RangeReader>> Open(size_t index) {
-    const ShardRange& r = batch_.ranges[index];
-    return source_->OpenRange(r.shard, r.after, r.last_sequence, options_.read_chunk_bytes,
-                              options_.read_chunk_records);
-  }
-
   ShardSource* source_;
   const DeliveryBatch& batch_;
   const RunnerOptions& options_;
   std::mutex mu_;
   size_t index_ = 0;
   std::unique_ptr<RangeReader> reader_;
-  std::unique_ptr<RangeReader> next_reader_;  // of range next_index_, opened ahead
-  size_t next_index_ = 0;
   bool first_of_range_ = true;
 };
 

@@ -68,12 +68,9 @@ struct RunnerOptions {
   // A batch that spans shards (one table commit) holds at most this much in all.
   uint64_t max_spanning_batch_bytes = 128ull << 20;
   size_t max_spanning_batch_records = 1000000;
-  // Records are handed to the sink in chunks of at most this size. A table batch's
-  // converter takes blocks of 16 MiB / 16384 records: one chunk each, read ahead by the
-  // local source while the block before converts (4 MiB chunks made three of every four
-  // reads wait for the disk under the converters' one lock).
-  size_t read_chunk_bytes = 16u << 20;
-  size_t read_chunk_records = 16384;
+  // Records are handed to the sink in chunks of at most this size.
+  size_t read_chunk_bytes = 4u << 20;
+  size_t read_chunk_records = 10000;
   int64_t min_retry_delay_ms = 500;
   int64_t max_retry_delay_ms = 30000;
   // How long a missing destination or refused access (FailureKind::kGrace) is retried

@@ -42,11 +42,7 @@ class LocalRangeReader final : public delivery::RangeReader {
         next_(next),
         end_(end),
         chunk_bytes_(chunk_bytes),
-        chunk_records_(chunk_records) {
-    // The first chunk is read at once, ahead of the first Next (a batch opens its next
-    // range while it reads the current one).
-    if (next_ < end_) ReadAhead(next_);
-  }
+        chunk_records_(chunk_records) {}
 
   ~LocalRangeReader() override {
     if (ahead_.valid()) ahead_.wait();
@@ -54,8 +50,7 @@ class LocalRangeReader final : public delivery::RangeReader {
 
   Result<bool> Next(delivery::StreamChunk* chunk) override {
     while (next_ < end_) {
-      ASSIGN_OR_RETURN(Prepared got, Read(next_));
-      const log::ViewResult& read = got.read;
+      ASSIGN_OR_RETURN(log::ViewResult read, Read(next_));
       // More of the range follows: read it while this chunk is converted.
       if (read.next_offset < end_ && !read.records.empty()) ReadAhead(read.next_offset);
       if (read.records.empty()) {
@@ -69,8 +64,21 @@ class LocalRangeReader final : public delivery::RangeReader {
                      next_, read.records.front().offset - 1);
       }
       next_ = read.next_offset;
-      chunk->records = std::move(got.records);
-      chunk->storage = std::move(got.storage);
+      auto storage = std::make_shared<ChunkStorage>();
+      storage->buffers = std::move(read.buffers);
+      storage->sequences.reserve(read.records.size() * stream::kSequenceNumberDigits);
+      for (const auto& r : read.records) {
+        stream::SequenceNumber::ForRecord(uid_, shard_, r.offset).AppendTo(&storage->sequences);
+      }
+      chunk->records.clear();
+      chunk->records.reserve(read.records.size());
+      const char* seq = storage->sequences.data();
+      for (const auto& r : read.records) {
+        chunk->records.push_back({std::string_view(seq, stream::kSequenceNumberDigits), r.offset,
+                                  r.arrival_ms, r.partition_key, r.data});
+        seq += stream::kSequenceNumberDigits;
+      }
+      chunk->storage = std::move(storage);
       chunk->padding = log::kViewPadding;
       return true;
     }
@@ -78,43 +86,13 @@ class LocalRangeReader final : public delivery::RangeReader {
   }
 
  private:
-  // A chunk as read, with its records' sequence numbers formatted and its StreamRecords
-  // made (on the read-ahead thread too: this was most of a chunk's time under the batch's
-  // one lock once the bytes came ahead).
-  struct Prepared {
-    log::ViewResult read;  // its records; its buffers moved into storage
-    std::shared_ptr<ChunkStorage> storage;
-    std::vector<delivery::StreamRecord> records;
-  };
-
-  static Result<Prepared> ReadPrepared(const log::ShardLog& log, uint64_t uid, uint32_t shard,
-                                       uint64_t from, size_t records, size_t bytes, uint64_t end) {
-    Prepared p;
-    ASSIGN_OR_RETURN(p.read, log.ReadViews(from, records, bytes, end));
-    p.storage = std::make_shared<ChunkStorage>();
-    p.storage->buffers = std::move(p.read.buffers);
-    std::string& sequences = p.storage->sequences;
-    sequences.reserve(p.read.records.size() * stream::kSequenceNumberDigits);
-    for (const auto& r : p.read.records) {
-      stream::SequenceNumber::ForRecord(uid, shard, r.offset).AppendTo(&sequences);
-    }
-    p.records.reserve(p.read.records.size());
-    const char* seq = sequences.data();
-    for (const auto& r : p.read.records) {
-      p.records.push_back({std::string_view(seq, stream::kSequenceNumberDigits), r.offset,
-                           r.arrival_ms, r.partition_key, r.data});
-      seq += stream::kSequenceNumberDigits;
-    }
-    return p;
-  }
-
   // The chunk at `from`: the one read ahead if it starts there.
-  Result<Prepared> Read(uint64_t from) {
+  Result<log::ViewResult> Read(uint64_t from) {
     if (ahead_.valid()) {
-      Result<Prepared> r = ahead_.get();
+      Result<log::ViewResult> r = ahead_.get();
       if (ahead_from_ == from) return r;
     }
-    return ReadPrepared(*log_, uid_, shard_, from, chunk_records_, chunk_bytes_, end_);
+    return log_->ReadViews(from, chunk_records_, chunk_bytes_, end_);
   }
 
   // Reads the chunk at `from` on a thread of its own. A backlog's chunks come from the disk
@@ -124,10 +102,8 @@ class LocalRangeReader final : public delivery::RangeReader {
     ahead_from_ = from;
     try {
       ahead_ = std::async(std::launch::async,
-                          [log = log_, uid = uid_, shard = shard_, from, records = chunk_records_,
-                           bytes = chunk_bytes_, end = end_] {
-                            return ReadPrepared(*log, uid, shard, from, records, bytes, end);
-                          });
+                          [log = log_, from, records = chunk_records_, bytes = chunk_bytes_,
+                           end = end_] { return log->ReadViews(from, records, bytes, end); });
     } catch (const std::system_error&) {
       ahead_ = {};  // no thread to spare: the next chunk is read when asked for
     }
@@ -141,7 +117,7 @@ class LocalRangeReader final : public delivery::RangeReader {
   const uint64_t end_;
   const size_t chunk_bytes_;
   const size_t chunk_records_;
-  std::future<Result<Prepared>> ahead_;
+  std::future<Result<log::ViewResult>> ahead_;
   uint64_t ahead_from_ = 0;
 };
 
