@@ -34,8 +34,8 @@ namespace {
 // The flip side: a thread arena's heaps (64 MiB each) then keep what they ever held, and
 // glibc makes up to 8 arenas per core as threads come and go (converter, upload and
 // read-ahead threads of every batch). A 16-shard, 1 GB table backlog peaked at 8 arenas of
-// ~60 MiB (511-640 MiB RSS, bench/table-delivery --only memory); 2 per core bound it
-// (439-465 MiB).
+// ~60 MiB (peak RSS 511-640 MiB over ten runs of bench/table-delivery --only memory);
+// with 2 per core it was 439-514 MiB over six.
 void TuneAllocator() {
   if (!std::getenv("GLIBC_TUNABLES")) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
