@@ -66,9 +66,7 @@ Status PWriteAll(int fd, const void* data, size_t n, uint64_t offset, const std:
 Status WriteAllDirect(int fd, std::string_view data, const std::string& path) {
   uint64_t offset = 0;
 #ifdef O_DIRECT
-  // O_DIRECT wants the buffer's address, the length and the file offset aligned to the
-  // device's logical block size; 4096 covers every block size up to a page.
-  constexpr size_t kAlign = 4096;
+  constexpr size_t kAlign = kDirectAlign;
   constexpr size_t kChunk = 1 << 20;
   const uint64_t whole = data.size() & ~uint64_t{kAlign - 1};
   struct stat st {};

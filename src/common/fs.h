@@ -31,6 +31,9 @@ std::string Join(std::string_view a, std::string_view b);
 
 // Writes all of data at `offset` (pwrite loop).
 Status PWriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::string& path);
+// What O_DIRECT wants aligned (buffer address, length, file offset): the device's logical
+// block size; 4096 covers every block size up to a page.
+constexpr size_t kDirectAlign = 4096;
 // Writes all of data from offset 0 of fd, a regular file just created for writing, around
 // the page cache where the file system allows: whole 4096-byte blocks go with O_DIRECT
 // (through a bounce buffer mapped for the write when data is not aligned), the unaligned tail, and

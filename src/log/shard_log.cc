@@ -383,7 +383,7 @@ class ShardLog::FrameSink {
 namespace {
 
 // Read buffers are aligned for O_DIRECT reads (ReadBlock).
-constexpr size_t kDirectAlign = 4096;
+using fs::kDirectAlign;
 struct AlignedDelete {
   void operator()(char* p) const { ::operator delete[](p, std::align_val_t{kDirectAlign}); }
 };
@@ -512,17 +512,19 @@ ShardLog::DirectFile::~DirectFile() {
   if (fd >= 0) ::close(fd);
 }
 
-Result<size_t> ShardLog::ReadBlock(const Segment& seg, int fd, DirectFile* direct, uint64_t pos,
-                                   size_t want, FrameSink* sink, char** data) {
+Result<size_t> ShardLog::ReadBlock(const std::shared_ptr<Segment>& segment, int fd,
+                                   DirectFile* direct, uint64_t pos, size_t want, FrameSink* sink,
+                                   char** data) {
+  const Segment& seg = *segment;
   // Bytes the log dropped from the page cache (below its window: a backlog) come from the
   // disk straight into the buffer. A buffered read would allocate page-cache pages, fill
   // them and copy them out, the largest CPU cost of a backlog delivery's reads (0.85 of
   // 4.8 CPU-s for 500 MB on this project's 2-core VMs). Bytes within the window are
   // cached: those are read through the cache.
   const bool cold = pos + want <= seg.cache_dropped_below();
-  if (cold && direct->segment != &seg) {
+  if (cold && direct->segment != segment) {
     if (direct->fd >= 0) ::close(direct->fd);
-    direct->segment = &seg;
+    direct->segment = segment;
 #ifdef O_DIRECT
     // Refused (a file system without direct I/O) or gone (retention): buffered reads.
     direct->fd = ::open(seg.path().c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -624,7 +626,7 @@ Result<std::pair<uint64_t, size_t>> ShardLog::ReadFrames(uint64_t from, size_t m
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
       ASSIGN_OR_RETURN(size_t got,
-                       ReadBlock(*seg, (*handle)->fd(), &direct, pos, want, sink, &data));
+                       ReadBlock(seg, (*handle)->fd(), &direct, pos, want, sink, &data));
       buf = std::string_view(data, got);
       min_read = 0;
       size_t at = 0;

@@ -174,15 +174,15 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   // pos); returns the number read. Bytes the log dropped from the page cache are read
   // with O_DIRECT through `direct` (opened once per segment), the rest through fd.
   struct DirectFile {
-    const Segment* segment = nullptr;
+    std::shared_ptr<const Segment> segment;  // held: its address cannot pass to another
     int fd = -1;
     DirectFile() = default;
     DirectFile(const DirectFile&) = delete;
     DirectFile& operator=(const DirectFile&) = delete;
     ~DirectFile();
   };
-  static Result<size_t> ReadBlock(const Segment& seg, int fd, DirectFile* direct, uint64_t pos,
-                                  size_t want, FrameSink* sink, char** data);
+  static Result<size_t> ReadBlock(const std::shared_ptr<Segment>& seg, int fd, DirectFile* direct,
+                                  uint64_t pos, size_t want, FrameSink* sink, char** data);
   Status Recover();
 
   // A batch taken from the queue by the committer: written, then synced and published.

@@ -35,8 +35,8 @@ struct ConvertBlock {
   // ends closer to it than RecordConverter::kPadding (or any record, when null) is
   // copied into a padded buffer first.
   const char* readable_end = nullptr;
-  // Per record when not empty: whether kPadding bytes after it are readable wherever it
-  // lies (records from many buffers, each padded).
+  // Per record: whether kPadding bytes after it are readable wherever it lies (records
+  // from many buffers, each padded); records past its end are not.
   std::vector<uint8_t> padded;
   // Whatever keeps the records' bytes alive; handed back with the converted block.
   std::shared_ptr<void> owner;

@@ -168,8 +168,8 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
         bytes += rec.data.size();
         // Text that is the record's bytes (or a part: a GSR frame's JSON) is parsed where it
         // lies; text the decoder made (inflated) is copied into a padded buffer first.
+        if (!padded) continue;  // ConvertBlock::padded: past its end, not padded
         b->padded.resize(b->records.size(), 0);
-        if (!padded) continue;
         for (size_t i = first; i < b->records.size(); ++i) {
           std::string_view t = b->records[i];
           b->padded[i] = t.data() >= rec.data.data() &&

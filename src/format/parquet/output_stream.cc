@@ -10,12 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/fs.h"
+
 namespace icestream::format::parquet {
 namespace {
 constexpr size_t kBufferSize = 1 << 20;
-// O_DIRECT wants the buffer's address, the length and the file offset aligned to the
-// device's logical block size; 4096 covers every block size up to a page.
-constexpr size_t kDirectAlign = 4096;
+using fs::kDirectAlign;
 constexpr size_t kDirectBuffer = 4 << 20;
 }  // namespace
 
