@@ -1,7 +1,9 @@
 // Parallel conversion of record blocks into row groups.
 #include "schema/parallel_converter.h"
 
+#include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -24,11 +26,18 @@ class Runner {
         next_(next),
         place_(place) {}
 
-  Status Run() {
+  Status Run(ParallelConverterTimes* times) {
     std::vector<std::thread> extra;
+    if (options_.prefetch_blocks > 0) extra.emplace_back([this] { Prefetch(); });
     for (int i = 1; i < options_.threads; ++i) extra.emplace_back([this] { Work(); });
     Work();
     for (auto& t : extra) t.join();
+    if (times) {
+      *times = times_;
+      Clock::time_point last = Clock::time_point::min();
+      for (auto e : ends_) last = std::max(last, e);
+      for (auto e : ends_) times->idle_end += Ms(last - e);
+    }
     return error_;
   }
 
@@ -39,6 +48,11 @@ class Runner {
     std::unique_ptr<RecordConverter> converter;
     std::vector<pq::RowGroupData> groups;  // finished in the current block
   };
+
+  using Clock = std::chrono::steady_clock;
+  static double Ms(Clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  }
 
   bool routing() const { return options_.converter.route_field_id != 0; }
 
@@ -76,18 +90,103 @@ class Runner {
   }
 
   void Fail(const Status& st) {
-    std::lock_guard lock(mu_);
-    if (error_.ok()) error_ = st;
-    stop_ = true;
-    cv_.notify_all();
+    {
+      std::lock_guard lock(mu_);
+      if (error_.ok()) error_ = st;
+      stop_ = true;
+      cv_.notify_all();
+    }
+    std::lock_guard lock(q_mu_);
+    q_stop_ = true;
+    q_cv_.notify_all();
   }
 
   void Work() {
-    Status st = WorkLoop();
+    ParallelConverterTimes t;
+    Status st = WorkLoop(&t);
     if (!st.ok()) Fail(st);
+    std::lock_guard lock(mu_);
+    times_.wait_next += t.wait_next;
+    times_.next += t.next;
+    times_.convert += t.convert;
+    times_.wait_turn += t.wait_turn;
+    times_.place += t.place;
+    times_.flush += t.flush;
+    ends_.push_back(Clock::now());
   }
 
-  Status WorkLoop() {
+  bool stopped() {
+    std::lock_guard lock(mu_);
+    return stop_;
+  }
+
+  // The next block to convert: made here under next_mu_, or taken from the prefetcher's
+  // queue. False at the end (or once stopped).
+  Result<bool> NextBlock(ConvertBlock* block, ParallelConverterTimes* times) {
+    const auto t0 = Clock::now();
+    if (options_.prefetch_blocks > 0) {
+      std::unique_lock lock(q_mu_);
+      q_cv_.wait(lock, [&] { return q_stop_ || !ready_.empty() || produced_all_; });
+      times->wait_next += Ms(Clock::now() - t0);
+      if (q_stop_ || ready_.empty()) return false;
+      // The emptied block goes back to the prefetcher with its vectors' capacity.
+      if (block->records.capacity() > 0 &&
+          free_.size() <= static_cast<size_t>(options_.prefetch_blocks)) {
+        block->records.clear();
+        block->padded.clear();
+        block->readable_end = nullptr;
+        block->owner.reset();
+        free_.push_back(std::move(*block));
+      }
+      *block = std::move(ready_.front());
+      ready_.pop_front();
+      q_cv_.notify_all();  // room in the queue for the prefetcher
+      return true;
+    }
+    std::lock_guard lock(next_mu_);
+    const auto t1 = Clock::now();
+    times->wait_next += Ms(t1 - t0);
+    if (stopped()) return false;
+    Result<bool> more = next_(block);
+    times->next += Ms(Clock::now() - t1);
+    return more;
+  }
+
+  // The prefetcher (prefetch_blocks > 0): makes blocks ahead of the converters. Its queue
+  // has a lock of its own: `place` (under mu_) may take a while.
+  void Prefetch() {
+    double next_ms = 0;
+    for (;;) {
+      ConvertBlock block;
+      {
+        std::unique_lock lock(q_mu_);
+        q_cv_.wait(lock, [&] {
+          return q_stop_ || ready_.size() < static_cast<size_t>(options_.prefetch_blocks);
+        });
+        if (q_stop_) break;
+        if (!free_.empty()) {
+          block = std::move(free_.back());
+          free_.pop_back();
+        }
+      }
+      const auto t0 = Clock::now();
+      Result<bool> more = next_(&block);
+      next_ms += Ms(Clock::now() - t0);
+      if (!more.ok()) Fail(more.status());
+      std::lock_guard lock(q_mu_);
+      if (!more.ok() || !*more) {
+        produced_all_ = true;
+        q_cv_.notify_all();
+        break;
+      }
+      ready_.push_back(std::move(block));
+      q_cv_.notify_all();
+    }
+    std::lock_guard lock(mu_);
+    times_.next += next_ms;
+  }
+
+  Status WorkLoop(ParallelConverterTimes* times) {
     std::map<int64_t, Lane> lanes;
     std::vector<Lane> idle;                // routed lanes no row of the last block went to
     std::vector<pq::RowGroupData> spares;  // placed row groups' buffers (Recycle)
@@ -95,15 +194,16 @@ class Runner {
     ConvertBlock block;
     RecordError error;
     for (;;) {
-      {
-        std::lock_guard lock(next_mu_);
-        {
-          std::lock_guard state(mu_);
-          if (stop_) return Status::OK();
-        }
-        ASSIGN_OR_RETURN(bool more, next_(&block));
-        if (!more) return Flush(lanes);
+      ASSIGN_OR_RETURN(bool more, NextBlock(&block, times));
+      if (!more) {
+        // Outside next_mu_: the other threads' last blocks and flushes go on meanwhile.
+        const auto t1 = Clock::now();
+        if (stopped()) return Status::OK();
+        Status st = Flush(lanes);
+        times->flush += Ms(Clock::now() - t1);
+        return st;
       }
+      const auto convert0 = Clock::now();
       ConvertedBlock out;
       out.seq = block.seq;
       out.records = block.records.size();
@@ -159,10 +259,16 @@ class Runner {
       block.records.clear();
       block.padded.clear();
       // Wait for this block's turn, then place it.
+      const auto turn0 = Clock::now();
+      times->convert += Ms(turn0 - convert0);
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || next_seq_ == out.seq; });
+      // Without a fixed row order (carry_across_blocks), blocks are placed as they are done.
+      cv_.wait(lock, [&] { return stop_ || options_.carry_across_blocks || next_seq_ == out.seq; });
       if (stop_) return Status::OK();
+      const auto place0 = Clock::now();
+      times->wait_turn += Ms(place0 - turn0);
       RETURN_IF_ERROR(place_(std::move(out)));
+      times->place += Ms(Clock::now() - place0);
       ++next_seq_;
       cv_.notify_all();
       lock.unlock();
@@ -223,6 +329,15 @@ class Runner {
   int64_t next_seq_ = 0;
   bool stop_ = false;
   Status error_;
+  // The prefetcher's blocks, made and not yet taken; emptied blocks it may refill.
+  std::mutex q_mu_;
+  std::condition_variable q_cv_;
+  std::deque<ConvertBlock> ready_;       // q_mu_
+  std::vector<ConvertBlock> free_;       // q_mu_
+  bool produced_all_ = false;            // q_mu_: the prefetcher has seen the end
+  bool q_stop_ = false;                  // q_mu_: stop_, for the queue's waiters
+  ParallelConverterTimes times_;         // mu_
+  std::vector<Clock::time_point> ends_;  // mu_: when each thread ended
 };
 
 }  // namespace
@@ -232,12 +347,13 @@ Status ParallelConverter::Run(const ConvertibleSchema& schema,
                               const pq::WriterOptions& writer_options,
                               const ParallelConverterOptions& options,
                               const std::function<Result<bool>(ConvertBlock*)>& next,
-                              const std::function<Status(ConvertedBlock&&)>& place) {
+                              const std::function<Status(ConvertedBlock&&)>& place,
+                              ParallelConverterTimes* times) {
   if (options.converter.route_field_id != 0 && (!options.route_key || !options.route_range)) {
     return InvalidArgument("routing needs route_key and route_range");
   }
   Runner r(schema, parquet_schema, writer_options, options, next, place);
-  return r.Run();
+  return r.Run(times);
 }
 
 }  // namespace icestream::schema

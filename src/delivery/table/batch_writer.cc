@@ -23,6 +23,8 @@ namespace {
 namespace pq = format::parquet;
 
 constexpr int64_t kHourMicros = 3600LL * 1000 * 1000;
+// The first blocks of a batch hold 1/4, 1/2, ... of BatchWriterOptions::block_bytes.
+constexpr int64_t kRampBlocks = 2;
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -141,6 +143,8 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
   };
 
   int64_t seq = 0;
+  uint64_t taken = 0;  // records put in blocks so far
+  const int po_threads = std::max(1, options_.convert_threads);
   // Where a batch's time goes, for the debug log: reading the log and making blocks
   // happen under the converter's one lock (the pipeline's serial part).
   using Clock = std::chrono::steady_clock;
@@ -153,7 +157,28 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
     b->padded.clear();
     b->readable_end = nullptr;
     size_t bytes = 0;
-    while (bytes < options_.block_bytes && owner->records_in < options_.block_records) {
+    // Blocks are smaller at the start (the converters begin sooner) and towards the end
+    // of the batch (the threads end together); a block takes whole chunks.
+    size_t max_records = options_.block_records, max_bytes = options_.block_bytes;
+    if (seq < kRampBlocks) {
+      max_records >>= kRampBlocks - seq;
+      max_bytes >>= kRampBlocks - seq;
+    }
+    if (options_.expected_records > taken) {
+      // Not below 1/8 of a block: a small batch stays one block (one row group per hour
+      // rather than one per thread), and a block that took nothing would end the batch.
+      const uint64_t share =
+          std::max<uint64_t>(std::max<size_t>(1, options_.block_records / 8),
+                             (options_.expected_records - taken) / (2 * po_threads));
+      if (share < max_records) {
+        max_bytes = std::max<size_t>(
+            1, static_cast<size_t>(static_cast<double>(max_bytes) * share / max_records));
+        max_records = static_cast<size_t>(share);
+      }
+    }
+    max_records = std::max<size_t>(max_records, 1);
+    max_bytes = std::max<size_t>(max_bytes, 1);
+    while (bytes < max_bytes && owner->records_in < max_records) {
       RecordChunk chunk;
       const auto s0 = Clock::now();
       ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
@@ -161,6 +186,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
       if (!more) break;
       owner->chunks.push_back(std::move(chunk));
       const RecordChunk& c = owner->chunks.back();
+      taken += c.records.size();
       const bool padded = c.padding >= schema::RecordConverter::kPadding;
       for (const auto& rec : c.records) {
         const size_t first = b->records.size();
@@ -258,24 +284,29 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
   };
 
   schema::ParallelConverterOptions po;
-  po.threads = std::max(1, options_.convert_threads);
+  po.threads = po_threads;
   po.carry_across_blocks = true;  // row order inside a file does not matter to a table
+  po.prefetch_blocks = options_.prefetch_blocks;
   po.converter.route_field_id = layout_->partition_source_id;
   po.route_key = [](int64_t micros) { return FloorDiv(micros, kHourMicros); };
   po.route_range = [](int64_t hour) {
     return std::make_pair(hour * kHourMicros, (hour + 1) * kHourMicros);
   };
-  RETURN_IF_ERROR(
-      schema::ParallelConverter::Run(layout_->schema, *pschema_, options_.writer, po, next, place));
+  schema::ParallelConverterTimes times;
+  RETURN_IF_ERROR(schema::ParallelConverter::Run(layout_->schema, *pschema_, options_.writer, po,
+                                                 next, place, &times));
+  const auto converted = Clock::now();
   while (!open.empty()) RETURN_IF_ERROR(cut(open.begin()->first));
   const auto finish0 = Clock::now();
   RETURN_IF_ERROR(uploader.Finish());
   spdlog::debug(
       "table batch of {} record(s) written in {:.0f} ms: log reads {:.0f} ms, blocks made {:.0f} "
-      "ms, row "
-      "groups placed {:.0f} ms, last uploads {:.0f} ms",
+      "ms, row groups placed {:.0f} ms, converted by {:.0f} ms, last files cut {:.0f} ms, last "
+      "uploads {:.0f} ms; thread-ms: waiting for a block {:.0f}, converting {:.0f}, waiting to "
+      "place {:.0f}, last row groups {:.0f}, idle at the end {:.0f}",
       counts.records_in, ms(Clock::now() - run_start), source_ms, next_ms, place_ms,
-      ms(Clock::now() - finish0));
+      ms(converted - run_start), ms(finish0 - converted), ms(Clock::now() - finish0),
+      times.wait_next, times.convert, times.wait_turn, times.flush, times.idle_end);
   std::sort(out->rejects.begin(), out->rejects.end(), [](const Reject& a, const Reject& b) {
     return std::tie(a.range, a.ordinal, a.sub_sequence) <
            std::tie(b.range, b.ordinal, b.sub_sequence);

@@ -84,6 +84,12 @@ struct BatchWriterOptions {
   int convert_threads = 2;
   size_t block_bytes = 16u << 20;
   size_t block_records = 16384;
+  // Blocks made ahead of the converters, by a thread that reads the source
+  // (ParallelConverterOptions::prefetch_blocks).
+  int prefetch_blocks = 1;
+  // The records the batch was planned with (0: not known): blocks get smaller as the
+  // batch nears its end, so the converter threads finish together.
+  uint64_t expected_records = 0;
   format::parquet::WriterOptions writer;
   bool keep_rejected_data = false;  // copy a rejected record's key and data into its Reject
 };

@@ -111,9 +111,9 @@ class TablePartsTest : public TableTestBase {
   // is its JSON text), creating the table from the target on the first file as the sink
   // does.
   Result<BatchOutput> Write(const WriteTarget& target, std::vector<VectorSource::Rec> recs,
-                            BatchWriterOptions wo = {}, size_t padding = 0) {
-    VectorSource source(std::move(recs), 1'780'000'000'000, std::numeric_limits<size_t>::max(),
-                        padding);
+                            BatchWriterOptions wo = {}, size_t padding = 0,
+                            size_t max_chunk = std::numeric_limits<size_t>::max()) {
+    VectorSource source(std::move(recs), 1'780'000'000'000, max_chunk, padding);
     auto decode = [](const SourceRecord& rec, size_t range, BlockOwner* owner,
                      schema::ConvertBlock* block) {
       owner->records_in++;
@@ -240,6 +240,32 @@ TEST_F(BatchWriterTest, WritesTheGoodRecordsAndRejectsTheRest) {
     EXPECT_EQ(static_cast<int64_t>(bytes.size()), f.file_size_in_bytes);
   }
   EXPECT_EQ(rows, 3998);
+}
+
+// Blocks get smaller at the start of a batch and towards its planned end, and are made
+// ahead by a thread of their own: whatever the planned count says (exact, short of the
+// records as with KPL aggregates, or past them), every record is written once.
+TEST_F(BatchWriterTest, EveryRecordIsWrittenOnceWhateverTheBlocksAndThePlannedCount) {
+  ASSERT_OK_AND_ASSIGN(auto target, InitialTarget());
+  Batch b = MakeBatch(0, 2000);  // 4000 records
+  for (uint64_t expected : {0u, 4000u, 3997u, 1000u, 100000u}) {
+    for (int prefetch : {0, 2}) {
+      SCOPED_TRACE(::testing::Message() << "planned " << expected << ", prefetch " << prefetch);
+      BatchWriterOptions wo;
+      wo.block_records = 50;
+      wo.block_bytes = 1 << 20;
+      wo.prefetch_blocks = prefetch;
+      wo.expected_records = expected;
+      wo.writer.row_group_size = 1 << 10;
+      ASSERT_OK_AND_ASSIGN(BatchOutput out, Write(*target, b.recs, wo, 0, /*max_chunk=*/7));
+      EXPECT_EQ(out.counts.records_in, 4000u);
+      EXPECT_EQ(out.counts.delivered, 4000u);
+      EXPECT_TRUE(out.rejects.empty());
+      int64_t rows = 0;
+      for (const auto& f : out.files) rows += f.record_count;
+      EXPECT_EQ(rows, 4000);
+    }
+  }
 }
 
 // Records that lie in a padded buffer (as the log hands them) are parsed where they lie: the

@@ -324,8 +324,9 @@ class TableSink final : public Sink {
   // batch is retried once the owner made it), and a pass into a table that exists
   // converts with mu_ let go: its threads touch nothing of the sink but the pass's target
   // and file locator.
-  Status WriteRecords(RecordSource* source, const iceberg::FileIO* io, Cleanup* cleanup,
-                      BatchOutput* out, std::unique_lock<std::mutex>* staged = nullptr);
+  Status WriteRecords(const DeliveryBatch& batch, RecordSource* source, const iceberg::FileIO* io,
+                      Cleanup* cleanup, BatchOutput* out,
+                      std::unique_lock<std::mutex>* staged = nullptr);
   // The batch's rejects to the DLQ, and a redrive batch's report (before any commit).
   Status WriteDlq(const DeliveryBatch& batch, const BatchOutput& out, RecordSource* source,
                   DeliveryCounts* counts, std::optional<RedriveProgress>* redrive_after);
@@ -454,8 +455,9 @@ class TableSink final : public Sink {
   std::atomic<int64_t> version_number_{0};
 };
 
-Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, Cleanup* cleanup,
-                               BatchOutput* out, std::unique_lock<std::mutex>* staged) {
+Status TableSink::WriteRecords(const DeliveryBatch& batch, RecordSource* source,
+                               const iceberg::FileIO* io, Cleanup* cleanup, BatchOutput* out,
+                               std::unique_lock<std::mutex>* staged) {
   const std::string attempt = crypto::RandomUuid().substr(0, 8);
   std::atomic<int> file_no{0};
   for (int pass = 1;; ++pass) {
@@ -496,6 +498,7 @@ Status TableSink::WriteRecords(RecordSource* source, const iceberg::FileIO* io, 
     wo.block_records = options_.block_records;
     wo.writer = writer_options_;
     wo.keep_rejected_data = config_.dlq.include_record_data;
+    for (const auto& r : batch.ranges) wo.expected_records += r.records;
     BatchWriter writer(&target->layout(), &target->parquet(), wo);
     const bool unlocked = staged != nullptr && table_existed;
     if (unlocked) staged->unlock();
@@ -593,7 +596,7 @@ Result<DeliveryCounts> TableSink::Deliver(const DeliveryBatch& batch, RecordSour
   ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_.io());
   Cleanup cleanup(io);
   BatchOutput out;
-  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, &out));
+  RETURN_IF_ERROR(WriteRecords(batch, source, io, &cleanup, &out));
   DeliveryCounts counts = out.counts;
 
   // The dead-letter queue (and a redrive's report) before the commit that moves past the
@@ -642,7 +645,7 @@ Result<DeliveryCounts> TableSink::DeliverStaged(const DeliveryBatch& batch, Reco
   ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_.io());
   Cleanup cleanup(io);
   BatchOutput out;
-  RETURN_IF_ERROR(WriteRecords(source, io, &cleanup, &out, lock));
+  RETURN_IF_ERROR(WriteRecords(batch, source, io, &cleanup, &out, lock));
   DeliveryCounts counts = out.counts;
   // The rest touches nothing of the sink's (the DLQ, the staging store, the delivery log).
   lock->unlock();

@@ -230,6 +230,7 @@ Status ScanRows(const FileIO& io, const ScanPlan& plan, const ScanFilter& filter
     int64_t pos = 0;
     RETURN_IF_ERROR(ReadFileRows(io, f.file_path, target, [&](const std::string& lines) {
       ForEachLine(lines, [&](std::string_view line) {
+        if (stop) return false;  // the limit was reached in an earlier row group of the file
         int64_t p = pos++;
         if (deleted.count(p)) return true;
         if (parse) {

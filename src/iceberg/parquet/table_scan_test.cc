@@ -9,6 +9,7 @@
 
 #include "common/testing/status_assertions.h"
 #include "common/testing/temp_dir.h"
+#include "format/parquet/file_reader.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
 #include "iceberg/manifest_avro.h"
@@ -51,10 +52,10 @@ class TableScanTest : public ::testing::Test {
 
   // Writes `rows` (JSON objects) as a Parquet file of `schema` at table key `name`.
   DataFile Write(const Schema& schema, const std::string& name, const std::vector<json>& rows,
-                 FileContent content = FileContent::kData) {
+                 FileContent content = FileContent::kData, pq::WriterOptions options = {}) {
     std::string bytes;
     pq::StringOutputStream out(&bytes);
-    auto writer = pq::FileWriter::Make(schema, &out, pq::WriterOptions{});
+    auto writer = pq::FileWriter::Make(schema, &out, options);
     EXPECT_OK(writer);
     schema::ConvertibleSchema cs{schema, {}};
     auto converter = schema::RecordConverter::Make(cs, writer->get());
@@ -198,6 +199,34 @@ TEST_F(TableScanTest, FiltersAndLimits) {
   EXPECT_NOT_OK(ParseEqualsFilter("novalue"));
   ASSERT_OK_AND_ASSIGN(auto p, ParseEqualsFilter("a=b=c"));
   EXPECT_EQ(p.second, "b=c");
+}
+
+// A limit reached inside a file of several row groups ends the scan there (the rows of
+// the file's later row groups are not emitted).
+TEST_F(TableScanTest, ALimitHoldsAcrossTheRowGroupsOfAFile) {
+  std::vector<json> rows;
+  for (int i = 1; i <= 12; ++i) rows.push_back({{"id", i}, {"name", "n" + std::to_string(i)}});
+  pq::WriterOptions small;
+  small.row_group_size = 1;  // a row group per row
+  DataFile f = Write(V0(), "many.parquet", rows, FileContent::kData, small);
+  ASSERT_OK_AND_ASSIGN(std::string bytes, io_->Read(f.file_path));
+  ASSERT_OK_AND_ASSIGN(auto reader, pq::ParquetFileReader::Open(bytes));
+  ASSERT_GT(reader->num_row_groups(), 3);
+  TableMetadata md;
+  md.location = io_->Location("t");
+  md.schemas = {V0()};
+  md.current_schema_id = 0;
+  md.partition_specs = {PartitionSpec{}};
+  md.snapshots = {Snap(1, 1, 0, {Manifest(V0(), ManifestContent::kData, 1, 1, {f}, "m.avro")})};
+  md.current_snapshot_id = 1;
+  md.last_sequence_number = 1;
+  ASSERT_OK_AND_ASSIGN(auto plan, PlanScan(*io_, md));
+  for (int64_t limit : {1, 2, 5, 12, 20}) {
+    ScanFilter filter;
+    filter.limit = limit;
+    EXPECT_EQ(static_cast<int64_t>(Rows(plan, filter).size()), std::min<int64_t>(limit, 12))
+        << "limit " << limit;
+  }
 }
 
 TEST_F(TableScanTest, TimeTravelReadsTheSnapshotWithItsSchema) {
