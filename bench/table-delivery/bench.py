@@ -70,6 +70,8 @@ ap.add_argument("--commit-seconds", type=int, default=60)
 ap.add_argument("--only", default="throughput,freshness,memory,compaction,commitcost")
 ap.add_argument("--perf", default="", help="perf record (DWARF call graphs, 999 Hz) the server from CreateChannel to "
                 "the last row of each backlog delivery, into this file (one per delivery: .1, .2, ...)")
+ap.add_argument("--perf-flat", action="store_true",
+                help="with --perf: no call graphs (less overhead; compare with `perf record -F 999` of convert)")
 ap.add_argument("--log-level", default="warn",
                 help="the servers' --log-level; below warn, each backlog delivery's log is kept and its path printed")
 args = ap.parse_args()
@@ -224,7 +226,8 @@ def deliver_backlog(shards, mb, measure_rss=False):
         if args.perf:
             global PERF_RUNS
             PERF_RUNS += 1
-            perf = subprocess.Popen(["perf", "record", "--call-graph", "dwarf,32768", "-F", "999", "-q", "-p", str(pid), "-o", f"{args.perf}.{PERF_RUNS}"])
+            graph = [] if args.perf_flat else ["--call-graph", "dwarf,32768"]
+            perf = subprocess.Popen(["perf", "record", *graph, "-F", "999", "-q", "-p", str(pid), "-o", f"{args.perf}.{PERF_RUNS}"])
             time.sleep(0.5)  # perf attaches
         cpu0 = cpu_s(pid)
         t0 = time.time()
