@@ -821,6 +821,11 @@ struct RecordConverter::Impl {
         }
       }
     }
+    return Finish(ok, error);
+  }
+
+  // Commits the walked record (ok) or rolls it back and fills *error.
+  Result<bool> Finish(bool ok, RecordError* error) {
     if (ok && options.route_field_id != 0 &&
         (!routed || *routed < route_lo || *routed >= route_hi)) {
       writer->AbortRecord();
@@ -842,6 +847,119 @@ struct RecordConverter::Impl {
     error->message = error->path + ": " + message;
     return false;
   }
+
+  // ConvertRun's windows: the bytes one stage 1 pass indexes. 64 KiB keep its structural
+  // index in the L2 cache while the records are walked and cost a few hundred records'
+  // worth of per-call overhead; after a record the window could not take (see
+  // ConvertRun), the next one starts at 4 KiB and doubles with each clean window, so
+  // that input with many bad records does not index the same bytes again and again.
+  static constexpr size_t kMaxWindow = 64 << 10;
+  static constexpr size_t kMinWindow = 4 << 10;
+
+  static bool JsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+  // Whether record b follows record a in the same buffer with only a little JSON
+  // whitespace between them (a line end, blank lines): then both can be in one window.
+  static bool Adjacent(std::string_view a, std::string_view b) {
+    const char* gap = a.data() + a.size();
+    if (b.data() == gap + 1 && *gap == '\n') return true;  // JSON lines
+    if (b.data() < gap || b.data() - gap > 8) return false;
+    for (const char* p = gap; p < b.data(); ++p) {
+      if (!JsonSpace(*p)) return false;
+    }
+    return true;
+  }
+
+  Status ConvertRun(const std::string_view* records, size_t count, RecordError* error,
+                    const std::function<Status(size_t, bool)>& done) {
+    size_t window = kMaxWindow;
+    size_t i = 0;
+    while (i < count) {
+      // The window: records i..j-1, adjacent, within `window` bytes.
+      const char* begin = records[i].data();
+      size_t j = i + 1;
+      while (j < count && Adjacent(records[j - 1], records[j]) &&
+             static_cast<size_t>(records[j].data() + records[j].size() - begin) <= window) {
+        ++j;
+      }
+      if (j - i < 2) {  // one record (or one too large for a window): on its own
+        ASSIGN_OR_RETURN(bool ok, Run(records[i], records[i].size() + kPadding, error));
+        RETURN_IF_ERROR(done(i, ok));
+        ++i;
+        continue;
+      }
+      const size_t len = static_cast<size_t>(records[j - 1].data() + records[j - 1].size() - begin);
+      ASSIGN_OR_RETURN(size_t next, ConvertWindow(records, i, j, begin, len, error, done));
+      if (next == j) {
+        window = std::min(window * 2, kMaxWindow);
+      } else {
+        // Record next - 1 was converted on its own (see ConvertWindow): a new window
+        // after it, smaller.
+        window = kMinWindow;
+      }
+      i = next;
+    }
+    return Status::OK();
+  }
+
+  // Converts records[i, j), which lie in [begin, begin + len), from one stage 1 pass
+  // (simdjson's iterate_many). Each document must start where its record starts and end
+  // before the next record; a document that does not, that is not a JSON object or
+  // that the walk rejects (a bad record, or a cut one that swallowed the next line) is
+  // rolled back and its record converted on its own by Run, whose result is the
+  // record's (so both paths agree on every record); the window then ends there.
+  // Returns the index of the first record not converted.
+  Result<size_t> ConvertWindow(const std::string_view* records, size_t i, size_t j,
+                               const char* begin, size_t len, RecordError* error,
+                               const std::function<Status(size_t, bool)>& done) {
+    od::document_stream stream;
+    if (parser.iterate_many(begin, len, kMaxWindow).get(stream)) {
+      ASSIGN_OR_RETURN(bool ok, Run(records[i], records[i].size() + kPadding, error));
+      RETURN_IF_ERROR(done(i, ok));
+      return i + 1;
+    }
+    auto it = stream.begin();
+    if (!(it != stream.end()) || (*it).error()) {
+      // Stage 1 refused the window (bad UTF-8, an unclosed string): each record on its own.
+      for (size_t k = i; k < j; ++k) {
+        ASSIGN_OR_RETURN(bool ok, Run(records[k], records[k].size() + kPadding, error));
+        RETURN_IF_ERROR(done(k, ok));
+      }
+      return j;
+    }
+    // Document k is walked (it starts record k: the window's start for k == i, checked
+    // below for the others), and its row committed once the next document is seen to
+    // start at record k + 1's first token, or nothing to follow the window's last.
+    for (size_t k = i; k < j; ++k) {
+      path_rev.clear();
+      routed.reset();
+      od::document_reference doc;
+      od::object obj;
+      bool walked = !(*it).get(doc) && !doc.get_object().get(obj) && Struct(root, obj, 0, 1);
+      if (walked) {
+        ++it;
+        walked = k + 1 < j
+                     ? it != stream.end() && begin + it.current_index() == Start(records[k + 1])
+                     : !(it != stream.end());
+      }
+      if (!walked) {
+        writer->AbortRecord();
+        ASSIGN_OR_RETURN(bool ok, Run(records[k], records[k].size() + kPadding, error));
+        RETURN_IF_ERROR(done(k, ok));
+        return k + 1;
+      }
+      ASSIGN_OR_RETURN(bool ok, Finish(true, error));
+      RETURN_IF_ERROR(done(k, ok));
+    }
+    return j;
+  }
+
+  // Where a record's first token is (iterate_many's index of a document after the first).
+  static const char* Start(std::string_view record) {
+    size_t n = 0;
+    while (n < record.size() && JsonSpace(record[n])) ++n;
+    return record.data() + n;
+  }
 };
 
 RecordConverter::RecordConverter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -857,6 +975,8 @@ Result<std::unique_ptr<RecordConverter>> RecordConverter::Make(const Convertible
       std::max(options.max_record_depth, SchemaDepth(writer->schema().root()));
   impl->constraints = schema.constraints;
   RETURN_IF_ERROR(impl->Build(writer->schema().root(), &impl->root));
+  // ConvertRun's stage 1 passes run on the caller's thread (ParallelConverter has its own).
+  impl->parser.threaded = false;
   impl->Index(&impl->root);
   return std::unique_ptr<RecordConverter>(new RecordConverter(std::move(impl)));
 }
@@ -875,6 +995,12 @@ void RecordConverter::SetRoute(int64_t lo, int64_t hi) {
 
 Result<bool> RecordConverter::ConvertPadded(std::string_view json, RecordError* error) {
   return impl_->Run(json, json.size() + kPadding, error);
+}
+
+Status RecordConverter::ConvertRun(const std::string_view* records, size_t count,
+                                   RecordError* error,
+                                   const std::function<Status(size_t, bool)>& done) {
+  return impl_->ConvertRun(records, count, error, done);
 }
 
 }  // namespace icestream::schema
