@@ -5,9 +5,11 @@
 // writes one entry, below the node's level, to every leaf column under it.
 #include "schema/record_converter.h"
 
+#include <immintrin.h>
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -95,6 +97,110 @@ std::string_view TrimRight(std::string_view s) {
   }
   return s;
 }
+
+#if defined(__SSE4_1__)
+// The value of the n <= 16 ASCII digits at p (p[0, 16) readable), or false when one of
+// them is not a digit: the digits moved to the end of a 16-byte vector behind zeros, then
+// combined pairwise (10a + b), by fours and by eights in three multiply-adds.
+inline bool SixteenDigits(const char* p, size_t n, uint64_t* out) {
+  // kShift[n]: pshufb control that moves bytes [0, n) to [16 - n, 16) and zeroes the rest.
+  static constexpr auto kShift = [] {
+    std::array<std::array<int8_t, 16>, 17> t{};
+    for (size_t len = 0; len <= 16; ++len) {
+      for (size_t k = 0; k < 16; ++k) {
+        t[len][k] = k < 16 - len ? static_cast<int8_t>(-128) : static_cast<int8_t>(k - (16 - len));
+      }
+    }
+    return t;
+  }();
+  const __m128i d =
+      _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8('0'));
+  // Bytes below '0' wrapped around: every one of the n must be <= 9 unsigned.
+  const auto digits = static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_subs_epu8(d, _mm_set1_epi8(9)), _mm_setzero_si128())));
+  const uint32_t want = n == 16 ? 0xFFFFu : (1u << n) - 1;
+  if ((digits & want) != want) return false;
+  const __m128i v =
+      _mm_shuffle_epi8(d, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kShift[n].data())));
+  const __m128i pairs =
+      _mm_maddubs_epi16(v, _mm_set_epi8(1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10));
+  const __m128i fours = _mm_madd_epi16(pairs, _mm_set_epi16(1, 100, 1, 100, 1, 100, 1, 100));
+  const __m128i packed = _mm_packus_epi32(fours, fours);
+  const __m128i eights =
+      _mm_madd_epi16(packed, _mm_set_epi16(1, 10000, 1, 10000, 1, 10000, 1, 10000));
+  const auto hi = static_cast<uint32_t>(_mm_cvtsi128_si32(eights));
+  const auto lo = static_cast<uint32_t>(_mm_extract_epi32(eights, 1));
+  *out = uint64_t{hi} * 100000000u + lo;
+  return true;
+}
+
+// The usual shape of a double's text, -?(0|[1-9][0-9]{0,7})\.[0-9]+ with at most 19
+// significant digits (the shortest round-trip text of most doubles: 0.8414709848078965,
+// -38.65), read without a loop per digit: its digits as one integer w, then w * 10^-f
+// rounded by simdjson's own Clinger / Eisel-Lemire step (compute_float_64), as its
+// get_double does after its digit loop, so the value is the same correctly rounded one.
+// false (nothing written) for any other token, and when that step cannot decide alone;
+// the caller then parses with simdjson. p[0, n + 16) must be readable.
+inline bool ParseDoubleFast(const char* p, size_t n, double* out) {
+  static constexpr uint64_t kPow10[19] = {1ull,
+                                          10ull,
+                                          100ull,
+                                          1000ull,
+                                          10000ull,
+                                          100000ull,
+                                          1000000ull,
+                                          10000000ull,
+                                          100000000ull,
+                                          1000000000ull,
+                                          10000000000ull,
+                                          100000000000ull,
+                                          1000000000000ull,
+                                          10000000000000ull,
+                                          100000000000000ull,
+                                          1000000000000000ull,
+                                          10000000000000000ull,
+                                          100000000000000000ull,
+                                          1000000000000000000ull};
+  const bool negative = n > 0 && p[0] == '-';
+  const char* q = p + negative;
+  const size_t m = n - negative;
+  if (m < 3 || m > 20) return false;
+  // The point: within the first nine bytes (at most eight integer digits).
+  const auto dots = static_cast<uint32_t>(_mm_movemask_epi8(
+      _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), _mm_set1_epi8('.'))));
+  if ((dots & 0x1FF) == 0) return false;
+  const auto int_digits = static_cast<size_t>(__builtin_ctz(dots));
+  const size_t frac_digits = m - int_digits - 1;
+  if (int_digits == 0 || frac_digits == 0 || int_digits + frac_digits > 19 ||
+      (q[0] == '0' && int_digits != 1)) {
+    return false;
+  }
+  uint64_t w = 0;
+  for (size_t k = 0; k < int_digits; ++k) {
+    const auto digit = static_cast<unsigned>(static_cast<unsigned char>(q[k]) - '0');
+    if (digit > 9) return false;
+    w = w * 10 + digit;
+  }
+  const char* f = q + int_digits + 1;
+  uint64_t frac = 0;
+  if (frac_digits <= 16) {
+    if (!SixteenDigits(f, frac_digits, &frac)) return false;
+  } else {  // 17 or 18: the first one or two, then sixteen
+    const size_t head = frac_digits - 16;
+    for (size_t k = 0; k < head; ++k) {
+      const auto digit = static_cast<unsigned>(static_cast<unsigned char>(f[k]) - '0');
+      if (digit > 9) return false;
+      frac = frac * 10 + digit;
+    }
+    uint64_t tail = 0;
+    if (!SixteenDigits(f + head, 16, &tail)) return false;
+    frac = frac * kPow10[16] + tail;
+  }
+  w = w * kPow10[frac_digits] + frac;  // < 10^19: no overflow
+  return simdjson::builtin::numberparsing::compute_float_64(-static_cast<int64_t>(frac_digits), w,
+                                                            negative, *out);
+}
+#endif
 
 int SchemaDepth(const ShredNode& n) {
   int d = 0;
@@ -509,9 +615,14 @@ struct RecordConverter::Impl {
   // non-zero one that would become 0, is refused.
   bool Floating(const Node& n, od::value& v, int16_t rep) {
     double d;
-    // simdjson's parser is correctly rounded and fast on every shape (a fast path of
-    // ours in front of it cost more than it saved).
-    if (auto e = v.get_double().get(d)) {
+#if defined(__SSE4_1__)
+    // The token is followed by the record's padding: the fast path may read past it.
+    const std::string_view raw = TrimRight(v.raw_json_token());
+    if (ParseDoubleFast(raw.data(), raw.size(), &d)) {
+      // a decimal fraction of at most 19 digits
+    } else
+#endif
+        if (auto e = v.get_double().get(d)) {
       std::string_view tok = TrimRight(v.raw_json_token());
       if (e == simdjson::NUMBER_OUT_OF_RANGE ||
           (e == simdjson::NUMBER_ERROR && IsJsonNumber(tok))) {

@@ -329,6 +329,80 @@ TEST_F(ConverterTest, DoublesAreCorrectlyRounded) {
   }
 }
 
+// The converter's own reading of decimal fractions (-?d{1,8}.d+, at most 19 digits; the
+// shortest text of most doubles) gives strtod's double bit for bit: every split of 1..20
+// digits around the point (the longest ones go back to simdjson), zeros after the point,
+// signs, and texts within a few units of the 19th digit of the midpoint between two
+// neighbouring doubles, where the rounding step must hand the token back rather than
+// guess; with a minus sign, non-digits inside the digits and an exponent after them
+// (other paths, same answers).
+TEST_F(ConverterTest, DecimalFractionDoublesAreCorrectlyRounded) {
+  Load(R"({"type":"struct","fields":[{"id":1,"name":"d","required":false,"type":"double"}]})");
+  std::mt19937_64 rng(11);
+  std::vector<std::string> tokens = {"0.0",
+                                     "-0.0",
+                                     "0.5",
+                                     "9.999999999999999999",
+                                     "12345678.12345678901",
+                                     "0.000000000000000001",
+                                     "1.7976931348623157",
+                                     "4.9406564584124654"};
+  auto digits = [&](size_t n, bool first_nonzero) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) {
+      out.push_back(
+          static_cast<char>((i == 0 && first_nonzero ? '1' + rng() % 9 : '0' + rng() % 10)));
+    }
+    return out;
+  };
+  for (int n = 0; n < 40000; ++n) {
+    std::string t;
+    if (n % 4 == 3) {
+      // Near a midpoint: (d + next(d)) / 2 exactly (a long double holds it), its first 19
+      // significant digits, the last one moved by -2..+2.
+      const double d = static_cast<double>(rng() >> 11) * 0x1.0p-53 * std::pow(10.0, rng() % 8);
+      const long double mid =
+          (static_cast<long double>(d) + std::nextafter(d, 2.0 * d + 1.0)) / 2.0L;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.18Le", mid);  // d.dddddddddddddddddde±x: 19 digits
+      std::string m(buf);
+      const int exp10 = std::atoi(m.c_str() + m.find('e') + 1);
+      std::string sig = m.substr(0, 1) + m.substr(2, 18);
+      int last = sig.back() - '0' + static_cast<int>(rng() % 5) - 2;
+      if (last < 0 || last > 9) last = sig.back() - '0';
+      sig.back() = static_cast<char>('0' + last);
+      if (exp10 < 0 || exp10 > 7) continue;  // keep the integer part at 1..8 digits
+      t = sig.substr(0, static_cast<size_t>(exp10) + 1) + "." +
+          sig.substr(static_cast<size_t>(exp10) + 1);
+    } else {
+      const size_t int_digits = 1 + rng() % 8;
+      const size_t frac_digits = 1 + rng() % (20 - int_digits);
+      t = rng() % 4 == 0 ? "0" : digits(int_digits, true);
+      t += "." + digits(frac_digits, false);
+    }
+    // An exponent: the fast path must see its 'e' wherever it falls among the digits.
+    if (rng() % 5 == 0) t += (rng() % 2 ? "e" : "E-") + std::to_string(rng() % 6);
+    if (rng() % 3 == 0) t = "-" + t;
+    tokens.push_back(t);
+  }
+  for (const auto& t : tokens) ASSERT_TRUE(Convert("{\"d\":" + t + "}")) << t;
+  auto d = Values<double>(Page(0));
+  ASSERT_EQ(d.size(), tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const double want = std::strtod(tokens[i].c_str(), nullptr);
+    ASSERT_EQ(std::memcmp(&d[i], &want, sizeof want), 0) << tokens[i];
+  }
+  // Not of the fast path's shape: refused or read as before.
+  ExpectReject(R"({"d":1.2x3})", RecordErrorCode::kMalformedJson, "$.d");
+  ExpectReject(R"({"d":01.5})", RecordErrorCode::kMalformedJson, "$.d");
+  ExpectReject(R"({"d":1.})", RecordErrorCode::kMalformedJson, "$.d");
+  ExpectReject(R"({"d":-.5})", RecordErrorCode::kMalformedJson, "$.d");
+  ASSERT_TRUE(Convert(R"({"d":1.25e2})"));
+  ASSERT_TRUE(Convert(R"({"d":-12345678.5})"));
+  ASSERT_TRUE(Convert(R"({"d":123456789.5})"));
+  EXPECT_EQ(Values<double>(Page(0)), (std::vector<double>{125.0, -12345678.5, 123456789.5}));
+}
+
 // Decimals: exact at the column's scale and within its precision, or refused.
 TEST_F(ConverterTest, DecimalsAreExactOrRefused) {
   Load(R"j({"type":"struct","fields":[{"id":1,"name":"a","required":false,"type":"decimal(9,2)"},
