@@ -5,9 +5,11 @@
 // writes one entry, below the node's level, to every leaf column under it.
 #include "schema/record_converter.h"
 
+#include <immintrin.h>
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -95,6 +97,110 @@ std::string_view TrimRight(std::string_view s) {
   }
   return s;
 }
+
+#if defined(__SSE4_1__)
+// The value of the n <= 16 ASCII digits at p (p[0, 16) readable), or false when one of
+// them is not a digit: the digits moved to the end of a 16-byte vector behind zeros, then
+// combined pairwise (10a + b), by fours and by eights in three multiply-adds.
+inline bool SixteenDigits(const char* p, size_t n, uint64_t* out) {
+  // kShift[n]: pshufb control that moves bytes [0, n) to [16 - n, 16) and zeroes the rest.
+  static constexpr auto kShift = [] {
+    std::array<std::array<int8_t, 16>, 17> t{};
+    for (size_t len = 0; len <= 16; ++len) {
+      for (size_t k = 0; k < 16; ++k) {
+        t[len][k] = k < 16 - len ? static_cast<int8_t>(-128) : static_cast<int8_t>(k - (16 - len));
+      }
+    }
+    return t;
+  }();
+  const __m128i d =
+      _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8('0'));
+  // Bytes below '0' wrapped around: every one of the n must be <= 9 unsigned.
+  const auto digits = static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_subs_epu8(d, _mm_set1_epi8(9)), _mm_setzero_si128())));
+  const uint32_t want = n == 16 ? 0xFFFFu : (1u << n) - 1;
+  if ((digits & want) != want) return false;
+  const __m128i v =
+      _mm_shuffle_epi8(d, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kShift[n].data())));
+  const __m128i pairs =
+      _mm_maddubs_epi16(v, _mm_set_epi8(1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10));
+  const __m128i fours = _mm_madd_epi16(pairs, _mm_set_epi16(1, 100, 1, 100, 1, 100, 1, 100));
+  const __m128i packed = _mm_packus_epi32(fours, fours);
+  const __m128i eights =
+      _mm_madd_epi16(packed, _mm_set_epi16(1, 10000, 1, 10000, 1, 10000, 1, 10000));
+  const auto hi = static_cast<uint32_t>(_mm_cvtsi128_si32(eights));
+  const auto lo = static_cast<uint32_t>(_mm_extract_epi32(eights, 1));
+  *out = uint64_t{hi} * 100000000u + lo;
+  return true;
+}
+
+// The usual shape of a double's text, -?(0|[1-9][0-9]{0,7})\.[0-9]+ with at most 19
+// significant digits (the shortest round-trip text of most doubles: 0.8414709848078965,
+// -38.65), read without a loop per digit: its digits as one integer w, then w * 10^-f
+// rounded by simdjson's own Clinger / Eisel-Lemire step (compute_float_64), as its
+// get_double does after its digit loop, so the value is the same correctly rounded one.
+// false (nothing written) for any other token, and when that step cannot decide alone;
+// the caller then parses with simdjson. p[0, n + 16) must be readable.
+inline bool ParseDoubleFast(const char* p, size_t n, double* out) {
+  static constexpr uint64_t kPow10[19] = {1ull,
+                                          10ull,
+                                          100ull,
+                                          1000ull,
+                                          10000ull,
+                                          100000ull,
+                                          1000000ull,
+                                          10000000ull,
+                                          100000000ull,
+                                          1000000000ull,
+                                          10000000000ull,
+                                          100000000000ull,
+                                          1000000000000ull,
+                                          10000000000000ull,
+                                          100000000000000ull,
+                                          1000000000000000ull,
+                                          10000000000000000ull,
+                                          100000000000000000ull,
+                                          1000000000000000000ull};
+  const bool negative = n > 0 && p[0] == '-';
+  const char* q = p + negative;
+  const size_t m = n - negative;
+  if (m < 3 || m > 20) return false;
+  // The point: within the first nine bytes (at most eight integer digits).
+  const auto dots = static_cast<uint32_t>(_mm_movemask_epi8(
+      _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), _mm_set1_epi8('.'))));
+  if ((dots & 0x1FF) == 0) return false;
+  const auto int_digits = static_cast<size_t>(__builtin_ctz(dots));
+  const size_t frac_digits = m - int_digits - 1;
+  if (int_digits == 0 || frac_digits == 0 || int_digits + frac_digits > 19 ||
+      (q[0] == '0' && int_digits != 1)) {
+    return false;
+  }
+  uint64_t w = 0;
+  for (size_t k = 0; k < int_digits; ++k) {
+    const auto digit = static_cast<unsigned>(static_cast<unsigned char>(q[k]) - '0');
+    if (digit > 9) return false;
+    w = w * 10 + digit;
+  }
+  const char* f = q + int_digits + 1;
+  uint64_t frac = 0;
+  if (frac_digits <= 16) {
+    if (!SixteenDigits(f, frac_digits, &frac)) return false;
+  } else {  // 17 or 18: the first one or two, then sixteen
+    const size_t head = frac_digits - 16;
+    for (size_t k = 0; k < head; ++k) {
+      const auto digit = static_cast<unsigned>(static_cast<unsigned char>(f[k]) - '0');
+      if (digit > 9) return false;
+      frac = frac * 10 + digit;
+    }
+    uint64_t tail = 0;
+    if (!SixteenDigits(f + head, 16, &tail)) return false;
+    frac = frac * kPow10[16] + tail;
+  }
+  w = w * kPow10[frac_digits] + frac;  // < 10^19: no overflow
+  return simdjson::builtin::numberparsing::compute_float_64(-static_cast<int64_t>(frac_digits), w,
+                                                            negative, *out);
+}
+#endif
 
 int SchemaDepth(const ShredNode& n) {
   int d = 0;
@@ -509,9 +615,14 @@ struct RecordConverter::Impl {
   // non-zero one that would become 0, is refused.
   bool Floating(const Node& n, od::value& v, int16_t rep) {
     double d;
-    // simdjson's parser is correctly rounded and fast on every shape (a fast path of
-    // ours in front of it cost more than it saved).
-    if (auto e = v.get_double().get(d)) {
+#if defined(__SSE4_1__)
+    // The token is followed by the record's padding: the fast path may read past it.
+    const std::string_view raw = TrimRight(v.raw_json_token());
+    if (ParseDoubleFast(raw.data(), raw.size(), &d)) {
+      // a decimal fraction of at most 19 digits
+    } else
+#endif
+        if (auto e = v.get_double().get(d)) {
       std::string_view tok = TrimRight(v.raw_json_token());
       if (e == simdjson::NUMBER_OUT_OF_RANGE ||
           (e == simdjson::NUMBER_ERROR && IsJsonNumber(tok))) {
@@ -821,6 +932,11 @@ struct RecordConverter::Impl {
         }
       }
     }
+    return Finish(ok, error);
+  }
+
+  // Commits the walked record (ok) or rolls it back and fills *error.
+  Result<bool> Finish(bool ok, RecordError* error) {
     if (ok && options.route_field_id != 0 &&
         (!routed || *routed < route_lo || *routed >= route_hi)) {
       writer->AbortRecord();
@@ -842,6 +958,119 @@ struct RecordConverter::Impl {
     error->message = error->path + ": " + message;
     return false;
   }
+
+  // ConvertRun's windows: the bytes one stage 1 pass indexes. 64 KiB keep its structural
+  // index in the L2 cache while the records are walked and cost a few hundred records'
+  // worth of per-call overhead; after a record the window could not take (see
+  // ConvertRun), the next one starts at 4 KiB and doubles with each clean window, so
+  // that input with many bad records does not index the same bytes again and again.
+  static constexpr size_t kMaxWindow = 64 << 10;
+  static constexpr size_t kMinWindow = 4 << 10;
+
+  static bool JsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+  // Whether record b follows record a in the same buffer with only a little JSON
+  // whitespace between them (a line end, blank lines): then both can be in one window.
+  static bool Adjacent(std::string_view a, std::string_view b) {
+    const char* gap = a.data() + a.size();
+    if (b.data() == gap + 1 && *gap == '\n') return true;  // JSON lines
+    if (b.data() < gap || b.data() - gap > 8) return false;
+    for (const char* p = gap; p < b.data(); ++p) {
+      if (!JsonSpace(*p)) return false;
+    }
+    return true;
+  }
+
+  Status ConvertRun(const std::string_view* records, size_t count, RecordError* error,
+                    const std::function<Status(size_t, bool)>& done) {
+    size_t window = kMaxWindow;
+    size_t i = 0;
+    while (i < count) {
+      // The window: records i..j-1, adjacent, within `window` bytes.
+      const char* begin = records[i].data();
+      size_t j = i + 1;
+      while (j < count && Adjacent(records[j - 1], records[j]) &&
+             static_cast<size_t>(records[j].data() + records[j].size() - begin) <= window) {
+        ++j;
+      }
+      if (j - i < 2) {  // one record (or one too large for a window): on its own
+        ASSIGN_OR_RETURN(bool ok, Run(records[i], records[i].size() + kPadding, error));
+        RETURN_IF_ERROR(done(i, ok));
+        ++i;
+        continue;
+      }
+      const size_t len = static_cast<size_t>(records[j - 1].data() + records[j - 1].size() - begin);
+      ASSIGN_OR_RETURN(size_t next, ConvertWindow(records, i, j, begin, len, error, done));
+      if (next == j) {
+        window = std::min(window * 2, kMaxWindow);
+      } else {
+        // Record next - 1 was converted on its own (see ConvertWindow): a new window
+        // after it, smaller.
+        window = kMinWindow;
+      }
+      i = next;
+    }
+    return Status::OK();
+  }
+
+  // Converts records[i, j), which lie in [begin, begin + len), from one stage 1 pass
+  // (simdjson's iterate_many). Each document must start where its record starts and end
+  // before the next record; a document that does not, that is not a JSON object or
+  // that the walk rejects (a bad record, or a cut one that swallowed the next line) is
+  // rolled back and its record converted on its own by Run, whose result is the
+  // record's (so both paths agree on every record); the window then ends there.
+  // Returns the index of the first record not converted.
+  Result<size_t> ConvertWindow(const std::string_view* records, size_t i, size_t j,
+                               const char* begin, size_t len, RecordError* error,
+                               const std::function<Status(size_t, bool)>& done) {
+    od::document_stream stream;
+    if (parser.iterate_many(begin, len, kMaxWindow).get(stream)) {
+      ASSIGN_OR_RETURN(bool ok, Run(records[i], records[i].size() + kPadding, error));
+      RETURN_IF_ERROR(done(i, ok));
+      return i + 1;
+    }
+    auto it = stream.begin();
+    if (!(it != stream.end()) || (*it).error()) {
+      // Stage 1 refused the window (bad UTF-8, an unclosed string): each record on its own.
+      for (size_t k = i; k < j; ++k) {
+        ASSIGN_OR_RETURN(bool ok, Run(records[k], records[k].size() + kPadding, error));
+        RETURN_IF_ERROR(done(k, ok));
+      }
+      return j;
+    }
+    // Document k is walked (it starts record k: the window's start for k == i, checked
+    // below for the others), and its row committed once the next document is seen to
+    // start at record k + 1's first token, or nothing to follow the window's last.
+    for (size_t k = i; k < j; ++k) {
+      path_rev.clear();
+      routed.reset();
+      od::document_reference doc;
+      od::object obj;
+      bool walked = !(*it).get(doc) && !doc.get_object().get(obj) && Struct(root, obj, 0, 1);
+      if (walked) {
+        ++it;
+        walked = k + 1 < j
+                     ? it != stream.end() && begin + it.current_index() == Start(records[k + 1])
+                     : !(it != stream.end());
+      }
+      if (!walked) {
+        writer->AbortRecord();
+        ASSIGN_OR_RETURN(bool ok, Run(records[k], records[k].size() + kPadding, error));
+        RETURN_IF_ERROR(done(k, ok));
+        return k + 1;
+      }
+      ASSIGN_OR_RETURN(bool ok, Finish(true, error));
+      RETURN_IF_ERROR(done(k, ok));
+    }
+    return j;
+  }
+
+  // Where a record's first token is (iterate_many's index of a document after the first).
+  static const char* Start(std::string_view record) {
+    size_t n = 0;
+    while (n < record.size() && JsonSpace(record[n])) ++n;
+    return record.data() + n;
+  }
 };
 
 RecordConverter::RecordConverter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -857,6 +1086,8 @@ Result<std::unique_ptr<RecordConverter>> RecordConverter::Make(const Convertible
       std::max(options.max_record_depth, SchemaDepth(writer->schema().root()));
   impl->constraints = schema.constraints;
   RETURN_IF_ERROR(impl->Build(writer->schema().root(), &impl->root));
+  // ConvertRun's stage 1 passes run on the caller's thread (ParallelConverter has its own).
+  impl->parser.threaded = false;
   impl->Index(&impl->root);
   return std::unique_ptr<RecordConverter>(new RecordConverter(std::move(impl)));
 }
@@ -875,6 +1106,12 @@ void RecordConverter::SetRoute(int64_t lo, int64_t hi) {
 
 Result<bool> RecordConverter::ConvertPadded(std::string_view json, RecordError* error) {
   return impl_->Run(json, json.size() + kPadding, error);
+}
+
+Status RecordConverter::ConvertRun(const std::string_view* records, size_t count,
+                                   RecordError* error,
+                                   const std::function<Status(size_t, bool)>& done) {
+  return impl_->ConvertRun(records, count, error, done);
 }
 
 }  // namespace icestream::schema

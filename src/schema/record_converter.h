@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,15 @@ class RecordConverter {
   // Same without the copy: json.data() must be followed by at least
   // kPadding readable bytes (simdjson's SIMDJSON_PADDING).
   Result<bool> ConvertPadded(std::string_view json, RecordError* error);
+  // ConvertPadded on records[0], records[1], ... in turn, with the same results, but
+  // records that follow each other in one buffer (separated by a line end or other
+  // whitespace) are tokenized together (one simdjson stage 1 pass per up to 64 KiB
+  // instead of one per record, whose fixed cost was ~half of the pass on records of
+  // ~100 bytes). Every record must be followed by kPadding readable bytes. After record
+  // i, done(i, converted) is called (*error says why when not converted); a non-OK
+  // status from it, or a writer failure, stops the run and is returned.
+  Status ConvertRun(const std::string_view* records, size_t count, RecordError* error,
+                    const std::function<Status(size_t, bool)>& done);
 
   // The range [lo, hi) of routed values this converter's sink takes (default: all).
   void SetRoute(int64_t lo, int64_t hi);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +13,9 @@
 #include <random>
 
 #include "common/testing/status_assertions.h"
+#include "format/parquet/file_reader.h"
 #include "format/parquet/file_writer.h"
+#include "format/parquet/json_rows.h"
 #include "format/parquet/output_stream.h"
 
 namespace icestream::schema {
@@ -326,6 +329,80 @@ TEST_F(ConverterTest, DoublesAreCorrectlyRounded) {
   }
 }
 
+// The converter's own reading of decimal fractions (-?d{1,8}.d+, at most 19 digits; the
+// shortest text of most doubles) gives strtod's double bit for bit: every split of 1..20
+// digits around the point (the longest ones go back to simdjson), zeros after the point,
+// signs, and texts within a few units of the 19th digit of the midpoint between two
+// neighbouring doubles, where the rounding step must hand the token back rather than
+// guess; with a minus sign, non-digits inside the digits and an exponent after them
+// (other paths, same answers).
+TEST_F(ConverterTest, DecimalFractionDoublesAreCorrectlyRounded) {
+  Load(R"({"type":"struct","fields":[{"id":1,"name":"d","required":false,"type":"double"}]})");
+  std::mt19937_64 rng(11);
+  std::vector<std::string> tokens = {"0.0",
+                                     "-0.0",
+                                     "0.5",
+                                     "9.999999999999999999",
+                                     "12345678.12345678901",
+                                     "0.000000000000000001",
+                                     "1.7976931348623157",
+                                     "4.9406564584124654"};
+  auto digits = [&](size_t n, bool first_nonzero) {
+    std::string out;
+    for (size_t i = 0; i < n; ++i) {
+      out.push_back(
+          static_cast<char>((i == 0 && first_nonzero ? '1' + rng() % 9 : '0' + rng() % 10)));
+    }
+    return out;
+  };
+  for (int n = 0; n < 40000; ++n) {
+    std::string t;
+    if (n % 4 == 3) {
+      // Near a midpoint: (d + next(d)) / 2 exactly (a long double holds it), its first 19
+      // significant digits, the last one moved by -2..+2.
+      const double d = static_cast<double>(rng() >> 11) * 0x1.0p-53 * std::pow(10.0, rng() % 8);
+      const long double mid =
+          (static_cast<long double>(d) + std::nextafter(d, 2.0 * d + 1.0)) / 2.0L;
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.18Le", mid);  // d.dddddddddddddddddde±x: 19 digits
+      std::string m(buf);
+      const int exp10 = std::atoi(m.c_str() + m.find('e') + 1);
+      std::string sig = m.substr(0, 1) + m.substr(2, 18);
+      int last = sig.back() - '0' + static_cast<int>(rng() % 5) - 2;
+      if (last < 0 || last > 9) last = sig.back() - '0';
+      sig.back() = static_cast<char>('0' + last);
+      if (exp10 < 0 || exp10 > 7) continue;  // keep the integer part at 1..8 digits
+      t = sig.substr(0, static_cast<size_t>(exp10) + 1) + "." +
+          sig.substr(static_cast<size_t>(exp10) + 1);
+    } else {
+      const size_t int_digits = 1 + rng() % 8;
+      const size_t frac_digits = 1 + rng() % (20 - int_digits);
+      t = rng() % 4 == 0 ? "0" : digits(int_digits, true);
+      t += "." + digits(frac_digits, false);
+    }
+    // An exponent: the fast path must see its 'e' wherever it falls among the digits.
+    if (rng() % 5 == 0) t += (rng() % 2 ? "e" : "E-") + std::to_string(rng() % 6);
+    if (rng() % 3 == 0) t = "-" + t;
+    tokens.push_back(t);
+  }
+  for (const auto& t : tokens) ASSERT_TRUE(Convert("{\"d\":" + t + "}")) << t;
+  auto d = Values<double>(Page(0));
+  ASSERT_EQ(d.size(), tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const double want = std::strtod(tokens[i].c_str(), nullptr);
+    ASSERT_EQ(std::memcmp(&d[i], &want, sizeof want), 0) << tokens[i];
+  }
+  // Not of the fast path's shape: refused or read as before.
+  ExpectReject(R"({"d":1.2x3})", RecordErrorCode::kMalformedJson, "$.d");
+  ExpectReject(R"({"d":01.5})", RecordErrorCode::kMalformedJson, "$.d");
+  ExpectReject(R"({"d":1.})", RecordErrorCode::kMalformedJson, "$.d");
+  ExpectReject(R"({"d":-.5})", RecordErrorCode::kMalformedJson, "$.d");
+  ASSERT_TRUE(Convert(R"({"d":1.25e2})"));
+  ASSERT_TRUE(Convert(R"({"d":-12345678.5})"));
+  ASSERT_TRUE(Convert(R"({"d":123456789.5})"));
+  EXPECT_EQ(Values<double>(Page(0)), (std::vector<double>{125.0, -12345678.5, 123456789.5}));
+}
+
 // Decimals: exact at the column's scale and within its precision, or refused.
 TEST_F(ConverterTest, DecimalsAreExactOrRefused) {
   Load(R"j({"type":"struct","fields":[{"id":1,"name":"a","required":false,"type":"decimal(9,2)"},
@@ -392,6 +469,155 @@ TEST_F(ConverterTest, DecimalBoundsAndIntegerMultipleOf) {
 
 namespace icestream::schema {
 namespace {
+
+// ConvertRun (records tokenized a window at a time) against ConvertPadded one record at a
+// time: the same result and error for every record and byte-identical files, over
+// thousands of JSON lines (several windows) among which are records of every kind a
+// window must hand back to the one-record path: malformed, cut ones that the next line
+// completes, content after the record, bad UTF-8 and an unclosed string (stage 1 refuses
+// the window), non-objects, leading whitespace, CRLF and blank lines, records too large
+// for a window, and rejections for the schema's sake.
+TEST(ConverterRunTest, AgreesWithOneRecordAtATime) {
+  const std::string schema_json = R"({"type":"object","required":["id"],"properties":{
+      "id":{"type":"integer"},"x":{"type":"number"},"name":{"type":"string"},
+      "loc":{"type":"object","properties":{"lat":{"type":"number"},"lon":{"type":"number"}}},
+      "tags":{"type":"array","items":{"type":"string"}},"ok":{"type":"boolean"}}})";
+  ASSERT_OK_AND_ASSIGN(auto schema, LoadConvertibleSchema(schema_json));
+  std::mt19937_64 rng(20);
+  auto valid = [&](int64_t id) {
+    std::string r = "{\"id\":" + std::to_string(id);
+    if (rng() % 4) r += ",\"x\":" + std::to_string(static_cast<double>(rng() % 100000) / 7);
+    if (rng() % 3) r += ",\"name\":\"n" + std::to_string(rng() % 50) + "\"";
+    if (rng() % 2) {
+      r += ",\"loc\":{\"lat\":" + std::to_string(static_cast<int>(rng() % 90)) + ".5,\"lon\":-" +
+           std::to_string(rng() % 180) + "}";
+    }
+    if (rng() % 2) r += ",\"tags\":[\"a\",\"b" + std::to_string(rng() % 9) + "\"]";
+    if (rng() % 2) r += rng() % 2 ? ",\"ok\":true" : ",\"ok\":false";
+    return r + "}";
+  };
+  // The lines, with the separators that follow each.
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (int64_t n = 0; n < 6000; ++n) {
+    std::string r = valid(n);
+    switch (rng() % 40) {
+      case 0:
+        r = "{\"id\":\"seven\"}";
+        break;  // type mismatch
+      case 1:
+        r = "{\"x\":1.5}";
+        break;  // required id missing
+      case 2:
+        r = r.substr(0, rng() % r.size());
+        break;  // cut anywhere
+      case 3:
+        r = "{\"id\":1,\"tags\":[\"a\",";
+        break;  // the next line completes it
+      case 4:
+        r += rng() % 2 ? " {\"id\":2}" : " 7";
+        break;  // content after the record
+      case 5:
+        r = "{\"id\":3,\"name\":\"\xC3\x28\"}";
+        break;  // bad UTF-8
+      case 6:
+        r = "{\"id\":4,\"name\":\"open}";
+        break;  // unclosed string
+      case 7:
+        r = rng() % 2 ? "[1,2]" : "5";
+        break;  // not an object
+      case 8:
+        r = "   " + r;
+        break;  // leading whitespace
+      case 9:
+        r = "{\"id\":5,\"id\":6}";
+        break;  // member twice
+      case 10:
+        r = "{\"id\":8,\"name\":\"" + std::string(70000, 'z') + "\"}";
+        break;  // > window
+      case 11:
+        r = "{\"id\":9,\"loc\":{\"lat\":[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]}}";
+        break;
+      case 12:
+        r = "{\"id\":10,\"x\":1e999}";
+        break;  // out of range
+      case 13:
+        r = "}{";
+        break;
+      default:
+        break;
+    }
+    const char* seps[] = {"\n", "\n", "\n", "\r\n", "\n  \t\n", "\n\n"};
+    lines.emplace_back(r, seps[rng() % 6]);
+    if (r == "{\"id\":1,\"tags\":[\"a\",") lines.emplace_back("\"b\"]}", "\n");
+  }
+  // The buffer and the records as `icestream convert` cuts them (blank lines dropped,
+  // a line's \r left in the gap), kPadding readable bytes after the last.
+  std::string buf;
+  std::vector<size_t> starts;
+  for (const auto& [r, sep] : lines) {
+    starts.push_back(buf.size());
+    buf += r;
+    buf += sep;
+  }
+  buf.append(RecordConverter::kPadding, '\0');
+  std::vector<std::string_view> records;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].first.find_first_not_of(" \t") == std::string::npos) continue;
+    records.emplace_back(buf.data() + starts[i], lines[i].first.size());
+  }
+  // Dictionaries off: byte-identical files. On: the same rows (a window that hands a
+  // record back has walked part of it, so the chunk's dictionary may hold other
+  // unreferenced entries, as the values of any rejected record leave).
+  for (bool dictionary : {false, true}) {
+    SCOPED_TRACE(dictionary ? "dictionary" : "plain");
+    pq::WriterOptions o;
+    o.codec = pq::Codec::kUncompressed;
+    o.page_size = 4096;  // many pages, cut between the same records in both files
+    o.dictionary = dictionary;
+    std::string one_file, run_file;
+    pq::StringOutputStream one_out(&one_file), run_out(&run_file);
+    ASSERT_OK_AND_ASSIGN(auto one_writer, pq::FileWriter::Make(schema.schema, &one_out, o));
+    ASSERT_OK_AND_ASSIGN(auto run_writer, pq::FileWriter::Make(schema.schema, &run_out, o));
+    ASSERT_OK_AND_ASSIGN(auto one, RecordConverter::Make(schema, one_writer.get()));
+    ASSERT_OK_AND_ASSIGN(auto run, RecordConverter::Make(schema, run_writer.get()));
+    std::vector<std::pair<bool, std::string>> want;
+    RecordError e;
+    for (auto r : records) {
+      ASSERT_OK_AND_ASSIGN(bool ok, one->ConvertPadded(r, &e));
+      want.emplace_back(ok, ok ? "" : std::string(RecordErrorCodeName(e.code)) + " " + e.message);
+    }
+    size_t seen = 0, rejected = 0;
+    ASSERT_OK(run->ConvertRun(records.data(), records.size(), &e, [&](size_t i, bool ok) {
+      EXPECT_EQ(i, seen);
+      ++seen;
+      rejected += !ok;
+      const std::pair<bool, std::string> got(
+          ok, ok ? "" : std::string(RecordErrorCodeName(e.code)) + " " + e.message);
+      EXPECT_EQ(got, want[i]) << "record " << i << ": " << records[i].substr(0, 200);
+      return Status::OK();
+    }));
+    EXPECT_EQ(seen, records.size());
+    EXPECT_GT(rejected, 500u);
+    EXPECT_GT(seen - rejected, 4000u);
+    ASSERT_OK(one_writer->Close());
+    ASSERT_OK(run_writer->Close());
+    if (!dictionary) {
+      EXPECT_TRUE(one_file == run_file)
+          << "the files differ (" << one_file.size() << " and " << run_file.size() << " bytes)";
+    }
+    std::string one_rows, run_rows;
+    ASSERT_OK_AND_ASSIGN(auto one_reader, pq::ParquetFileReader::Open(one_file));
+    ASSERT_OK_AND_ASSIGN(auto run_reader, pq::ParquetFileReader::Open(run_file));
+    ASSERT_EQ(one_reader->num_row_groups(), run_reader->num_row_groups());
+    for (int g = 0; g < one_reader->num_row_groups(); ++g) {
+      ASSERT_OK(pq::AppendJsonRows(*one_reader, g, &one_rows));
+      ASSERT_OK(pq::AppendJsonRows(*run_reader, g, &run_rows));
+    }
+    EXPECT_EQ(std::count(run_rows.begin(), run_rows.end(), '\n'),
+              static_cast<std::ptrdiff_t>(seen - rejected));
+    EXPECT_TRUE(one_rows == run_rows) << "the rows differ";
+  }
+}
 
 // Routing: a valid record whose routed value falls outside the converter's range is rolled
 // back (nothing stays in the columns) and reported with its value; inside the range it is

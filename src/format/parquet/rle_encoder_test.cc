@@ -46,6 +46,40 @@ TEST(RleTest, MixedRunsKeepGroupsWhole) {
   EXPECT_BYTES_EQ("", Enc(std::vector<uint32_t>{}, 4));
 }
 
+// BitPack against a bit-by-bit packing written here from the spec text (value i's bit b
+// is bit i * width + b of the output, LSB first), at every width and at lengths around
+// the 32-bit words it stores, after bytes already in the buffer.
+TEST(RleTest, BitPackMatchesBitByBit) {
+  std::mt19937_64 rng(3);
+  for (int width = 1; width <= 32; ++width) {
+    for (size_t n : {0, 1, 3, 4, 7, 8, 9, 31, 32, 33, 63, 64, 65, 250}) {
+      std::vector<uint32_t> v(n);
+      const uint64_t mask = (uint64_t{1} << width) - 1;
+      for (auto& x : v) x = static_cast<uint32_t>(rng() & mask);
+      std::string want = "ab";
+      want.resize(2 + (n * static_cast<size_t>(width) + 7) / 8, '\0');
+      for (size_t i = 0; i < n; ++i) {
+        for (int b = 0; b < width; ++b) {
+          if ((v[i] >> b) & 1) {
+            const size_t bit = i * static_cast<size_t>(width) + static_cast<size_t>(b);
+            want[2 + bit / 8] = static_cast<char>(want[2 + bit / 8] | (1 << (bit % 8)));
+          }
+        }
+      }
+      std::string got = "ab";
+      BitPack(v.data(), n, width, &got);
+      ASSERT_EQ(testing::Hexdump(got), testing::Hexdump(want)) << "width " << width << ", " << n;
+      // The narrower value types give the same bytes.
+      if (width <= 16) {
+        std::vector<uint16_t> v16(v.begin(), v.end());
+        std::string got16 = "ab";
+        BitPack(v16.data(), n, width, &got16);
+        ASSERT_EQ(got16, want) << "uint16, width " << width << ", " << n;
+      }
+    }
+  }
+}
+
 TEST(RleTest, BitWidth) {
   EXPECT_EQ(BitWidth(0), 0);
   EXPECT_EQ(BitWidth(1), 1);
@@ -87,7 +121,8 @@ std::vector<uint32_t> Decode(const std::string& s, int w, size_t n) {
       }
     } else {
       uint64_t v = 0;
-      for (int b = 0; b < (w + 7) / 8; ++b) v |= uint64_t(static_cast<unsigned char>(s.at(pos++))) << (8 * b);
+      for (int b = 0; b < (w + 7) / 8; ++b)
+        v |= uint64_t(static_cast<unsigned char>(s.at(pos++))) << (8 * b);
       for (uint64_t i = 0; i < (h >> 1); ++i) out.push_back(static_cast<uint32_t>(v));
     }
   }
