@@ -150,6 +150,9 @@ void LeaseManager::Loop() {
 void LeaseManager::CycleForTest() { Cycle(true); }
 
 void LeaseManager::Cycle(bool take) {
+  // One cycle at a time (the loop's and CycleForTest's): a renewal whose read began before
+  // another cycle's take committed would count the units just taken as lost.
+  std::lock_guard cycle(cycle_mu_);
   for (auto step : {&LeaseManager::Renew, &LeaseManager::InsertOffered}) {
     Status st = (this->*step)();
     if (!st.ok()) {

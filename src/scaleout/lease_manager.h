@@ -94,6 +94,7 @@ class LeaseManager final : public delivery::Coordinator {
   const LeaseOptions options_;
   const std::string owner_;
 
+  std::mutex cycle_mu_;  // held through each Cycle
   mutable std::mutex mu_;
   struct Unit {
     uint64_t epoch = 0;

@@ -277,6 +277,15 @@ class AgainstKinesalite(unittest.TestCase):
         answers = []
         for peer in (self.ice, self.kin):
             self.assertEqual(send(peer, K + "CreateStream", {"StreamName": "gone", "ShardCount": 1})[0], 200)
+            # Creation is asynchronous too (kinesalite answers ResourceNotFound for its shards
+            # while the stream is CREATING).
+            deadline = time.time() + 30
+            while True:
+                st, _, raw = send(peer, K + "DescribeStreamSummary", {"StreamName": "gone"})
+                if st == 200 and json.loads(raw)["StreamDescriptionSummary"]["StreamStatus"] == "ACTIVE":
+                    break
+                self.assertLess(time.time(), deadline, raw)
+                time.sleep(0.05)
             st, _, raw = send(peer, K + "GetShardIterator", {"StreamName": "gone", "ShardId": "shardId-000000000000",
                                                              "ShardIteratorType": "TRIM_HORIZON"})
             self.assertEqual(st, 200, raw)
