@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "common/base64.h"
+#include "schema/value_parsers.h"
 
 namespace icestream::schema {
 
@@ -142,25 +143,6 @@ inline bool SixteenDigits(const char* p, size_t n, uint64_t* out) {
 // false (nothing written) for any other token, and when that step cannot decide alone;
 // the caller then parses with simdjson. p[0, n + 16) must be readable.
 inline bool ParseDoubleFast(const char* p, size_t n, double* out) {
-  static constexpr uint64_t kPow10[19] = {1ull,
-                                          10ull,
-                                          100ull,
-                                          1000ull,
-                                          10000ull,
-                                          100000ull,
-                                          1000000ull,
-                                          10000000ull,
-                                          100000000ull,
-                                          1000000000ull,
-                                          10000000000ull,
-                                          100000000000ull,
-                                          1000000000000ull,
-                                          10000000000000ull,
-                                          100000000000000ull,
-                                          1000000000000000ull,
-                                          10000000000000000ull,
-                                          100000000000000000ull,
-                                          1000000000000000000ull};
   const bool negative = n > 0 && p[0] == '-';
   const char* q = p + negative;
   const size_t m = n - negative;

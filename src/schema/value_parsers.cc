@@ -403,27 +403,6 @@ int128 DigitsValue(const Significand& d, int64_t shift) {
   return d.negative ? -v : v;
 }
 
-constexpr uint64_t kPow10[20] = {1ull,
-                                 10ull,
-                                 100ull,
-                                 1000ull,
-                                 10000ull,
-                                 100000ull,
-                                 1000000ull,
-                                 10000000ull,
-                                 100000000ull,
-                                 1000000000ull,
-                                 10000000000ull,
-                                 100000000000ull,
-                                 1000000000000ull,
-                                 10000000000000ull,
-                                 100000000000000ull,
-                                 1000000000000000ull,
-                                 10000000000000000ull,
-                                 100000000000000000ull,
-                                 1000000000000000000ull,
-                                 10000000000000000000ull};
-
 // The common shape of decimal amounts ("-123.45": at most 19 characters, no exponent) in
 // two tight loops; false when the text is of another shape (the general path then
 // decides, so both always agree).

@@ -8,6 +8,28 @@
 
 namespace icestream::schema {
 
+// 10^0 .. 10^19: the digit-run parsers (amounts, doubles) scale by these.
+inline constexpr uint64_t kPow10[20] = {1ull,
+                                        10ull,
+                                        100ull,
+                                        1000ull,
+                                        10000ull,
+                                        100000ull,
+                                        1000000ull,
+                                        10000000ull,
+                                        100000000ull,
+                                        1000000000ull,
+                                        10000000000ull,
+                                        100000000000ull,
+                                        1000000000000ull,
+                                        10000000000000ull,
+                                        100000000000000ull,
+                                        1000000000000000ull,
+                                        10000000000000000ull,
+                                        100000000000000000ull,
+                                        1000000000000000000ull,
+                                        10000000000000000000ull};
+
 __extension__ typedef __int128 int128;
 
 enum class ParseOutcome : uint8_t {
