@@ -145,13 +145,13 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
   int64_t seq = 0;
   uint64_t taken = 0;  // records put in blocks so far
   const int po_threads = std::max(1, options_.convert_threads);
-  // Where a batch's time goes, for the debug log: reading the log and making blocks
-  // happen under the converter's one lock (the pipeline's serial part).
+  // Where a batch's time goes, for the debug log: reading the log and making blocks (on
+  // the prefetcher's thread, or under the converters' one lock without it), placing.
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
-  double next_ms = 0, place_ms = 0, source_ms = 0;
+  double place_ms = 0, source_ms = 0;  // blocks made: ParallelConverterTimes::next
   const auto run_start = Clock::now();
-  auto next_inner = [&](schema::ConvertBlock* b) -> Result<bool> {
+  auto next = [&](schema::ConvertBlock* b) -> Result<bool> {
     auto owner = std::make_shared<BlockOwner>();
     b->records.clear();
     b->padded.clear();
@@ -207,13 +207,6 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
     b->seq = seq++;
     b->owner = std::move(owner);
     return true;
-  };
-
-  auto next = [&](schema::ConvertBlock* b) -> Result<bool> {
-    const auto t0 = Clock::now();
-    auto r = next_inner(b);
-    next_ms += ms(Clock::now() - t0);
-    return r;
   };
 
   auto place_inner = [&](schema::ConvertedBlock&& done) -> Status {
@@ -304,7 +297,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
       "ms, row groups placed {:.0f} ms, converted by {:.0f} ms, last files cut {:.0f} ms, last "
       "uploads {:.0f} ms; thread-ms: waiting for a block {:.0f}, converting {:.0f}, waiting to "
       "place {:.0f}, last row groups {:.0f}, idle at the end {:.0f}",
-      counts.records_in, ms(Clock::now() - run_start), source_ms, next_ms, place_ms,
+      counts.records_in, ms(Clock::now() - run_start), source_ms, times.next, place_ms,
       ms(converted - run_start), ms(finish0 - converted), ms(Clock::now() - finish0),
       times.wait_next, times.convert, times.wait_turn, times.flush, times.idle_end);
   std::sort(out->rejects.begin(), out->rejects.end(), [](const Reject& a, const Reject& b) {
