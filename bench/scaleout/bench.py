@@ -50,6 +50,7 @@ from table_check import register_schema, table_bucket_arn, table_channel_request
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
 ap.add_argument("--mb", type=int, default=100, help="backlog size for the throughput runs")
+ap.add_argument("--shards", type=int, default=4, help="shards of the throughput runs' stream (4: ON_DEMAND's default)")
 ap.add_argument("--only", default="throughput,failover,pgload,renew,freshness")
 ap.add_argument("--kinds", default="s3,table", help="channel kinds of the throughput runs")
 ap.add_argument("--modes", default="single,one,two", help="throughput runs: single, one (serve --pg), two (+ a worker)")
@@ -173,7 +174,12 @@ def throughput_run(kind, mode, recs, size):
                         log_level=args.log_level).start()
         try:
             k = server.client()
-            k.create_stream(StreamName="bench", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            if args.shards == 4:
+                k.create_stream(StreamName="bench", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            else:
+                k.create_stream(StreamName="bench", ShardCount=args.shards)
+                arn = k.describe_stream_summary(StreamName="bench")["StreamDescriptionSummary"]["StreamARN"]
+                k.update_stream_mode(StreamARN=arn, StreamModeDetails={"StreamMode": "ON_DEMAND"})
             put_all(k, "bench", recs)
             want = last_sequences(k, "bench")
             if mode == "two":
@@ -223,15 +229,16 @@ def throughput_run(kind, mode, recs, size):
 
 def throughput():
     recs, size = records(args.mb)
-    print(f"## 1. throughput: {len(recs)} records, {size / 1e6:.0f} MB backlog, 4 shards (goal: two workers >= 0.9x "
+    n = args.shards
+    print(f"## 1. throughput: {len(recs)} records, {size / 1e6:.0f} MB backlog, {n} shards (goal: two workers >= 0.9x "
           "the single process)")
     # A worker reads its shards through GetRecords at AWS's rate: 5 calls/s per shard, each
-    # at most 10,000 records and 10 MiB. With 2 of the 4 shards on the worker, the two-worker
+    # at most 10,000 records and 10 MiB. With half the shards on the worker, the two-worker
     # run lasts at least as long as the worker takes to read its half.
     per_shard = 5 * min(10000 * size / len(recs), 10 * 2**20) / 1e6
-    floor = (size / 2 / 1e6) / (2 * per_shard)
-    print(f"  (a worker reads a shard at <= {per_shard:.0f} MB/s here: 5 GetRecords/s x 10,000 records; with 2 of the "
-          f"4 shards it needs >= {floor:.1f} s for its half, so two workers deliver <= {size / 1e6 / floor:.0f} MB/s)")
+    floor = (size / 2 / 1e6) / (n // 2 * per_shard)
+    print(f"  (a worker reads a shard at <= {per_shard:.0f} MB/s here: 5 GetRecords/s x 10,000 records; with {n // 2} of the "
+          f"{n} shards it needs >= {floor:.1f} s for its half, so two workers deliver <= {size / 1e6 / floor:.0f} MB/s)")
     for kind in args.kinds.split(","):
         base = after_base = None
         for mode, label in (("single", "one server (meta.db)"), ("one", "serve --pg (1 worker)"),

@@ -122,6 +122,42 @@ Status PgConnection::Wait(bool write, Deadline deadline) {
   }
 }
 
+Result<std::vector<Notification>> PgConnection::Notifications(Deadline deadline) {
+  std::vector<Notification> out;
+  auto drain = [&] {
+    while (PGnotify* n = PQnotifies(conn_)) {
+      out.push_back({n->relname, n->extra ? n->extra : ""});
+      PQfreemem(n);
+    }
+  };
+  drain();  // read with an earlier statement's answer
+  const int fd = PQsocket(conn_);
+  while (out.empty()) {
+    if (fd < 0 || broken_) {
+      broken_ = true;
+      return Unavailable("the PostgreSQL connection has no socket");
+    }
+    const int64_t ms = Millis(deadline);
+    pollfd p{fd, POLLIN, 0};
+    int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 1000)));
+    if (r < 0 && errno != EINTR) {
+      broken_ = true;
+      return Unavailable(std::string("poll: ") + std::strerror(errno));
+    }
+    if (r > 0) {
+      // Readable: notifications, other asynchronous messages, or the end of the connection.
+      if (PQconsumeInput(conn_) == 0 || PQstatus(conn_) == CONNECTION_BAD) {
+        broken_ = true;
+        return Unavailable("the PostgreSQL connection broke: " + ConnMessage(conn_));
+      }
+      drain();
+    } else if (ms <= 0) {
+      break;
+    }
+  }
+  return out;
+}
+
 void PgConnection::Cancel() {
   // libpq's PQcancel connects, sends and waits for the server to close with no timeout:
   // towards a server that cannot be reached (a partition) it blocks for as long as TCP

@@ -65,6 +65,12 @@ class PgResult {
   int64_t affected_ = 0;
 };
 
+// A NOTIFY that reached a connection listening on its channel (LISTEN).
+struct Notification {
+  std::string channel;
+  std::string payload;
+};
+
 // The Status of an error result or a libpq failure (see the file comment).
 Status StatusFromSqlState(std::string_view sqlstate, std::string message);
 
@@ -88,6 +94,11 @@ class PgConnection {
   // process) as its status; kUnknownOutcome when COMMIT was sent and no answer came
   // (the connection broke, the deadline passed) — the caller resolves it.
   Status Commit(Deadline deadline);
+
+  // The notifications that reached this connection (after LISTEN): those already read,
+  // else the first to arrive before the deadline (none when it passes). kUnavailable
+  // when the connection broke (it is then unusable).
+  Result<std::vector<Notification>> Notifications(Deadline deadline);
 
   bool healthy() const;
   // The server's PID (pg_backend_pid), for tests and logs.

@@ -62,9 +62,14 @@ Result<bool> PgStagingStore::Stage(const std::string& channel_id, const StagedBa
                      LockHeldLease(tx, leases_, channel_id, delivery::ShardUnit(b.shard)));
     ASSIGN_OR_RETURN(
         auto r,
-        tx.Exec("INSERT INTO icestream_staged (channel_id, shard_id, after_sequence, "
-                "after_sub_sequence, last_sequence, row_count, files, epoch) VALUES ($1, $2, $3, "
-                "$4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING 1",
+        // A fresh row also notifies the channel's watchers (on commit), in the same
+        // round trip.
+        tx.Exec(fmt::format(
+                    "WITH ins AS (INSERT INTO icestream_staged (channel_id, shard_id, "
+                    "after_sequence, after_sub_sequence, last_sequence, row_count, files, epoch) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING 1) "
+                    "SELECT pg_notify('{}', $1) FROM ins",
+                    kStagedChannel),
                 {channel_id, b.shard, b.after.sequence, SubKey(b.after.sub_sequence),
                  b.last_sequence, std::to_string(b.rows), delivery::table::DataFilesToJson(b.files),
                  std::to_string(epoch)}));
@@ -72,6 +77,11 @@ Result<bool> PgStagingStore::Stage(const std::string& channel_id, const StagedBa
     return Status::OK();
   }));
   return fresh;
+}
+
+std::shared_ptr<void> PgStagingStore::Watch(const std::string& channel_id,
+                                            std::function<void()> staged) {
+  return listener_ ? listener_->Watch(channel_id, std::move(staged)) : nullptr;
 }
 
 Result<std::vector<StagedBatch>> PgStagingStore::Staged(const std::string& channel_id) {

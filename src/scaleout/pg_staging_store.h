@@ -16,13 +16,16 @@
 #include "delivery/table/staging.h"
 #include "pg/client.h"
 #include "scaleout/lease_manager.h"
+#include "scaleout/notify_listener.h"
 
 namespace icestream::scaleout {
 
 class PgStagingStore final : public delivery::table::StagingStore {
  public:
-  // `pool` and `leases` must outlive the store; EnsureDeliverySchema must have run.
-  PgStagingStore(pg::PgPool* pool, const LeaseManager* leases) : pool_(pool), leases_(leases) {}
+  // `pool`, `leases` and `listener` (null: Watch calls nothing) must outlive the store;
+  // EnsureDeliverySchema must have run.
+  PgStagingStore(pg::PgPool* pool, const LeaseManager* leases, NotifyListener* listener = nullptr)
+      : pool_(pool), leases_(leases), listener_(listener) {}
 
   Result<bool> Stage(const std::string& channel_id,
                      const delivery::table::StagedBatch& batch) override;
@@ -34,10 +37,17 @@ class PgStagingStore final : public delivery::table::StagingStore {
   Status Request(const std::string& channel_id, const std::string& version_id) override;
   Result<std::vector<std::string>> Requests(const std::string& channel_id) override;
   Status DoneRequest(const std::string& channel_id, const std::string& version_id) override;
+  // Stage notifies kStagedChannel with the channel's id (delivered when its transaction
+  // commits); `listener` hands those to the watchers.
+  std::shared_ptr<void> Watch(const std::string& channel_id, std::function<void()> staged) override;
+
+  // The PostgreSQL notification channel of staged batches (payload: the channel id).
+  static constexpr const char* kStagedChannel = "icestream_staged";
 
  private:
   pg::PgPool* pool_;
   const LeaseManager* leases_;
+  NotifyListener* listener_;
 };
 
 }  // namespace icestream::scaleout

@@ -36,6 +36,7 @@ Result<std::unique_ptr<Pool>> Pool::Join(PoolOptions options) {
     p->leases_ = LeaseManager::Observe(p->pg_.get());
   } else {
     ASSIGN_OR_RETURN(p->leases_, LeaseManager::Start(p->pg_.get(), options.leases));
+    p->staged_ = std::make_unique<NotifyListener>(options.conninfo, PgStagingStore::kStagedChannel);
   }
   return p;
 }
@@ -51,7 +52,7 @@ std::unique_ptr<delivery::DeliveryStore> Pool::MakeDeliveryStore() const {
 }
 
 std::shared_ptr<delivery::table::StagingStore> Pool::MakeStagingStore() const {
-  return std::make_shared<PgStagingStore>(pg_.get(), leases_.get());
+  return std::make_shared<PgStagingStore>(pg_.get(), leases_.get(), staged_.get());
 }
 
 Result<std::shared_ptr<iceberg::CatalogStore>> Pool::CatalogRows(

@@ -19,6 +19,7 @@
 #include "iceberg/catalog_store.h"
 #include "pg/client.h"
 #include "scaleout/lease_manager.h"
+#include "scaleout/notify_listener.h"
 
 namespace icestream::scaleout {
 
@@ -56,6 +57,8 @@ class Pool {
   Pool() = default;
   std::unique_ptr<pg::PgPool> pg_;
   std::unique_ptr<LeaseManager> leases_;
+  // Staged table batches of every process (not for observers, which commit nothing).
+  std::unique_ptr<NotifyListener> staged_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<iceberg::CommitFence>> fences_;
 };

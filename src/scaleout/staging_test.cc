@@ -4,6 +4,7 @@
 // nothing — when a row is gone or the control lease is not held.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
@@ -160,6 +161,67 @@ TEST_F(StagingTest, AProcessWithoutTheLeaseStagesAndCommitsNothing) {
   ASSERT_OK_AND_ASSIGN(req, next.Requests("ch"));
   EXPECT_TRUE(req.empty());
   other->Stop(true);
+}
+
+// Every process learns of a staged batch at once: the stage's notification reaches the
+// watchers of its channel (and only theirs), also after the listener's connection was
+// killed, and never after a watcher's handle is released; a replayed stage that changes
+// nothing notifies nobody.
+TEST_F(StagingTest, AStagedBatchWakesTheWatchersOfItsChannel) {
+  auto m = Holder({"shard:s1"});
+  ASSERT_NE(m, nullptr);
+  const char* conninfo = std::getenv("ICESTREAM_PG");
+  ASSERT_NE(conninfo, nullptr);
+  NotifyListener listener(conninfo, PgStagingStore::kStagedChannel);
+  PgStagingStore store(pool_.get(), m.get(), &listener);
+  std::atomic<int> mine{0}, other{0};
+  auto watch = store.Watch("ch", [&] { mine.fetch_add(1); });
+  auto watch_other = store.Watch("another", [&] { other.fetch_add(1); });
+  ASSERT_NE(watch, nullptr);
+  auto wait_for = [](const std::function<bool()>& done) {
+    auto until = std::chrono::steady_clock::now() + 10s;
+    while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(10ms);
+    return done();
+  };
+  ASSERT_TRUE(wait_for([&] { return listener.connects() == 1; })) << "the listener never listened";
+  const int after_connect = mine.load();  // the call after connecting
+  const int other_after_connect = other.load();
+
+  StagedBatch a{"s1", {"100", std::nullopt}, "200", 17, {File("s3://wh/t/data/a.parquet")}};
+  ASSERT_OK_AND_ASSIGN(bool fresh, store.Stage("ch", a));
+  ASSERT_TRUE(fresh);
+  ASSERT_TRUE(wait_for([&] { return mine.load() == after_connect + 1; }))
+      << "no call after the batch was staged";
+  // The same batch again stages nothing and notifies nobody; a notification about another
+  // channel shows that everything sent before it has been handed out.
+  ASSERT_OK_AND_ASSIGN(fresh, store.Stage("ch", a));
+  EXPECT_FALSE(fresh);
+  ASSERT_OK(pool_->Exec("SELECT pg_notify($1, 'another')", {PgStagingStore::kStagedChannel}));
+  ASSERT_TRUE(wait_for([&] { return other.load() == other_after_connect + 1; }));
+  EXPECT_EQ(mine.load(), after_connect + 1);
+
+  // The listener's connection killed: it listens again, calls everyone once (what was
+  // sent meanwhile is lost), and later stages reach it.
+  ASSERT_OK(pool_->Exec(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %'"));
+  ASSERT_TRUE(wait_for([&] { return listener.connects() == 2; }))
+      << "the listener did not come back";
+  ASSERT_TRUE(wait_for([&] { return mine.load() == after_connect + 2; }));
+  StagedBatch b{"s1", {"200", std::nullopt}, "300", 17, {File("s3://wh/t/data/b.parquet")}};
+  ASSERT_OK_AND_ASSIGN(fresh, store.Stage("ch", b));
+  ASSERT_TRUE(fresh);
+  ASSERT_TRUE(wait_for([&] { return mine.load() == after_connect + 3; }));
+
+  // Released: never called again.
+  watch.reset();
+  const int before = mine.load();
+  StagedBatch c{"s1", {"300", std::nullopt}, "400", 17, {File("s3://wh/t/data/c.parquet")}};
+  ASSERT_OK_AND_ASSIGN(fresh, store.Stage("ch", c));
+  ASSERT_TRUE(fresh);
+  ASSERT_OK(pool_->Exec("SELECT pg_notify($1, 'another')", {PgStagingStore::kStagedChannel}));
+  ASSERT_TRUE(wait_for([&] { return other.load() == other_after_connect + 3; }));
+  EXPECT_EQ(mine.load(), before);
+  m->Stop(true);
 }
 
 }  // namespace

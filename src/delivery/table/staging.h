@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,16 @@ class StagingStore {
                                                             std::vector<StagedBatch> batches) = 0;
   // Deletes the rows of batches the table holds already, under the control lease.
   virtual Status Drop(const std::string& channel_id, const std::vector<StagedBatch>& batches) = 0;
+
+  // Calls `staged` soon after any process stages a batch of the channel (and whenever
+  // one may have been missed), until the returned handle is released, so the commit need
+  // not wait for its next look. `staged` must be quick; it may run on another thread.
+  // Null (this default): no calls — the commit looks on its own schedule only.
+  virtual std::shared_ptr<void> Watch(const std::string& channel_id, std::function<void()> staged) {
+    (void)channel_id;
+    (void)staged;
+    return nullptr;
+  }
 
   // A shard writer asks the table's owner to evolve the table to the registry version
   // `version_id` (or to create it from that version, when there is none). Idempotent.

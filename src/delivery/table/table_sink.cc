@@ -117,6 +117,13 @@ class TableSink final : public Sink {
         upkeep_(config_, options, env),
         staging_(services.staging) {
     if (staging_) {
+      // A batch staged anywhere brings the commit forward (not past its next look).
+      staged_watch_ = staging_->Watch(config_.id, [this] {
+        const int64_t due = env_.clock->NowMillis() + options_.staged_commit_gather_ms;
+        int64_t cur = next_commit_ms_.load();
+        while (due < cur && !next_commit_ms_.compare_exchange_weak(cur, due)) {
+        }
+      });
       owner_.SetShared(true);
       upkeep_.SetKept([this]() -> Result<std::set<std::string>> {
         ASSIGN_OR_RETURN(auto staged, staging_->Staged(config_.id));
@@ -453,6 +460,8 @@ class TableSink final : public Sink {
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> last_commit_ms_{0};
   std::atomic<int64_t> version_number_{0};
+  // Last: released first, so the watcher (which uses the members above) never outlives them.
+  std::shared_ptr<void> staged_watch_;
 };
 
 Status TableSink::WriteRecords(const DeliveryBatch& batch, RecordSource* source,

@@ -101,8 +101,12 @@ struct TableSinkOptions {
   // Largest inflated GSR payload.
   size_t max_payload_bytes = 64u << 20;
   // With staging: how often the control unit's holder looks for staged batches to commit
-  // (and for requests to create or evolve the table).
+  // (and for requests to create or evolve the table) when nothing tells it of one, and how
+  // long after it learns that a batch was staged (StagingStore::Watch) it commits: the
+  // other shards' batches of the same freshness tick, staged within that time, join the
+  // same commit.
   int64_t staged_commit_interval_ms = 1000;
+  int64_t staged_commit_gather_ms = 100;
 };
 
 class TableDestination final : public Destination {
