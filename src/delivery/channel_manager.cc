@@ -168,6 +168,8 @@ void ChannelManager::StartRunner(Channel* ch) {
     // Another endpoint's stream: delivered by other processes of the pool, neither failed
     // nor counted as a failure here (looked at again every 30 s, quietly).
     ch->runner.reset();
+    // Not offered here: its units go to the processes that read its stream.
+    if (options_.coordinator != nullptr) options_.coordinator->Forget(c.id);
     if (ch->start_retry_after_ms == 0) {
       spdlog::info("channel {}: left to the pool: {}", c.name, st.message());
     }
@@ -766,7 +768,9 @@ void ChannelManager::Tick() {
     {
       std::lock_guard lock(ch->mu);
       status = ch->config.status;
-      if (status == ChannelStatus::kUpdating && now >= ch->updating_until_ms && HoldsControl(*ch)) {
+      // Where it is delivered (a process that cannot read its stream offers no unit of it).
+      if (status == ChannelStatus::kUpdating && now >= ch->updating_until_ms && ch->runner &&
+          HoldsControl(*ch)) {
         ch->config.status = ChannelStatus::kActive;
         (void)SaveRow(ch.get(), ch->config);
         status = ChannelStatus::kActive;

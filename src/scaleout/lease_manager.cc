@@ -21,6 +21,21 @@ std::string Hostname() {
 
 std::string Interval(int64_t ms) { return std::to_string(ms) + " milliseconds"; }
 
+// A PostgreSQL text[] literal of `items` ({"a","b"}; quotes and backslashes escaped).
+std::string TextArray(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (const auto& item : items) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (char c : item) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
+}
+
 }  // namespace
 
 LeaseManager::LeaseManager(pg::PgPool* pool, LeaseOptions options, std::string owner)
@@ -74,6 +89,7 @@ void LeaseManager::Stop(bool handoff) {
       spdlog::warn("scale-out: handing the leases over: {}", r.status().ToString());
     }
   }
+  (void)pool_->Exec("DELETE FROM icestream_interest WHERE worker_id = $1", {owner_});
   (void)pool_->Exec("DELETE FROM icestream_worker WHERE worker_id = $1", {owner_});
   std::lock_guard lock(mu_);
   held_.clear();
@@ -104,6 +120,7 @@ void LeaseManager::Offer(const std::string& channel_id, const std::vector<std::s
 void LeaseManager::Forget(const std::string& channel_id) {
   std::lock_guard lock(mu_);
   offered_.erase(channel_id);
+  interested_.erase(channel_id);
   for (auto it = held_.begin(); it != held_.end();) {
     it = it->first.first == channel_id ? held_.erase(it) : std::next(it);
   }
@@ -164,18 +181,36 @@ void LeaseManager::Cycle(bool take) {
   if (Status st = Take(); !st.ok()) spdlog::warn("scale-out: taking leases: {}", st.ToString());
 }
 
+std::vector<std::string> LeaseManager::OfferedChannels() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [ch, units] : offered_) out.push_back(ch);
+  return out;
+}
+
 Status LeaseManager::Renew() {
   auto started = std::chrono::steady_clock::now();
+  const std::string offered = TextArray(OfferedChannels());
   // The heartbeat and the renewal of every unit held, in one statement (one round trip and
-  // one transaction per renew interval, whatever the number of units).
+  // one transaction per renew interval, whatever the number of units). Units of channels
+  // this process no longer offers (it forgot them) are given back in the same statement,
+  // and so is its interest in those channels.
   ASSIGN_OR_RETURN(
       auto r,
       pool_->Exec("WITH hb AS (UPDATE icestream_worker SET heartbeat_at = clock_timestamp() "
                   "WHERE worker_id = $1 RETURNING 1), r AS (UPDATE icestream_lease SET "
-                  "expires_at = clock_timestamp() + $2::interval WHERE owner = $1 RETURNING "
-                  "channel_id, unit, epoch) SELECT (SELECT count(*) FROM hb), r.channel_id, "
+                  "expires_at = clock_timestamp() + $2::interval WHERE owner = $1 AND channel_id "
+                  "= ANY($3::text[]) RETURNING channel_id, unit, epoch), g AS (UPDATE "
+                  "icestream_lease SET owner = NULL, expires_at = NULL WHERE owner = $1 AND "
+                  "channel_id <> ALL($3::text[]) RETURNING 1), i AS (DELETE FROM "
+                  "icestream_interest WHERE worker_id = $1 AND channel_id <> ALL($3::text[])) "
+                  "SELECT (SELECT count(*) FROM hb), (SELECT count(*) FROM g), r.channel_id, "
                   "r.unit, r.epoch FROM (SELECT 1) one LEFT JOIN r ON true",
-                  {owner_, Interval(options_.lease_ms)}));
+                  {owner_, Interval(options_.lease_ms), offered}));
+  if (r.rows() > 0 && r.integer(0, 1) > 0) {
+    spdlog::info("scale-out: handed {} unit(s) of channels this process no longer delivers over",
+                 r.integer(0, 1));
+  }
   if (r.rows() > 0 && r.integer(0, 0) == 0) {
     // Removed by an operator or a database restored from a backup: join again.
     RETURN_IF_ERROR(pool_
@@ -186,8 +221,8 @@ Status LeaseManager::Renew() {
   }
   std::map<std::pair<std::string, std::string>, Unit> now;
   for (size_t i = 0; i < r.rows(); ++i) {
-    if (r.is_null(i, 1)) continue;  // no unit held
-    now[{r.text(i, 1), r.text(i, 2)}] = Unit{static_cast<uint64_t>(r.integer(i, 3))};
+    if (r.is_null(i, 2)) continue;  // no unit held
+    now[{r.text(i, 2), r.text(i, 3)}] = Unit{static_cast<uint64_t>(r.integer(i, 4))};
   }
   std::lock_guard lock(mu_);
   for (const auto& [k, u] : held_) {
@@ -204,13 +239,25 @@ Status LeaseManager::Renew() {
 
 Status LeaseManager::InsertOffered() {
   std::vector<std::pair<std::string, std::string>> missing;
+  std::vector<std::string> interest;
   {
     std::lock_guard lock(mu_);
     for (const auto& [ch, units] : offered_) {
+      if (!interested_.count(ch)) interest.push_back(ch);
       for (const auto& u : units) {
         if (!inserted_.count({ch, u})) missing.emplace_back(ch, u);
       }
     }
+  }
+  // This process can deliver these channels: it counts in their shares from now on.
+  for (const auto& ch : interest) {
+    RETURN_IF_ERROR(pool_
+                        ->Exec("INSERT INTO icestream_interest (worker_id, channel_id) VALUES "
+                               "($1, $2) ON CONFLICT DO NOTHING",
+                               {owner_, ch})
+                        .status());
+    std::lock_guard lock(mu_);
+    if (offered_.count(ch)) interested_.insert(ch);
   }
   for (const auto& [ch, u] : missing) {
     RETURN_IF_ERROR(pool_
@@ -225,15 +272,23 @@ Status LeaseManager::InsertOffered() {
 }
 
 Status LeaseManager::Take() {
-  // The fair share, per channel: its units over the live workers (those whose heartbeat is
-  // within a lease), rounded up. Per channel rather than over all units, so that one
-  // channel's shards spread over the pool; and a free unit always fits some worker's
-  // share (the shares of a channel add up to at least its units), so none stays free.
-  ASSIGN_OR_RETURN(auto counts,
-                   pool_->Exec("SELECT channel_id, count(*), (SELECT count(*) FROM "
-                               "icestream_worker WHERE heartbeat_at > clock_timestamp() - "
-                               "$1::interval) FROM icestream_lease GROUP BY channel_id",
-                               {Interval(options_.lease_ms)}));
+  const std::vector<std::string> channels = OfferedChannels();
+  if (channels.empty()) return Status::OK();
+  const std::string offered = TextArray(channels);
+  // The fair share, per channel: its units over the live workers that deliver it (those
+  // that offered it and whose heartbeat is within a lease), rounded up. Per channel rather
+  // than over all units, so that one channel's shards spread over the pool; and a free
+  // unit always fits some such worker's share (the shares of a channel add up to at least
+  // its units), so none stays free. Only channels this process offered: a process that
+  // cannot deliver a channel (another endpoint's stream) never takes its units, and does
+  // not count in its share.
+  ASSIGN_OR_RETURN(
+      auto counts,
+      pool_->Exec("SELECT l.channel_id, count(*), (SELECT count(*) FROM icestream_interest i "
+                  "JOIN icestream_worker w ON w.worker_id = i.worker_id WHERE i.channel_id = "
+                  "l.channel_id AND w.heartbeat_at > clock_timestamp() - $1::interval) FROM "
+                  "icestream_lease l WHERE l.channel_id = ANY($2::text[]) GROUP BY l.channel_id",
+                  {Interval(options_.lease_ms), offered}));
   std::map<std::string, int64_t> share;
   for (size_t i = 0; i < counts.rows(); ++i) {
     int64_t workers = std::max<int64_t>(1, counts.integer(i, 2));
@@ -277,13 +332,16 @@ Status LeaseManager::Take() {
   ASSIGN_OR_RETURN(
       auto taken,
       pool_->Exec(
-          "WITH w AS (SELECT greatest(1, count(*)) AS n FROM icestream_worker WHERE heartbeat_at "
-          "> clock_timestamp() - $2::interval), per AS (SELECT channel_id, count(*) AS units, "
-          "count(*) FILTER (WHERE owner = $1 AND expires_at >= clock_timestamp()) AS mine FROM "
-          "icestream_lease GROUP BY channel_id), free AS (SELECT l.channel_id, l.unit, "
-          "row_number() OVER (PARTITION BY l.channel_id ORDER BY md5(l.channel_id || '/' || "
-          "l.unit)) AS k, (p.units + w.n - 1) / w.n - p.mine AS room FROM icestream_lease l JOIN "
-          "per p ON p.channel_id = l.channel_id CROSS JOIN w WHERE l.owner IS NULL OR "
+          "WITH w AS (SELECT i.channel_id, count(*) AS n FROM icestream_interest i JOIN "
+          "icestream_worker v ON v.worker_id = i.worker_id WHERE v.heartbeat_at > "
+          "clock_timestamp() - $2::interval AND i.channel_id = ANY($3::text[]) GROUP BY "
+          "i.channel_id), per AS (SELECT channel_id, count(*) AS units, count(*) FILTER (WHERE "
+          "owner = $1 AND expires_at >= clock_timestamp()) AS mine FROM icestream_lease WHERE "
+          "channel_id = ANY($3::text[]) GROUP BY channel_id), free AS (SELECT l.channel_id, "
+          "l.unit, row_number() OVER (PARTITION BY l.channel_id ORDER BY md5(l.channel_id || '/' "
+          "|| l.unit)) AS k, (p.units + greatest(1, coalesce(w.n, 0)) - 1) / greatest(1, "
+          "coalesce(w.n, 0)) - p.mine AS room FROM icestream_lease l JOIN per p ON p.channel_id = "
+          "l.channel_id LEFT JOIN w ON w.channel_id = l.channel_id WHERE l.owner IS NULL OR "
           "l.expires_at < clock_timestamp()), c AS (SELECT l.channel_id, l.unit FROM "
           "icestream_lease l JOIN free f ON f.channel_id = l.channel_id AND f.unit = l.unit "
           "WHERE f.k <= f.room AND (l.owner IS NULL OR l.expires_at < clock_timestamp()) FOR "
@@ -292,7 +350,7 @@ Status LeaseManager::Take() {
           "= c.channel_id AND l.unit = c.unit RETURNING l.channel_id, l.unit, l.epoch), h AS "
           "(INSERT INTO icestream_lease_history (channel_id, unit, owner, epoch) SELECT "
           "channel_id, unit, $1, epoch FROM t) SELECT channel_id, unit, epoch FROM t",
-          {owner_, Interval(options_.lease_ms)}));
+          {owner_, Interval(options_.lease_ms), offered}));
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < taken.rows(); ++i) {
     held_[{taken.text(i, 0), taken.text(i, 1)}] = Unit{static_cast<uint64_t>(taken.integer(i, 2))};

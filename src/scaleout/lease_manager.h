@@ -6,13 +6,18 @@
 //     workers: heartbeat within a lease) and one UPDATE … WHERE owner = me that sets
 //     expires_at = clock_timestamp() + lease for every unit held (the database's clock,
 //     never this machine's); units it does not return are lost and dropped at once;
-//   - make the rows of units offered (ON CONFLICT DO NOTHING);
+//     — units of channels no longer offered here (forgotten) are given back by it;
+//   - make the rows of units offered (ON CONFLICT DO NOTHING), and this process's
+//     icestream_interest row of each channel offered (it can deliver the channel);
 // and every take interval (and at once when new units are offered):
-//   - take, FOR UPDATE SKIP LOCKED, units that nobody holds or whose lease expired, up to
-//     this process's fair share of each channel (ceil(the channel's units / live
-//     workers)), bumping the epoch and writing icestream_lease_history in the same
-//     statement; per channel, so that one channel's shards spread over the pool instead
-//     of going to one process together (and every free unit fits some worker's share);
+//   - take, FOR UPDATE SKIP LOCKED, units that nobody holds or whose lease expired, of the
+//     channels this process offered only, up to its fair share of each (ceil(the channel's
+//     units / the live workers interested in it)), bumping the epoch and writing
+//     icestream_lease_history in the same statement; per channel, so that one channel's
+//     shards spread over the pool instead of going to one process together (and every free
+//     unit fits some interested worker's share). A process that cannot deliver a channel
+//     (a pool's channel on another endpoint's stream) never offers it, so it neither takes
+//     its units nor counts in its share;
 //   - hand one unit back when holding more than a channel's share (a process that joined
 //     gets work without waiting for anyone to fail).
 // A unit counts as held locally only until this process's last successful renewal plus
@@ -89,6 +94,7 @@ class LeaseManager final : public delivery::Coordinator {
   Status Renew();
   Status InsertOffered();
   Status Take();
+  std::vector<std::string> OfferedChannels() const;
 
   pg::PgPool* pool_;
   const LeaseOptions options_;
@@ -102,6 +108,7 @@ class LeaseManager final : public delivery::Coordinator {
   std::map<std::pair<std::string, std::string>, Unit> held_;
   std::map<std::string, std::set<std::string>> offered_;  // channel → units
   std::set<std::pair<std::string, std::string>> inserted_;
+  std::set<std::string> interested_;  // channels whose icestream_interest row is written
   std::chrono::steady_clock::time_point valid_until_;  // of the held set (local clock)
 
   std::mutex loop_mu_;

@@ -4,6 +4,7 @@
 // back at once; and the statements behave on the database's clock.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
@@ -26,7 +27,7 @@ class LeaseTest : public ::testing::Test {
     ASSERT_NE(pool_, nullptr);
     ASSERT_OK(EnsureDeliverySchema(pool_.get()));
     for (const char* t : {"icestream_lease", "icestream_worker", "icestream_checkpoints",
-                          "icestream_plans", "icestream_lease_history"}) {
+                          "icestream_plans", "icestream_lease_history", "icestream_interest"}) {
       ASSERT_OK(pool_->Exec(std::string("DELETE FROM ") + t));
     }
   }
@@ -55,6 +56,7 @@ TEST_F(LeaseTest, TwoWorkersShareTheUnitsAndTakeOverAfterAStop) {
   a->Offer("ch", units);
   Eventually([&] { return Count(*a) == 6; });
   ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
+  b->Offer("ch", units);
   // The first hands units over until both hold their share.
   Eventually([&] { return Count(*a) == 3 && Count(*b) == 3; });
   // Every unit has one owner, and an epoch per change of owner.
@@ -97,19 +99,80 @@ TEST_F(LeaseTest, TwoWorkersShareTheUnitsAndTakeOverAfterAStop) {
 }
 
 TEST_F(LeaseTest, TwoTakersOneWinner) {
-  ASSERT_OK(pool_->Exec("INSERT INTO icestream_lease (channel_id, unit) VALUES ('c', 'channel')"));
-  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), FastLeases()));
-  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
-  a->CycleForTest();
-  b->CycleForTest();
-  a->CycleForTest();
-  b->CycleForTest();
-  EXPECT_EQ(Count(*a) + Count(*b), 1u);
-  ASSERT_OK_AND_ASSIGN(auto r,
-                       pool_->Exec("SELECT epoch FROM icestream_lease WHERE channel_id = 'c'"));
-  EXPECT_EQ(r.integer(0, 0), 1);
+  // Takes racing from two threads, each a whole cycle (renew, rows, take): every unit ends
+  // with one owner whose take was its only one (epoch 1), and neither thinks it holds a
+  // unit the other holds.
+  std::vector<std::string> units;
+  for (int i = 0; i < 40; ++i) units.push_back(delivery::ShardUnit("s" + std::to_string(i)));
+  for (const auto& u : units) {
+    ASSERT_OK(pool_->Exec("INSERT INTO icestream_lease (channel_id, unit) VALUES ('c', $1)", {u}));
+  }
+  LeaseOptions slow = FastLeases();
+  slow.renew_ms = slow.take_ms = 60000;  // only the test's cycles take
+  slow.lease_ms = 120000;
+  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), slow));
+  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), slow));
+  a->Offer("c", units);
+  b->Offer("c", units);
+  std::atomic<bool> go{false};
+  auto race = [&](LeaseManager* m) {
+    while (!go.load()) std::this_thread::yield();
+    for (int i = 0; i < 5; ++i) m->CycleForTest();
+  };
+  std::thread ta(race, a.get()), tb(race, b.get());
+  go.store(true);
+  ta.join();
+  tb.join();
+  auto ha = a->Held()["c"], hb = b->Held()["c"];
+  EXPECT_EQ(ha.size() + hb.size(), units.size());
+  for (const auto& [u, e] : ha) EXPECT_EQ(hb.count(u), 0u) << u << " held by both";
+  // What each believes it holds is what the rows say, and every take (an epoch bump) left
+  // one history row: no take was lost or doubled by the race.
+  ASSERT_OK_AND_ASSIGN(auto rows, pool_->Exec("SELECT unit, owner, epoch FROM icestream_lease "
+                                              "WHERE channel_id = 'c'"));
+  ASSERT_EQ(rows.rows(), units.size());
+  int64_t epochs = 0;
+  for (size_t i = 0; i < rows.rows(); ++i) {
+    const auto& held = rows.text(i, 1) == a->owner() ? ha : hb;
+    ASSERT_TRUE(rows.text(i, 1) == a->owner() || rows.text(i, 1) == b->owner()) << rows.text(i, 0);
+    ASSERT_EQ(held.count(rows.text(i, 0)), 1u) << rows.text(i, 0);
+    EXPECT_EQ(held.at(rows.text(i, 0)), static_cast<uint64_t>(rows.integer(i, 2)));
+    epochs += rows.integer(i, 2);
+  }
+  ASSERT_OK_AND_ASSIGN(auto h, pool_->Exec("SELECT count(*) FROM icestream_lease_history WHERE "
+                                           "channel_id = 'c'"));
+  EXPECT_EQ(h.integer(0, 0), epochs);
   a->Stop(true);
   b->Stop(true);
+}
+
+// A process takes units only of the channels it offered (those it can deliver), and
+// counts only in their shares; a channel it forgets is handed back at its next renewal.
+TEST_F(LeaseTest, OnlyTheProcessesThatOfferAChannelShareIt) {
+  std::vector<std::string> units = {"control", "shard:s1", "shard:s2", "shard:s3"};
+  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), FastLeases()));
+  ASSERT_OK_AND_ASSIGN(auto idle, LeaseManager::Start(pool_.get(), FastLeases()));
+  idle->Offer("other", {"control"});
+  a->Offer("ch", units);
+  Eventually([&] { return Count(*a) == 4; });
+  // Live, but not offering "ch": takes none of it, and "ch"'s share stays 4 for `a`.
+  for (int i = 0; i < 3; ++i) idle->CycleForTest();
+  EXPECT_EQ(idle->Held()["ch"].size(), 0u);
+  EXPECT_EQ(a->Held()["ch"].size(), 4u);
+  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
+  b->Offer("ch", units);
+  Eventually([&] { return a->Held()["ch"].size() == 2 && b->Held()["ch"].size() == 2; });
+  EXPECT_EQ(idle->Held()["ch"].size(), 0u);
+  // `a` cannot deliver "ch" any more: its units go back, and `b` takes them all.
+  a->Forget("ch");
+  Eventually([&] { return b->Held()["ch"].size() == 4; });
+  ASSERT_OK_AND_ASSIGN(auto r, pool_->Exec("SELECT count(*) FROM icestream_interest WHERE "
+                                           "worker_id = $1",
+                                           {a->owner()}));
+  EXPECT_EQ(r.integer(0, 0), 0);
+  a->Stop(true);
+  b->Stop(true);
+  idle->Stop(true);
 }
 
 TEST_F(LeaseTest, AHandoffGivesUnitsBackAtOnce) {
@@ -121,6 +184,7 @@ TEST_F(LeaseTest, AHandoffGivesUnitsBackAtOnce) {
                        pool_->Exec("SELECT count(*) FROM icestream_lease WHERE owner IS NULL"));
   EXPECT_EQ(r.integer(0, 0), 2);
   ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
+  b->Offer("ch", {"control", "shard:s1"});
   b->CycleForTest();
   EXPECT_EQ(Count(*b), 2u);  // no waiting for an expiry
   b->Stop(true);

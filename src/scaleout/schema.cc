@@ -45,6 +45,10 @@ Status EnsureDeliverySchema(pg::PgPool* pool) {
       "after_sequence, after_sub_sequence));"
       "CREATE TABLE icestream_table_requests (channel_id TEXT NOT NULL, version_id TEXT NOT "
       "NULL, PRIMARY KEY (channel_id, version_id))",
+      // 4: which workers can deliver which channels (lease_manager.h: only they take its
+      // units, and the channel's share is divided among them).
+      "CREATE TABLE icestream_interest (worker_id TEXT NOT NULL, channel_id TEXT NOT NULL, "
+      "PRIMARY KEY (worker_id, channel_id))",
   };
   return pg::Migrate(pool, "delivery", kSteps);
 }

@@ -758,6 +758,22 @@ Result<delivery::SourceStream> KinesisSourceProvider::DescribeStream(const std::
 
 Result<std::shared_ptr<delivery::ShardSource>> KinesisSourceProvider::OpenSource(
     const delivery::ChannelConfig& channel) {
+  // A pool may read several endpoints (a server's own streams, a worker's other endpoint):
+  // a channel whose stream this endpoint does not have — by ARN and creation time — is
+  // another endpoint's, for the processes that read that one; failing it here would fail
+  // it for the whole pool. (A stream deleted while it is being delivered fails its channel:
+  // ShardSource::Shards answers kNotFound then.)
+  auto stream = DescribeStream(channel.stream_name);
+  if (!stream.ok() && stream.status().code() != StatusCode::kNotFound) return stream.status();
+  if (!stream.ok() || !delivery::ReadsStream(channel, stream->arn, stream->created_ms)) {
+    return WithSubcode(
+        FailedPrecondition(fmt::format(
+            "stream {} is not a stream of {}{}; the pool's processes that read its endpoint "
+            "deliver it",
+            channel.stream_arn, options_.endpoint.url,
+            stream.ok() ? " (a stream of that name there has another ARN or creation time)" : "")),
+        delivery::SourceError::kNotThisSource);
+  }
   return std::shared_ptr<delivery::ShardSource>(new KinesisShardSource(
       client_, options_, buffered_, channel.stream_name, channel.stream_created_ms));
 }
