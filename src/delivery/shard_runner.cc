@@ -857,6 +857,19 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
     } else {
       source_failures_ = std::max(1, source_failures_ + 1);
       NoteFailure(shards.status().WithContext("listing the source's shards"), source_failures_);
+      // In a pool, a process that cannot read the source for long (wrong credentials, cut
+      // off from the endpoint) hands the channel's units to the processes that can; it
+      // offers them again once it reads the source (HeldShards).
+      if (source_failing_since_ms_ == 0) source_failing_since_ms_ = now;
+      if (coordinator_ != nullptr && !source_handed_over_ &&
+          now - source_failing_since_ms_ >= options_.source_handover_ms) {
+        source_handed_over_ = true;
+        coordinator_->Forget(config_.id);
+        spdlog::warn(
+            "channel {}: the source could not be read for {} s ({}): its units are handed to "
+            "the pool's other processes until it can be read again",
+            config_.name, (now - source_failing_since_ms_) / 1000, shards.status().ToString());
+      }
     }
     return jobs;
   }
@@ -882,6 +895,8 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
       source_failures_ = 0;
       NoteSuccess();
     }
+    source_failing_since_ms_ = 0;
+    source_handed_over_ = false;
     known_shards_ = *shards;
     for (const auto& s : *shards) {
       if (finished_.count(s.id) || !held.count(s.id)) continue;

@@ -82,6 +82,10 @@ struct RunnerOptions {
   int64_t reject_log_interval_ms = 30000;
   // A redrive batch holds at most this many DLQ lines' records.
   size_t redrive_batch_records = 5000;
+  // In a pool: a process that cannot list the source's shards for this long (a worker
+  // with wrong credentials, or cut off from its endpoint) gives the channel's units up
+  // (Coordinator::Forget), so that processes that can read it deliver it meanwhile.
+  int64_t source_handover_ms = 30000;
 };
 
 // Subcodes of ShardRunner statuses.
@@ -226,7 +230,9 @@ class ShardRunner {
   bool recovered_ = true;  // the destination's checkpoints have been taken into account
   bool recovering_ = false;
   int recover_failures_ = 0;
-  int source_failures_ = 0;  // consecutive failures to list the source's shards
+  int source_failures_ = 0;              // consecutive failures to list the source's shards
+  int64_t source_failing_since_ms_ = 0;  // the first of them (0: listing works)
+  bool source_handed_over_ = false;      // the units were given up (RunnerOptions)
   int64_t recover_after_ms_ = 0;
   int in_flight_ = 0;          // batches running
   int spanning_failures_ = 0;  // consecutive failures of the spanning batch

@@ -3,7 +3,13 @@ delivers a channel on its own stream, and an `icestream worker --source <another
 delivers a channel on that other endpoint's stream, both channels in the same PostgreSQL
 pool. Each process takes the leases of the channel it can deliver and none of the other's
 (the server neither takes nor counts in the share of a channel it cannot read), so both
-channels deliver every record exactly once, each entirely by the process that reads it."""
+channels deliver every record exactly once, each entirely by the process that reads it.
+
+A worker that cannot read its source takes no share of the channel (it signs with a wrong
+secret: it cannot even describe the stream), or gives its share up once it has failed to
+read for RunnerOptions::source_handover_ms, 30 s (it was cut off from its endpoint by a
+TCP proxy that resets every connection): the server takes its shards, and every record is
+delivered exactly once; neither worker fails anything."""
 
 import json
 import os
@@ -19,6 +25,7 @@ import harness  # noqa: E402
 from delivery_check import LocalBucket, decompress  # noqa: E402
 from harness import Server, channel_request, kinesis_call  # noqa: E402
 from pg import PgCluster  # noqa: E402
+from tcp_proxy import TcpProxy  # noqa: E402
 
 CONFIG = "[scaleout]\nlease_ms = 2000\nrenew_ms = 400\ntake_ms = 400\n"
 
@@ -141,6 +148,98 @@ class MixedPool(unittest.TestCase):
                             dbname="pool").strip()
             self.assertEqual(int(units), 5)  # 4 shards and the control unit, all on the worker
 
+
+    def test_a_worker_that_cannot_read_its_source_leaves_its_share_to_the_others(self):
+        key, secret = "test", "test"  # what the harness's clients sign with
+        config = os.path.join(self.tmp, "server.toml")
+        with open(config, "w") as f:
+            f.write(f'[[credentials]]\naccess_key_id = "{key}"\nsecret_access_key = "{secret}"\n' + CONFIG)
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = key, secret
+        with PgCluster() as pg:
+            conninfo = pg.create_database("pool")
+            server = Server(extra_args=["--pg", conninfo, "--config", config], log_level="info")
+            self.addCleanup(server.cleanup)
+            self.addCleanup(server.stop)
+            server.start()
+            k = server.client()
+            k.create_stream(StreamName="s", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            k.get_waiter("stream_exists").wait(StreamName="s", WaiterConfig={"Delay": 0.2})
+            # A worker reading the server through a TCP proxy that the test can cut.
+            proxy = TcpProxy(server.port)
+            proxy.start()
+            self.addCleanup(proxy.stop)
+
+            def worker(name, source, **env):
+                log = open(os.path.join(self.tmp, f"{name}.log"), "ab")
+                self.addCleanup(log.close)
+                p = subprocess.Popen(
+                    [harness.BINARY, "worker", "--pg", conninfo, "--source", source, "--data-dir",
+                     os.path.join(self.tmp, name), "--listen", f"127.0.0.1:{harness.free_port()}", "--config",
+                     self.config, "--log-level", "info"], stdout=log, stderr=subprocess.STDOUT,
+                    env=dict(os.environ, **env))
+
+                def stop():
+                    if p.poll() is None:
+                        p.terminate()
+                        p.wait(30)
+                self.addCleanup(stop)
+                return p
+
+            cut = worker("cut", f"http://127.0.0.1:{proxy.port}")
+            # Signs with a wrong secret: cannot even describe the stream.
+            bad = worker("bad", server.endpoint, AWS_SECRET_ACCESS_KEY="not-the-secret")
+
+            req = channel_request("s3", "s", bucket="out", freshness=1)
+            req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
+            st, body = kinesis_call(server, "CreateChannel", req)
+            self.assertEqual(st, 200, body)
+            ids = put(k, "s", "a", 400)
+
+            def held_by(p):
+                return int(pg.psql(f"SELECT count(*) FROM icestream_lease l JOIN icestream_worker w ON "
+                                   f"w.worker_id = l.owner WHERE w.pid = {p.pid} AND l.expires_at > "
+                                   f"clock_timestamp()", dbname="pool"))
+
+            def state():
+                logs = ""
+                for name in ("cut", "bad"):
+                    with open(os.path.join(self.tmp, f"{name}.log"), "rb") as f:
+                        logs += f"\n{name} worker log (end):\n" + f.read().decode(errors="replace")[-3000:]
+                return f"icestream_lease:\n{pg.psql('TABLE icestream_lease', dbname='pool')}{logs}"
+
+            deadline = time.time() + 30
+            while time.time() < deadline and held_by(cut) == 0:
+                time.sleep(0.3)
+            self.assertGreater(held_by(cut), 0, "the worker never took its share: " + state())
+            out = os.path.join(server.data_dir, "buckets", "out")
+            out_cut = os.path.join(self.tmp, "cut", "buckets", "out")
+            deadline = time.time() + 60
+            while time.time() < deadline and len(bucket_ids(out) + bucket_ids(out_cut)) < len(ids):
+                time.sleep(0.5)
+            self.assertEqual(held_by(bad), 0, "a worker that cannot read the source took leases: " + state())
+
+            # The worker is cut off from its endpoint: records put now on its shards are
+            # delivered once it has given them up (after 30 s), by the server.
+            proxy.set_mode("reset")
+            ids += put(k, "s", "b", 400)
+            deadline, got = time.time() + 90, []
+            while time.time() < deadline:
+                got = sorted(bucket_ids(out) + bucket_ids(out_cut))
+                if len(got) >= len(ids):
+                    break
+                time.sleep(0.5)
+            time.sleep(2)
+            got = sorted(bucket_ids(out) + bucket_ids(out_cut))
+            if got != sorted(ids):
+                self.fail(f"{len(got)} records ({len(set(got))} distinct) of {len(ids)}\n{state()}")
+            self.assertEqual(held_by(cut), 0, state())
+            self.assertEqual(held_by(bad), 0, state())
+            for p, name in ((cut, "cut"), (bad, "bad")):
+                self.assertIsNone(p.poll(), f"the {name} worker exited")
+                with open(os.path.join(self.tmp, f"{name}.log"), "rb") as f:
+                    self.assertNotIn(b"FAILED", f.read())
+            with open(os.path.join(self.tmp, "cut.log"), "rb") as f:
+                self.assertIn(b"handed to the pool", f.read())
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

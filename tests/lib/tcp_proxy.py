@@ -1,0 +1,87 @@
+"""A plain TCP proxy on 127.0.0.1 that a test can cut (tests only): in "pass" mode bytes flow
+both ways unchanged; set_mode("reset") closes every connection with a reset at once and
+resets new ones as they come (a process cut off from the endpoint behind it), and
+set_mode("pass") lets them through again. For protocol-aware faults see fault_proxy.py
+(S3 over HTTP) and pg_fault_proxy.py (PostgreSQL)."""
+
+import socket
+import struct
+import threading
+
+
+class TcpProxy:
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.mode = "pass"
+        self.lock = threading.Lock()
+        self.conns = set()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(128)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.stopping = True
+        self.set_mode("reset")
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def set_mode(self, mode):
+        with self.lock:
+            self.mode = mode
+            if mode == "reset":
+                for c in list(self.conns):
+                    self._reset(c)
+                self.conns.clear()
+
+    @staticmethod
+    def _reset(s):
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+        except OSError:
+            pass
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                if self.mode == "reset" or self.stopping:
+                    self._reset(client)
+                    continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                self._reset(client)
+                continue
+            with self.lock:
+                self.conns.update((client, upstream))
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(src, dst), daemon=True).start()
+
+    def _pipe(self, src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with self.lock:
+                    self.conns.discard(s)
+                self._reset(s)
