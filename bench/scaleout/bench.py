@@ -1,23 +1,27 @@
 """Driver of bench/scaleout (see run). Prints every figure with its goal; asserts nothing.
 
-1. Throughput: a backlog of ~1 KiB JSON records in a 4-shard ON_DEMAND stream, delivered
-   from TRIM_HORIZON by an S3 channel (GZIP JSON to bucket folders) and by a streaming-
-   table channel (ZSTD Parquet), each timed from CreateChannel to the last record
-   delivered: by one `icestream serve` (meta.db, the single-process channel), by
-   `serve --pg` alone (one worker of a pool), and by `serve --pg` plus one `icestream
-   worker` (two workers). Goal: two workers >= 0.9x the single process on this 2-core
-   machine (coordination costs nothing visible). A table channel's shards are converted
-   where their leases are (staged, then committed by the control unit's holder), so its
-   second worker adds conversion capacity where there are cores to use. The worker reads
-   its shards from the server through GetRecords at AWS's rate (5 calls/s per shard, each
-   <= 10,000 records): the bound this puts on the two-worker run is printed beside it.
+1. Throughput: a backlog of ~1 KiB JSON records (--mb) in a stream of --shards shards (4,
+   ON_DEMAND's default, and 16), delivered from TRIM_HORIZON by an S3 channel (GZIP JSON to
+   bucket folders) and by a streaming-table channel (ZSTD Parquet), each timed from
+   CreateChannel to the last record delivered: by one `icestream serve` (meta.db, the
+   single-process channel), by `serve --pg` alone (one worker of a pool), and by `serve
+   --pg` plus one `icestream worker` (two workers). Goal: two workers >= 0.9x the single
+   process on this 2-core machine (coordination costs nothing visible). A table channel's
+   shards are converted where their leases are (staged, then committed by the control
+   unit's holder), so its second worker adds conversion capacity where there are cores to
+   use. The worker reads its shards from the server through GetRecords at AWS's rate (5
+   calls/s per shard, each <= 10,000 records): the bound this puts on the two-worker run is
+   printed beside it — with 4 shards it, not coordination, decides the figure; with 16 it
+   is far above what two cores convert.
 2. Failover gap: an S3 channel at freshness 1 s with a steady producer; the worker holding
    a shard is killed with SIGKILL; the gap is the time from the kill until that shard's
    checkpoint moves again. Goal <= lease + take interval + freshness + 1 s.
-3. PostgreSQL load at steady state: transactions committed per second per shard
-   (pg_stat_database.xact_commit) while the S3 channel delivers a steady ~200 records/s
-   with two workers. Goal <= 1 per shard besides commits (a renewal covers every unit of
-   a worker in one statement).
+3. PostgreSQL load at steady state, while the S3 channel delivers a steady ~200 records/s
+   with two workers: transactions per second per shard (pg_stat_database.xact_commit) and
+   statements per second per shard (pg_stat_statements, BEGIN/COMMIT not counted), each
+   besides the batches' own (their plans and checkpoints), with the most frequent other
+   statements; goal <= 1 per shard (a renewal covers every unit of a worker in one
+   statement). And the CPU of every process of the cluster over the same 20 s.
 4. 1,000 leases renewed: one worker holding 1,000 units; the server-side duration of its
    renew statement (log_min_duration_statement = 0, parsed from PostgreSQL's log).
    Goal p99 <= 50 ms.
@@ -25,6 +29,12 @@
    the 4 shards of an S3 channel): per record, the time its object appeared in the bucket
    (the file's mtime: all processes write the same folders) minus the time the producer
    sent it. Goal p99 <= 8 s.
+6. The same for a streaming-table channel (its shards staged by three processes, committed
+   by the control unit's holder): per record, the time from its PutRecords to the first
+   snapshot (the REST catalog polled every 50 ms) whose checkpoint of its shard covers it.
+   Goal p99 <= 8 s.
+No curve beyond two workers here: on two cores more processes add no capacity; where more
+cores exist, --modes and more `icestream worker` processes give the curve.
 All on 127.0.0.1; PostgreSQL is a throw-away cluster (tests/lib/pg.py)."""
 
 import argparse
@@ -45,13 +55,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", 
 import harness  # noqa: E402
 from harness import Server, channel_request, kinesis_call, wait_channel  # noqa: E402
 from pg import PgCluster  # noqa: E402
-from table_check import register_schema, table_bucket_arn, table_channel_request, total_records  # noqa: E402
+from table_check import (register_schema, rest_metadata, table_bucket_arn, table_channel_request,  # noqa: E402
+                         total_records)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--bin", required=True)
-ap.add_argument("--mb", type=int, default=100, help="backlog size for the throughput runs")
-ap.add_argument("--shards", type=int, default=4, help="shards of the throughput runs' stream (4: ON_DEMAND's default)")
-ap.add_argument("--only", default="throughput,failover,pgload,renew,freshness")
+ap.add_argument("--mb", type=int, default=400, help="backlog size for the throughput runs")
+ap.add_argument("--shards", default="4,16",
+                help="shard counts of the throughput runs' stream (4: ON_DEMAND's default)")
+ap.add_argument("--only", default="throughput,failover,pgload,renew,freshness,table_freshness")
 ap.add_argument("--kinds", default="s3,table", help="channel kinds of the throughput runs")
 ap.add_argument("--modes", default="single,one,two", help="throughput runs: single, one (serve --pg), two (+ a worker)")
 ap.add_argument("--log-level", default="warn", help="the processes' log level; logs are kept (paths printed) when not warn")
@@ -162,7 +174,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def throughput_run(kind, mode, recs, size):
+def throughput_run(kind, mode, recs, size, shards):
     """(seconds from CreateChannel until everything is delivered, seconds until the channel
     was ACTIVE, CPU seconds the icestream processes spent in that time)."""
     tmp = tempfile.mkdtemp(prefix="icestream-bench-scaleout-")
@@ -174,10 +186,10 @@ def throughput_run(kind, mode, recs, size):
                         log_level=args.log_level).start()
         try:
             k = server.client()
-            if args.shards == 4:
+            if shards == 4:
                 k.create_stream(StreamName="bench", StreamModeDetails={"StreamMode": "ON_DEMAND"})
             else:
-                k.create_stream(StreamName="bench", ShardCount=args.shards)
+                k.create_stream(StreamName="bench", ShardCount=shards)
                 arn = k.describe_stream_summary(StreamName="bench")["StreamDescriptionSummary"]["StreamARN"]
                 k.update_stream_mode(StreamARN=arn, StreamModeDetails={"StreamMode": "ON_DEMAND"})
             put_all(k, "bench", recs)
@@ -229,12 +241,18 @@ def throughput_run(kind, mode, recs, size):
 
 def throughput():
     recs, size = records(args.mb)
-    n = args.shards
+    for n in (int(x) for x in args.shards.split(",")):
+        throughput_shards(recs, size, n)
+
+
+def throughput_shards(recs, size, n):
     print(f"## 1. throughput: {len(recs)} records, {size / 1e6:.0f} MB backlog, {n} shards (goal: two workers >= 0.9x "
           "the single process)")
     # A worker reads its shards through GetRecords at AWS's rate: 5 calls/s per shard, each
     # at most 10,000 records and 10 MiB. With half the shards on the worker, the two-worker
-    # run lasts at least as long as the worker takes to read its half.
+    # run lasts at least as long as the worker takes to read its half. With few shards that
+    # rule, not coordination, bounds the pool (as on AWS, where a stream's shard count grows
+    # with its rate); with more shards the machine's cores do.
     per_shard = 5 * min(10000 * size / len(recs), 10 * 2**20) / 1e6
     floor = (size / 2 / 1e6) / (n // 2 * per_shard)
     print(f"  (a worker reads a shard at <= {per_shard:.0f} MB/s here: 5 GetRecords/s x 10,000 records; with {n // 2} of the "
@@ -245,7 +263,7 @@ def throughput():
                             ("two", "serve --pg + 1 worker (2 workers)")):
             if mode not in args.modes.split(","):
                 continue
-            secs, first, cpu = throughput_run(kind, mode, recs, size)
+            secs, first, cpu = throughput_run(kind, mode, recs, size, n)
             mbs = size / 1e6 / secs
             base = base or mbs
             # Also the rate from the moment the channel is ACTIVE (its activation excluded;
@@ -254,9 +272,10 @@ def throughput():
             # and the channel reload interval, a fixed cost of seconds.
             after = size / 1e6 / max(0.001, secs - first)
             after_base = after_base or after
+            goal = "   (goal >= 0.9x)" if mode == "two" else ""
             print(f"  {kind:5} {label:36} {secs:7.1f} s  {mbs:7.1f} MB/s  {mbs / base:5.2f}x   ACTIVE after "
                   f"{first:4.1f} s, then {after:6.1f} MB/s  {after / after_base:5.2f}x   "
-                  f"CPU {cpu / (size / 1e8):5.2f} s/100 MB")
+                  f"CPU {cpu / (size / 1e8):5.2f} s/100 MB{goal}")
 
 
 def steady_pool(pg, n_workers=1, config=CONFIG, freshness=1, compression="GZIP", stamp=False):
@@ -327,25 +346,75 @@ def failover():
             server.cleanup()
 
 
+def postgres_cpu_seconds(pg):
+    """utime + stime of every process of the cluster (postmaster, backends, background
+    workers): PostgreSQL's CPU, read from /proc."""
+    total = 0.0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            if not (cmd.startswith(b"postgres:") or (b"/postgres\0" in cmd and pg.data.encode() in cmd)):
+                continue
+            total += cpu_seconds(int(pid))
+        except OSError:
+            continue
+    return total
+
+
+# Statements of a batch (its plan, its checkpoint, its shard's "finished" mark and the
+# fences they lock): what the goal counts "besides".
+BATCH_TABLES = ("icestream_plans", "icestream_checkpoints", "icestream_finished", "icestream_staged")
+# ... and what every fenced transaction of theirs starts with: its id (for a COMMIT whose
+# answer is lost) and the lock of the unit's lease row on (owner, epoch).
+BATCH_PREAMBLE = ("pg_current_xact_id()", "AND owner = $3 AND epoch = $4 FOR")
+
+
 def pgload():
-    print("## 3. PostgreSQL transactions per second per shard at steady state (S3 channel, 4 shards, 2 workers, "
-          "~200 records/s, default lease timings; goal <= 1 per shard besides the batches' plan and checkpoint "
-          "commits)")
-    with PgCluster() as pg:
+    print("## 3. PostgreSQL load at steady state (S3 channel, 4 shards, 2 workers, ~200 records/s, default lease "
+          "timings; goal <= 1 statement per shard per second besides the batches' own)")
+    with PgCluster(settings={"shared_preload_libraries": "pg_stat_statements",
+                             "pg_stat_statements.track": "all"}) as pg:
         server, workers, arn, stop, t, conninfo = steady_pool(pg, 1, config="")
         db = conninfo.split("dbname=")[-1].split()[0]
         try:
+            pg.psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", db)
             time.sleep(8)
             q = f"SELECT xact_commit FROM pg_stat_database WHERE datname = '{db}'"
             cq = "SELECT n_tup_upd + n_tup_ins FROM pg_stat_user_tables WHERE relname = 'icestream_checkpoints'"
-            a, c0, t0 = int(pg.psql(q)), int(pg.psql(cq, db)), time.time()
+            pg.psql("SELECT pg_stat_statements_reset()", db)
+            a, c0, cpu0, t0 = int(pg.psql(q)), int(pg.psql(cq, db)), postgres_cpu_seconds(pg), time.time()
             time.sleep(20)
-            b, c1, t1 = int(pg.psql(q)), int(pg.psql(cq, db)), time.time()
-            per_s = (b - a) / (t1 - t0)
-            batches = (c1 - c0) / (t1 - t0)
+            b, c1, cpu1, t1 = int(pg.psql(q)), int(pg.psql(cq, db)), postgres_cpu_seconds(pg), time.time()
+            rows = pg.psql("SELECT calls, regexp_replace(query, '\\s+', ' ', 'g') FROM pg_stat_statements s JOIN "
+                           f"pg_database d ON d.oid = s.dbid WHERE d.datname = '{db}' ORDER BY calls DESC", db)
+            secs = t1 - t0
+            per_s = (b - a) / secs
+            batches = (c1 - c0) / secs
             other = max(0.0, per_s - 2 * batches)
-            print(f"  {per_s:.1f} transactions/s in all; {batches:.1f} batches/s (a plan and a checkpoint "
+            print(f"  transactions: {per_s:.1f}/s in all; {batches:.1f} batches/s (a plan and a checkpoint "
                   f"commit each); besides those {other:.2f}/s = {other / 4:.2f} per shard per second")
+            stmts = batch_stmts = 0
+            top = []
+            for line in rows.splitlines():
+                calls, _, text = line.partition("|")
+                if not calls.strip().isdigit() or text.strip().upper() in ("BEGIN", "COMMIT", "ROLLBACK"):
+                    continue
+                n = int(calls)
+                stmts += n
+                if any(tb in text for tb in BATCH_TABLES) or any(p in text for p in BATCH_PREAMBLE):
+                    batch_stmts += n
+                else:
+                    top.append((n, text))
+            others = (stmts - batch_stmts) / secs
+            print(f"  statements (pg_stat_statements, BEGIN/COMMIT not counted): {stmts / secs:.1f}/s in all, "
+                  f"{batch_stmts / secs:.1f}/s of batches; besides those {others:.2f}/s = {others / 4:.2f} per shard "
+                  f"per second (goal <= 1)")
+            for n, text in sorted(top, reverse=True)[:4]:
+                print(f"    {n / secs:5.2f}/s  {text[:110]}")
+            print(f"  PostgreSQL's CPU (every process of the cluster): {(cpu1 - cpu0) / secs * 100:.1f}% of one core")
         finally:
             stop.set()
             for w in workers:
@@ -401,6 +470,83 @@ def freshness():
             server.cleanup()
 
 
+def table_freshness():
+    print("## 6. freshness of a streaming table at DataFreshnessInSeconds 5 with 3 workers (serve --pg + 2 workers, "
+          "4 shards, ~200 records/s; per record: from its PutRecords to the first snapshot whose checkpoint of its "
+          "shard covers it, read through the REST catalog every 50 ms; goal p99 <= 8 s)")
+    with PgCluster() as pg:
+        conninfo = pg.create_database(f"pool{random.randrange(10**6)}")
+        server = Server(config_text=CONFIG, extra_args=["--pg", conninfo], log_level=args.log_level).start()
+        workers = []
+        try:
+            k = server.client()
+            k.create_stream(StreamName="tf", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            schema_arn, _ = register_schema(server.client("glue"), "bench", "tf", SCHEMA)
+            st, body = kinesis_call(server, "CreateChannel", table_channel_request(
+                "tf", "tf", schema_arn, "tables", "ns", "t", "dlq", freshness=5, partition="t"))
+            assert st == 200, body
+            arn = body["ChannelDescription"]["ChannelARN"]
+            wait_channel(server, arn, timeout=60)
+            workers = [Worker(conninfo, server.endpoint, server.config_path, server.data_dir) for _ in range(2)]
+            time.sleep(5)  # the leases settle over the three processes
+            stop = threading.Event()
+            seen = []  # (time, {shard: checkpoint}) for every new snapshot
+            snapshots = set()
+
+            def poll():
+                last = None
+                while not stop.is_set():
+                    t = rest_metadata(server, table_bucket_arn("tables"), "ns", "t")
+                    now = time.time()
+                    if t:
+                        md = t["metadata"]
+                        for snap in md.get("snapshots", []):
+                            snapshots.add(snap["snapshot-id"])
+                        cur = next((x for x in md.get("snapshots", [])
+                                    if x["snapshot-id"] == md.get("current-snapshot-id")), None)
+                        cps = {key[len("icestream.checkpoint."):]: int(v)
+                               for key, v in (cur or {}).get("summary", {}).items()
+                               if key.startswith("icestream.checkpoint.")}
+                        if cps and cps != last:
+                            seen.append((now, cps))
+                            last = cps
+                    time.sleep(0.05)
+            poller = threading.Thread(target=poll)
+            poller.start()
+            sent = []  # (shard, sequence, time before the call)
+            n, end = 0, time.time() + 40
+            while time.time() < end:
+                t0 = time.time()
+                recs = [{"Data": json.dumps({"id": f"r{n + i}", "n": n + i, "amount": 1.25, "merchant": "m",
+                                             "t": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode(),
+                         "PartitionKey": f"k{n + i}"} for i in range(20)]
+                r = k.put_records(StreamName="tf", Records=recs)
+                sent += [(res["ShardId"], int(res["SequenceNumber"]), t0) for res in r["Records"]
+                         if "SequenceNumber" in res]
+                n += 20
+                time.sleep(max(0.0, 0.1 - (time.time() - t0)))
+            deadline = time.time() + 30
+            while time.time() < deadline and not (seen and all(seen[-1][1].get(sh, -1) >= q for sh, q, _ in sent[-80:])):
+                time.sleep(0.1)
+            stop.set()
+            poller.join()
+            lags = sorted(next((ts for ts, cps in seen if cps.get(sh, -1) >= q), float("inf")) - t
+                          for sh, q, t in sent)
+            if not lags:
+                print("  no record sent")
+                return
+            p = lambda q: lags[min(len(lags) - 1, int(q * len(lags)))]  # noqa: E731
+            owners = {o for o, _ in checkpoints(server, arn).values()}
+            print(f"  {len(lags)} records over {len(owners)} shard owner(s), {len(snapshots)} snapshots in ~40 s: "
+                  f"p50 {p(0.5):.2f} s, p99 {p(0.99):.2f} s, max {lags[-1]:.2f} s (goal p99 <= 8 s)")
+        finally:
+            for w in workers:
+                w.stop()
+            server.stop()
+            keep_logs(server, workers, "table_freshness")
+            server.cleanup()
+
+
 def renew():
     print("## 4. 1,000 leases renewed by one worker (server-side duration of the renew statement; goal p99 <= 50 ms)")
     with PgCluster(settings={"log_min_duration_statement": "0"}) as pg:
@@ -436,4 +582,5 @@ def renew():
 
 
 for part in args.only.split(","):
-    {"throughput": throughput, "failover": failover, "pgload": pgload, "renew": renew, "freshness": freshness}[part]()
+    {"throughput": throughput, "failover": failover, "pgload": pgload, "renew": renew, "freshness": freshness,
+     "table_freshness": table_freshness}[part]()

@@ -117,9 +117,15 @@ class TableSink final : public Sink {
         upkeep_(config_, options, env),
         staging_(services.staging) {
     if (staging_) {
-      // A batch staged anywhere brings the commit forward (not past its next look).
-      staged_watch_ = staging_->Watch(config_.id, [this] {
-        const int64_t due = env_.clock->NowMillis() + options_.staged_commit_gather_ms;
+      // A batch staged anywhere brings the commit forward (not past its next look), after a
+      // tenth of the freshness interval (at least staged_commit_gather_ms), in which the
+      // other shards' batches of the same tick are staged too.
+      const int64_t gather =
+          std::min<int64_t>(options_.staged_commit_interval_ms,
+                            std::max<int64_t>(options_.staged_commit_gather_ms,
+                                              int64_t{config_.data_freshness_seconds} * 100));
+      staged_watch_ = staging_->Watch(config_.id, [this, gather] {
+        const int64_t due = env_.clock->NowMillis() + gather;
         int64_t cur = next_commit_ms_.load();
         while (due < cur && !next_commit_ms_.compare_exchange_weak(cur, due)) {
         }

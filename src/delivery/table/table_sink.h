@@ -102,7 +102,8 @@ struct TableSinkOptions {
   size_t max_payload_bytes = 64u << 20;
   // With staging: how often the control unit's holder looks for staged batches to commit
   // (and for requests to create or evolve the table) when nothing tells it of one, and how
-  // long after it learns that a batch was staged (StagingStore::Watch) it commits: the
+  // long at least after it learns that a batch was staged (StagingStore::Watch) it commits
+  // (a tenth of the channel's freshness when that is longer, up to the interval): the
   // other shards' batches of the same freshness tick, staged within that time, join the
   // same commit.
   int64_t staged_commit_interval_ms = 1000;
