@@ -250,15 +250,22 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"source", r.Str(&c.source, "scaleout.source")},
       {"registry", r.Str(&c.registry, "scaleout.registry")},
   };
+  const Keys worker = {
+      {"listen", r.Str(&c.worker_listen, "worker.listen")},
+      {"data_dir", r.Str(&c.worker_data_dir, "worker.data_dir")},
+  };
   const Keys limits = {
       {"shard_limit", r.Int(&c.shard_limit, "limits.shard_limit", 1, UINT32_MAX)},
       {"on_demand_stream_limit",
        r.Int(&c.on_demand_stream_limit, "limits.on_demand_stream_limit", 0, UINT32_MAX)},
   };
   const std::vector<std::pair<std::string, const Keys*>> sections = {
-      {"storage", &storage},   {"server", &server},    {"auth", &auth},       {"s3", &s3},
-      {"delivery", &delivery}, {"kinesis", &kinesis},  {"iceberg", &iceberg}, {"console", &console},
-      {"limits", &limits},     {"scaleout", &scaleout}};
+      {"storage", &storage},   {"server", &server},
+      {"auth", &auth},         {"s3", &s3},
+      {"delivery", &delivery}, {"kinesis", &kinesis},
+      {"iceberg", &iceberg},   {"console", &console},
+      {"limits", &limits},     {"scaleout", &scaleout},
+      {"worker", &worker}};
 
   // [[credentials]]: an array of tables, each with both keys.
   auto credentials = [&](const toml::node& n) -> Status {
@@ -323,6 +330,9 @@ Status Validate(const Config& c) {
     return InvalidArgument("s3.region '" + c.s3_region + "' is not a region name");
   }
   RETURN_IF_ERROR(ParseListen(c.listen, nullptr, nullptr));
+  if (Status st = ParseListen(c.worker_listen, nullptr, nullptr); !st.ok()) {
+    return InvalidArgument("worker.listen: " + st.message());
+  }
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     return InvalidArgument(
         "TLS needs both server.tls_cert (--tls-cert) and server.tls_key (--tls-key)");

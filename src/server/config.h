@@ -117,6 +117,11 @@ struct Config {
   // channels' schemas are read from (default: the source).
   std::string source;
   std::string registry;
+  // [worker]: `icestream worker`'s own address of /metrics and /health and its data
+  // directory. A worker never takes the top-level `listen` and `data_dir`: they are
+  // serve's, and a pool's processes often share one file.
+  std::string worker_listen = "127.0.0.1:4568";
+  std::string worker_data_dir = "./icestream-worker-data";
 
   // Account limits (DescribeLimits).
   uint32_t shard_limit = 20000;

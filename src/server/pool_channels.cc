@@ -49,10 +49,10 @@ Result<std::unique_ptr<PoolChannelApi>> PoolChannelApi::Open(const PoolChannelFl
   SetupLogging("warn");
   auto impl = std::make_unique<Impl>();
   Config& c = impl->config;
-  c.data_dir = "./icestream-worker-data";
   if (!f.config_file.empty()) {
     ASSIGN_OR_RETURN(c, LoadConfigFile(f.config_file, c));
   }
+  c.data_dir = c.worker_data_dir;  // as a worker's: the top-level one is serve's
   if (!f.pg.empty()) c.pg = f.pg;
   if (!f.source.empty()) c.source = f.source;
   if (!f.registry.empty()) c.registry = f.registry;

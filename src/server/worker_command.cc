@@ -88,8 +88,6 @@ http::Handler WorkerHandler(std::atomic<delivery::ChannelManager*>* channels,
 
 int RunWorker(const WorkerFlags& f) {
   Config c;
-  c.listen = "127.0.0.1:4568";
-  c.data_dir = "./icestream-worker-data";
   if (!f.config_file.empty()) {
     auto loaded = LoadConfigFile(f.config_file, c);
     if (!loaded.ok()) {
@@ -98,12 +96,14 @@ int RunWorker(const WorkerFlags& f) {
     }
     c = *loaded;
   }
+  // The top-level `listen` and `data_dir` of a shared file are serve's (a worker beside
+  // the server would try its port): a worker's are [worker] listen and data_dir, or flags.
+  c.listen = f.listen.empty() ? c.worker_listen : f.listen;
+  c.data_dir = f.data_dir.empty() ? c.worker_data_dir : f.data_dir;
   if (!f.pg.empty()) c.pg = f.pg;
   if (!f.source.empty()) c.source = f.source;
   if (!f.registry.empty()) c.registry = f.registry;
   if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
-  if (!f.listen.empty()) c.listen = f.listen;
-  if (!f.data_dir.empty()) c.data_dir = f.data_dir;
   if (!f.log_level.empty()) c.log_level = f.log_level;
   if (c.pg.empty()) {
     std::cerr << "icestream: worker needs --pg (the pool's PostgreSQL conninfo)\n";
@@ -249,9 +249,9 @@ void AddWorkerCommand(CLI::App* app) {
                   "S3-compatible endpoint of the buckets and table buckets (default: folders in "
                   "the data dir)");
   cmd->add_option("--listen", flags->listen,
-                  "HOST:PORT of /metrics and /health (default 127.0.0.1:4568)");
+                  "HOST:PORT of /metrics and /health ([worker] listen; default 127.0.0.1:4568)");
   cmd->add_option("--data-dir", flags->data_dir,
-                  "Delivery logs (and buckets without --s3-endpoint) (default "
+                  "Delivery logs (and buckets without --s3-endpoint) ([worker] data_dir; default "
                   "./icestream-worker-data)");
   cmd->add_option("--config", flags->config_file, "TOML configuration file");
   cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|off");
