@@ -19,11 +19,11 @@
 #include "http/server.h"
 #include "iceberg/warehouses.h"
 #include "objectstore/local_store.h"
-#include "scaleout/glue_versions.h"
 #include "scaleout/pool.h"
 #include "server/commands.h"
 #include "server/config.h"
 #include "server/delivery_wiring.h"
+#include "server/pool_registry.h"
 #include "source/kinesis/kinesis_source.h"
 
 namespace icestream::server {
@@ -176,12 +176,7 @@ int RunWorker(const WorkerFlags& f) {
   so.endpoint.ca_file = f.source_ca_file;
   so.pace_reads = source::PaceReadsFor(c.source);
   auto sources = source::KinesisSourceProvider::Make(so);
-  source::AwsEndpoint glue;
-  glue.url = c.registry.empty() ? c.source : c.registry;
-  glue.region = c.region;
-  glue.credentials = so.endpoint.credentials;
-  glue.ca_file = f.source_ca_file;
-  auto versions = scaleout::GlueVersions::Make(glue);
+  auto versions = MakePoolRegistry(c, f.source_ca_file);
   if (!sources.ok() || !versions.ok()) {
     spdlog::error("cannot start: {}",
                   (!sources.ok() ? sources.status() : versions.status()).ToString());
@@ -217,7 +212,7 @@ int RunWorker(const WorkerFlags& f) {
   spdlog::info(
       "icestream {} worker {} | reads {} | registry {} | /metrics and /health on http://{} | "
       "S3: {} | lease {} ms",
-      ICESTREAM_VERSION, pool->leases()->owner(), c.source, glue.url, listen_at,
+      ICESTREAM_VERSION, pool->leases()->owner(), c.source, PoolRegistryUrl(c), listen_at,
       c.s3_endpoint.empty() ? "folders in " + c.data_dir : c.s3_endpoint, c.lease_ms);
   int sig = 0;
   sigwait(&set, &sig);

@@ -11,7 +11,9 @@
    `channels describe --pg` shows each open shard's owner, epoch and lag.
    `channels delete --pg` marks the channel DELETING and the worker finishes the deletion.
 1b. kinesalite as the source of a streaming-table channel, its schema read from another
-   icestream server's Glue API (`--registry`): a 2-shard stream, one shard split while a
+   icestream server's Glue API ([scaleout] registry of the command's and the worker's
+   --config; without it `channels create` is refused with an error naming --registry and
+   [scaleout] registry, as kinesalite has no Glue API): a 2-shard stream, one shard split while a
    producer writes, invalid records among the valid ones. Every valid record is a row
    exactly once (the independent reader, icebird + DuckDB, on the metadata file that the
    pool's JDBC-catalog row points at), every invalid one is in the dead-letter queue, and
@@ -64,13 +66,14 @@ def bucket_records(root):
 class Pool:
     """A PostgreSQL pool database and one worker reading `source`."""
 
-    def __init__(self, test, pg, source, tmp, conninfo=None, data=None, registry=None):
+    def __init__(self, test, pg, source, tmp, conninfo=None, data=None, registry=None, config=""):
+        """`registry` is given as --registry; `config` is added to the [scaleout] section."""
         self.conninfo = conninfo or pg.create_database(f"pool{harness.free_port()}")
         self.source = source
         self.extra = ["--registry", registry] if registry else []
         self.config = os.path.join(tmp, "pool.toml")
         with open(self.config, "w") as f:
-            f.write(CONFIG)
+            f.write(CONFIG + config)
         self.data = data or os.path.join(tmp, "worker")
         self.log_path = os.path.join(tmp, "worker.log")
         self.port = harness.free_port()
@@ -259,9 +262,21 @@ class SourceSuite(unittest.TestCase):
 
             put("a", 600, invalid_every=50)  # a backlog before the channel exists
             with PgCluster() as pg:
-                pool = Pool(self, pg, kl.endpoint, self.tmp, registry=registry.endpoint)
                 req = table_channel_request("kl-table", "kt", arn, "tables", "ns", "events", "dlq", freshness=1,
                                             partition="t", start="TRIM_HORIZON")
+                # The registry is the source unless given, and kinesalite has no Glue API: the
+                # refusal says what to pass.
+                bare = Pool(self, pg, kl.endpoint, self.tmp)
+                code, out, err = bare.cli("create", stdin=json.dumps(req))
+                self.assertEqual(code, 1, out)
+                error = json.loads(err)
+                self.assertEqual(error["__type"], "InvalidArgumentException", error)
+                for words in ("Glue", "--registry", "[scaleout]", kl.endpoint):
+                    self.assertIn(words, error["message"])
+                # The registry named in the configuration's [scaleout] section (no flag), for
+                # the command and for the worker.
+                pool = Pool(self, pg, kl.endpoint, self.tmp, conninfo=bare.conninfo,
+                            config=f'registry = "{registry.endpoint}"\n')
                 code, out, err = pool.cli("create", stdin=json.dumps(req))
                 self.assertEqual(code, 0, err)
                 pool.start_worker()
