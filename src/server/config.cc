@@ -93,6 +93,14 @@ class StrictReader {
       return Status::OK();
     };
   }
+  Setter OptBool(std::optional<bool>* out, const std::string& name) const {
+    return [this, out, name](const toml::node& n) -> Status {
+      const auto* v = n.as_boolean();
+      if (!v) return Error(n.source(), name + " must be true or false");
+      *out = v->get();
+      return Status::OK();
+    };
+  }
   template <typename T>
   Setter Int(T* out, const std::string& name, int64_t min, int64_t max) const {
     return [this, out, name, min, max](const toml::node& n) -> Status {
@@ -249,6 +257,7 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"take_ms", r.Int(&c.lease_take_ms, "scaleout.take_ms", 10, kMaxInt)},
       {"source", r.Str(&c.source, "scaleout.source")},
       {"registry", r.Str(&c.registry, "scaleout.registry")},
+      {"pace_reads", r.OptBool(&c.pace_reads, "scaleout.pace_reads")},
   };
   const Keys worker = {
       {"listen", r.Str(&c.worker_listen, "worker.listen")},

@@ -84,6 +84,7 @@ Result<std::unique_ptr<PoolChannelApi>> PoolChannelApi::Open(const PoolChannelFl
     so.endpoint.region = c.region;
     so.endpoint.credentials = source::CredentialsFromEnvironment();
     so.endpoint.ca_file = f.source_ca_file;
+    so.pace_reads = c.pace_reads.value_or(source::PaceReadsFor(c.source));
     ASSIGN_OR_RETURN(impl->sources, source::KinesisSourceProvider::Make(so));
     so.endpoint.service = "kinesis";
     so.endpoint.target_prefix = "Kinesis_20131202.";

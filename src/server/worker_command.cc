@@ -174,7 +174,7 @@ int RunWorker(const WorkerFlags& f) {
   so.endpoint.region = c.region;
   so.endpoint.credentials = source::CredentialsFromEnvironment();
   so.endpoint.ca_file = f.source_ca_file;
-  so.pace_reads = source::PaceReadsFor(c.source);
+  so.pace_reads = c.pace_reads.value_or(source::PaceReadsFor(c.source));
   auto sources = source::KinesisSourceProvider::Make(so);
   auto versions = MakePoolRegistry(c, f.source_ca_file);
   if (!sources.ok() || !versions.ok()) {

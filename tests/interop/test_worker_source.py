@@ -13,12 +13,19 @@ A worker started with the server's own configuration file (top-level `listen` an
 --config comes up on its own address (`[worker] listen`, or 127.0.0.1:4568 without it),
 never the server's port, and its /health and /metrics answer: /metrics is Prometheus text
 whose `icestream_worker_leases` gauge counts the units /health lists, beside the delivery
-metrics of the channel it delivers."""
+metrics of the channel it delivers.
+
+A worker paused (SIGSTOP) longer than its source's shard iterators live (a server with
+`[kinesis] iterator_ttl_ms = 3000`), but not longer than its lease, is resumed while a
+producer writes: its next GetRecords meets ExpiredIteratorException, it takes a new
+iterator from the last record it read (and says so), and every record is in the bucket
+exactly once."""
 
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -314,6 +321,94 @@ class WorkerSource(unittest.TestCase):
             self.assertRegex(text, default)
             self.assertNotRegex(text, rf"(/health on http://|cannot listen on )127\.0\.0\.1:{server.port}\b")
             stop_all()
+            self.assertEqual(w.returncode, 0)
+
+    def test_c_a_paused_worker_reads_on_after_its_iterators_expired(self):
+        tmp = tempfile.mkdtemp(prefix="icestream-wexp-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = "test", "test"
+        with PgCluster() as pg:
+            conninfo = pg.create_database("pool")
+            # The source only (not in the pool); its iterators live 3 s.
+            server = Server(config_text="[kinesis]\niterator_ttl_ms = 3000\n").start()
+            self.addCleanup(server.cleanup)
+            self.addCleanup(server.stop)
+            k = server.client()
+            k.create_stream(StreamName="exp", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            k.get_waiter("stream_exists").wait(StreamName="exp", WaiterConfig={"Delay": 0.2})
+            # A lease far longer than the pause: the worker keeps its shards and must read on
+            # from where it was.
+            config = os.path.join(tmp, "pool.toml")
+            with open(config, "w") as f:
+                f.write(f'[scaleout]\npg = "{conninfo}"\nsource = "{server.endpoint}"\n'
+                        "lease_ms = 60000\nrenew_ms = 1000\ntake_ms = 500\n")
+            req = channel_request("exp-s3", "exp", bucket="out", compression="NONE", freshness=1)
+            req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
+            p = subprocess.run([harness.BINARY, "channels", "create", "--config", config], input=json.dumps(req),
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            data = os.path.join(tmp, "worker")
+            log_path = os.path.join(tmp, "worker.log")
+            log = open(log_path, "ab")
+            self.addCleanup(log.close)
+            port = harness.free_port()
+            w = subprocess.Popen([harness.BINARY, "worker", "--config", config, "--data-dir", data,
+                                  "--listen", f"127.0.0.1:{port}", "--log-level", "info"],
+                                 stdout=log, stderr=subprocess.STDOUT)
+
+            def stop_worker():
+                if w.poll() is None:
+                    w.send_signal(signal.SIGCONT)
+                    w.terminate()
+                    w.wait(30)
+            self.addCleanup(stop_worker)
+
+            stop, sent = threading.Event(), []
+
+            def produce():
+                n = 0
+                while not stop.is_set():
+                    recs = [{"Data": json.dumps({"id": f"e{n + i}"}).encode(), "PartitionKey": f"k{n + i}"}
+                            for i in range(20)]
+                    r = k.put_records(StreamName="exp", Records=recs)
+                    sent.extend(json.loads(x["Data"])["id"] for x, res in zip(recs, r["Records"])
+                                if "ErrorCode" not in res)
+                    n += 20
+                    time.sleep(0.1)
+
+            producer = threading.Thread(target=produce, daemon=True)
+            producer.start()
+            self.addCleanup(stop.set)
+            bucket = LocalBucket(os.path.join(data, "buckets", "out"))
+
+            def delivered():
+                return [json.loads(line)["id"] for key, raw in bucket.objects("").items()
+                        for line in decompress(key, raw).splitlines() if line.strip()]
+
+            deadline = time.time() + 60
+            while time.time() < deadline and len(delivered()) < 100:
+                time.sleep(0.3)
+            self.assertGreaterEqual(len(delivered()), 100, "the worker did not deliver before the pause")
+            w.send_signal(signal.SIGSTOP)
+            time.sleep(8)  # well past the iterators' 3 s
+            w.send_signal(signal.SIGCONT)
+            time.sleep(4)
+            stop.set()
+            producer.join(30)
+            deadline, got = time.time() + 60, []
+            while time.time() < deadline:
+                got = delivered()
+                if len(got) >= len(sent):
+                    break
+                time.sleep(0.5)
+            time.sleep(2)  # nothing more arrives
+            got = delivered()
+            with open(log_path, "rb") as f:
+                text = f.read().decode(errors="replace")
+            self.assertEqual(sorted(got), sorted(sent), "not every record exactly once after the pause:\n" + text[-4000:])
+            self.assertIn("expired; a new one from", text, "no iterator expired: the test proved nothing")
+            self.assertNotIn("FAILED", text)
+            stop_worker()
             self.assertEqual(w.returncode, 0)
 
 
