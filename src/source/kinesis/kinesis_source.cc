@@ -402,6 +402,7 @@ class ShardReader {
       bool expired = false;
       int64_t behind = 0;
       std::shared_ptr<Answer> answer;
+      const bool fresh = iterator.empty();  // taken in this round (cannot have aged)
       if (iterator.empty()) {
         auto it = Paced(*pacer_, ShardPacer::Call::kGetShardIterator, &cancel_, [&] {
           return client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, from));
@@ -425,7 +426,9 @@ class ShardReader {
         }
         if (!r->ok()) {
           st = r->status();
-          expired = Expired(st);
+          // An iterator just taken that is already expired is the endpoint's trouble (a
+          // clock, a TTL shorter than a call): a failure, backed off, not a renewal loop.
+          expired = Expired(st) && !fresh;
           if (st.code() == StatusCode::kFailedPrecondition) iterator.clear();
         } else {
           answer = std::move((*r)->answer);
