@@ -1,18 +1,28 @@
-// The Kinesis source's shard discovery against a Kinesis endpoint on 127.0.0.1 that plays
-// the three behaviours seen in the field — honouring ListShards' ShardFilter (AWS,
-// icestream), ignoring it (kinesalite 3.3.3, moto 5) and refusing it (a strict validator):
-// the first listing is FROM_TRIM_HORIZON, the next ones AFTER_SHARD_ID past the leading
-// closed shards, pages follow NextToken without the filter, and every behaviour gives the
-// same shards, each once.
+// The Kinesis source against Kinesis endpoints on 127.0.0.1:
+// - shard discovery with the three behaviours seen in the field — honouring ListShards'
+//   ShardFilter (AWS, icestream), ignoring it (kinesalite 3.3.3, moto 5) and refusing it
+//   (a strict validator): the first listing is FROM_TRIM_HORIZON, the next ones
+//   AFTER_SHARD_ID past the leading closed shards, pages follow NextToken without the
+//   filter, and every behaviour gives the same shards, each once;
+// - the per-shard call rate: a shard's reader, a replay read directly and another
+//   channel's describe (Behind) on the same shard, all at once, start at most 5 GetRecords
+//   and 5 GetShardIterator calls in any second at the endpoint.
 #include "source/kinesis/kinesis_source.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 #include <vector>
 
+#include "common/base64.h"
 #include "common/testing/status_assertions.h"
+#include "delivery/position.h"
 #include "http/server.h"
 
 namespace icestream::source {
@@ -196,6 +206,132 @@ TEST_P(ListShardsTest, EveryShardIsListedAgainEveryFullListingInterval) {
       EXPECT_EQ(l["ShardFilter"]["Type"], "FROM_TRIM_HORIZON");
     }
   }
+}
+
+// An endpoint whose one open shard always has more: every GetRecords answers one record
+// (the next sequence number) and MillisBehindLatest 5000, so every reader reads as fast as
+// it is let. It notes when each GetRecords and GetShardIterator arrives.
+class BusyShard {
+ public:
+  BusyShard() {
+    http::ServerOptions o;
+    o.port = 0;
+    o.threads = 4;
+    auto s =
+        http::Server::Start(o, [this](std::shared_ptr<http::Request> req, http::Responder respond) {
+          respond(Answer(std::string(req->GetHeader("x-amz-target"))));
+        });
+    EXPECT_OK(s.status());
+    server_ = std::move(*s);
+  }
+  ~BusyShard() { server_->Stop(); }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_->port()); }
+  // Arrival times (ms since the first call) of `operation`.
+  std::vector<int64_t> arrivals(const std::string& operation) {
+    std::lock_guard lock(mu_);
+    return calls_[operation];
+  }
+
+ private:
+  http::Response Answer(const std::string& target) {
+    const std::string op = target.substr(target.find('.') + 1);
+    http::Response r;
+    r.SetHeader("Content-Type", "application/x-amz-json-1.1");
+    int64_t seq;
+    {
+      std::lock_guard lock(mu_);
+      auto now = std::chrono::steady_clock::now();
+      if (calls_.empty()) t0_ = now;
+      calls_[op].push_back(
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - t0_).count());
+      seq = ++sequence_;
+    }
+    if (op == "GetShardIterator") {
+      r.body = R"({"ShardIterator":"it"})";
+    } else if (op == "GetRecords") {
+      r.body = json{
+          {"Records",
+           {{{"SequenceNumber", std::to_string(seq)},
+             {"ApproximateArrivalTimestamp", 1764583200.5},
+             {"Data", base64::Encode("{}")},
+             {"PartitionKey", "k"}}}},
+          {"NextShardIterator", "it"},
+          {"MillisBehindLatest",
+           5000}}.dump();
+    } else if (op == "ListShards") {
+      r.body = R"({"Shards":[{"ShardId":"shardId-000000000000",)"
+               R"("SequenceNumberRange":{"StartingSequenceNumber":"1"}}]})";
+    } else {
+      r.body = R"({"StreamDescriptionSummary":{"StreamName":"s","StreamStatus":"ACTIVE"}})";
+    }
+    return r;
+  }
+
+  std::unique_ptr<http::Server> server_;
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point t0_;
+  std::map<std::string, std::vector<int64_t>> calls_;
+  int64_t sequence_ = 0;
+};
+
+// The most calls that arrived within any `window_ms`.
+size_t MostInAWindow(const std::vector<int64_t>& at, int64_t window_ms) {
+  size_t most = 0;
+  for (size_t i = 0; i < at.size(); ++i) {
+    size_t j = i;
+    while (j < at.size() && at[j] - at[i] < window_ms) ++j;
+    most = std::max(most, j - i);
+  }
+  return most;
+}
+
+TEST(KinesisSourcePacing, EveryReadOfAShardSharesItsRate) {
+  BusyShard endpoint;
+  KinesisSourceOptions o;
+  o.endpoint.url = endpoint.url();
+  o.endpoint.credentials = CredentialsFromEnvironment();
+  ASSERT_OK_AND_ASSIGN(auto provider, KinesisSourceProvider::Make(o));
+  delivery::ChannelConfig c;
+  c.stream_name = "s";
+  // Two channels on the stream: one delivers (its reader, and a replay read directly),
+  // the other is only described by this process (Behind: one look at the endpoint).
+  ASSERT_OK_AND_ASSIGN(auto delivering, provider->OpenSource(c));
+  ASSERT_OK_AND_ASSIGN(auto described, provider->OpenSource(c));
+  const std::string shard = "shardId-000000000000";
+  ASSERT_OK(delivering->Backlog(shard, delivery::Position{}).status());  // starts the reader
+  std::atomic<bool> stop{false};
+  std::thread replay([&] {
+    auto reader = delivering->OpenRange(shard, delivery::Position{"1", std::nullopt}, "999999999",
+                                        1 << 20, 100);
+    ASSERT_OK(reader.status());
+    delivery::StreamChunk chunk;
+    while (!stop.load()) {
+      auto more = (*reader)->Next(&chunk);
+      ASSERT_OK(more.status());
+      if (!*more) break;
+    }
+  });
+  std::thread describe([&] {
+    while (!stop.load()) {
+      ASSERT_OK(described->Behind(shard, delivery::Position{"1", std::nullopt}).status());
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(3000)) {
+    ASSERT_OK(delivering->Backlog(shard, delivery::Position{}).status());  // keeps it reading
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  stop = true;
+  replay.join();
+  describe.join();
+  const auto records = endpoint.arrivals("GetRecords");
+  const auto iterators = endpoint.arrivals("GetShardIterator");
+  // All three read (so each had its turns), together within 5 call starts a second (a
+  // window a little under a second: the arrivals jitter by a few milliseconds).
+  EXPECT_GE(records.size(), 10u);
+  EXPECT_GE(iterators.size(), 3u);
+  EXPECT_LE(MostInAWindow(records, 950), 5u);
+  EXPECT_LE(MostInAWindow(iterators, 950), 5u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Endpoints, ListShardsTest,
