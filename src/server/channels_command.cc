@@ -122,12 +122,15 @@ int Run(const std::string& op, const ChannelFlags& f, bool body_optional) {
     }
   }
   std::unique_ptr<Caller> caller;
-  if (!f.pool.pg.empty() || !f.pool.source.empty()) {
+  PoolChannelApi* pool_api = nullptr;
+  // The pool's flags (--config included: only the pool reads it) mean the pool's database.
+  if (!f.pool.pg.empty() || !f.pool.source.empty() || !f.pool.config_file.empty()) {
     auto pool = PoolChannelApi::Open(f.pool);
     if (!pool.ok()) {
       std::cerr << "icestream channels: " << pool.status().message() << "\n";
       return pool.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
     }
+    pool_api = pool->get();
     caller = std::make_unique<CallerOf<PoolChannelApi>>(std::move(*pool));
   } else {
     caller = std::make_unique<CallerOf<ApiClient>>(std::make_unique<ApiClient>(f.client));
@@ -160,7 +163,14 @@ int Run(const std::string& op, const ChannelFlags& f, bool body_optional) {
     }
     body[name] = *secs;
   }
-  if (!f.stream_name.empty()) {
+  if (!f.stream_name.empty() && pool_api != nullptr) {
+    auto arn = pool_api->StreamArn(f.stream_name);
+    if (!arn.ok()) {
+      std::cerr << "icestream channels: " << arn.status().message() << "\n";
+      return 1;
+    }
+    body["StreamFilter"] = {{{"StreamARN", *arn}}};
+  } else if (!f.stream_name.empty()) {
     auto s = client.Call("Kinesis_20131202.DescribeStreamSummary", {{"StreamName", f.stream_name}});
     if (!s.ok()) {
       std::cerr << "icestream channels: " << s.status().message() << "\n";
@@ -217,17 +227,20 @@ void AddChannelsCommand(CLI::App* app) {
     AddClientFlags(sub, &flags->client, false);
     sub->add_option("--pg", flags->pool.pg,
                     "The pool's PostgreSQL conninfo: act on its database directly, for pools "
-                    "whose source is not an icestream server (needs --source)");
+                    "whose source is not an icestream server ([scaleout] pg of --config)");
     sub->add_option("--source", flags->pool.source,
-                    "With --pg: the Kinesis endpoint URL the pool reads the streams from");
+                    "With --pg: the Kinesis endpoint URL the pool reads the streams from "
+                    "([scaleout] source; needed by create, used by describe for the lag)");
     sub->add_option("--source-ca-file", flags->pool.source_ca_file,
                     "With --pg: PEM bundle the source's TLS certificate is checked against");
     sub->add_option("--registry", flags->pool.registry,
-                    "With --pg: the Glue Schema Registry endpoint (default: --source)");
+                    "With --pg: the Glue Schema Registry endpoint ([scaleout] registry; default: "
+                    "--source)");
     sub->add_option("--s3-endpoint", flags->pool.s3_endpoint,
                     "With --pg: the S3 store of the buckets and table buckets");
     sub->add_option("--config", flags->pool.config_file,
-                    "With --pg: the TOML configuration ([scaleout], region, account)");
+                    "The pool's TOML configuration ([scaleout] pg, source, registry; region, "
+                    "account): implies --pg");
     if (op.names_channel) {
       auto* arn = sub->add_option("--channel-arn", flags->channel_arn, "The channel's ARN");
       sub->add_option("--channel-name", flags->channel_name,

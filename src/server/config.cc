@@ -93,6 +93,14 @@ class StrictReader {
       return Status::OK();
     };
   }
+  Setter OptBool(std::optional<bool>* out, const std::string& name) const {
+    return [this, out, name](const toml::node& n) -> Status {
+      const auto* v = n.as_boolean();
+      if (!v) return Error(n.source(), name + " must be true or false");
+      *out = v->get();
+      return Status::OK();
+    };
+  }
   template <typename T>
   Setter Int(T* out, const std::string& name, int64_t min, int64_t max) const {
     return [this, out, name, min, max](const toml::node& n) -> Status {
@@ -249,6 +257,11 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
       {"take_ms", r.Int(&c.lease_take_ms, "scaleout.take_ms", 10, kMaxInt)},
       {"source", r.Str(&c.source, "scaleout.source")},
       {"registry", r.Str(&c.registry, "scaleout.registry")},
+      {"pace_reads", r.OptBool(&c.pace_reads, "scaleout.pace_reads")},
+  };
+  const Keys worker = {
+      {"listen", r.Str(&c.worker_listen, "worker.listen")},
+      {"data_dir", r.Str(&c.worker_data_dir, "worker.data_dir")},
   };
   const Keys limits = {
       {"shard_limit", r.Int(&c.shard_limit, "limits.shard_limit", 1, UINT32_MAX)},
@@ -256,9 +269,12 @@ Result<Config> LoadConfigFile(const std::string& path, Config c) {
        r.Int(&c.on_demand_stream_limit, "limits.on_demand_stream_limit", 0, UINT32_MAX)},
   };
   const std::vector<std::pair<std::string, const Keys*>> sections = {
-      {"storage", &storage},   {"server", &server},    {"auth", &auth},       {"s3", &s3},
-      {"delivery", &delivery}, {"kinesis", &kinesis},  {"iceberg", &iceberg}, {"console", &console},
-      {"limits", &limits},     {"scaleout", &scaleout}};
+      {"storage", &storage},   {"server", &server},
+      {"auth", &auth},         {"s3", &s3},
+      {"delivery", &delivery}, {"kinesis", &kinesis},
+      {"iceberg", &iceberg},   {"console", &console},
+      {"limits", &limits},     {"scaleout", &scaleout},
+      {"worker", &worker}};
 
   // [[credentials]]: an array of tables, each with both keys.
   auto credentials = [&](const toml::node& n) -> Status {
@@ -323,6 +339,9 @@ Status Validate(const Config& c) {
     return InvalidArgument("s3.region '" + c.s3_region + "' is not a region name");
   }
   RETURN_IF_ERROR(ParseListen(c.listen, nullptr, nullptr));
+  if (Status st = ParseListen(c.worker_listen, nullptr, nullptr); !st.ok()) {
+    return InvalidArgument("worker.listen: " + st.message());
+  }
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     return InvalidArgument(
         "TLS needs both server.tls_cert (--tls-cert) and server.tls_key (--tls-key)");

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,15 @@ struct Config {
   // channels' schemas are read from (default: the source).
   std::string source;
   std::string registry;
+  // Pace reads of the source to AWS's 2 MiB/s per shard as well as its 5 calls/s (unset:
+  // on for *.amazonaws.com sources; set it for an endpoint that enforces AWS's limits,
+  // such as `icestream serve --aws-strict`).
+  std::optional<bool> pace_reads;
+  // [worker]: `icestream worker`'s own address of /metrics and /health and its data
+  // directory. A worker never takes the top-level `listen` and `data_dir`: they are
+  // serve's, and a pool's processes often share one file.
+  std::string worker_listen = "127.0.0.1:4568";
+  std::string worker_data_dir = "./icestream-worker-data";
 
   // Account limits (DescribeLimits).
   uint32_t shard_limit = 20000;

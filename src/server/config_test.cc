@@ -125,6 +125,26 @@ on_demand_stream_limit = 0
   EXPECT_OK(Validate(c));
 }
 
+TEST_F(ConfigTest, AWorkerHasItsOwnListenAndDataDir) {
+  // One file for serve and its workers: the top level is serve's, [worker] the worker's.
+  ASSERT_OK_AND_ASSIGN(Config c, Load(R"(
+listen = "127.0.0.1:4567"
+data_dir = "/srv/icestream"
+[worker]
+listen = "0.0.0.0:9100"
+data_dir = "/srv/worker"
+)"));
+  EXPECT_EQ(c.listen, "127.0.0.1:4567");
+  EXPECT_EQ(c.data_dir, "/srv/icestream");
+  EXPECT_EQ(c.worker_listen, "0.0.0.0:9100");
+  EXPECT_EQ(c.worker_data_dir, "/srv/worker");
+  ASSERT_OK_AND_ASSIGN(Config d, Load("listen = \"127.0.0.1:4567\"\n"));
+  EXPECT_EQ(d.worker_listen, "127.0.0.1:4568");
+  EXPECT_EQ(d.worker_data_dir, "./icestream-worker-data");
+  ASSERT_OK_AND_ASSIGN(Config bad, Load("[worker]\nlisten = \"nowhere\"\n"));
+  EXPECT_STATUS(kInvalidArgument, Validate(bad));
+}
+
 TEST_F(ConfigTest, TheFileOverridesTheBaseItIsGiven) {
   Config base;
   base.listen = "127.0.0.1:1";  // as a flag read before the file would set it

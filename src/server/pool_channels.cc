@@ -1,6 +1,7 @@
 // The channel API against a pool's PostgreSQL, in process.
 #include "server/pool_channels.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <future>
@@ -13,10 +14,11 @@
 #include "iceberg/warehouses.h"
 #include "kinesis/api.h"
 #include "objectstore/local_store.h"
-#include "scaleout/glue_versions.h"
 #include "scaleout/pool.h"
 #include "server/config.h"
 #include "server/delivery_wiring.h"
+#include "server/pool_registry.h"
+#include "server/pool_rows_source.h"
 #include "source/kinesis/kinesis_source.h"
 
 namespace icestream::server {
@@ -24,8 +26,9 @@ namespace icestream::server {
 struct PoolChannelApi::Impl {
   Config config;
   std::unique_ptr<scaleout::Pool> pool;
-  std::unique_ptr<source::KinesisSourceProvider> sources;
-  std::unique_ptr<source::AwsJsonClient> source_client;  // other Kinesis calls, passed on
+  std::unique_ptr<delivery::SourceProvider> sources;  // the endpoint's, or the rows'
+
+  std::unique_ptr<source::AwsJsonClient> source_client;  // other Kinesis calls (null: none)
   std::shared_ptr<objectstore::ObjectStore> buckets;
   std::shared_ptr<objectstore::ObjectStore> table_buckets;
   std::unique_ptr<iceberg::Warehouses> warehouses;
@@ -49,18 +52,18 @@ Result<std::unique_ptr<PoolChannelApi>> PoolChannelApi::Open(const PoolChannelFl
   SetupLogging("warn");
   auto impl = std::make_unique<Impl>();
   Config& c = impl->config;
-  c.data_dir = "./icestream-worker-data";
   if (!f.config_file.empty()) {
     ASSIGN_OR_RETURN(c, LoadConfigFile(f.config_file, c));
   }
+  c.data_dir = c.worker_data_dir;  // as a worker's: the top-level one is serve's
   if (!f.pg.empty()) c.pg = f.pg;
   if (!f.source.empty()) c.source = f.source;
   if (!f.registry.empty()) c.registry = f.registry;
   if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
-  if (c.pg.empty()) return InvalidArgument("--pg needs the pool's PostgreSQL conninfo");
-  if (c.source.empty()) {
+  if (c.pg.empty()) {
     return InvalidArgument(
-        "--pg needs --source (the Kinesis endpoint URL the pool reads the streams from)");
+        "--pg needs the pool's PostgreSQL conninfo (--pg CONNINFO, or pg in the [scaleout] "
+        "section of --config)");
   }
   RETURN_IF_ERROR(Validate(c));
 
@@ -69,29 +72,31 @@ Result<std::unique_ptr<PoolChannelApi>> PoolChannelApi::Open(const PoolChannelFl
   po.observe = true;
   po.max_connections = 2;
   ASSIGN_OR_RETURN(impl->pool, scaleout::Pool::Join(po));
+  scaleout::Pool* p = impl->pool.get();
 
-  source::KinesisSourceOptions so;
-  so.endpoint.url = c.source;
-  so.endpoint.region = c.region;
-  so.endpoint.credentials = source::CredentialsFromEnvironment();
-  so.endpoint.ca_file = f.source_ca_file;
-  ASSIGN_OR_RETURN(impl->sources, source::KinesisSourceProvider::Make(so));
-  so.endpoint.service = "kinesis";
-  so.endpoint.target_prefix = "Kinesis_20131202.";
-  ASSIGN_OR_RETURN(impl->source_client, source::AwsJsonClient::Make(so.endpoint));
-  source::AwsEndpoint glue;
-  glue.url = c.registry.empty() ? c.source : c.registry;
-  glue.region = c.region;
-  glue.credentials = so.endpoint.credentials;
-  glue.ca_file = f.source_ca_file;
-  ASSIGN_OR_RETURN(auto versions, scaleout::GlueVersions::Make(glue));
+  if (c.source.empty()) {
+    // Without the endpoint the channels are what the pool's rows say (pool_rows_source.h):
+    // everything but CreateChannel works, and a describe has no lag.
+    impl->sources = std::make_unique<PoolRowsSourceProvider>(p->MakeDeliveryStore(), p->leases());
+  } else {
+    source::KinesisSourceOptions so;
+    so.endpoint.url = c.source;
+    so.endpoint.region = c.region;
+    so.endpoint.credentials = source::CredentialsFromEnvironment();
+    so.endpoint.ca_file = f.source_ca_file;
+    so.pace_reads = c.pace_reads.value_or(source::PaceReadsFor(c.source));
+    ASSIGN_OR_RETURN(impl->sources, source::KinesisSourceProvider::Make(so));
+    so.endpoint.service = "kinesis";
+    so.endpoint.target_prefix = "Kinesis_20131202.";
+    ASSIGN_OR_RETURN(impl->source_client, source::AwsJsonClient::Make(so.endpoint));
+  }
+  ASSIGN_OR_RETURN(auto versions, MakePoolRegistry(c, f.source_ca_file));
 
   impl->buckets = MakeBuckets(c);
   impl->table_buckets =
       c.s3_endpoint.empty()
           ? std::make_shared<objectstore::LocalObjectStore>(fs::Join(c.data_dir, "table-buckets"))
           : impl->buckets;
-  scaleout::Pool* p = impl->pool.get();
   impl->warehouses = std::make_unique<iceberg::Warehouses>(
       [p](const std::string& w) { return p->CatalogRows(w); }, impl->table_buckets.get(),
       SystemClock::Default(), c.region, c.account);
@@ -126,6 +131,11 @@ Result<http::ClientResponse> PoolChannelApi::Call(std::string_view target,
   std::string op(target.substr(kPrefix.size()));
   if (op.find("Channel") == std::string::npos) {
     // Stream operations are the source's.
+    if (!impl_->source_client) {
+      return InvalidArgument(op +
+                             " needs the Kinesis endpoint: pass --source URL, or set source "
+                             "in the [scaleout] section of --config");
+    }
     ASSIGN_OR_RETURN(auto r, impl_->source_client->Post(op, aws::kJsonContentType, body.dump()));
     return r;
   }
@@ -147,7 +157,20 @@ Result<http::ClientResponse> PoolChannelApi::Call(std::string_view target,
   return out;
 }
 
+Result<std::string> PoolChannelApi::StreamArn(const std::string& name) {
+  if (!impl_->source_client) {
+    // What the source would answer: streams are named by region and account
+    // (CreateChannel checks a channel's StreamARN against them too).
+    return fmt::format("arn:aws:kinesis:{}:{}:stream/{}", impl_->config.region,
+                       impl_->config.account, name);
+  }
+  ASSIGN_OR_RETURN(auto r, impl_->source_client->Call("DescribeStreamSummary",
+                                                      nlohmann::json{{"StreamName", name}}));
+  return r.value("StreamDescriptionSummary", nlohmann::json::object()).value("StreamARN", "");
+}
+
 std::string PoolChannelApi::endpoint() const {
+  if (impl_->config.source.empty()) return "the pool's database";
   return "the pool's database (" + impl_->config.source + " as source)";
 }
 

@@ -3,8 +3,8 @@
 // endpoint (kinesalite, AWS Kinesis) that has no channel API of its own. The requests go
 // through the same handlers as the server's (src/kinesis/handlers/channels.cc), so the
 // validation and the AWS-shaped errors are the same; the stream is checked against the
-// source endpoint (DescribeStreamSummary through the Kinesis client). Channel rows are
-// written as a server writes them: the pool's workers activate, deliver and delete them.
+// source endpoint (DescribeStreamSummary through the Kinesis client) when one is given. Channel
+// rows are written as a server writes them: the pool's workers activate, deliver and delete them.
 // The process joins the pool as an observer (LeaseManager::Observe): it holds no unit and
 // delivers nothing.
 //
@@ -32,15 +32,20 @@ struct PoolChannelFlags {
 
 class PoolChannelApi {
  public:
-  // kInvalidArgument for missing --pg/--source or a bad configuration; kUnavailable when
-  // PostgreSQL cannot be reached.
+  // kInvalidArgument for a missing --pg or a bad configuration; kUnavailable when
+  // PostgreSQL cannot be reached. Without a source (--source, [scaleout] source) the
+  // channels are read from the pool's rows alone (pool_rows_source.h): CreateChannel
+  // answers InvalidArgumentException naming --source, a describe has no lag.
   static Result<std::unique_ptr<PoolChannelApi>> Open(const PoolChannelFlags& flags);
   ~PoolChannelApi();
 
   // `target` "Kinesis_20131202.<Op>": the channel operations in process; any other
   // Kinesis operation (DescribeStreamSummary for --stream-name) is sent to the source.
   Result<http::ClientResponse> Call(std::string_view target, const nlohmann::json& body);
-  // "the pool at <conninfo without password>" (for messages).
+  // The ARN of stream `name`: the source's DescribeStreamSummary, or without a source the
+  // ARN of that name in the configuration's region and account.
+  Result<std::string> StreamArn(const std::string& name);
+  // "the pool's database (<source> as source)" (for messages).
   std::string endpoint() const;
 
  private:

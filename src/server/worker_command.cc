@@ -19,11 +19,11 @@
 #include "http/server.h"
 #include "iceberg/warehouses.h"
 #include "objectstore/local_store.h"
-#include "scaleout/glue_versions.h"
 #include "scaleout/pool.h"
 #include "server/commands.h"
 #include "server/config.h"
 #include "server/delivery_wiring.h"
+#include "server/pool_registry.h"
 #include "source/kinesis/kinesis_source.h"
 
 namespace icestream::server {
@@ -88,8 +88,6 @@ http::Handler WorkerHandler(std::atomic<delivery::ChannelManager*>* channels,
 
 int RunWorker(const WorkerFlags& f) {
   Config c;
-  c.listen = "127.0.0.1:4568";
-  c.data_dir = "./icestream-worker-data";
   if (!f.config_file.empty()) {
     auto loaded = LoadConfigFile(f.config_file, c);
     if (!loaded.ok()) {
@@ -98,12 +96,14 @@ int RunWorker(const WorkerFlags& f) {
     }
     c = *loaded;
   }
+  // The top-level `listen` and `data_dir` of a shared file are serve's (a worker beside
+  // the server would try its port): a worker's are [worker] listen and data_dir, or flags.
+  c.listen = f.listen.empty() ? c.worker_listen : f.listen;
+  c.data_dir = f.data_dir.empty() ? c.worker_data_dir : f.data_dir;
   if (!f.pg.empty()) c.pg = f.pg;
   if (!f.source.empty()) c.source = f.source;
   if (!f.registry.empty()) c.registry = f.registry;
   if (!f.s3_endpoint.empty()) c.s3_endpoint = f.s3_endpoint;
-  if (!f.listen.empty()) c.listen = f.listen;
-  if (!f.data_dir.empty()) c.data_dir = f.data_dir;
   if (!f.log_level.empty()) c.log_level = f.log_level;
   if (c.pg.empty()) {
     std::cerr << "icestream: worker needs --pg (the pool's PostgreSQL conninfo)\n";
@@ -174,14 +174,9 @@ int RunWorker(const WorkerFlags& f) {
   so.endpoint.region = c.region;
   so.endpoint.credentials = source::CredentialsFromEnvironment();
   so.endpoint.ca_file = f.source_ca_file;
-  so.pace_reads = source::PaceReadsFor(c.source);
+  so.pace_reads = c.pace_reads.value_or(source::PaceReadsFor(c.source));
   auto sources = source::KinesisSourceProvider::Make(so);
-  source::AwsEndpoint glue;
-  glue.url = c.registry.empty() ? c.source : c.registry;
-  glue.region = c.region;
-  glue.credentials = so.endpoint.credentials;
-  glue.ca_file = f.source_ca_file;
-  auto versions = scaleout::GlueVersions::Make(glue);
+  auto versions = MakePoolRegistry(c, f.source_ca_file);
   if (!sources.ok() || !versions.ok()) {
     spdlog::error("cannot start: {}",
                   (!sources.ok() ? sources.status() : versions.status()).ToString());
@@ -217,7 +212,7 @@ int RunWorker(const WorkerFlags& f) {
   spdlog::info(
       "icestream {} worker {} | reads {} | registry {} | /metrics and /health on http://{} | "
       "S3: {} | lease {} ms",
-      ICESTREAM_VERSION, pool->leases()->owner(), c.source, glue.url, listen_at,
+      ICESTREAM_VERSION, pool->leases()->owner(), c.source, PoolRegistryUrl(c), listen_at,
       c.s3_endpoint.empty() ? "folders in " + c.data_dir : c.s3_endpoint, c.lease_ms);
   int sig = 0;
   sigwait(&set, &sig);
@@ -249,9 +244,9 @@ void AddWorkerCommand(CLI::App* app) {
                   "S3-compatible endpoint of the buckets and table buckets (default: folders in "
                   "the data dir)");
   cmd->add_option("--listen", flags->listen,
-                  "HOST:PORT of /metrics and /health (default 127.0.0.1:4568)");
+                  "HOST:PORT of /metrics and /health ([worker] listen; default 127.0.0.1:4568)");
   cmd->add_option("--data-dir", flags->data_dir,
-                  "Delivery logs (and buckets without --s3-endpoint) (default "
+                  "Delivery logs (and buckets without --s3-endpoint) ([worker] data_dir; default "
                   "./icestream-worker-data)");
   cmd->add_option("--config", flags->config_file, "TOML configuration file");
   cmd->add_option("--log-level", flags->log_level, "trace|debug|info|warn|error|off");

@@ -11,7 +11,9 @@
    `channels describe --pg` shows each open shard's owner, epoch and lag.
    `channels delete --pg` marks the channel DELETING and the worker finishes the deletion.
 1b. kinesalite as the source of a streaming-table channel, its schema read from another
-   icestream server's Glue API (`--registry`): a 2-shard stream, one shard split while a
+   icestream server's Glue API ([scaleout] registry of the command's and the worker's
+   --config; without it `channels create` is refused with an error naming --registry and
+   [scaleout] registry, as kinesalite has no Glue API): a 2-shard stream, one shard split while a
    producer writes, invalid records among the valid ones. Every valid record is a row
    exactly once (the independent reader, icebird + DuckDB, on the metadata file that the
    pool's JDBC-catalog row points at), every invalid one is in the dead-letter queue, and
@@ -19,7 +21,12 @@
 2. moto's Kinesis answers CBOR with a 500: the worker falls back to JSON 1.1 and delivers.
 3. A worker against `icestream serve --aws-strict` (GetRecords at most 5/s per shard, 2 MiB/s),
    with other readers spending the shards' budget: the throttling answers are backed off
-   and nothing is lost or doubled."""
+   and nothing is lost or doubled.
+4. A lone worker ([scaleout] pace_reads) delivering a 34 MB backlog from `serve --aws-strict`,
+   killed (-9) half way and started again (its planned batches are read again directly
+   while the shards' readers start over): not one of its GetRecords or GetShardIterator
+   calls is throttled (the server's icestream_api_requests_total with error_code
+   ProvisionedThroughputExceededException stays 0), and every record is delivered once."""
 
 import json
 import os
@@ -28,6 +35,8 @@ import subprocess
 import sys
 import tempfile
 import threading
+import re
+import signal
 import time
 import unittest
 import urllib.request
@@ -64,13 +73,14 @@ def bucket_records(root):
 class Pool:
     """A PostgreSQL pool database and one worker reading `source`."""
 
-    def __init__(self, test, pg, source, tmp, conninfo=None, data=None, registry=None):
+    def __init__(self, test, pg, source, tmp, conninfo=None, data=None, registry=None, config=""):
+        """`registry` is given as --registry; `config` is added to the [scaleout] section."""
         self.conninfo = conninfo or pg.create_database(f"pool{harness.free_port()}")
         self.source = source
         self.extra = ["--registry", registry] if registry else []
         self.config = os.path.join(tmp, "pool.toml")
         with open(self.config, "w") as f:
-            f.write(CONFIG)
+            f.write(CONFIG + config)
         self.data = data or os.path.join(tmp, "worker")
         self.log_path = os.path.join(tmp, "worker.log")
         self.port = harness.free_port()
@@ -259,9 +269,21 @@ class SourceSuite(unittest.TestCase):
 
             put("a", 600, invalid_every=50)  # a backlog before the channel exists
             with PgCluster() as pg:
-                pool = Pool(self, pg, kl.endpoint, self.tmp, registry=registry.endpoint)
                 req = table_channel_request("kl-table", "kt", arn, "tables", "ns", "events", "dlq", freshness=1,
                                             partition="t", start="TRIM_HORIZON")
+                # The registry is the source unless given, and kinesalite has no Glue API: the
+                # refusal says what to pass.
+                bare = Pool(self, pg, kl.endpoint, self.tmp)
+                code, out, err = bare.cli("create", stdin=json.dumps(req))
+                self.assertEqual(code, 1, out)
+                error = json.loads(err)
+                self.assertEqual(error["__type"], "InvalidArgumentException", error)
+                for words in ("Glue", "--registry", "[scaleout]", kl.endpoint):
+                    self.assertIn(words, error["message"])
+                # The registry named in the configuration's [scaleout] section (no flag), for
+                # the command and for the worker.
+                pool = Pool(self, pg, kl.endpoint, self.tmp, conninfo=bare.conninfo,
+                            config=f'registry = "{registry.endpoint}"\n')
                 code, out, err = pool.cli("create", stdin=json.dumps(req))
                 self.assertEqual(code, 0, err)
                 pool.start_worker()
@@ -334,6 +356,72 @@ class SourceSuite(unittest.TestCase):
                 self.assertIn("does not answer GetRecords in CBOR", pool.worker_log())
         finally:
             moto.stop()
+
+    def test_d_a_lone_worker_stays_within_the_shards_read_limits(self):
+        with PgCluster() as pg:
+            # The backlog is written before the server turns strict (it would take 1,000
+            # records/s per shard): 80,000 records of ~420 bytes, ~8 MB per shard, so a
+            # shard's reads (10,000 records, ~4 MB each) outrun its 2 MiB/s unless paced.
+            server = Server(config_text="")
+            self.addCleanup(server.cleanup)
+            self.addCleanup(server.stop)
+            server.start()
+            k = server.client()
+            k.create_stream(StreamName="lim", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            k.get_waiter("stream_exists").wait(StreamName="lim", WaiterConfig={"Delay": 0.2})
+            sent, pad = [], "x" * 400
+            for b in range(0, 80000, 500):
+                recs = [{"Data": json.dumps({"id": f"l{i}", "pad": pad}).encode(), "PartitionKey": f"k{i}"}
+                        for i in range(b, b + 500)]
+                r = k.put_records(StreamName="lim", Records=recs)
+                self.assertEqual(r["FailedRecordCount"], 0)
+                sent += [f"l{i}" for i in range(b, b + 500)]
+            server.stop()
+            server.extra_args = ["--aws-strict"]
+            server.start()
+            pool = Pool(self, pg, server.endpoint, self.tmp, config="pace_reads = true\n")
+            self.addCleanup(pool.stop_worker)
+            req = channel_request("lim-s3", "lim", bucket="out", compression="NONE", freshness=1)
+            req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
+            code, _, err = pool.cli("create", stdin=json.dumps(req))
+            self.assertEqual(code, 0, err)
+            root = os.path.join(pool.data, "buckets", "out")
+            pool.start_worker()
+            deadline = time.time() + 60
+            while time.time() < deadline and len(bucket_records(root)) < 20000:
+                time.sleep(0.1)
+            # Killed part way: plans stored, nothing handed over; the next worker reads the
+            # planned batches again directly while the shards' readers start over.
+            pool.proc.send_signal(signal.SIGKILL)
+            pool.proc.wait(10)
+            pool.log.close()
+            at_kill = len(bucket_records(root))
+            self.assertLess(at_kill, len(sent), "the first worker delivered everything before it was killed")
+            pool.start_worker()
+            deadline, got = time.time() + 240, []
+            while time.time() < deadline:
+                got = sorted(r["id"] for r in bucket_records(root))
+                if len(got) >= len(sent):
+                    break
+                time.sleep(0.5)
+            time.sleep(2)  # nothing more arrives
+            got = sorted(r["id"] for r in bucket_records(root))
+            self.assertEqual(got, sorted(sent), "records were lost or doubled:\n" + pool.worker_log()[-4000:])
+            with urllib.request.urlopen(server.endpoint + "/metrics", timeout=10) as r:
+                text = r.read().decode()
+            calls = {}
+            for m in re.finditer(r'^icestream_api_requests_total\{([^}]*)\} (\S+)$', text, re.M):
+                labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+                if labels.get("operation") in ("GetRecords", "GetShardIterator"):
+                    key = (labels["operation"], labels.get("error_code"))
+                    calls[key] = calls.get(key, 0) + float(m.group(2))
+            # More than one read per shard: the budget was spent and paid back.
+            self.assertGreater(calls.get(("GetRecords", "none"), 0), 8, calls)
+            throttled = {k: v for k, v in calls.items() if k[1] == "ProvisionedThroughputExceededException" and v}
+            self.assertEqual(throttled, {}, f"the worker's own calls were throttled: {calls}\n" +
+                             pool.worker_log()[-4000:])
+            self.assertNotIn("ProvisionedThroughputExceededException", pool.worker_log())
+            pool.stop_worker()
 
     def test_c_aws_strict_throttling_is_backed_off(self):
         with PgCluster() as pg:

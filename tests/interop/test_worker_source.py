@@ -6,11 +6,26 @@ GetSchemaVersion for a table channel). While a producer writes, the worker is st
 with SIGTERM and started again, so its shards are handed over and taken back.
 Afterwards every record is in the bucket exactly once and a row of the table exactly
 once, and the worker held leases (it did deliver). A worker signing with a wrong secret
-gets the server's authentication error in its log and delivers nothing."""
+gets the server's authentication error in its log and delivers nothing.
+
+A worker started with the server's own configuration file (top-level `listen` and
+`data_dir` are the server's; `[scaleout]` names the pool and the source) and no flags but
+--config comes up on its own address (`[worker] listen`, or 127.0.0.1:4568 without it),
+never the server's port, and its /health and /metrics answer: /metrics is Prometheus text
+whose `icestream_worker_leases` gauge counts the units /health lists, beside the delivery
+metrics of the channel it delivers.
+
+A worker paused (SIGSTOP) longer than its source's shard iterators live (a server with
+`[kinesis] iterator_ttl_ms = 3000`), but not longer than its lease, is resumed while a
+producer writes: its next GetRecords meets ExpiredIteratorException, it takes a new
+iterator from the last record it read (and says so), and every record is in the bucket
+exactly once."""
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +61,42 @@ def health(port):
             return json.loads(r.read())
     except OSError:
         return None
+
+
+SAMPLE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})? (\S+)$')
+
+
+def scrape(port):
+    """A worker's /metrics: ({(family, frozenset(labels)): value}, {family: type}, content type).
+    Every line must be a comment or a Prometheus sample."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text, ctype = r.read().decode(), r.headers.get("Content-Type", "")
+    values, types = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            types[name] = kind
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"not a Prometheus sample: {line!r}"
+        labels = frozenset(re.findall(r'([a-z_]+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        values[(m.group(1), labels)] = float(m.group(3))
+    return values, types, ctype
+
+
+def listening_port(log_path, timeout=30):
+    """The port a worker logs that it serves /metrics and /health on."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with open(log_path, "rb") as f:
+            m = re.search(rb"/metrics and /health on http://127\.0\.0\.1:(\d+)", f.read())
+        if m:
+            return int(m.group(1))
+        time.sleep(0.2)
+    with open(log_path, "rb") as f:
+        raise AssertionError("the worker never said where it listens:\n" + f.read().decode(errors="replace"))
 
 
 class WorkerSource(unittest.TestCase):
@@ -178,6 +229,187 @@ class WorkerSource(unittest.TestCase):
                 server.stop()
                 server.cleanup()
                 shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_b_a_worker_on_the_servers_own_configuration_file(self):
+        tmp = tempfile.mkdtemp(prefix="icestream-wcfg-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = "test", "test"
+        procs = []
+
+        def stop_all():
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+                    try:
+                        p.wait(30)
+                    except subprocess.TimeoutExpired:
+                        p.kill()
+                        p.wait()
+        self.addCleanup(stop_all)
+        with PgCluster() as pg:
+            conninfo = pg.create_database("pool")
+            server = Server(config_text="")
+            self.addCleanup(server.cleanup)
+            self.addCleanup(server.stop)
+            shared = (f'listen = "127.0.0.1:{server.port}"\ndata_dir = "{server.data_dir}"\n'
+                      f'[scaleout]\npg = "{conninfo}"\nsource = "{server.endpoint}"\n'
+                      "lease_ms = 2000\nrenew_ms = 400\ntake_ms = 400\n")
+            with open(server.config_path, "w") as f:
+                f.write(shared + f'[worker]\nlisten = "127.0.0.1:0"\ndata_dir = "{tmp}/worker"\n')
+            server.start()  # --pg from the file's [scaleout] pg
+            k = server.client()
+            k.create_stream(StreamName="cfg", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            st, body = kinesis_call(server, "CreateChannel",
+                                    channel_request("cfg-s3", "cfg", bucket="out", compression="NONE", freshness=1))
+            self.assertEqual(st, 200, body)
+            wait_channel(server, body["ChannelDescription"]["ChannelARN"], timeout=60)
+
+            # Only --config: the pool, the source and the worker's own address come from it.
+            log_path = os.path.join(tmp, "worker.log")
+            with open(log_path, "ab") as log:
+                w = subprocess.Popen([harness.BINARY, "worker", "--config", server.config_path, "--log-level", "info"],
+                                     stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+            procs.append(w)
+            port = listening_port(log_path)
+            self.assertNotEqual(port, server.port)
+            self.assertIsNone(w.poll(), "the worker exited")
+            for i in range(0, 400, 50):
+                k.put_records(StreamName="cfg", Records=[{"Data": json.dumps({"id": f"c{j}"}).encode(),
+                                                          "PartitionKey": f"k{j}"} for j in range(i, i + 50)])
+            # The worker takes its share of the channel's units, then delivers its shards.
+            deadline, h = time.time() + 60, None
+            while time.time() < deadline:
+                h = health(port)
+                if h and sum(len(u) for u in h.get("leases", {}).values()) > 0:
+                    break
+                time.sleep(0.3)
+            self.assertEqual(h["status"], "ok", h)
+            held = sum(len(u) for u in h["leases"].values())
+            self.assertGreater(held, 0, h)
+            deadline, values, types, ctype = time.time() + 60, {}, {}, ""
+            while time.time() < deadline:
+                values, types, ctype = scrape(port)
+                held = sum(len(u) for u in (health(port) or {}).get("leases", {}).values())
+                records = [v for (fam, labels), v in values.items()
+                           if fam == "DeliveryToS3_RecordCount" and ("channel_name", "cfg-s3") in labels]
+                if values.get(("icestream_worker_leases", frozenset())) == held and records and records[0] > 0:
+                    break
+                time.sleep(0.5)
+            self.assertTrue(ctype.startswith("text/plain"), ctype)
+            self.assertEqual(types.get("icestream_worker_leases"), "gauge", types)
+            self.assertEqual(values.get(("icestream_worker_leases", frozenset())), held, values)
+            self.assertGreater(records[0] if records else 0, 0,
+                               "the worker's /metrics shows no record it delivered for cfg-s3")
+            self.assertTrue(os.path.isdir(os.path.join(tmp, "worker")), "the worker did not make [worker] data_dir")
+
+            # Without [worker]: the worker's default address, never the server's.
+            bare = os.path.join(tmp, "bare.toml")
+            with open(bare, "w") as f:
+                f.write(shared)
+            bare_log = os.path.join(tmp, "bare.log")
+            with open(bare_log, "ab") as log:
+                b = subprocess.Popen([harness.BINARY, "worker", "--config", bare, "--log-level", "info"],
+                                     stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+            procs.append(b)
+            # (4568 may be taken on a busy machine: then it says it cannot listen there.)
+            default = re.compile(r"(/health on http://|cannot listen on )127\.0\.0\.1:4568\b")
+            deadline, text = time.time() + 30, ""
+            while time.time() < deadline and not default.search(text):
+                time.sleep(0.2)
+                with open(bare_log, "rb") as f:
+                    text = f.read().decode(errors="replace")
+            self.assertRegex(text, default)
+            self.assertNotRegex(text, rf"(/health on http://|cannot listen on )127\.0\.0\.1:{server.port}\b")
+            stop_all()
+            self.assertEqual(w.returncode, 0)
+
+    def test_c_a_paused_worker_reads_on_after_its_iterators_expired(self):
+        tmp = tempfile.mkdtemp(prefix="icestream-wexp-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"] = "test", "test"
+        with PgCluster() as pg:
+            conninfo = pg.create_database("pool")
+            # The source only (not in the pool); its iterators live 3 s.
+            server = Server(config_text="[kinesis]\niterator_ttl_ms = 3000\n").start()
+            self.addCleanup(server.cleanup)
+            self.addCleanup(server.stop)
+            k = server.client()
+            k.create_stream(StreamName="exp", StreamModeDetails={"StreamMode": "ON_DEMAND"})
+            k.get_waiter("stream_exists").wait(StreamName="exp", WaiterConfig={"Delay": 0.2})
+            # A lease far longer than the pause: the worker keeps its shards and must read on
+            # from where it was.
+            config = os.path.join(tmp, "pool.toml")
+            with open(config, "w") as f:
+                f.write(f'[scaleout]\npg = "{conninfo}"\nsource = "{server.endpoint}"\n'
+                        "lease_ms = 60000\nrenew_ms = 1000\ntake_ms = 500\n")
+            req = channel_request("exp-s3", "exp", bucket="out", compression="NONE", freshness=1)
+            req["StreamConfigurationList"][0]["StartingPosition"] = {"Type": "TRIM_HORIZON"}
+            p = subprocess.run([harness.BINARY, "channels", "create", "--config", config], input=json.dumps(req),
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            data = os.path.join(tmp, "worker")
+            log_path = os.path.join(tmp, "worker.log")
+            log = open(log_path, "ab")
+            self.addCleanup(log.close)
+            port = harness.free_port()
+            w = subprocess.Popen([harness.BINARY, "worker", "--config", config, "--data-dir", data,
+                                  "--listen", f"127.0.0.1:{port}", "--log-level", "info"],
+                                 stdout=log, stderr=subprocess.STDOUT)
+
+            def stop_worker():
+                if w.poll() is None:
+                    w.send_signal(signal.SIGCONT)
+                    w.terminate()
+                    w.wait(30)
+            self.addCleanup(stop_worker)
+
+            stop, sent = threading.Event(), []
+
+            def produce():
+                n = 0
+                while not stop.is_set():
+                    recs = [{"Data": json.dumps({"id": f"e{n + i}"}).encode(), "PartitionKey": f"k{n + i}"}
+                            for i in range(20)]
+                    r = k.put_records(StreamName="exp", Records=recs)
+                    sent.extend(json.loads(x["Data"])["id"] for x, res in zip(recs, r["Records"])
+                                if "ErrorCode" not in res)
+                    n += 20
+                    time.sleep(0.1)
+
+            producer = threading.Thread(target=produce, daemon=True)
+            producer.start()
+            self.addCleanup(stop.set)
+            bucket = LocalBucket(os.path.join(data, "buckets", "out"))
+
+            def delivered():
+                return [json.loads(line)["id"] for key, raw in bucket.objects("").items()
+                        for line in decompress(key, raw).splitlines() if line.strip()]
+
+            deadline = time.time() + 60
+            while time.time() < deadline and len(delivered()) < 100:
+                time.sleep(0.3)
+            self.assertGreaterEqual(len(delivered()), 100, "the worker did not deliver before the pause")
+            w.send_signal(signal.SIGSTOP)
+            time.sleep(8)  # well past the iterators' 3 s
+            w.send_signal(signal.SIGCONT)
+            time.sleep(4)
+            stop.set()
+            producer.join(30)
+            deadline, got = time.time() + 60, []
+            while time.time() < deadline:
+                got = delivered()
+                if len(got) >= len(sent):
+                    break
+                time.sleep(0.5)
+            time.sleep(2)  # nothing more arrives
+            got = delivered()
+            with open(log_path, "rb") as f:
+                text = f.read().decode(errors="replace")
+            self.assertEqual(sorted(got), sorted(sent), "not every record exactly once after the pause:\n" + text[-4000:])
+            self.assertIn("expired; a new one from", text, "no iterator expired: the test proved nothing")
+            self.assertNotIn("FAILED", text)
+            stop_worker()
+            self.assertEqual(w.returncode, 0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "aws/cbor.h"
 #include "common/base64.h"
@@ -123,6 +125,16 @@ class KinesisApi {
 
   const AwsJsonClient& client() const { return *client_; }
 
+  // Whether ListShards may carry a ShardFilter: until the endpoint refuses one (AWS and
+  // icestream honour it; kinesalite 3.3.3 and moto ignore it, which is harmless).
+  bool shard_filter() const { return shard_filter_.load(std::memory_order_relaxed); }
+  void RefuseShardFilter(const Status& why) {
+    if (shard_filter_.exchange(false)) {
+      spdlog::info("kinesis source: {} refuses ListShards' ShardFilter ({}); listing without it",
+                   client_->endpoint().url, why.message());
+    }
+  }
+
  private:
   enum : int { kTryCbor, kCbor, kJson };
 
@@ -144,6 +156,7 @@ class KinesisApi {
 
   std::unique_ptr<AwsJsonClient> client_;
   std::atomic<int> wire_;
+  std::atomic<bool> shard_filter_{true};
 };
 
 namespace {
@@ -166,6 +179,35 @@ json IteratorRequest(const std::string& stream, const std::string& shard, const 
   return req;
 }
 
+// A GetRecords answer of an iterator that outlived its life (ExpiredIteratorException):
+// not a failure, a new iterator is due.
+bool Expired(const Status& st) {
+  return st.code() == StatusCode::kFailedPrecondition &&
+         st.message().find("ExpiredIteratorException") != std::string::npos;
+}
+
+// What a read costs of the shard's 2 MiB/s: the records' data and partition keys (as AWS
+// and `serve --aws-strict` count it).
+size_t ReadBytes(const Answer& a) {
+  size_t n = 0;
+  for (const auto& r : a.records) n += r.data.size() + r.partition_key.size();
+  return n;
+}
+
+// One paced call: waits for the shard's turn (false: cancelled), runs `call`, releases.
+template <typename Fn>
+auto Paced(ShardPacer& pacer, ShardPacer::Call kind, const std::atomic<bool>* cancel, Fn&& call)
+    -> std::optional<decltype(call())> {
+  if (!pacer.Acquire(kind, cancel)) return std::nullopt;
+  auto r = call();
+  size_t bytes = 0;
+  if constexpr (std::is_same_v<decltype(r), Result<RecordsPage>>) {
+    if (r.ok() && r->answer) bytes = ReadBytes(*r->answer);
+  }
+  pacer.Release(kind, bytes, !r.ok() && r.status().code() == StatusCode::kThrottled);
+  return r;
+}
+
 // Whether a record lies after a position (a time position: arrived at or after it; a
 // position inside an aggregate: the aggregate itself is still due).
 bool After(const delivery::StreamRecord& r, const Position& p) {
@@ -182,12 +224,13 @@ class ShardReader {
  public:
   ShardReader(std::shared_ptr<KinesisApi> client, const KinesisSourceOptions& options,
               std::shared_ptr<std::atomic<uint64_t>> buffered_total, std::string stream,
-              std::string shard)
+              std::string shard, std::shared_ptr<ShardPacer> pacer)
       : client_(std::move(client)),
         options_(options),
         total_(std::move(buffered_total)),
         stream_(std::move(stream)),
-        shard_(std::move(shard)) {}
+        shard_(std::move(shard)),
+        pacer_(std::move(pacer)) {}
   ~ShardReader() {
     Stop();
     total_->fetch_sub(bytes_);
@@ -198,6 +241,7 @@ class ShardReader {
       std::lock_guard lock(mu_);
       stopping_ = true;
     }
+    cancel_.store(true);  // a wait for the shard's pacer ends too
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
@@ -351,37 +395,60 @@ class ShardReader {
       }
       std::string iterator = iterator_;
       Position start_then = start_;
-      const int64_t call_started = now;  // the call rate counts calls from their starts
       lock.unlock();
       Status st;
       std::string next;
       bool end = false;
+      bool expired = false;
       int64_t behind = 0;
       std::shared_ptr<Answer> answer;
+      const bool fresh = iterator.empty();  // taken in this round (cannot have aged)
       if (iterator.empty()) {
-        auto it = client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, from));
-        if (it.ok()) {
-          iterator = it->value("ShardIterator", "");
+        auto it = Paced(*pacer_, ShardPacer::Call::kGetShardIterator, &cancel_, [&] {
+          return client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, from));
+        });
+        if (!it) {
+          lock.lock();
+          continue;  // stopping
+        }
+        if (it->ok()) {
+          iterator = (*it)->value("ShardIterator", "");
         } else {
-          st = it.status();
+          st = it->status();
         }
       }
       if (st.ok() && !iterator.empty()) {
-        auto r = client_->GetRecords(iterator, options_.get_records_limit);
-        if (!r.ok()) {
-          st = r.status();
-          if (st.code() == StatusCode::kFailedPrecondition) iterator.clear();  // expired
+        auto r = Paced(*pacer_, ShardPacer::Call::kGetRecords, &cancel_,
+                       [&] { return client_->GetRecords(iterator, options_.get_records_limit); });
+        if (!r) {
+          lock.lock();
+          continue;  // stopping
+        }
+        if (!r->ok()) {
+          st = r->status();
+          // An iterator just taken that is already expired is the endpoint's trouble (a
+          // clock, a TTL shorter than a call): a failure, backed off, not a renewal loop.
+          expired = Expired(st) && !fresh;
+          if (st.code() == StatusCode::kFailedPrecondition) iterator.clear();
         } else {
-          answer = std::move(r->answer);
-          end = r->end;
-          next = std::move(r->next);
-          behind = r->behind_ms;
+          answer = std::move((*r)->answer);
+          end = (*r)->end;
+          next = std::move((*r)->next);
+          behind = (*r)->behind_ms;
         }
       }
       lock.lock();
       if (!(start_ == start_then)) continue;  // the engine moved elsewhere meanwhile
       now = NowMs();
-      const int64_t min_gap = 1000 / std::max(1, options_.max_calls_per_second);
+      if (expired) {
+        // Paused (a stopped process, a long GC, a busy machine) longer than the iterator
+        // lives (AWS: 5 minutes): nothing is wrong, a new one from the last record read.
+        spdlog::info("kinesis source: the iterator of {} of {} expired; a new one from {}", shard_,
+                     stream_, delivery::PositionText(from));
+        iterator_.clear();
+        next_poll_ms_ = now;
+        continue;
+      }
       if (!st.ok()) {
         error_ = st;
         ++failures;
@@ -396,7 +463,6 @@ class ShardReader {
       }
       failures = 0;
       error_ = Status::OK();
-      const size_t got = answer ? answer->data_bytes : 0;
       if (answer && !answer->records.empty()) {
         // Drop anything at or before where the buffer stands (an AT_SEQUENCE iterator's
         // first record, a time start's earlier ones do not occur: AT_TIMESTAMP starts there).
@@ -413,16 +479,9 @@ class ShardReader {
       }
       iterator_ = end ? std::string() : next;
       ended_ = end;
-      if (options_.pace_reads && got > (2u << 20)) {
-        // AWS's 2 MiB/s per shard: an answer of N MiB uses the next N/2 seconds.
-        next_poll_ms_ = now + static_cast<int64_t>(got / ((2u << 20) / 1000));
-      } else if (behind > 0) {
-        // Behind: the next call as soon as the rate allows (5 calls/s are 5 call starts in
-        // a second; counting from this call's end made each cycle its duration longer).
-        next_poll_ms_ = call_started + min_gap;
-      } else {
-        next_poll_ms_ = now + std::max<int64_t>(min_gap, options_.poll_interval_ms);
-      }
+      // Behind: the next call as soon as the shard's pacer allows (its calls a second, its
+      // bytes a second with pace_reads); caught up: the next look after the poll interval.
+      next_poll_ms_ = behind > 0 ? now : now + options_.poll_interval_ms;
     }
   }
 
@@ -431,10 +490,12 @@ class ShardReader {
   const std::shared_ptr<std::atomic<uint64_t>> total_;
   const std::string stream_;
   const std::string shard_;
+  const std::shared_ptr<ShardPacer> pacer_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  std::atomic<bool> cancel_{false};
   Position start_{"<unset>", std::nullopt};
   std::deque<std::shared_ptr<Answer>> buffer_;
   uint64_t bytes_ = 0;
@@ -450,36 +511,36 @@ class ShardReader {
 // A replayed range that is no longer buffered: read again from its start.
 class DirectRangeReader final : public delivery::RangeReader {
  public:
-  DirectRangeReader(std::shared_ptr<KinesisApi> client, std::string stream, std::string shard,
-                    Position after, std::string last, int limit)
+  DirectRangeReader(std::shared_ptr<KinesisApi> client, std::shared_ptr<ShardPacer> pacer,
+                    std::string stream, std::string shard, Position after, std::string last,
+                    int limit)
       : client_(std::move(client)),
+        pacer_(std::move(pacer)),
         stream_(std::move(stream)),
         shard_(std::move(shard)),
         after_(std::move(after)),
         last_(std::move(last)),
         limit_(limit) {}
 
+  // Each call waits for the shard's pacer (shared with the shard's reader): a replay
+  // never adds to the shard's call rate. A throttling answer (another consumer of the
+  // shard) holds the pacer back a second and is tried again, 20 times at most.
   Result<bool> Next(delivery::StreamChunk* chunk) override {
     for (int attempt = 0; !done_; ++attempt) {
       if (iterator_.empty()) {
-        std::string type;
-        auto it =
-            client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, after_), &type);
+        auto it = *Paced(*pacer_, ShardPacer::Call::kGetShardIterator, nullptr, [&] {
+          return client_->Call("GetShardIterator", IteratorRequest(stream_, shard_, after_));
+        });
         if (!it.ok()) {
-          if (it.status().code() == StatusCode::kThrottled && attempt < 20) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-            continue;
-          }
+          if (it.status().code() == StatusCode::kThrottled && attempt < 20) continue;
           return it.status();
         }
         iterator_ = it->value("ShardIterator", "");
       }
-      auto r = client_->GetRecords(iterator_, limit_);
+      auto r = *Paced(*pacer_, ShardPacer::Call::kGetRecords, nullptr,
+                      [&] { return client_->GetRecords(iterator_, limit_); });
       if (!r.ok()) {
-        if (r.status().code() == StatusCode::kThrottled && attempt < 20) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-          continue;
-        }
+        if (r.status().code() == StatusCode::kThrottled && attempt < 20) continue;
         if (r.status().code() == StatusCode::kFailedPrecondition) {  // expired iterator
           iterator_.clear();
           continue;
@@ -514,13 +575,13 @@ class DirectRangeReader final : public delivery::RangeReader {
                      last_);
         break;
       }
-      if (answer->records.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     return false;
   }
 
  private:
   std::shared_ptr<KinesisApi> client_;
+  const std::shared_ptr<ShardPacer> pacer_;
   const std::string stream_;
   const std::string shard_;
   Position after_;
@@ -548,11 +609,12 @@ class BufferedRangeReader final : public delivery::RangeReader {
 class KinesisShardSource final : public delivery::ShardSource {
  public:
   KinesisShardSource(std::shared_ptr<KinesisApi> client, KinesisSourceOptions options,
-                     std::shared_ptr<std::atomic<uint64_t>> buffered_total, std::string stream,
-                     int64_t created_ms)
+                     std::shared_ptr<std::atomic<uint64_t>> buffered_total,
+                     std::shared_ptr<ShardPacers> pacers, std::string stream, int64_t created_ms)
       : client_(std::move(client)),
         options_(std::move(options)),
         buffered_(std::move(buffered_total)),
+        pacers_(std::move(pacers)),
         stream_(std::move(stream)),
         created_ms_(created_ms) {}
   ~KinesisShardSource() override {
@@ -560,43 +622,41 @@ class KinesisShardSource final : public delivery::ShardSource {
     for (auto& [id, r] : readers_) r->Stop();
   }
 
+  // Discovery (ListShards): new shards only come after the known ones in id order, and a
+  // closed shard never changes again (it only expires), so between full listings
+  // (ShardFilter FROM_TRIM_HORIZON, every full_listing_ms) only what follows the leading
+  // run of closed shards is listed (ShardFilter AFTER_SHARD_ID, as KCL and Flink's
+  // enumerator do). An endpoint that ignores ShardFilter (kinesalite 3.3.3, moto) answers
+  // every shard, and the known ones are simply not taken twice; one that refuses it is
+  // listed without it from then on.
   Result<std::vector<delivery::SourceShard>> Shards() override {
-    int64_t now = NowMs();
+    const int64_t now = NowMs();
+    std::vector<delivery::SourceShard> known;
     {
       std::lock_guard lock(mu_);
-      if (cached_ && now - cached_at_ < 1000) return *cached_;
+      if (cached_ && now - cached_at_ < options_.shard_list_ms) return *cached_;
+      if (cached_ && now - full_listed_at_ < options_.full_listing_ms) {
+        for (const auto& sh : *cached_) {
+          if (!sh.closed) break;
+          known.push_back(sh);
+        }
+      }
     }
     RETURN_IF_ERROR(CheckIdentity(now));
-    std::vector<delivery::SourceShard> out;
-    closed_.clear();
-    std::string token;
-    do {
-      json req = token.empty() ? json{{"StreamName", stream_}} : json{{"NextToken", token}};
-      auto r = client_->Call("ListShards", req);
-      if (!r.ok()) {
-        if (r.status().code() == StatusCode::kNotFound)
-          return NotFound("The source stream no longer exists.");
-        return r.status();
-      }
-      for (const auto& s : r->value("Shards", json::array())) {
-        delivery::SourceShard d;
-        d.id = s.value("ShardId", "");
-        for (const char* k : {"ParentShardId", "AdjacentParentShardId"}) {
-          if (s.contains(k) && s[k].is_string()) d.parents.push_back(s[k].get<std::string>());
-        }
-        const auto& range = s.value("SequenceNumberRange", json::object());
-        d.closed =
-            range.contains("EndingSequenceNumber") && range["EndingSequenceNumber"].is_string();
-        out.push_back(std::move(d));
-      }
-      token = r->contains("NextToken") && (*r)["NextToken"].is_string()
-                  ? (*r)["NextToken"].get<std::string>()
-                  : "";
-    } while (!token.empty());
+    const std::string after = known.empty() ? std::string() : known.back().id;
+    ASSIGN_OR_RETURN(auto listed, List(after));
+    std::vector<delivery::SourceShard> out = std::move(known);
+    for (auto& sh : listed) {
+      if (after.empty() || ShardIdLess(after, sh.id)) out.push_back(std::move(sh));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return ShardIdLess(a.id, b.id); });
     std::lock_guard lock(mu_);
-    for (const auto& s : out) closed_[s.id] = s.closed;
+    closed_.clear();
+    for (const auto& sh : out) closed_[sh.id] = sh.closed;
     cached_ = out;
     cached_at_ = now;
+    if (after.empty()) full_listed_at_ = now;
     // Readers of shards the engine stopped asking about end.
     for (auto it = readers_.begin(); it != readers_.end();) {
       if (it->second->idle(now)) {
@@ -640,13 +700,18 @@ class KinesisShardSource final : public delivery::ShardSource {
         return r->Backlog(closed);
       }
     }
-    ASSIGN_OR_RETURN(auto it,
-                     client_->Call("GetShardIterator", IteratorRequest(stream_, shard, after)));
+    // Through the shard's pacer, as every read of the shard.
+    std::shared_ptr<ShardPacer> pacer = pacers_->For(stream_, shard);
+    ASSIGN_OR_RETURN(auto it, *Paced(*pacer, ShardPacer::Call::kGetShardIterator, nullptr, [&] {
+                       return client_->Call("GetShardIterator",
+                                            IteratorRequest(stream_, shard, after));
+                     }));
     std::string iterator = it.value("ShardIterator", "");
     delivery::ShardBacklog b;
     b.records_exact = false;
     if (iterator.empty()) return b;
-    ASSIGN_OR_RETURN(auto page, client_->GetRecords(iterator, 1));
+    ASSIGN_OR_RETURN(auto page, *Paced(*pacer, ShardPacer::Call::kGetRecords, nullptr,
+                                       [&] { return client_->GetRecords(iterator, 1); }));
     for (const auto& rec : page.answer->records) {
       if (!After(rec, after)) continue;
       ++b.records;
@@ -673,7 +738,7 @@ class KinesisShardSource final : public delivery::ShardSource {
       return std::unique_ptr<delivery::RangeReader>(new BufferedRangeReader(std::move(*chunks)));
     }
     return std::unique_ptr<delivery::RangeReader>(new DirectRangeReader(
-        client_, stream_, shard, after, last,
+        client_, pacers_->For(stream_, shard), stream_, shard, after, last,
         static_cast<int>(
             std::min<size_t>(chunk_records, static_cast<size_t>(options_.get_records_limit)))));
   }
@@ -682,8 +747,62 @@ class KinesisShardSource final : public delivery::ShardSource {
   ShardReader* Reader(const std::string& shard) {
     std::lock_guard lock(mu_);
     auto& r = readers_[shard];
-    if (!r) r = std::make_unique<ShardReader>(client_, options_, buffered_, stream_, shard);
+    if (!r) {
+      r = std::make_unique<ShardReader>(client_, options_, buffered_, stream_, shard,
+                                        pacers_->For(stream_, shard));
+    }
     return r.get();
+  }
+
+  // Shard ids in creation order: "shardId-000000000012" (longer ids after shorter ones).
+  static bool ShardIdLess(const std::string& a, const std::string& b) {
+    return a.size() != b.size() ? a.size() < b.size() : a < b;
+  }
+
+  // Every page of ListShards: the shards after `after` (ShardFilter AFTER_SHARD_ID), or all
+  // of them ("": FROM_TRIM_HORIZON), without ShardFilter for an endpoint that refuses it.
+  Result<std::vector<delivery::SourceShard>> List(const std::string& after) {
+    std::vector<delivery::SourceShard> out;
+    std::string token;
+    bool filter = client_->shard_filter();
+    while (true) {
+      json req;
+      if (!token.empty()) {
+        req = json{{"NextToken", token}};  // the token carries the filter
+      } else {
+        req = json{{"StreamName", stream_}};
+        if (filter) {
+          req["ShardFilter"] = after.empty() ? json{{"Type", "FROM_TRIM_HORIZON"}}
+                                             : json{{"Type", "AFTER_SHARD_ID"}, {"ShardId", after}};
+        }
+      }
+      auto r = client_->Call("ListShards", req);
+      if (!r.ok()) {
+        if (r.status().code() == StatusCode::kNotFound)
+          return NotFound("The source stream no longer exists.");
+        if (filter && token.empty() && r.status().code() == StatusCode::kInvalidArgument) {
+          client_->RefuseShardFilter(r.status());
+          filter = false;
+          continue;  // the same listing without it
+        }
+        return r.status();
+      }
+      for (const auto& sh : r->value("Shards", json::array())) {
+        delivery::SourceShard d;
+        d.id = sh.value("ShardId", "");
+        for (const char* k : {"ParentShardId", "AdjacentParentShardId"}) {
+          if (sh.contains(k) && sh[k].is_string()) d.parents.push_back(sh[k].get<std::string>());
+        }
+        const auto& range = sh.value("SequenceNumberRange", json::object());
+        d.closed =
+            range.contains("EndingSequenceNumber") && range["EndingSequenceNumber"].is_string();
+        out.push_back(std::move(d));
+      }
+      token = r->contains("NextToken") && (*r)["NextToken"].is_string()
+                  ? (*r)["NextToken"].get<std::string>()
+                  : "";
+      if (token.empty()) return out;
+    }
   }
 
   // The stream is the channel's while its creation time is (checked every 30 s).
@@ -717,6 +836,7 @@ class KinesisShardSource final : public delivery::ShardSource {
   std::shared_ptr<KinesisApi> client_;
   const KinesisSourceOptions options_;
   const std::shared_ptr<std::atomic<uint64_t>> buffered_;
+  const std::shared_ptr<ShardPacers> pacers_;
   const std::string stream_;
   const int64_t created_ms_;
   std::mutex mu_;
@@ -724,6 +844,7 @@ class KinesisShardSource final : public delivery::ShardSource {
   std::map<std::string, bool> closed_;
   std::optional<std::vector<delivery::SourceShard>> cached_;
   int64_t cached_at_ = 0;
+  int64_t full_listed_at_ = 0;
   int64_t identity_checked_ms_ = -1000000;
 };
 
@@ -735,8 +856,11 @@ Result<std::unique_ptr<KinesisSourceProvider>> KinesisSourceProvider::Make(
   options.endpoint.target_prefix = "Kinesis_20131202.";
   ASSIGN_OR_RETURN(auto client, AwsJsonClient::Make(options.endpoint));
   auto api = std::make_shared<KinesisApi>(std::move(client), options.cbor);
-  return std::unique_ptr<KinesisSourceProvider>(
-      new KinesisSourceProvider(std::move(options), std::move(api)));
+  ShardPacerOptions po;
+  po.calls_per_second = options.max_calls_per_second;
+  po.pace_bytes = options.pace_reads;
+  return std::unique_ptr<KinesisSourceProvider>(new KinesisSourceProvider(
+      std::move(options), std::move(api), std::make_shared<ShardPacers>(po)));
 }
 
 Result<delivery::SourceStream> KinesisSourceProvider::DescribeStream(const std::string& name) {
@@ -775,7 +899,7 @@ Result<std::shared_ptr<delivery::ShardSource>> KinesisSourceProvider::OpenSource
         delivery::SourceError::kNotThisSource);
   }
   return std::shared_ptr<delivery::ShardSource>(new KinesisShardSource(
-      client_, options_, buffered_, channel.stream_name, channel.stream_created_ms));
+      client_, options_, buffered_, pacers_, channel.stream_name, channel.stream_created_ms));
 }
 
 }  // namespace icestream::source

@@ -3,19 +3,23 @@
 // scale-out workers do (`icestream worker --source URL`).
 //
 // Reading (scale-out.md §4): ListShards for the shards and their lineage (cached for a
-// second); per shard a reader thread, started when the engine asks about the shard and
-// stopped when it stops asking, follows the shard with GetShardIterator + GetRecords:
+// second; ShardFilter AFTER_SHARD_ID past the closed shards already known, falling back to
+// plain listings for an endpoint that refuses ShardFilter); per shard a reader thread, started when
+// the engine asks about the shard and stopped when it stops asking, follows the shard with
+// GetShardIterator + GetRecords:
 //   - GetRecords in CBOR where the endpoint speaks it (the data as raw bytes, read in
 //     place from the answer), else JSON 1.1 (KinesisSourceOptions::cbor);
 //   - from the channel's position: AFTER_SEQUENCE_NUMBER (AT_SEQUENCE_NUMBER when the
 //     position is inside a KPL aggregate), TRIM_HORIZON at the start, AT_TIMESTAMP for a
 //     time (positions "@ms", where LATEST and AT_TIMESTAMP starts begin);
-//   - at most `max_calls_per_second` GetRecords per shard (AWS's limit is 5; counted from
-//     the calls' starts), a quiet shard every `poll_interval_ms`, the next call as soon as
-//     that rate allows while MillisBehindLatest > 0;
+//   - every per-shard call (the reader's, a replay's, a describe's) through the shard's
+//     ShardPacer (shard_pacer.h): at most `max_calls_per_second` GetRecords and as many
+//     GetShardIterator per shard (AWS's limit is 5; counted from the calls' starts), and
+//     with `pace_reads` AWS's 2 MiB/s; a quiet shard every `poll_interval_ms`, the next
+//     call as soon as the pacer allows while MillisBehindLatest > 0;
 //   - ProvisionedThroughputExceededException / LimitExceededException back off (at least a
-//     second, 5 s after a 10 MiB answer); ExpiredIteratorException gets a new iterator
-//     from the last record read;
+//     second); ExpiredIteratorException (a reader paused longer than the iterator's life)
+//     gets a new iterator from the last record read, at once;
 //   - a null NextShardIterator is the shard's end (children come from ListShards).
 // What it read waits in a buffer per shard (bounded per shard and for all shards together:
 // KinesisSourceOptions); the engine plans batches from it and
@@ -35,6 +39,7 @@
 
 #include "delivery/shard_source.h"
 #include "source/kinesis/aws_json_client.h"
+#include "source/kinesis/shard_pacer.h"
 
 namespace icestream::source {
 
@@ -51,16 +56,22 @@ struct KinesisSourceOptions {
   size_t max_buffered_bytes_per_shard = 64u << 20;
   size_t reserved_bytes_per_shard = 32u << 20;
   size_t max_buffered_bytes_total = 256u << 20;
-  // Pace reads to AWS's 2 MiB/s per shard (a 10 MiB answer waits 5 s before the next
-  // call), so a worker leaves the shard's shared read budget to other consumers. Off for
-  // endpoints without that limit (icestream, kinesalite): there only a throttling answer
-  // slows the reader down. Default: on for *.amazonaws.com endpoints (PaceReadsFor).
+  // Pace reads to AWS's 2 MiB/s per shard (after a 10 MiB answer the shard's next
+  // GetRecords waits 4 s), so a worker is not throttled for its own reads and leaves the
+  // shard's shared read budget to other consumers. Off for endpoints without that limit
+  // (icestream, kinesalite): there only a throttling answer slows the reader down.
+  // Default: on for *.amazonaws.com endpoints (PaceReadsFor); [scaleout] pace_reads.
   bool pace_reads = false;
   // GetRecords in CBOR (application/x-amz-cbor-1.1) where the endpoint speaks it, else
   // JSON 1.1 (learned from its first answers; every other call is JSON).
   bool cbor = true;
   // A reader stops when the engine has not asked about its shard for this long.
   int64_t idle_reader_ms = 15000;
+  // Shard discovery: the list is kept this long; every `full_listing_ms` (and first) every
+  // shard is listed (ShardFilter FROM_TRIM_HORIZON), in between only the shards after the
+  // leading run of closed ones (ShardFilter AFTER_SHARD_ID: closed shards do not change).
+  int64_t shard_list_ms = 1000;
+  int64_t full_listing_ms = 60000;
 };
 
 class KinesisApi;  // the endpoint's client (kinesis_source.cc)
@@ -74,10 +85,13 @@ class KinesisSourceProvider final : public delivery::SourceProvider {
       const delivery::ChannelConfig& channel) override;
 
  private:
-  KinesisSourceProvider(KinesisSourceOptions options, std::shared_ptr<KinesisApi> client)
-      : options_(std::move(options)), client_(std::move(client)) {}
+  KinesisSourceProvider(KinesisSourceOptions options, std::shared_ptr<KinesisApi> client,
+                        std::shared_ptr<ShardPacers> pacers)
+      : options_(std::move(options)), client_(std::move(client)), pacers_(std::move(pacers)) {}
   KinesisSourceOptions options_;
   std::shared_ptr<KinesisApi> client_;
+  // One pacer per (stream, shard) for every source opened here.
+  std::shared_ptr<ShardPacers> pacers_;
   // Bytes buffered by every reader of every source opened here.
   std::shared_ptr<std::atomic<uint64_t>> buffered_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
