@@ -148,6 +148,7 @@ class ListShardsTest : public ::testing::TestWithParam<FilterMode> {
     provider_ = std::move(*provider);
     delivery::ChannelConfig c;
     c.stream_name = "s";
+    c.stream_arn = "arn:aws:kinesis:us-east-1:000000000000:stream/s";
     auto source = provider_->OpenSource(c);
     EXPECT_OK(source.status());
     return *source;
@@ -262,7 +263,8 @@ class BusyShard {
       r.body = R"({"Shards":[{"ShardId":"shardId-000000000000",)"
                R"("SequenceNumberRange":{"StartingSequenceNumber":"1"}}]})";
     } else {
-      r.body = R"({"StreamDescriptionSummary":{"StreamName":"s","StreamStatus":"ACTIVE"}})";
+      r.body = R"({"StreamDescriptionSummary":{"StreamName":"s","StreamStatus":"ACTIVE",)"
+               R"("StreamARN":"arn:aws:kinesis:us-east-1:000000000000:stream/s"}})";
     }
     return r;
   }
@@ -293,6 +295,7 @@ TEST(KinesisSourcePacing, EveryReadOfAShardSharesItsRate) {
   ASSERT_OK_AND_ASSIGN(auto provider, KinesisSourceProvider::Make(o));
   delivery::ChannelConfig c;
   c.stream_name = "s";
+  c.stream_arn = "arn:aws:kinesis:us-east-1:000000000000:stream/s";
   // Two channels on the stream: one delivers (its reader, and a replay read directly),
   // the other is only described by this process (Behind: one look at the endpoint).
   ASSERT_OK_AND_ASSIGN(auto delivering, provider->OpenSource(c));
