@@ -61,6 +61,8 @@ ap.add_argument("--throughput-runs", type=int, default=3, help="consecutive deli
 ap.add_argument("--threads", type=int, default=2,
                 help="cores: the server's delivery.table_convert_threads and convert --threads")
 ap.add_argument("--latency-seconds", type=int, default=60)
+ap.add_argument("--delivery", default="", help="more [delivery] lines for the backlog servers (A/B of a setting), "
+                "e.g. 'table_max_commit_bytes = 536870912'")
 ap.add_argument("--backlog-mb", type=int, default=1000)
 ap.add_argument("--compaction-seconds", type=int, default=600)
 ap.add_argument("--compaction-rate", type=int, default=200, help="records/s of ~1 KiB")
@@ -197,7 +199,7 @@ def keep_log(server):
 
 
 def deliver_backlog(shards, mb, measure_rss=False):
-    server = Server(config_text=f"[delivery]\ntable_convert_threads = {args.threads}\n",
+    server = Server(config_text=f"[delivery]\ntable_convert_threads = {args.threads}\n{args.delivery}\n",
                     log_level=args.log_level).start()
     try:
         k = server.client()

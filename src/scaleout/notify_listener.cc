@@ -69,9 +69,9 @@ void NotifyListener::Loop() {
     return stopping_;
   };
   while (!stopping()) {
-    auto conn = pg::PgConnection::Connect(conninfo_, pg::After(std::chrono::seconds(5)));
+    auto conn = pg::PgConnection::Connect(conninfo_, pg::After(std::chrono::seconds(2)));
     Status st = conn.ok()
-                    ? (*conn)->ExecScript("LISTEN " + channel_, pg::After(std::chrono::seconds(5)))
+                    ? (*conn)->ExecScript("LISTEN " + channel_, pg::After(std::chrono::seconds(2)))
                     : conn.status();
     if (!st.ok()) {
       spdlog::debug("scale-out: listening for {}: {} (again in {} ms)", channel_, st.ToString(),
