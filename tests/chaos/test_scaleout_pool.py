@@ -34,8 +34,8 @@ Afterwards, in both:
 tests/lib/pool_check.py holds the checks (and, run directly, checks that each fails on a
 history broken the way it must catch).
 
-PostgreSQL comes from tests/lib/pg.py (a throw-away cluster as the postgres user), S3 from
-radosgw (tests/lib/start-rgw.sh); both fail the test when missing."""
+PostgreSQL comes from tests/lib/pg.py (a throw-away cluster made by pg_virtualenv), S3
+from radosgw (tests/lib/start-rgw.sh); both fail the test when missing."""
 
 import json
 import os
