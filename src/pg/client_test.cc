@@ -1,13 +1,17 @@
 // The libpq client against a real PostgreSQL 15 (tests/lib/pg.py makes a throw-away
 // cluster and passes its connection string in ICESTREAM_PG): statements with parameters,
 // SQLSTATEs as statuses, deadlines that cancel, transactions that roll back, a COMMIT
-// whose answer is lost resolved both ways by asking the database, and migrations that
-// run once.
+// whose answer is lost resolved both ways by asking the database (committed, and aborted by
+// a deferred constraint at COMMIT), and migrations that run once.
 #include "pg/client.h"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <memory>
+#include <sstream>
 #include <thread>
 
 #include "common/testing/status_assertions.h"
@@ -90,14 +94,107 @@ TEST_F(PgTest, TransactionsCommitOrRollBack) {
   EXPECT_EQ(Count(), 1);
 }
 
+// What RunInTransaction logs while the test runs (spdlog's default logger swapped for one
+// that writes into a string, put back at the end): the resolution of a lost COMMIT names
+// the transaction it asks about.
+class CapturedLog {
+ public:
+  CapturedLog()
+      : previous_(spdlog::default_logger()),
+        logger_(std::make_shared<spdlog::logger>(
+            "captured", std::make_shared<spdlog::sinks::ostream_sink_mt>(out_))) {
+    logger_->set_level(spdlog::level::info);
+    spdlog::set_default_logger(logger_);
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  std::string text() {
+    logger_->flush();
+    return out_.str();
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::logger> previous_;
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+// The backend PID and transaction id of the transaction a body runs in.
+struct TxIdentity {
+  std::string pid;
+  std::string xid;
+};
+
+Status Identify(PgTx& tx, TxIdentity* out) {
+  ASSIGN_OR_RETURN(auto r, tx.Exec("SELECT pg_backend_pid()::text, pg_current_xact_id()::text"));
+  out->pid = r.text(0, 0);
+  out->xid = r.text(0, 1);
+  return Status::OK();
+}
+
 // The COMMIT left, its answer did not come back: the pool asks pg_xact_status() and
-// says what really happened — here it committed.
+// says what really happened — here it committed. The connection whose answer was lost is
+// dropped (the pool's next statement runs on another backend), the log names the
+// transaction it resolved, and the database agrees that it committed: OK came from the
+// resolution, not from a COMMIT answer.
 TEST_F(PgTest, ALostCommitAnswerIsResolvedAsCommitted) {
+  ASSERT_OK_AND_ASSIGN(auto before, pool_->Exec("SELECT pg_backend_pid()::text"));
+  CapturedLog log;
+  TxIdentity tx_id;
   ArmFailpointForTest("commit.drop_reply");
   ASSERT_OK(pool_->RunInTransaction([&](PgTx& tx) -> Status {
+    RETURN_IF_ERROR(Identify(tx, &tx_id));
     return tx.Exec("INSERT INTO " + table_ + " VALUES ('lost', 'reply')").status();
   }));
+  // The transaction ran on the pool's idle connection, which is gone now.
+  EXPECT_EQ(tx_id.pid, before.text(0, 0));
+  ASSERT_OK_AND_ASSIGN(auto after, pool_->Exec("SELECT pg_backend_pid()::text"));
+  EXPECT_NE(after.text(0, 0), tx_id.pid)
+      << "the connection whose COMMIT answer was lost was reused";
+  EXPECT_NE(log.text().find("asking the database what became of transaction " + tx_id.xid),
+            std::string::npos)
+      << "the lost COMMIT was not resolved; log: " << log.text();
+  ASSERT_OK_AND_ASSIGN(auto state, pool_->Exec("SELECT pg_xact_status($1::xid8)", {tx_id.xid}));
+  EXPECT_EQ(state.text(0, 0), "committed");
   EXPECT_EQ(Count(), 1);
+}
+
+// The other outcome of a lost answer: the database aborted the transaction at COMMIT (a
+// DEFERRABLE INITIALLY DEFERRED unique constraint is only checked then). Asked with
+// pg_xact_status(), the database says "aborted": RunInTransaction returns kUnavailable
+// (nothing happened, retry) — neither OK nor kUnknownOutcome — and nothing of the
+// transaction is in the tables. (With the answer received, the same COMMIT fails with the
+// constraint's kAlreadyExists: the check at the end shows the constraint does fire.)
+TEST_F(PgTest, ALostCommitAnswerIsResolvedAsAborted) {
+  const std::string deferred = table_ + "_deferred";
+  ASSERT_OK(pool_->Exec("DROP TABLE IF EXISTS " + deferred));
+  ASSERT_OK(pool_->Exec("CREATE TABLE " + deferred + " (k TEXT, CONSTRAINT " + deferred +
+                        "_k UNIQUE (k) DEFERRABLE INITIALLY DEFERRED)"));
+  auto body = [&](TxIdentity* id) {
+    return [&, id](PgTx& tx) -> Status {
+      RETURN_IF_ERROR(Identify(tx, id));
+      RETURN_IF_ERROR(tx.Exec("INSERT INTO " + table_ + " VALUES ('x', 'y')").status());
+      // Both rows are accepted now; the constraint fails at COMMIT.
+      return tx.Exec("INSERT INTO " + deferred + " VALUES ('twice'), ('twice')").status();
+    };
+  };
+  CapturedLog log;
+  TxIdentity tx_id;
+  ArmFailpointForTest("commit.drop_reply");
+  Status st = pool_->RunInTransaction(body(&tx_id));
+  EXPECT_STATUS(kUnavailable, st);
+  EXPECT_NE(st.message().find("rolled back by the database"), std::string::npos) << st.ToString();
+  EXPECT_NE(log.text().find("asking the database what became of transaction " + tx_id.xid),
+            std::string::npos)
+      << "the lost COMMIT was not resolved; log: " << log.text();
+  ASSERT_OK_AND_ASSIGN(auto state, pool_->Exec("SELECT pg_xact_status($1::xid8)", {tx_id.xid}));
+  EXPECT_EQ(state.text(0, 0), "aborted");
+  EXPECT_EQ(Count(), 0);
+  EXPECT_EQ((*pool_->Exec("SELECT count(*) FROM " + deferred)).integer(0, 0), 0);
+
+  // The same transaction with its COMMIT answer received: the database's own refusal.
+  TxIdentity again;
+  EXPECT_STATUS(kAlreadyExists, pool_->RunInTransaction(body(&again)));
+  EXPECT_EQ(Count(), 0);
 }
 
 // The other way: the server kills the transaction's backend before COMMIT is sent; the

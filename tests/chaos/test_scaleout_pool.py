@@ -13,17 +13,29 @@ Afterwards, in both:
 - every record of the stream (every acknowledged one among them) is in the bucket exactly
   once and a row of the table exactly once (the independent reader: icebird + DuckDB
   through the REST catalog);
+- the bucket's objects of each shard are contiguous runs of its records that tile the
+  shard with no gap and no overlap, each named after its first record;
 - the table's shards are converted by several processes (each shard's batches staged under
   its lease) and committed by the holder of the channel's control unit; no table commit
-  carries a superseded lease: icestream_commit_log's (owner, epoch) pairs are lease_history
-  entries of the control unit, epochs never go back, and nothing is left staged;
-- the checkpoints in the table's snapshot summaries only move forward;
-- the leases changed hands many times (the kills landed on workers holding work);
+  carries a superseded epoch: each icestream_commit_log row (owner, epoch, at) ran under
+  the control unit's latest grant in icestream_lease_history at that time; nothing is left
+  staged;
+- the checkpoints in the table's snapshot summaries move only forward and contiguously:
+  per shard a chain of the stream's own sequence numbers from its first record to its last,
+  and each append snapshot adds exactly the shard's records between its previous checkpoint
+  and its new one;
+- the leases changed hands many times (the kills landed on workers holding work), and the
+  table's committer changed (the holder of its control unit is paused past its lease once);
 - the stream is split and merged during the kills: the first table snapshot that
-  checkpoints a child shard holds each parent to its last record.
+  checkpoints a child shard holds each parent to its last record, and in the bucket every
+  object of a child shard was written (S3's LastModified) after every object of its
+  parents.
 
-PostgreSQL comes from tests/lib/pg.py (a throw-away cluster as the postgres user), S3 from
-radosgw (tests/lib/start-rgw.sh); both fail the test when missing."""
+tests/lib/pool_check.py holds the checks (and, run directly, checks that each fails on a
+history broken the way it must catch).
+
+PostgreSQL comes from tests/lib/pg.py (a throw-away cluster made by pg_virtualenv), S3
+from radosgw (tests/lib/start-rgw.sh); both fail the test when missing."""
 
 import json
 import os
@@ -39,10 +51,12 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import harness  # noqa: E402
-from delivery_check import S3Bucket, decompress  # noqa: E402
+from delivery_check import decompress  # noqa: E402
 from harness import Rgw, Server, channel_request, kinesis_call, read_stream, wait_channel  # noqa: E402
 from pg import PgCluster  # noqa: E402
 from pg_fault_proxy import PgFaultProxy  # noqa: E402
+from pool_check import (StreamIndex, check_bucket_children_after_parents, check_bucket_ranges,  # noqa: E402
+                        check_commits_fenced, check_table_checkpoints)
 from table_check import (assert_children_after_parents, assert_rows, expected_row, read_table,  # noqa: E402
                          register_schema, table_bucket_arn, table_channel_request, wait_records)
 
@@ -167,8 +181,13 @@ class Worker:
         subprocess.run(["rm", "-rf", self.dir, self.log_path])
 
 
-def seq_key(s):
-    return int(s)
+def bucket_objects(s3, bucket):
+    """{key: (body, LastModified)} of every object of the bucket."""
+    out = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        for o in page.get("Contents", []):
+            out[o["Key"]] = (s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read(), o["LastModified"])
+    return out
 
 
 class PoolChaos(unittest.TestCase):
@@ -240,8 +259,9 @@ class PoolChaos(unittest.TestCase):
             time.sleep(0.2)
         k.update_stream_mode(StreamARN=arn, StreamModeDetails={"StreamMode": "ON_DEMAND"})
 
-    def verify(self, tag, server, k, producers, table_arn, spread=False):
-        """Exactly once in the bucket and the table; fenced commits; checkpoints forward."""
+    def verify(self, tag, server, k, producers, table_arn, s3_arn, spread=False):
+        """Exactly once in the bucket and the table, contiguously per shard; fenced commits;
+        checkpoints forward and contiguous. Returns what the scenario checks further."""
         for p in producers:
             p.stop.set()
             p.join(30)
@@ -252,40 +272,35 @@ class PoolChaos(unittest.TestCase):
         for d, s, q in acked:
             self.assertEqual(stream.get((s, q)), d, "an acknowledged record is not in the stream")
         want_ids = sorted(json.loads(d)["id"] for d, _, _ in everything)
+        stream_index = StreamIndex(everything, lambda d: json.loads(d)["id"])
 
-        bucket = S3Bucket(self.rgw.s3(), f"{tag}-out")
         deadline = time.time() + 180
         while True:
-            got = []
-            for key, raw in bucket.objects("").items():
-                for line in decompress(key, raw).splitlines():
-                    if line.strip():
-                        got.append(json.loads(line)["id"])
+            got, objects = [], {}
+            for key, (raw, modified) in bucket_objects(self.rgw.s3(), f"{tag}-out").items():
+                ids = [json.loads(line)["id"] for line in decompress(key, raw).splitlines() if line.strip()]
+                objects[key] = (ids, modified)
+                got += ids
             if len(got) >= len(want_ids) or time.time() > deadline:
                 break
             time.sleep(1)
         self.assertEqual(len(got), len(set(got)), "a record is in the bucket twice")
         self.assertEqual(sorted(got), want_ids, "the bucket does not hold every record")
+        bucket_shards = check_bucket_ranges(self, objects, stream_index, s3_arn.rsplit("/", 1)[-1])
 
         wh = table_bucket_arn(f"{tag}-tables")
         wait_records(server, wh, NS, TABLE, len(everything), timeout=180)
-        t = read_table(catalog=server.endpoint + "/iceberg", warehouse=wh, namespace=NS, table=TABLE, s3=self.s3())
+        t = read_table(catalog=server.endpoint + "/iceberg", warehouse=wh, namespace=NS, table=TABLE, s3=self.s3(),
+                       file_keys="id")
         assert_rows(self, t["rows"], [expected_row(d, t["schema"]) for d, _, _ in everything], "id")
-
-        last = {}
-        for snap in sorted(t["snapshots"], key=lambda s: s["sequence_number"]):
-            for key, value in snap["summary"].items():
-                if key.startswith("icestream.checkpoint."):
-                    shard = key[len("icestream.checkpoint."):]
-                    seq = seq_key(value)
-                    self.assertGreaterEqual(seq, last.get(shard, 0), f"checkpoint of {shard} went back")
-                    last[shard] = seq
+        steps = check_table_checkpoints(self, t, stream_index)
 
         table_id = table_arn.rsplit("/", 1)[-1]
         db = tag
-        history = {(o, int(e)) for o, e in self.sql(
-            f"SELECT owner, epoch FROM icestream_lease_history WHERE channel_id = '{table_id}' AND unit = 'control'",
-            db)}
+        at_us = "(extract(epoch FROM at) * 1000000)::bigint"
+        grants = [(o, int(e), int(a)) for o, e, a in self.sql(
+            f"SELECT owner, epoch, {at_us} FROM icestream_lease_history WHERE channel_id = '{table_id}' "
+            "AND unit = 'control'", db)]
         # One table's shards are converted across the pool: its shard leases (under which
         # every batch is staged) were held by more than one process.
         shard_owners = self.sql(f"SELECT count(DISTINCT owner) FROM icestream_lease_history WHERE channel_id = "
@@ -298,16 +313,31 @@ class PoolChaos(unittest.TestCase):
         while self.sql(f"SELECT count(*) FROM icestream_staged WHERE channel_id = '{table_id}'", db) != [["0"]]:
             self.assertLess(time.time(), deadline, "staged batches left uncommitted")
             time.sleep(0.5)
-        commits = self.sql(f"SELECT owner, epoch FROM icestream_commit_log WHERE channel_id = '{table_id}' "
-                           "ORDER BY at", db)
+        commits = [(o, int(e), int(a)) for o, e, a in self.sql(
+            f"SELECT owner, epoch, {at_us} FROM icestream_commit_log WHERE channel_id = '{table_id}' ORDER BY at",
+            db)]
         self.assertGreater(len(commits), 5)
+        committers = check_commits_fenced(self, commits, grants)
         top = 0
-        for owner, epoch in commits:
-            self.assertIn((owner, int(epoch)), history, "a commit under a lease that was never granted")
-            self.assertGreaterEqual(int(epoch), top, "a commit under a superseded epoch")
-            top = int(epoch)
+        for _, epoch, _ in commits:
+            self.assertGreaterEqual(epoch, top, "a commit under a superseded epoch")
+            top = epoch
         changes = int(self.sql("SELECT count(*) FROM icestream_lease_history", db)[0][0])
-        return everything, t, commits, changes, top
+        return dict(everything=everything, t=t, commits=commits, changes=changes, top=top, committers=committers,
+                    bucket_shards=bucket_shards, steps=steps)
+
+    def control_holder(self, db, table_id, processes):
+        """The (name, Popen) of the process that holds the table channel's control unit."""
+        deadline = time.time() + 20
+        while True:
+            for (owner,) in self.sql(f"SELECT owner FROM icestream_lease WHERE channel_id = '{table_id}' AND unit = "
+                                     "'control' AND owner IS NOT NULL AND expires_at > clock_timestamp()", db):
+                pid = int(owner.split(":")[-2])
+                for name, proc in processes:
+                    if proc.pid == pid and proc.poll() is None:
+                        return name, proc
+            self.assertLess(time.time(), deadline, "no live process holds the table's control unit")
+            time.sleep(0.2)
 
     def test_three_processes_exactly_once_through_kills_pauses_and_a_database_restart(self):
         tag = "pool"
@@ -325,6 +355,7 @@ class PoolChaos(unittest.TestCase):
 
             rng = random.Random(16)
             kills = 0
+            paused_committer = None
             for r in range(ROUNDS):
                 time.sleep(rng.uniform(0.5, 2.0))
                 if r == ROUNDS // 4:
@@ -340,24 +371,41 @@ class PoolChaos(unittest.TestCase):
                     w.proc.send_signal(signal.SIGCONT)
                 if r == 2 * ROUNDS // 3:
                     self.pg.restart(immediate=True)
+                if r == 3 * ROUNDS // 4:
+                    # The table's committer (the holder of its control unit: the server or a
+                    # worker) paused past its lease: another process commits, under a new
+                    # epoch, and the paused one's late commit is fenced.
+                    processes = [("server", server.proc)] + [(w.name, w.proc) for w in workers]
+                    paused_committer, proc = self.control_holder(tag, table_arn.rsplit("/", 1)[-1], processes)
+                    proc.send_signal(signal.SIGSTOP)
+                    time.sleep((LEASE_MS + 2 * TAKE_MS) / 1000 + 1)
+                    proc.send_signal(signal.SIGCONT)
                 w = rng.choice(workers)
                 w.kill()
                 kills += 1
                 w.start()
             time.sleep(2)
-            everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn, spread=True)
+            v = self.verify(tag, server, k, producers, table_arn, s3_arn, spread=True)
+            everything, t, commits, changes, top = v["everything"], v["t"], v["commits"], v["changes"], v["top"]
             self.assertGreater(changes, kills, "the leases did not change hands as workers died")
+            self.assertGreater(len(v["committers"]), 1,
+                               f"the table was committed under one lease only, though its committer "
+                               f"({paused_committer}) was paused past it")
 
-            assert_children_after_parents(self, k.list_shards(StreamName=STREAM)["Shards"], everything,
-                                          t["snapshots"])
+            shards = k.list_shards(StreamName=STREAM)["Shards"]
+            assert_children_after_parents(self, shards, everything, t["snapshots"])
+            pairs = check_bucket_children_after_parents(self, shards, v["bucket_shards"])
 
             # DescribeChannel names an owner and an epoch for every shard.
             st, body = kinesis_call(server, "DescribeChannel", {"ChannelARN": s3_arn})
             shards = body["ChannelDescription"]["IcestreamStatus"]["Shards"]
             self.assertTrue(all("Epoch" in s for s in shards), shards)
-            print(f"{kills} kill -9, 1 pause past the lease, 1 PostgreSQL restart: {len(everything)} records "
-                  f"exactly once in the bucket and the table ({len(t['snapshots'])} snapshots, {len(commits)} "
-                  f"fenced commits, {changes} lease changes, final table epoch {top})")
+            print(f"{kills} kill -9, 2 pauses past the lease (one of the table's committer, {paused_committer}), "
+                  f"1 PostgreSQL restart: {len(everything)} records exactly once in the bucket "
+                  f"({sum(len(o) for o in v['bucket_shards'].values())} objects, contiguous per shard, {pairs} "
+                  f"child/parent pairs in order) and the table ({len(t['snapshots'])} snapshots, {v['steps']} "
+                  f"contiguous checkpoint steps, {len(commits)} fenced commits under {len(v['committers'])} "
+                  f"leases, {changes} lease changes, final table epoch {top})")
         finally:
             self.teardown_pool(server, workers, producers)
 
@@ -391,12 +439,13 @@ class PoolChaos(unittest.TestCase):
             proxy.set_mode("pass")
             time.sleep(4)
             try:
-                everything, t, commits, changes, top = self.verify(tag, server, k, producers, table_arn)
+                v = self.verify(tag, server, k, producers, table_arn, s3_arn)
             except AssertionError:
                 self.diagnose(server, workers, s3_arn)
                 raise
+            everything, commits, changes = v["everything"], v["commits"], v["changes"]
             self.assertGreater(proxy.counts["commit_before"] + proxy.counts["commit_after"], 0, proxy.counts)
-            owners = {o for o, _ in commits}
+            owners = {o for o, _, _ in commits}
             print(f"partition and lost COMMITs ({proxy.counts}): {len(everything)} records exactly once; "
                   f"{len(commits)} fenced commits by {len(owners)} owners, {changes} lease changes")
         finally:

@@ -20,12 +20,15 @@
 // Usage: node read_table.mjs NPM_DIR (--catalog URL --warehouse W --namespace NS --table T
 //                                     | --metadata-location LOC)
 //                                    [--s3-endpoint URL --access-key AK --secret-key SK]
-//                                    [--snapshot-id ID] [--skip-icebird]
+//                                    [--snapshot-id ID] [--skip-icebird] [--file-keys COLUMN]
 // Prints one JSON document (see `out` below): rows in canonical form
 //   boolean/int/double -> JSON number/bool, long/timestamp(tz) micros -> JSON integer
 //   (exact), time -> micros, date -> "YYYY-MM-DD", decimal(p,s) -> "123.40" (s digits),
 //   uuid -> lower-case string, binary/fixed -> hex, struct -> object, list -> array,
 //   map -> object, null -> null.
+// --file-keys COLUMN adds to each file of `files` the values of that (top-level) column in
+// its rows (`keys`, in DuckDB's canonical form), so a test can tell which snapshot added
+// which rows.
 // Exits 1 with a message when any check fails.
 import { mkdtempSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -470,7 +473,8 @@ try {
     out.files.push({ file_path: d.file_path, record_count: Number(d.record_count), file_size_in_bytes: Number(d.file_size_in_bytes),
       partition, spec_id: f.spec_id, sequence_number: Number(f.sequence_number), snapshot_id: String(f.snapshot_id),
       codecs, row_groups: new Set(pm.map((r) => r.row_group_id)).size, file_format: d.file_format,
-      field_ids: [...got.keys()].filter((id) => expectIds.has(id)).sort((x, y) => x - y) });
+      field_ids: [...got.keys()].filter((id) => expectIds.has(id)).sort((x, y) => x - y),
+      ...(opt['file-keys'] ? { keys: rows.map((r) => r[opt['file-keys']]) } : {}) });
     for (const r of rows) out.rows.push(r);
   }
   db.closeSync?.();

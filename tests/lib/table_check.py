@@ -41,10 +41,11 @@ class ReadError(AssertionError):
 
 
 def read_table(catalog=None, warehouse=None, namespace=None, table=None, metadata_location=None, s3=None,
-               snapshot_id=None, skip_icebird=False, timeout=300):
+               snapshot_id=None, skip_icebird=False, file_keys=None, timeout=300):
     """The table as the independent reader sees it (see read_table.mjs). catalog is the
     REST base URL (<server>/iceberg). s3 = (endpoint, access_key, secret_key) for s3://
-    locations. Returns {"exists": False} when the catalog answers 404."""
+    locations. file_keys: a column whose values each file of "files" lists ("keys").
+    Returns {"exists": False} when the catalog answers 404."""
     cmd = ["node", READER, npm_dir()]
     if metadata_location:
         cmd += ["--metadata-location", metadata_location]
@@ -56,6 +57,8 @@ def read_table(catalog=None, warehouse=None, namespace=None, table=None, metadat
         cmd += ["--snapshot-id", str(snapshot_id)]
     if skip_icebird:
         cmd += ["--skip-icebird"]
+    if file_keys:
+        cmd += ["--file-keys", file_keys]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if p.returncode != 0:
         raise ReadError(f"read_table.mjs failed ({p.returncode}): {p.stderr.strip()[-3000:]}")
