@@ -82,9 +82,13 @@ void LeaseManager::Stop(bool handoff) {
   if (thread_.joinable()) thread_.join();
   if (handoff) {
     auto r = pool_->Exec(
-        "UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE owner = $1", {owner_});
+        "WITH g AS (UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE owner = $1 "
+        "RETURNING channel_id, unit, epoch), h AS (INSERT INTO icestream_lease_history "
+        "(channel_id, unit, owner, epoch, released) SELECT channel_id, unit, $1, epoch, true FROM "
+        "g) SELECT count(*) FROM g",
+        {owner_});
     if (r.ok()) {
-      spdlog::info("scale-out: worker {} handed {} lease(s) over", owner_, r->affected());
+      spdlog::info("scale-out: worker {} handed {} lease(s) over", owner_, r->integer(0, 0));
     } else {
       spdlog::warn("scale-out: handing the leases over: {}", r.status().ToString());
     }
@@ -202,7 +206,9 @@ Status LeaseManager::Renew() {
                   "expires_at = clock_timestamp() + $2::interval WHERE owner = $1 AND channel_id "
                   "= ANY($3::text[]) RETURNING channel_id, unit, epoch), g AS (UPDATE "
                   "icestream_lease SET owner = NULL, expires_at = NULL WHERE owner = $1 AND "
-                  "channel_id <> ALL($3::text[]) RETURNING 1), i AS (DELETE FROM "
+                  "channel_id <> ALL($3::text[]) RETURNING channel_id, unit, epoch), gh AS (INSERT "
+                  "INTO icestream_lease_history (channel_id, unit, owner, epoch, released) SELECT "
+                  "channel_id, unit, $1, epoch, true FROM g), i AS (DELETE FROM "
                   "icestream_interest WHERE worker_id = $1 AND channel_id <> ALL($3::text[])) "
                   "SELECT (SELECT count(*) FROM hb), (SELECT count(*) FROM g), r.channel_id, "
                   "r.unit, r.epoch FROM (SELECT 1) one LEFT JOIN r ON true",
@@ -318,8 +324,10 @@ Status LeaseManager::Take() {
   }
   if (epoch != 0) {
     RETURN_IF_ERROR(pool_
-                        ->Exec("UPDATE icestream_lease SET owner = NULL, expires_at = NULL WHERE "
-                               "channel_id = $1 AND unit = $2 AND owner = $3 AND epoch = $4",
+                        ->Exec("WITH g AS (UPDATE icestream_lease SET owner = NULL, expires_at = "
+                               "NULL WHERE channel_id = $1 AND unit = $2 AND owner = $3 AND epoch "
+                               "= $4 RETURNING 1) INSERT INTO icestream_lease_history (channel_id, "
+                               "unit, owner, epoch, released) SELECT $1, $2, $3, $4, true FROM g",
                                {give.first, give.second, owner_, std::to_string(epoch)})
                         .status());
     spdlog::info("scale-out: handed {} {} over (holding more than the channel's share of {})",

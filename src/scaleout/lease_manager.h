@@ -20,6 +20,8 @@
 //     its units nor counts in its share;
 //   - hand one unit back when holding more than a channel's share (a process that joined
 //     gets work without waiting for anyone to fail).
+// Every grant is a row of icestream_lease_history, and so is every hand-back (released,
+// with the epoch it was held under): the history shows when each grant began and ended.
 // A unit counts as held locally only until this process's last successful renewal plus
 // the lease minus one renew interval: a process that cannot reach the database stops
 // working before anyone else may take over. Safety does not depend on it — every write

@@ -140,7 +140,7 @@ TEST_F(LeaseTest, TwoTakersOneWinner) {
     epochs += rows.integer(i, 2);
   }
   ASSERT_OK_AND_ASSIGN(auto h, pool_->Exec("SELECT count(*) FROM icestream_lease_history WHERE "
-                                           "channel_id = 'c'"));
+                                           "channel_id = 'c' AND NOT released"));
   EXPECT_EQ(h.integer(0, 0), epochs);
   a->Stop(true);
   b->Stop(true);
@@ -179,10 +179,18 @@ TEST_F(LeaseTest, AHandoffGivesUnitsBackAtOnce) {
   ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), FastLeases()));
   a->Offer("ch", {"control", "shard:s1"});
   Eventually([&] { return Count(*a) == 2; });
+  const std::string a_owner = a->owner();
   a->Stop(/*handoff=*/true);
   ASSERT_OK_AND_ASSIGN(auto r,
                        pool_->Exec("SELECT count(*) FROM icestream_lease WHERE owner IS NULL"));
   EXPECT_EQ(r.integer(0, 0), 2);
+  // The history records both grants as ended, under the epochs they were held with.
+  ASSERT_OK_AND_ASSIGN(auto ended, pool_->Exec("SELECT count(*) FROM icestream_lease_history h "
+                                               "WHERE released AND owner = $1 AND epoch = (SELECT "
+                                               "max(epoch) FROM icestream_lease l WHERE l.unit = "
+                                               "h.unit AND l.channel_id = h.channel_id)",
+                                               {a_owner}));
+  EXPECT_EQ(ended.integer(0, 0), 2);
   ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
   b->Offer("ch", {"control", "shard:s1"});
   b->CycleForTest();

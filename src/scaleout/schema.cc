@@ -49,6 +49,9 @@ Status EnsureDeliverySchema(pg::PgPool* pool) {
       // units, and the channel's share is divided among them).
       "CREATE TABLE icestream_interest (worker_id TEXT NOT NULL, channel_id TEXT NOT NULL, "
       "PRIMARY KEY (worker_id, channel_id))",
+      // 5: a unit handed back by its owner is recorded too (released = true, with the epoch
+      // it was held under), so the history shows when each grant ended.
+      "ALTER TABLE icestream_lease_history ADD COLUMN released BOOLEAN NOT NULL DEFAULT false",
   };
   return pg::Migrate(pool, "delivery", kSteps);
 }

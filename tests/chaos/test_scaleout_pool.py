@@ -298,9 +298,9 @@ class PoolChaos(unittest.TestCase):
         table_id = table_arn.rsplit("/", 1)[-1]
         db = tag
         at_us = "(extract(epoch FROM at) * 1000000)::bigint"
-        grants = [(o, int(e), int(a)) for o, e, a in self.sql(
-            f"SELECT owner, epoch, {at_us} FROM icestream_lease_history WHERE channel_id = '{table_id}' "
-            "AND unit = 'control'", db)]
+        grants = [(o, int(e), int(a), r == "t") for o, e, a, r in self.sql(
+            f"SELECT owner, epoch, {at_us}, released FROM icestream_lease_history WHERE channel_id = "
+            f"'{table_id}' AND unit = 'control'", db)]
         # One table's shards are converted across the pool: its shard leases (under which
         # every batch is staged) were held by more than one process.
         shard_owners = self.sql(f"SELECT count(DISTINCT owner) FROM icestream_lease_history WHERE channel_id = "

@@ -201,19 +201,25 @@ def check_table_checkpoints(tc, table, stream):
 
 def check_commits_fenced(tc, commits, grants):
     """commits: (owner, epoch, at) of the channel's icestream_commit_log rows; grants: (owner,
-    epoch, at) of its control unit's icestream_lease_history rows (at: microseconds on the
-    database clock). Returns the distinct (owner, epoch) pairs that committed."""
+    epoch, at[, released]) of its control unit's icestream_lease_history rows (at: microseconds
+    on the database clock; released: the row records the owner handing the unit back).
+    Every commit ran under the unit's latest event before it, a grant to (owner, epoch): not
+    before it, not after a later grant, not after its owner gave it back. Returns the
+    distinct (owner, epoch) pairs that committed."""
     tc.assertTrue(commits, "no table commit logged")
-    grants = sorted(grants, key=lambda g: (g[2], g[1]))
+    events = sorted(((g[0], g[1], g[2], bool(g[3]) if len(g) > 3 else False) for g in grants),
+                    key=lambda g: (g[2], g[1]))
     for owner, epoch, at in commits:
-        before = [g for g in grants if g[2] < at]
+        before = [g for g in events if g[2] < at]
         tc.assertTrue(before, f"a commit by {owner} (epoch {epoch}) at {at} precedes every grant of the unit")
         latest = max(before, key=lambda g: (g[1], g[2]))
-        tc.assertIn((owner, epoch), {(o, e) for o, e, _ in before},
+        tc.assertIn((owner, epoch), {(o, e) for o, e, _, r in before if not r},
                     f"a commit by {owner} at {at} carries epoch {epoch}, which was never granted to it before")
         tc.assertEqual((latest[0], latest[1]), (owner, epoch),
                        f"a commit by {owner} at {at} carries a superseded epoch {epoch}: the unit was granted to "
                        f"{latest[0]} (epoch {latest[1]}) at {latest[2]}")
+        tc.assertFalse(latest[3], f"a commit by {owner} at {at} under epoch {epoch}, which it had handed back "
+                                  f"at {latest[2]}")
     return {(o, e) for o, e, _ in commits}
 
 
@@ -353,6 +359,12 @@ class _Checks(unittest.TestCase):
                     [("a", 1, 50)]):     # before any grant
             with self.assertRaises(AssertionError):
                 check_commits_fenced(self, bad, grants)
+        # a handed its epoch 1 back at 180: a commit under it at 190 ran without the unit.
+        released = [("a", 1, 100, False), ("a", 1, 180, True), ("b", 2, 200, False)]
+        self.assertEqual(check_commits_fenced(self, [("a", 1, 150), ("b", 2, 250)], released),
+                         {("a", 1), ("b", 2)})
+        with self.assertRaises(AssertionError):
+            check_commits_fenced(self, [("a", 1, 190)], released)
 
 
 if __name__ == "__main__":
