@@ -56,6 +56,10 @@ struct ConverterOptions {
   // must lie within SetRoute's range, or the record is rolled back with kOutsideRoute
   // and its value, so that the caller converts it again into the right sink. 0 = off.
   int32_t route_field_id = 0;
+  // Records are walked over stage 1's token index first (token_walker.h), and only the
+  // ones that walk declines through simdjson's On-Demand API. false: On-Demand only (the
+  // tests' and the fuzzer's reference for the token walk).
+  bool token_walk = true;
 };
 
 class RecordConverter {
