@@ -11,12 +11,34 @@
 
 namespace icestream::format::parquet {
 
+namespace {
+
+// Bytes of one PLAIN value of a fixed-width physical type; 0 for BYTE_ARRAY and BOOLEAN.
+size_t PhysicalWidth(const ColumnDescriptor& c) {
+  switch (c.physical) {
+    case PhysicalType::kInt32:
+    case PhysicalType::kFloat:
+      return 4;
+    case PhysicalType::kInt64:
+    case PhysicalType::kDouble:
+      return 8;
+    case PhysicalType::kInt96:
+      return 12;
+    case PhysicalType::kFixedLenByteArray:
+      return static_cast<size_t>(c.type_length);
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
 ColumnWriter::ColumnWriter(const ColumnDescriptor* column, const WriterOptions* options)
     : column_(column),
       options_(options),
       dictionary_allowed_(options->dictionary && column->physical != PhysicalType::kBoolean),
       use_dictionary_(dictionary_allowed_),
-      dictionary_(column->physical == PhysicalType::kByteArray),
+      dictionary_(column->physical == PhysicalType::kByteArray, PhysicalWidth(*column)),
       builder_(column, options) {}
 
 void ColumnWriter::Rollback() {

@@ -65,13 +65,17 @@ inline uint64_t HashBytes(const char* p, size_t n) {
 class Dictionary {
  public:
   // BYTE_ARRAY entries are stored with their u32 length prefix; all other types as
-  // their PLAIN bytes.
-  explicit Dictionary(bool byte_array) : byte_array_(byte_array) { Clear(); }
+  // their PLAIN bytes, `width` each (the column's physical width; 0: not known).
+  explicit Dictionary(bool byte_array, size_t width = 0)
+      : byte_array_(byte_array), word_keys_(!byte_array && width > 0 && width <= 8) {
+    Clear();
+  }
 
   // Index of the value whose raw bytes are data[0, n), added if new. Without
   // byte_array, every value of the dictionary must have the same n (one column's
   // physical width).
   uint32_t Insert(const char* data, size_t n) {
+    if (word_keys_) return InsertWord(data, n);
     uint64_t h = HashBytes(data, n);
     // A slot holds (hash high bits << 32 | entry + 1): most probes are decided without
     // touching the entry arrays.
@@ -120,10 +124,70 @@ class Dictionary {
     plain_.clear();
     offsets_.clear();
     lengths_.clear();
-    slots_.assign(1024, 0);
+    if (word_keys_) {
+      words_.assign(1024, WordSlot{});
+    } else {
+      slots_.assign(1024, 0);
+    }
   }
 
  private:
+  // Values of at most 8 bytes (INT32, INT64, FLOAT, DOUBLE) are their own key: a slot
+  // holds the value and its entry, so that a probe costs one cache miss rather than two
+  // (the slot, then the entry's bytes to compare). With thousands of distinct doubles in
+  // a chunk (coordinates) the second miss was a third of Insert's time.
+  struct WordSlot {
+    uint64_t key = 0;
+    uint32_t entry = 0;  // entry + 1; 0 = empty
+  };
+
+  static uint64_t Word(const char* data, size_t n) {
+    uint64_t w = 0;
+    if (n == 8) {
+      std::memcpy(&w, data, 8);
+    } else if (n == 4) {
+      uint32_t v;
+      std::memcpy(&v, data, 4);
+      w = v;
+    } else {
+      std::memcpy(&w, data, n);
+    }
+    return w;
+  }
+
+  static uint64_t HashWord(uint64_t w) {
+    return Mix(w ^ 0xA0761D6478BD642Full, w ^ 0xE7037ED1A0B428DBull);
+  }
+
+  uint32_t InsertWord(const char* data, size_t n) {
+    const uint64_t key = Word(data, n);
+    const size_t mask = words_.size() - 1;
+    for (size_t s = HashWord(key) & mask;; s = (s + 1) & mask) {
+      WordSlot& slot = words_[s];
+      if (slot.entry == 0) {
+        auto index = static_cast<uint32_t>(offsets_.size());
+        slot.key = key;
+        slot.entry = index + 1;
+        Append(data, n);
+        if (offsets_.size() * 2 > words_.size()) GrowWords();
+        return index;
+      }
+      if (slot.key == key) return slot.entry - 1;
+    }
+  }
+
+  void GrowWords() {
+    std::vector<WordSlot> words(words_.size() * 2);
+    const size_t mask = words.size() - 1;
+    for (const WordSlot& w : words_) {
+      if (w.entry == 0) continue;
+      size_t s = HashWord(w.key) & mask;
+      while (words[s].entry != 0) s = (s + 1) & mask;
+      words[s] = w;
+    }
+    words_.swap(words);
+  }
+
   void Append(const char* data, size_t n) {
     if (byte_array_) {
       auto len = static_cast<uint32_t>(n);
@@ -147,10 +211,12 @@ class Dictionary {
   }
 
   bool byte_array_;
+  bool word_keys_;
   std::string plain_;
   std::vector<uint32_t> offsets_;
   std::vector<uint32_t> lengths_;
   std::vector<uint64_t> slots_;  // hash tag | entry index + 1; 0 = empty
+  std::vector<WordSlot> words_;  // word_keys_: the index instead of slots_
 };
 
 }  // namespace icestream::format::parquet
