@@ -19,10 +19,18 @@
 
 namespace icestream::schema {
 
+struct ConverterNode;
+struct ScalarContext;
+// A primitive's fast writer (scalar_writer.h): its token -> its column, or false having
+// written nothing.
+using FastScalarWriter = bool (*)(const ConverterNode& n, std::string_view tok, int16_t rep,
+                                  ScalarContext* ctx);
+
 struct ConverterNode {
   const format::parquet::ShredNode* shred = nullptr;
   iceberg::TypeId type = iceberg::TypeId::kBoolean;
   format::parquet::ColumnWriter* column = nullptr;  // primitives
+  FastScalarWriter write_fast = nullptr;            // primitives
   format::parquet::PhysicalType physical = format::parquet::PhysicalType::kBoolean;
   int32_t precision = 0, scale = 0, length = 0;
   const FieldConstraints* constraints = nullptr;

@@ -139,6 +139,7 @@ struct RecordConverter::Impl {
     if (s.kind == ShredNode::Kind::kPrimitive) {
       n->column = &writer->column(s.leaf_begin);
       n->physical = n->column->descriptor().physical;
+      n->write_fast = FastWriterFor(*n);
       return Status::OK();
     }
     if (s.kind == ShredNode::Kind::kMap && s.children[0].type->id != TypeId::kString) {

@@ -117,9 +117,28 @@ inline bool TokenToDouble(std::string_view tok, double* d) {
 
 bool IsNumberStart(char c) { return c == '-' || (c >= '0' && c <= '9'); }
 
-bool Integer(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext* ctx) {
+// One writer per column type (FastWriterFor picks it once per column): no dispatch on the
+// type per value.
+
+bool WriteNothing(const ConverterNode&, std::string_view, int16_t, ScalarContext*) { return false; }
+
+bool WriteBool(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext*) {
+  if (tok == "true") {
+    n.column->AddBool(rep, true);
+    return true;
+  }
+  if (tok == "false") {
+    n.column->AddBool(rep, false);
+    return true;
+  }
+  return false;
+}
+
+bool WriteInteger(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext* ctx) {
   int64_t x = 0;
-  if (!ParseJsonInt64Fast(tok.data(), tok.size(), &x)) return false;
+  if (tok.empty() || !IsNumberStart(tok[0]) || !ParseJsonInt64Fast(tok.data(), tok.size(), &x)) {
+    return false;
+  }
   const FieldConstraints& c = *n.constraints;
   if ((c.min_int && x < *c.min_int) || (c.max_int && x > *c.max_int)) return false;
   if (c.int_multiple_of != 0 && x % c.int_multiple_of != 0) return false;
@@ -140,18 +159,23 @@ bool Integer(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarCo
   return true;
 }
 
-bool Double(const ConverterNode& n, std::string_view tok, int16_t rep) {
+bool WriteDouble(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext*) {
   double d;
-  if (!TokenToDouble(tok, &d) || !std::isfinite(d)) return false;
+  if (tok.empty() || !IsNumberStart(tok[0]) || !TokenToDouble(tok, &d) || !std::isfinite(d)) {
+    return false;
+  }
   if (!WithinNumberBounds(*n.constraints, d)) return false;
   if (d == 0 && HasNonZeroDigit(tok)) return false;  // underflow: refused the full way
   n.column->AddDouble(rep, d);
   return true;
 }
 
-bool Decimal(const ConverterNode& n, std::string_view tok, int16_t rep) {
+bool WriteDecimal(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext*) {
   int128 unscaled = 0;
-  if (ParseDecimal(tok, n.precision, n.scale, &unscaled) != ParseOutcome::kOk) return false;
+  if (tok.empty() || !IsNumberStart(tok[0]) ||
+      ParseDecimal(tok, n.precision, n.scale, &unscaled) != ParseOutcome::kOk) {
+    return false;
+  }
   const FieldConstraints& c = *n.constraints;
   if (c.multiple_of > 1 && unscaled % c.multiple_of != 0) return false;
   // Bounds are compared as the text read as a double (see record_converter.cc).
@@ -178,52 +202,74 @@ bool Decimal(const ConverterNode& n, std::string_view tok, int16_t rep) {
   return true;
 }
 
-// Types read from JSON strings; s is the string without its quotes and has no escapes.
-bool FromString(const ConverterNode& n, std::string_view s, int16_t rep, ScalarContext* ctx) {
-  switch (n.type) {
-    case TypeId::kString:
-      n.column->AddBytes(rep, s);
-      return true;
-    case TypeId::kDate: {
-      int32_t days;
-      if (ParseDate(s, &days) != ParseOutcome::kOk) return false;
-      n.column->AddInt32(rep, days);
-      if (n.route) ctx->routed = days;
-      return true;
-    }
-    case TypeId::kTime: {
-      int64_t us;
-      if (ParseTime(s, &us) != ParseOutcome::kOk) return false;
-      n.column->AddInt64(rep, us);
-      return true;
-    }
-    case TypeId::kTimestamp:
-    case TypeId::kTimestampTz: {
-      int64_t us;
-      if (ParseTimestamp(s, &us) != ParseOutcome::kOk) return false;
-      n.column->AddInt64(rep, us);
-      if (n.route) ctx->routed = us;
-      return true;
-    }
-    case TypeId::kUuid: {
-      uint8_t b[16];
-      if (ParseUuid(s, b) != ParseOutcome::kOk) return false;
-      n.column->AddBytes(rep, std::string_view(reinterpret_cast<char*>(b), 16));
-      return true;
-    }
-    case TypeId::kFixed:
-    case TypeId::kBinary: {
-      auto size = base64::DecodedSize(s);
-      if (!size) return false;
-      ctx->scratch.resize(*size);
-      if (!base64::DecodeTo(s, reinterpret_cast<uint8_t*>(ctx->scratch.data()))) return false;
-      if (n.type == TypeId::kFixed && *size != static_cast<size_t>(n.length)) return false;
-      n.column->AddBytes(rep, std::string_view(ctx->scratch.data(), *size));
-      return true;
-    }
-    default:
-      return false;
-  }
+// The remaining types come from JSON strings. A string without escapes is its token
+// minus the quotes (stage 1 has validated its UTF-8 and refused control characters);
+// false for any other token.
+inline bool PlainString(std::string_view tok, std::string_view* s) {
+  if (tok.size() < 2 || tok[0] != '"' || tok.back() != '"') return false;
+  *s = tok.substr(1, tok.size() - 2);
+  return !HasBackslash(s->data(), s->size());
+}
+
+bool WriteString(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext*) {
+  std::string_view s;
+  if (!PlainString(tok, &s)) return false;
+  n.column->AddBytes(rep, s);
+  return true;
+}
+
+// A string enum (its declared type, if any, is string).
+bool WriteEnumString(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext*) {
+  std::string_view s;
+  if (!PlainString(tok, &s) || !ListedString(n.constraints->enum_values, s)) return false;
+  n.column->AddBytes(rep, s);
+  return true;
+}
+
+bool WriteDate(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext* ctx) {
+  std::string_view s;
+  int32_t days;
+  if (!PlainString(tok, &s) || ParseDate(s, &days) != ParseOutcome::kOk) return false;
+  n.column->AddInt32(rep, days);
+  if (n.route) ctx->routed = days;
+  return true;
+}
+
+bool WriteTime(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext*) {
+  std::string_view s;
+  int64_t us;
+  if (!PlainString(tok, &s) || ParseTime(s, &us) != ParseOutcome::kOk) return false;
+  n.column->AddInt64(rep, us);
+  return true;
+}
+
+bool WriteTimestamp(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext* ctx) {
+  std::string_view s;
+  int64_t us;
+  if (!PlainString(tok, &s) || ParseTimestamp(s, &us) != ParseOutcome::kOk) return false;
+  n.column->AddInt64(rep, us);
+  if (n.route) ctx->routed = us;
+  return true;
+}
+
+bool WriteUuid(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext*) {
+  std::string_view s;
+  uint8_t b[16];
+  if (!PlainString(tok, &s) || ParseUuid(s, b) != ParseOutcome::kOk) return false;
+  n.column->AddBytes(rep, std::string_view(reinterpret_cast<char*>(b), 16));
+  return true;
+}
+
+bool WriteBase64(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext* ctx) {
+  std::string_view s;
+  if (!PlainString(tok, &s)) return false;
+  auto size = base64::DecodedSize(s);
+  if (!size) return false;
+  ctx->scratch.resize(*size);
+  if (!base64::DecodeTo(s, reinterpret_cast<uint8_t*>(ctx->scratch.data()))) return false;
+  if (n.type == TypeId::kFixed && *size != static_cast<size_t>(n.length)) return false;
+  n.column->AddBytes(rep, std::string_view(ctx->scratch.data(), *size));
+  return true;
 }
 
 }  // namespace
@@ -272,46 +318,45 @@ bool ListedString(const std::vector<std::string>& values, std::string_view s) {
   return false;
 }
 
-bool WriteScalarFast(const ConverterNode& n, std::string_view tok, int16_t rep,
-                     ScalarContext* ctx) {
-  if (tok.empty()) return false;
-  const char first = tok[0];
+FastScalarWriter FastWriterFor(const ConverterNode& n) {
+  const FieldConstraints& c = *n.constraints;
   switch (n.type) {
     case TypeId::kBoolean:
-      if (tok == "true") {
-        n.column->AddBool(rep, true);
-        return true;
-      }
-      if (tok == "false") {
-        n.column->AddBool(rep, false);
-        return true;
-      }
-      return false;
+      return WriteBool;
     case TypeId::kInt:
     case TypeId::kLong:
-      return IsNumberStart(first) && Integer(n, tok, rep, ctx);
+      return WriteInteger;
     case TypeId::kDouble:
-      return IsNumberStart(first) && Double(n, tok, rep);
+      return WriteDouble;
     case TypeId::kDecimal:
-      return IsNumberStart(first) && Decimal(n, tok, rep);
-    case TypeId::kFloat:
-      return false;  // read from the text as a float, the full way
+      return WriteDecimal;
     default:
       break;
   }
-  // The remaining types come from JSON strings. A string without escapes is its token
-  // minus the quotes (stage 1 has validated its UTF-8 and refused control characters).
-  if (first != '"' || tok.size() < 2 || tok.back() != '"') return false;
-  const std::string_view s = tok.substr(1, tok.size() - 2);
-  if (HasBackslash(s.data(), s.size())) return false;
-  const FieldConstraints& c = *n.constraints;
   if (c.has_enum) {
-    if (n.type != TypeId::kString || !(c.enum_type.empty() || c.enum_type == "string") ||
-        !ListedString(c.enum_values, s)) {
-      return false;
-    }
+    // Enums of other types than string (and float) go the full way.
+    return n.type == TypeId::kString && (c.enum_type.empty() || c.enum_type == "string")
+               ? WriteEnumString
+               : WriteNothing;
   }
-  return FromString(n, s, rep, ctx);
+  switch (n.type) {
+    case TypeId::kString:
+      return WriteString;
+    case TypeId::kDate:
+      return WriteDate;
+    case TypeId::kTime:
+      return WriteTime;
+    case TypeId::kTimestamp:
+    case TypeId::kTimestampTz:
+      return WriteTimestamp;
+    case TypeId::kUuid:
+      return WriteUuid;
+    case TypeId::kFixed:
+    case TypeId::kBinary:
+      return WriteBase64;
+    default:
+      return WriteNothing;  // float: read from the text as a float, the full way
+  }
 }
 
 }  // namespace icestream::schema

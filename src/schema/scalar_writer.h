@@ -27,7 +27,14 @@ struct ScalarContext {
 // a value out of bounds or of the wrong JSON kind, float columns, enums of other types
 // than string. The caller then goes the full way (which writes the value or says what is
 // wrong with it). tok.data()[0, tok.size() + 32) must be readable (padded input).
-bool WriteScalarFast(const ConverterNode& n, std::string_view tok, int16_t rep, ScalarContext* ctx);
+inline bool WriteScalarFast(const ConverterNode& n, std::string_view tok, int16_t rep,
+                            ScalarContext* ctx) {
+  return n.write_fast(n, tok, rep, ctx);
+}
+
+// The writer WriteScalarFast calls for primitive n (chosen once, by its type and
+// constraints, and kept in n.write_fast).
+FastScalarWriter FastWriterFor(const ConverterNode& n);
 
 // minimum/maximum (and their exclusive forms) of a number column, double or decimal.
 bool WithinNumberBounds(const FieldConstraints& c, long double x);
