@@ -47,13 +47,14 @@ struct TokenWalker::Impl {
 
   char Peek() const { return *at < end ? text[*at] : '\0'; }
 
-  // The text of the scalar token at the cursor (its trailing whitespace dropped).
-  std::string_view Scalar() const {
-    const char* b = text + at[0];
-    const char* e = text + at[1];
+  // The text of the scalar token at `a` (its trailing whitespace dropped).
+  std::string_view ScalarAt(const uint32_t* a) const {
+    const char* b = text + a[0];
+    const char* e = text + a[1];
     while (e > b && JsonSpace(e[-1])) --e;
     return {b, static_cast<size_t>(e - b)};
   }
+  std::string_view Scalar() const { return ScalarAt(at); }
 
   void WriteNulls(const ConverterNode& n, int16_t rep, int16_t def) {
     for (int i = n.shred->leaf_begin; i < n.shred->leaf_end; ++i) sink->column(i).AddNull(rep, def);
@@ -62,6 +63,11 @@ struct TokenWalker::Impl {
   // The cursor is at a value in a container at `depth` (the record is 1).
   bool Value(const ConverterNode& n, int16_t rep, int depth) {
     const char c = Peek();
+    if (n.write_fast != nullptr) {
+      if (!Primitive(n, rep, c, at)) return false;
+      ++at;
+      return true;
+    }
     if (c == 'n') {
       if (Scalar() != "null" || !n.shred->optional) return false;
       WriteNulls(n, rep, static_cast<int16_t>(n.shred->def - 1));
@@ -76,42 +82,53 @@ struct TokenWalker::Impl {
       case TypeId::kList:
         return c == '[' && depth + 1 <= max_depth && Array(n, rep, depth + 1);
       default:
-        if (c == '\0' || !WriteScalarFast(n, Scalar(), rep, ctx)) return false;
-        ++at;
-        return true;
+        return false;
     }
   }
 
-  // The member of struct n named by the key token at the cursor, or -1.
-  int Member(const ConverterNode& n, size_t hint) const {
-    const char* raw = text + *at + 1;
+  // The member of struct n named by the key token at `a`, or -1.
+  int Member(const ConverterNode& n, size_t hint, const uint32_t* a) const {
+    const char* raw = text + *a + 1;
     const int idx = LookupRawKey(n, raw, hint);
     if (idx >= 0 || n.by_name.empty()) return idx;
     // A wide struct: by the key's text, when it has no escapes.
-    const std::string_view key = Scalar();
+    const std::string_view key = ScalarAt(a);
     if (key.size() < 2 || key.back() != '"' || HasBackslash(key.data(), key.size())) return -1;
     auto it = n.by_name.find(key.substr(1, key.size() - 2));
     return it == n.by_name.end() ? -1 : it->second;
   }
 
-  // The cursor is at '{' of a struct at `depth`.
+  // A primitive's value at `a` (its first character c): null or its scalar, written.
+  bool Primitive(const ConverterNode& n, int16_t rep, char c, const uint32_t* a) {
+    if (c == 'n') {
+      if (ScalarAt(a) != "null" || !n.shred->optional) return false;
+      WriteNulls(n, rep, static_cast<int16_t>(n.shred->def - 1));
+      return true;
+    }
+    return c != '\0' && n.write_fast(n, ScalarAt(a), rep, ctx);
+  }
+
+  // The cursor is at '{' of a struct at `depth`. The cursor lives in a local between
+  // members (members of `this` are reloaded after every write through a char pointer).
   bool Object(const ConverterNode& n, int16_t rep, int depth) {
-    ++at;
+    const char* const t = text;
+    const uint32_t lim = end;
+    auto peek = [t, lim](const uint32_t* p) { return *p < lim ? t[*p] : '\0'; };
+    const uint32_t* a = at + 1;
     const size_t count = n.children.size();
     const bool wide = count > 64;
     uint64_t seen_bits = 0;
     if (wide) std::fill(n.seen.begin(), n.seen.end(), 0);
-    if (Peek() == '}') {
-      ++at;
+    if (peek(a) == '}') {
+      ++a;
     } else {
       size_t hint = 0;
       for (;;) {
-        if (Peek() != '"') return false;
-        const int idx = Member(n, hint);
+        if (peek(a) != '"') return false;
+        const int idx = Member(n, hint, a);
         if (idx < 0) return false;  // a member the schema does not name
-        ++at;
-        if (Peek() != ':') return false;
-        ++at;
+        if (peek(a + 1) != ':') return false;
+        a += 2;
         const auto i = static_cast<size_t>(idx);
         if (wide) {
           if (n.seen[i]) return false;
@@ -121,14 +138,23 @@ struct TokenWalker::Impl {
           seen_bits |= uint64_t{1} << i;
         }
         hint = i + 1;
-        if (!Value(n.children[i], rep, depth)) return false;
-        const char sep = Peek();
-        ++at;
+        const ConverterNode& child = n.children[i];
+        if (child.write_fast != nullptr) {
+          if (!Primitive(child, rep, peek(a), a)) return false;
+          ++a;
+        } else {
+          at = a;
+          if (!Value(child, rep, depth)) return false;
+          a = at;
+        }
+        const char sep = peek(a);
+        ++a;
         if (sep == ',') continue;
         if (sep == '}') break;
         return false;
       }
     }
+    at = a;
     if (!wide && seen_bits == (count == 64 ? ~0ull : (uint64_t{1} << count) - 1)) return true;
     for (size_t i = 0; i < count; ++i) {
       if (wide ? n.seen[i] != 0 : ((seen_bits >> i) & 1) != 0) continue;
