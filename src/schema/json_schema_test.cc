@@ -14,8 +14,7 @@ using iceberg::TypeId;
 
 // Maps {"type":"object","properties":{"f": <prop>}} and returns field f.
 iceberg::NestedField One(const std::string& prop, const std::string& required = "[]") {
-  std::string text =
-      R"({"type":"object","required":)" + required + R"(,"properties":{"f":)" + prop + "}}";
+  std::string text = R"({"type":"object","required":)" + required + R"(,"properties":{"f":)" + prop + "}}";
   auto s = JsonSchemaToIceberg(text);
   EXPECT_OK(s) << prop << " -> ";
   if (!s.ok()) return {};
@@ -42,8 +41,7 @@ TEST(JsonSchemaTest, EveryRowOfTheMappingTable) {
   EXPECT_EQ(One(R"({"type":"number","multipleOf":5})").type, iceberg::Decimal(38, 0));
   EXPECT_EQ(One(R"({"type":"number"})").type.id, TypeId::kDouble);
   EXPECT_EQ(One(R"({"type":"boolean"})").type.id, TypeId::kBoolean);
-  auto st = One(
-      R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"boolean"}},"required":["b"]})");
+  auto st = One(R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"boolean"}},"required":["b"]})");
   ASSERT_EQ(st.type.id, TypeId::kStruct);
   ASSERT_EQ(st.type.fields.size(), 2u);
   EXPECT_EQ(st.type.fields[0].name, "a");
@@ -58,8 +56,7 @@ TEST(JsonSchemaTest, EveryRowOfTheMappingTable) {
   ASSERT_EQ(l.type.id, TypeId::kList);
   EXPECT_EQ(l.type.element().type.id, TypeId::kString);
   EXPECT_TRUE(l.type.element().required);
-  EXPECT_FALSE(
-      One(R"({"type":"array","items":{"type":["string","null"]}})").type.element().required);
+  EXPECT_FALSE(One(R"({"type":"array","items":{"type":["string","null"]}})").type.element().required);
   EXPECT_EQ(One(R"({"enum":["a","b"]})").type.id, TypeId::kString);
   EXPECT_EQ(One(R"({"type":"integer","enum":[1,2]})").type.id, TypeId::kString);
 }

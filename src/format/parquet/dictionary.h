@@ -75,31 +75,50 @@ class Dictionary {
   // byte_array, every value of the dictionary must have the same n (one column's
   // physical width).
   uint32_t Insert(const char* data, size_t n) {
-    if (word_keys_) return InsertWord(data, n);
-    uint64_t h = HashBytes(data, n);
-    // A slot holds (hash high bits << 32 | entry + 1): most probes are decided without
-    // touching the entry arrays.
-    const uint64_t tag = h & 0xFFFFFFFF00000000ull;
-    size_t mask = slots_.size() - 1;
-    for (size_t s = h & mask;; s = (s + 1) & mask) {
-      uint64_t slot = slots_[s];
-      if (slot == 0) {
-        auto index = static_cast<uint32_t>(offsets_.size());
-        slots_[s] = tag | (index + 1);
-        Append(data, n);
-        if (offsets_.size() * 2 > slots_.size()) Grow();
-        return index;
+    if (word_keys_) {
+      const uint64_t key = Word(data, n);
+      return InsertWord(key, HashWord(key), data, n);
+    }
+    return InsertHashed(HashBytes(data, n), data, n);
+  }
+
+  // Insert() on every value of a page's PLAIN buffer, plain[0, size) (BYTE_ARRAY values
+  // with their u32 length prefix; others `width` bytes each), appending their indices to
+  // *out. The values are hashed a batch ahead and their slots prefetched, so that the
+  // cache misses of a batch overlap instead of coming one after another (a dictionary of
+  // thousands of entries is larger than the L2 cache).
+  void InsertAll(const char* plain, size_t size, size_t width, std::vector<uint32_t>* out) {
+    constexpr size_t kBatch = 16;
+    const char* values[kBatch];
+    size_t lengths[kBatch];
+    uint64_t hashes[kBatch], keys[kBatch];
+    size_t pos = 0;
+    while (pos < size) {
+      size_t m = 0;
+      for (; m < kBatch && pos < size; ++m) {
+        size_t n = width;
+        if (byte_array_) {
+          uint32_t len;
+          std::memcpy(&len, plain + pos, 4);
+          pos += 4;
+          n = len;
+        }
+        values[m] = plain + pos;
+        lengths[m] = n;
+        pos += n;
+        if (word_keys_) {
+          keys[m] = Word(values[m], n);
+          hashes[m] = HashWord(keys[m]);
+          __builtin_prefetch(&words_[hashes[m] & (words_.size() - 1)]);
+        } else {
+          hashes[m] = HashBytes(values[m], n);
+          __builtin_prefetch(&slots_[hashes[m] & (slots_.size() - 1)]);
+        }
       }
-      if ((slot & 0xFFFFFFFF00000000ull) != tag) continue;
-      auto e = static_cast<uint32_t>(slot) - 1;
-      if (!byte_array_) {
-        // Every entry of a fixed-width column has the column's width, back to back: the
-        // entry is found without loading its offset and length (two more cache misses
-        // per probe in a dictionary of thousands of numbers).
-        if (Equal(plain_.data() + static_cast<size_t>(e) * n, data, n)) return e;
-        continue;
+      for (size_t k = 0; k < m; ++k) {
+        out->push_back(word_keys_ ? InsertWord(keys[k], hashes[k], values[k], lengths[k])
+                                  : InsertHashed(hashes[k], values[k], lengths[k]));
       }
-      if (lengths_[e] == n && Equal(plain_.data() + offsets_[e], data, n)) return e;
     }
   }
 
@@ -159,10 +178,9 @@ class Dictionary {
     return Mix(w ^ 0xA0761D6478BD642Full, w ^ 0xE7037ED1A0B428DBull);
   }
 
-  uint32_t InsertWord(const char* data, size_t n) {
-    const uint64_t key = Word(data, n);
+  uint32_t InsertWord(uint64_t key, uint64_t hash, const char* data, size_t n) {
     const size_t mask = words_.size() - 1;
-    for (size_t s = HashWord(key) & mask;; s = (s + 1) & mask) {
+    for (size_t s = hash & mask;; s = (s + 1) & mask) {
       WordSlot& slot = words_[s];
       if (slot.entry == 0) {
         auto index = static_cast<uint32_t>(offsets_.size());
@@ -173,6 +191,33 @@ class Dictionary {
         return index;
       }
       if (slot.key == key) return slot.entry - 1;
+    }
+  }
+
+  uint32_t InsertHashed(uint64_t h, const char* data, size_t n) {
+    // A slot holds (hash high bits << 32 | entry + 1): most probes are decided without
+    // touching the entry arrays.
+    const uint64_t tag = h & 0xFFFFFFFF00000000ull;
+    size_t mask = slots_.size() - 1;
+    for (size_t s = h & mask;; s = (s + 1) & mask) {
+      uint64_t slot = slots_[s];
+      if (slot == 0) {
+        auto index = static_cast<uint32_t>(offsets_.size());
+        slots_[s] = tag | (index + 1);
+        Append(data, n);
+        if (offsets_.size() * 2 > slots_.size()) Grow();
+        return index;
+      }
+      if ((slot & 0xFFFFFFFF00000000ull) != tag) continue;
+      auto e = static_cast<uint32_t>(slot) - 1;
+      if (!byte_array_) {
+        // Every entry of a fixed-width column has the column's width, back to back: the
+        // entry is found without loading its offset and length (two more cache misses
+        // per probe in a dictionary of thousands of numbers).
+        if (Equal(plain_.data() + static_cast<size_t>(e) * n, data, n)) return e;
+        continue;
+      }
+      if (lengths_[e] == n && Equal(plain_.data() + offsets_[e], data, n)) return e;
     }
   }
 
