@@ -111,20 +111,12 @@ class Runner {
   }
 
   // Without routing every record goes to one lane: runs of padded records are converted
-  // together (RecordConverter::ConvertRun), the others one by one. Windows pay for short
-  // records only: stage 1's fixed cost per record is what they save, and their own per
-  // record cost is about the same size. A block whose records average more than
-  // kMaxRunRecordBytes goes one record at a time (bench/convert/shapes, A/B CPU with and
-  // without windows: integer (62 bytes a record) 0.88, double (99) 0.97, string_array
-  // (100) 0.92; struct (197) 1.02, long_string (417) 1.03).
-  static constexpr size_t kMaxRunRecordBytes = 160;
-
+  // together (RecordConverter::ConvertRun: one stage 1 pass per window of records), the
+  // others one by one.
   Status ConvertUnrouted(Lane* lane, const ConvertBlock& block, ConvertedBlock* out,
                          std::vector<pq::RowGroupData>& spares, RecordError* error) {
     const size_t n = block.records.size();
-    size_t bytes = 0;
-    for (const auto& r : block.records) bytes += r.size();
-    const bool runs = n > 1 && bytes <= n * kMaxRunRecordBytes;
+    const bool runs = n > 1;
     size_t i = 0;
     while (i < n) {
       if (!runs || !Padded(block, i)) {

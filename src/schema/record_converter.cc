@@ -17,6 +17,9 @@
 #include <unordered_map>
 
 #include "common/base64.h"
+#include "schema/converter_node.h"
+#include "schema/scalar_writer.h"
+#include "schema/token_walker.h"
 #include "schema/value_parsers.h"
 
 namespace icestream::schema {
@@ -50,28 +53,7 @@ std::string_view RecordErrorCodeName(RecordErrorCode code) {
 
 namespace {
 
-struct Node {
-  const ShredNode* shred = nullptr;
-  TypeId type = TypeId::kBoolean;
-  ColumnWriter* column = nullptr;  // primitives
-  PhysicalType physical = PhysicalType::kBoolean;
-  int32_t precision = 0, scale = 0, length = 0;
-  const FieldConstraints* constraints = nullptr;
-  bool must_be_present = false;
-  bool route = false;  // the routing field (ConverterOptions::route_field_id)
-  std::string name;
-  // The name needs no JSON escaping, so a raw key can be compared byte for byte.
-  bool simple_name = false;
-  // Names of at most 15 bytes: the name and its closing quote as two little-endian
-  // words and their masks, so that a raw key is matched with two masked compares.
-  bool short_name = false;
-  uint64_t key_lo = 0, key_hi = 0, mask_lo = 0, mask_hi = 0;
-  std::vector<Node> children;
-  // Structs: member name -> child index (only for wide structs; narrow ones scan).
-  std::unordered_map<std::string_view, int> by_name;
-  mutable std::vector<uint8_t>
-      seen;  // scratch of Struct() for > 64 members; nodes are never re-entered
-};
+using Node = ConverterNode;
 
 const char* JsonTypeName(od::json_type t) {
   switch (t) {
@@ -99,91 +81,6 @@ std::string_view TrimRight(std::string_view s) {
   return s;
 }
 
-#if defined(__SSE4_1__)
-// The value of the n <= 16 ASCII digits at p (p[0, 16) readable), or false when one of
-// them is not a digit: the digits moved to the end of a 16-byte vector behind zeros, then
-// combined pairwise (10a + b), by fours and by eights in three multiply-adds.
-inline bool SixteenDigits(const char* p, size_t n, uint64_t* out) {
-  // kShift[n]: pshufb control that moves bytes [0, n) to [16 - n, 16) and zeroes the rest.
-  static constexpr auto kShift = [] {
-    std::array<std::array<int8_t, 16>, 17> t{};
-    for (size_t len = 0; len <= 16; ++len) {
-      for (size_t k = 0; k < 16; ++k) {
-        t[len][k] = k < 16 - len ? static_cast<int8_t>(-128) : static_cast<int8_t>(k - (16 - len));
-      }
-    }
-    return t;
-  }();
-  const __m128i d =
-      _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8('0'));
-  // Bytes below '0' wrapped around: every one of the n must be <= 9 unsigned.
-  const auto digits = static_cast<uint32_t>(
-      _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_subs_epu8(d, _mm_set1_epi8(9)), _mm_setzero_si128())));
-  const uint32_t want = n == 16 ? 0xFFFFu : (1u << n) - 1;
-  if ((digits & want) != want) return false;
-  const __m128i v =
-      _mm_shuffle_epi8(d, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kShift[n].data())));
-  const __m128i pairs =
-      _mm_maddubs_epi16(v, _mm_set_epi8(1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10, 1, 10));
-  const __m128i fours = _mm_madd_epi16(pairs, _mm_set_epi16(1, 100, 1, 100, 1, 100, 1, 100));
-  const __m128i packed = _mm_packus_epi32(fours, fours);
-  const __m128i eights =
-      _mm_madd_epi16(packed, _mm_set_epi16(1, 10000, 1, 10000, 1, 10000, 1, 10000));
-  const auto hi = static_cast<uint32_t>(_mm_cvtsi128_si32(eights));
-  const auto lo = static_cast<uint32_t>(_mm_extract_epi32(eights, 1));
-  *out = uint64_t{hi} * 100000000u + lo;
-  return true;
-}
-
-// The usual shape of a double's text, -?(0|[1-9][0-9]{0,7})\.[0-9]+ with at most 19
-// significant digits (the shortest round-trip text of most doubles: 0.8414709848078965,
-// -38.65), read without a loop per digit: its digits as one integer w, then w * 10^-f
-// rounded by simdjson's own Clinger / Eisel-Lemire step (compute_float_64), as its
-// get_double does after its digit loop, so the value is the same correctly rounded one.
-// false (nothing written) for any other token, and when that step cannot decide alone;
-// the caller then parses with simdjson. p[0, n + 16) must be readable.
-inline bool ParseDoubleFast(const char* p, size_t n, double* out) {
-  const bool negative = n > 0 && p[0] == '-';
-  const char* q = p + negative;
-  const size_t m = n - negative;
-  if (m < 3 || m > 20) return false;
-  // The point: within the first nine bytes (at most eight integer digits).
-  const auto dots = static_cast<uint32_t>(_mm_movemask_epi8(
-      _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), _mm_set1_epi8('.'))));
-  if ((dots & 0x1FF) == 0) return false;
-  const auto int_digits = static_cast<size_t>(__builtin_ctz(dots));
-  const size_t frac_digits = m - int_digits - 1;
-  if (int_digits == 0 || frac_digits == 0 || int_digits + frac_digits > 19 ||
-      (q[0] == '0' && int_digits != 1)) {
-    return false;
-  }
-  uint64_t w = 0;
-  for (size_t k = 0; k < int_digits; ++k) {
-    const auto digit = static_cast<unsigned>(static_cast<unsigned char>(q[k]) - '0');
-    if (digit > 9) return false;
-    w = w * 10 + digit;
-  }
-  const char* f = q + int_digits + 1;
-  uint64_t frac = 0;
-  if (frac_digits <= 16) {
-    if (!SixteenDigits(f, frac_digits, &frac)) return false;
-  } else {  // 17 or 18: the first one or two, then sixteen
-    const size_t head = frac_digits - 16;
-    for (size_t k = 0; k < head; ++k) {
-      const auto digit = static_cast<unsigned>(static_cast<unsigned char>(f[k]) - '0');
-      if (digit > 9) return false;
-      frac = frac * 10 + digit;
-    }
-    uint64_t tail = 0;
-    if (!SixteenDigits(f + head, 16, &tail)) return false;
-    frac = frac * kPow10[16] + tail;
-  }
-  w = w * kPow10[frac_digits] + frac;  // < 10^19: no overflow
-  return simdjson::builtin::numberparsing::compute_float_64(-static_cast<int64_t>(frac_digits), w,
-                                                            negative, *out);
-}
-#endif
-
 int SchemaDepth(const ShredNode& n) {
   int d = 0;
   for (const auto& c : n.children) d = std::max(d, SchemaDepth(c));
@@ -199,15 +96,14 @@ struct RecordConverter::Impl {
   FieldConstraints default_constraints;
   Node root;
   od::parser parser;
-  std::string padded;   // Convert(): a padded copy of the record
-  std::string scratch;  // decoded base64
+  std::unique_ptr<TokenWalker> walker;  // the fast walk (token_walker.h)
+  std::string padded;                   // Convert(): a padded copy of the record
+  ScalarContext ctx;                    // the record's routed value; scratch for base64
   // Error state of the record being converted.
   RecordErrorCode code = RecordErrorCode::kMalformedJson;
   std::string message;
   std::vector<std::string> path_rev;
-  // Routing: the routed field's value in the record being converted, and the range of
-  // values this sink takes.
-  std::optional<int64_t> routed;
+  // Routing: the range of values this sink takes (the record's value is ctx.routed).
   int64_t route_lo = INT64_MIN;
   int64_t route_hi = INT64_MAX;
 
@@ -243,6 +139,7 @@ struct RecordConverter::Impl {
     if (s.kind == ShredNode::Kind::kPrimitive) {
       n->column = &writer->column(s.leaf_begin);
       n->physical = n->column->descriptor().physical;
+      n->write_fast = FastWriterFor(*n);
       return Status::OK();
     }
     if (s.kind == ShredNode::Kind::kMap && s.children[0].type->id != TypeId::kString) {
@@ -295,36 +192,6 @@ struct RecordConverter::Impl {
   void WriteNulls(const Node& n, int16_t rep, int16_t def) {
     for (int i = n.shred->leaf_begin; i < n.shred->leaf_end; ++i)
       writer->column(i).AddNull(rep, def);
-  }
-
-  // Matches a raw (still escaped) key against the names that need no escaping: the
-  // expected member first (members mostly come in schema order), then every member of a
-  // narrow struct; -1 when none matches (the caller then unescapes the key and looks
-  // again).
-  static int LookupRaw(const Node& n, od::raw_json_string key, size_t hint) {
-    const char* raw = key.raw();  // just after the opening quote; the input is padded
-    if (hint < n.children.size() && RawEquals(raw, n.children[hint])) return static_cast<int>(hint);
-    if (!n.by_name.empty()) return -1;
-    for (size_t i = 0; i < n.children.size(); ++i) {
-      if (RawEquals(raw, n.children[i])) return static_cast<int>(i);
-    }
-    return -1;
-  }
-
-  // raw_json_string::unsafe_is_equal without a memcmp call: short names are two masked
-  // word compares (the input is padded, so 16 bytes from the key can always be read).
-  static bool RawEquals(const char* raw, const Node& child) {
-    if (child.short_name) {
-      uint64_t lo, hi;
-      std::memcpy(&lo, raw, 8);
-      std::memcpy(&hi, raw + 8, 8);
-      return (((lo ^ child.key_lo) & child.mask_lo) | ((hi ^ child.key_hi) & child.mask_hi)) == 0;
-    }
-    if (!child.simple_name) return false;
-    const std::string& name = child.name;
-    size_t n = name.size();
-    if (raw[n] != '"') return false;
-    return std::memcmp(raw, name.data(), n) == 0;
   }
 
   int Lookup(const Node& n, std::string_view key, size_t hint) const {
@@ -416,7 +283,7 @@ struct RecordConverter::Impl {
       if (auto e = fr.error()) return FailJson(e);
       od::field& f = fr.value_unsafe();
       std::string_view key;
-      int idx = LookupRaw(n, f.key(), hint);
+      int idx = LookupRawKey(n, f.key().raw(), hint);
       if (idx < 0) {
         if (auto e = f.unescaped_key().get(key)) return FailJson(e);
         idx = Lookup(n, key, hint);
@@ -537,11 +404,7 @@ struct RecordConverter::Impl {
   // plain integer tokens; 1.0, 2e3 and tokens beyond int64 are read exactly from the text).
   bool Integer(const Node& n, od::value& v, int16_t rep) {
     int64_t x = 0;
-    // The token is followed by the record's padding: the fast path may read past it.
-    const std::string_view raw = TrimRight(v.raw_json_token());
-    if (ParseJsonInt64Fast(raw.data(), raw.size(), &x)) {
-      // a plain integer that fits
-    } else if (auto e = v.get_int64().get(x)) {
+    if (auto e = v.get_int64().get(x)) {
       if (e != simdjson::INCORRECT_TYPE && e != simdjson::NUMBER_OUT_OF_RANGE) return FailJson(e);
       std::string_view tok = TrimRight(v.raw_json_token());
       int128 exact = 0;
@@ -588,7 +451,7 @@ struct RecordConverter::Impl {
     } else {
       n.column->AddInt64(rep, x);
     }
-    if (n.route) routed = x;
+    if (n.route) ctx.routed = x;
     return true;
   }
 
@@ -597,14 +460,7 @@ struct RecordConverter::Impl {
   // non-zero one that would become 0, is refused.
   bool Floating(const Node& n, od::value& v, int16_t rep) {
     double d;
-#if defined(__SSE4_1__)
-    // The token is followed by the record's padding: the fast path may read past it.
-    const std::string_view raw = TrimRight(v.raw_json_token());
-    if (ParseDoubleFast(raw.data(), raw.size(), &d)) {
-      // a decimal fraction of at most 19 digits
-    } else
-#endif
-        if (auto e = v.get_double().get(d)) {
+    if (auto e = v.get_double().get(d)) {
       std::string_view tok = TrimRight(v.raw_json_token());
       if (e == simdjson::NUMBER_OUT_OF_RANGE ||
           (e == simdjson::NUMBER_ERROR && IsJsonNumber(tok))) {
@@ -644,30 +500,6 @@ struct RecordConverter::Impl {
     return true;
   }
 
-  // minimum/maximum (and their exclusive forms) of a number column, double or decimal.
-  static bool WithinNumberBounds(const FieldConstraints& c, long double x) {
-    if (c.min_number) {
-      long double lo = *c.min_number;
-      if (c.exclusive_min_number ? x <= lo : x < lo) return false;
-    }
-    if (c.max_number) {
-      long double hi = *c.max_number;
-      if (c.exclusive_max_number ? x >= hi : x > hi) return false;
-    }
-    return true;
-  }
-
-  // A JSON number token as a double (strtod needs a terminated copy).
-  static bool ParseDouble(std::string_view tok, double* out) {
-    char buf[128];
-    if (tok.empty() || tok.size() >= sizeof buf) return false;
-    std::memcpy(buf, tok.data(), tok.size());
-    buf[tok.size()] = '\0';
-    char* end = nullptr;
-    *out = std::strtod(buf, &end);
-    return end == buf + tok.size();
-  }
-
   bool DecimalValue(const Node& n, od::value& v, int16_t rep) {
     std::string_view tok;
     tok = v.raw_json_token();
@@ -693,7 +525,7 @@ struct RecordConverter::Impl {
     // written exactly as a bound (0.01, 19.99) is on it, whatever binary rounding says.
     double as_double = 0;
     if ((n.constraints->min_number || n.constraints->max_number) &&
-        (!ParseDouble(TrimRight(tok), &as_double) ||
+        (!ParseNumberToDouble(TrimRight(tok), &as_double) ||
          !WithinNumberBounds(*n.constraints, as_double))) {
       return Fail(RecordErrorCode::kValueOutOfRange,
                   std::string(TrimRight(tok)) + " is outside the schema's bounds");
@@ -716,13 +548,6 @@ struct RecordConverter::Impl {
     return true;
   }
 
-  static bool Listed(const std::vector<std::string>& values, std::string_view s) {
-    for (const auto& e : values) {
-      if (e == s) return true;
-    }
-    return false;
-  }
-
   // Whether a JSON value of kind `t` may be a member of an enum with a declared type.
   static bool EnumKindAllowed(const FieldConstraints& c, od::json_type t) {
     if (c.enum_type.empty()) return true;
@@ -733,6 +558,9 @@ struct RecordConverter::Impl {
   }
 
   bool Primitive(const Node& n, od::value& v, od::json_type t, int16_t rep) {
+    // The usual values the same way as the token walk writes them; the rest (and every
+    // refusal, with its reason) below. The token is followed by the record's padding.
+    if (WriteScalarFast(n, TrimRight(v.raw_json_token()), rep, &ctx)) return true;
     switch (n.type) {
       case TypeId::kBoolean: {
         if (t != od::json_type::boolean) return Mismatch(n, t);
@@ -769,11 +597,11 @@ struct RecordConverter::Impl {
         bool listed = false;
         if (t == od::json_type::number) {
           double d = 0;
-          if (ParseDouble(tok, &d)) {
+          if (ParseNumberToDouble(tok, &d)) {
             for (double e : n.constraints->enum_numbers) listed = listed || e == d;
           }
         } else {
-          listed = Listed(n.constraints->enum_json_values, tok);
+          listed = ListedString(n.constraints->enum_json_values, tok);
         }
         if (!listed) {
           return Fail(RecordErrorCode::kValueOutOfRange, "value is not one of the enum values");
@@ -802,7 +630,7 @@ struct RecordConverter::Impl {
     };
     switch (n.type) {
       case TypeId::kString:
-        if (n.constraints->has_enum && !Listed(n.constraints->enum_values, s)) {
+        if (n.constraints->has_enum && !ListedString(n.constraints->enum_values, s)) {
           return Fail(RecordErrorCode::kValueOutOfRange, "value is not one of the enum values");
         }
         n.column->AddBytes(rep, s);
@@ -811,7 +639,7 @@ struct RecordConverter::Impl {
         int32_t days;
         if (!parsed(ParseDate(s, &days), "an RFC 3339 date (YYYY-MM-DD)")) return false;
         n.column->AddInt32(rep, days);
-        if (n.route) routed = days;
+        if (n.route) ctx.routed = days;
         return true;
       }
       case TypeId::kTime: {
@@ -825,7 +653,7 @@ struct RecordConverter::Impl {
         int64_t us;
         if (!parsed(ParseTimestamp(s, &us), "an RFC 3339 date-time")) return false;
         n.column->AddInt64(rep, us);
-        if (n.route) routed = us;
+        if (n.route) ctx.routed = us;
         return true;
       }
       case TypeId::kUuid: {
@@ -838,11 +666,11 @@ struct RecordConverter::Impl {
       case TypeId::kBinary: {
         auto size = base64::DecodedSize(s);
         if (!size) return Fail(RecordErrorCode::kTypeMismatch, "not base64");
-        scratch.resize(*size);
-        if (!base64::DecodeTo(s, reinterpret_cast<uint8_t*>(scratch.data()))) {
+        ctx.scratch.resize(*size);
+        if (!base64::DecodeTo(s, reinterpret_cast<uint8_t*>(ctx.scratch.data()))) {
           return Fail(RecordErrorCode::kTypeMismatch, "not base64");
         }
-        std::string_view bytes(scratch.data(), *size);
+        std::string_view bytes(ctx.scratch.data(), *size);
         if (n.type == TypeId::kFixed && bytes.size() != static_cast<size_t>(n.length)) {
           return Fail(RecordErrorCode::kValueOutOfRange, "expected " + std::to_string(n.length) +
                                                              " bytes, got " +
@@ -892,7 +720,7 @@ struct RecordConverter::Impl {
 
   Result<bool> Run(std::string_view json, size_t capacity, RecordError* error) {
     path_rev.clear();
-    routed.reset();
+    ctx.routed.reset();
     od::document doc;
     bool ok = true;
     if (auto e = parser.iterate(json.data(), json.size(), capacity).get(doc)) {
@@ -920,12 +748,12 @@ struct RecordConverter::Impl {
   // Commits the walked record (ok) or rolls it back and fills *error.
   Result<bool> Finish(bool ok, RecordError* error) {
     if (ok && options.route_field_id != 0 &&
-        (!routed || *routed < route_lo || *routed >= route_hi)) {
+        (!ctx.routed || *ctx.routed < route_lo || *ctx.routed >= route_hi)) {
       writer->AbortRecord();
       error->code = RecordErrorCode::kOutsideRoute;
       error->path = "$";
       error->message = "the record belongs to another route";
-      error->route_value = routed;
+      error->route_value = ctx.routed;
       return false;
     }
     if (ok) {
@@ -943,24 +771,38 @@ struct RecordConverter::Impl {
 
   // ConvertRun's windows: the bytes one stage 1 pass indexes. 64 KiB keep its structural
   // index in the L2 cache while the records are walked and cost a few hundred records'
-  // worth of per-call overhead; after a record the window could not take (see
-  // ConvertRun), the next one starts at 4 KiB and doubles with each clean window, so
-  // that input with many bad records does not index the same bytes again and again.
-  static constexpr size_t kMaxWindow = 64 << 10;
+  // worth of per-call overhead; after a window stage 1 refused (see ConvertRun), the
+  // next one starts at 4 KiB and doubles with each clean window, so that input with many
+  // bad records does not index the same bytes again and again.
+  static constexpr size_t kMaxWindow = TokenWalker::kCapacity;
   static constexpr size_t kMinWindow = 4 << 10;
 
   static bool JsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
-  // Whether record b follows record a in the same buffer with only a little JSON
-  // whitespace between them (a line end, blank lines): then both can be in one window.
+  // Whether record b follows record a in the same buffer, at most 8 bytes after it (a line
+  // end, blank lines): then both can be in one window. The bytes between are not read here
+  // (that cost a cache miss per record ahead of stage 1: 2.6% of a double convert's CPU),
+  // and need not be whitespace: the walk takes a record from its own tokens alone, the
+  // first of them at the record's first byte.
   static bool Adjacent(std::string_view a, std::string_view b) {
     const char* gap = a.data() + a.size();
-    if (b.data() == gap + 1 && *gap == '\n') return true;  // JSON lines
-    if (b.data() < gap || b.data() - gap > 8) return false;
-    for (const char* p = gap; p < b.data(); ++p) {
-      if (!JsonSpace(*p)) return false;
+    return b.data() >= gap && b.data() - gap <= 8;
+  }
+
+  // Converts a record the walker has indexed (its first token is at `begin`, in the
+  // indexed text at `base`): by the token walk, or when the walk declines it, rolled back
+  // and converted the full way (Run), whose result is the record's.
+  Result<bool> Walked(std::string_view record, const char* base, RecordError* error) {
+    path_rev.clear();
+    ctx.routed.reset();
+    const char* begin = Start(record);
+    const auto end = static_cast<size_t>(record.data() + record.size() - base);
+    if (begin < record.data() + record.size() &&
+        walker->SeekToken(static_cast<size_t>(begin - base)) && walker->Record(end, &ctx)) {
+      return Finish(true, error);
     }
-    return true;
+    writer->AbortRecord();
+    return Run(record, record.size() + kPadding, error);
   }
 
   Status ConvertRun(const std::string_view* records, size_t count, RecordError* error,
@@ -975,79 +817,41 @@ struct RecordConverter::Impl {
              static_cast<size_t>(records[j].data() + records[j].size() - begin) <= window) {
         ++j;
       }
-      if (j - i < 2) {  // one record (or one too large for a window): on its own
-        ASSIGN_OR_RETURN(bool ok, Run(records[i], records[i].size() + kPadding, error));
-        RETURN_IF_ERROR(done(i, ok));
-        ++i;
+      const size_t len = static_cast<size_t>(records[j - 1].data() + records[j - 1].size() - begin);
+      if (!options.token_walk || !walker->Index(begin, len)) {
+        // Stage 1 refused the window (bad UTF-8, an unclosed string, a record too large
+        // for a window): each record the full way, and the next window smaller.
+        for (size_t k = i; k < j; ++k) {
+          ASSIGN_OR_RETURN(bool ok, Run(records[k], records[k].size() + kPadding, error));
+          RETURN_IF_ERROR(done(k, ok));
+        }
+        window = kMinWindow;
+        i = j;
         continue;
       }
-      const size_t len = static_cast<size_t>(records[j - 1].data() + records[j - 1].size() - begin);
-      ASSIGN_OR_RETURN(size_t next, ConvertWindow(records, i, j, begin, len, error, done));
-      if (next == j) {
-        window = std::min(window * 2, kMaxWindow);
-      } else {
-        // Record next - 1 was converted on its own (see ConvertWindow): a new window
-        // after it, smaller.
-        window = kMinWindow;
+      // A record the walk declines leaves the index good for the next one when that one's
+      // first token is where its text starts (then stage 1 was outside any string there:
+      // it reads the rest as it would on its own); Walked checks that per record.
+      for (size_t k = i; k < j; ++k) {
+        ASSIGN_OR_RETURN(bool ok, Walked(records[k], begin, error));
+        RETURN_IF_ERROR(done(k, ok));
       }
-      i = next;
+      window = std::min(window * 2, kMaxWindow);
+      i = j;
     }
     return Status::OK();
   }
 
-  // Converts records[i, j), which lie in [begin, begin + len), from one stage 1 pass
-  // (simdjson's iterate_many). Each document must start where its record starts and end
-  // before the next record; a document that does not, that is not a JSON object or
-  // that the walk rejects (a bad record, or a cut one that swallowed the next line) is
-  // rolled back and its record converted on its own by Run, whose result is the
-  // record's (so both paths agree on every record); the window then ends there.
-  // Returns the index of the first record not converted.
-  Result<size_t> ConvertWindow(const std::string_view* records, size_t i, size_t j,
-                               const char* begin, size_t len, RecordError* error,
-                               const std::function<Status(size_t, bool)>& done) {
-    od::document_stream stream;
-    if (parser.iterate_many(begin, len, kMaxWindow).get(stream)) {
-      ASSIGN_OR_RETURN(bool ok, Run(records[i], records[i].size() + kPadding, error));
-      RETURN_IF_ERROR(done(i, ok));
-      return i + 1;
+  // One record: by the token walk when it fits a window, else (or when declined) the
+  // full way.
+  Result<bool> ConvertOne(std::string_view json, size_t capacity, RecordError* error) {
+    if (!options.token_walk || !walker->Index(json.data(), json.size())) {
+      return Run(json, capacity, error);
     }
-    auto it = stream.begin();
-    if (!(it != stream.end()) || (*it).error()) {
-      // Stage 1 refused the window (bad UTF-8, an unclosed string): each record on its own.
-      for (size_t k = i; k < j; ++k) {
-        ASSIGN_OR_RETURN(bool ok, Run(records[k], records[k].size() + kPadding, error));
-        RETURN_IF_ERROR(done(k, ok));
-      }
-      return j;
-    }
-    // Document k is walked (it starts record k: the window's start for k == i, checked
-    // below for the others), and its row committed once the next document is seen to
-    // start at record k + 1's first token, or nothing to follow the window's last.
-    for (size_t k = i; k < j; ++k) {
-      path_rev.clear();
-      routed.reset();
-      od::document_reference doc;
-      od::object obj;
-      bool walked = !(*it).get(doc) && !doc.get_object().get(obj) && Struct(root, obj, 0, 1);
-      if (walked) {
-        ++it;
-        walked = k + 1 < j
-                     ? it != stream.end() && begin + it.current_index() == Start(records[k + 1])
-                     : !(it != stream.end());
-      }
-      if (!walked) {
-        writer->AbortRecord();
-        ASSIGN_OR_RETURN(bool ok, Run(records[k], records[k].size() + kPadding, error));
-        RETURN_IF_ERROR(done(k, ok));
-        return k + 1;
-      }
-      ASSIGN_OR_RETURN(bool ok, Finish(true, error));
-      RETURN_IF_ERROR(done(k, ok));
-    }
-    return j;
+    return Walked(json, json.data(), error);
   }
 
-  // Where a record's first token is (iterate_many's index of a document after the first).
+  // Where a record's first token is (after its leading whitespace).
   static const char* Start(std::string_view record) {
     size_t n = 0;
     while (n < record.size() && JsonSpace(record[n])) ++n;
@@ -1071,14 +875,15 @@ Result<std::unique_ptr<RecordConverter>> RecordConverter::Make(const Convertible
   // ConvertRun's stage 1 passes run on the caller's thread (ParallelConverter has its own).
   impl->parser.threaded = false;
   impl->Index(&impl->root);
+  impl->walker = std::make_unique<TokenWalker>(&impl->root, writer, impl->options.max_record_depth);
   return std::unique_ptr<RecordConverter>(new RecordConverter(std::move(impl)));
 }
 
 Result<bool> RecordConverter::Convert(std::string_view json, RecordError* error) {
   impl_->padded.assign(json);
   impl_->padded.append(kPadding, '\0');
-  return impl_->Run(std::string_view(impl_->padded.data(), json.size()), impl_->padded.size(),
-                    error);
+  return impl_->ConvertOne(std::string_view(impl_->padded.data(), json.size()),
+                           impl_->padded.size(), error);
 }
 
 void RecordConverter::SetRoute(int64_t lo, int64_t hi) {
@@ -1087,7 +892,7 @@ void RecordConverter::SetRoute(int64_t lo, int64_t hi) {
 }
 
 Result<bool> RecordConverter::ConvertPadded(std::string_view json, RecordError* error) {
-  return impl_->Run(json, json.size() + kPadding, error);
+  return impl_->ConvertOne(json, json.size() + kPadding, error);
 }
 
 Status RecordConverter::ConvertRun(const std::string_view* records, size_t count,

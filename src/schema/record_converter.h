@@ -1,5 +1,7 @@
-// RecordConverter: one JSON record -> one row of a Parquet FileWriter, in one pass
-// over the text (simdjson On-Demand) straight into the column writers.
+// RecordConverter: one JSON record -> one row of a Parquet FileWriter, straight into the
+// column writers: walked over simdjson's stage 1 token index (token_walker.h) when the
+// record is what the schema expects, otherwise through simdjson On-Demand, which
+// converts it or says why not (both write a record the same way).
 //
 // A record that cannot be converted is rejected whole: everything it added to the
 // columns is rolled back and a RecordError says why (kds-delivery-spec.md §2.5:
@@ -56,6 +58,10 @@ struct ConverterOptions {
   // must lie within SetRoute's range, or the record is rolled back with kOutsideRoute
   // and its value, so that the caller converts it again into the right sink. 0 = off.
   int32_t route_field_id = 0;
+  // Records are walked over stage 1's token index first (token_walker.h), and only the
+  // ones that walk declines through simdjson's On-Demand API. false: On-Demand only (the
+  // tests' and the fuzzer's reference for the token walk).
+  bool token_walk = true;
 };
 
 class RecordConverter {
@@ -76,8 +82,8 @@ class RecordConverter {
   // kPadding readable bytes (simdjson's SIMDJSON_PADDING).
   Result<bool> ConvertPadded(std::string_view json, RecordError* error);
   // ConvertPadded on records[0], records[1], ... in turn, with the same results, but
-  // records that follow each other in one buffer (separated by a line end or other
-  // whitespace) are tokenized together (one simdjson stage 1 pass per up to 64 KiB
+  // records that follow each other in one buffer (at most 8 bytes apart: a line end,
+  // blank lines) are tokenized together (one simdjson stage 1 pass per up to 64 KiB
   // instead of one per record, whose fixed cost was ~half of the pass on records of
   // ~100 bytes). Every record must be followed by kPadding readable bytes. After record
   // i, done(i, converted) is called (*error says why when not converted); a non-OK

@@ -470,8 +470,9 @@ TEST_F(ConverterTest, DecimalBoundsAndIntegerMultipleOf) {
 namespace icestream::schema {
 namespace {
 
-// ConvertRun (records tokenized a window at a time) against ConvertPadded one record at a
-// time: the same result and error for every record and byte-identical files, over
+// ConvertRun (records tokenized a window at a time and walked over the token index) against
+// ConvertPadded one record at a time through simdjson On-Demand alone: the same result and
+// error for every record and byte-identical files, over
 // thousands of JSON lines (several windows) among which are records of every kind a
 // window must hand back to the one-record path: malformed, cut ones that the next line
 // completes, content after the record, bad UTF-8 and an unclosed string (stage 1 refuses
@@ -578,7 +579,9 @@ TEST(ConverterRunTest, AgreesWithOneRecordAtATime) {
     pq::StringOutputStream one_out(&one_file), run_out(&run_file);
     ASSERT_OK_AND_ASSIGN(auto one_writer, pq::FileWriter::Make(schema.schema, &one_out, o));
     ASSERT_OK_AND_ASSIGN(auto run_writer, pq::FileWriter::Make(schema.schema, &run_out, o));
-    ASSERT_OK_AND_ASSIGN(auto one, RecordConverter::Make(schema, one_writer.get()));
+    ConverterOptions on_demand;
+    on_demand.token_walk = false;  // the reference: every record through simdjson On-Demand
+    ASSERT_OK_AND_ASSIGN(auto one, RecordConverter::Make(schema, one_writer.get(), on_demand));
     ASSERT_OK_AND_ASSIGN(auto run, RecordConverter::Make(schema, run_writer.get()));
     std::vector<std::pair<bool, std::string>> want;
     RecordError e;

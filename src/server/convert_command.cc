@@ -20,6 +20,7 @@
 #include <string>
 
 #include "common/fs.h"
+#include "common/lines.h"
 #include "format/parquet/file_writer.h"
 #include "format/parquet/output_stream.h"
 #include "schema/json_schema.h"
@@ -226,21 +227,20 @@ Status ConvertParallel(const schema::ConvertibleSchema& schema, pq::FileWriter* 
     if (!more) return false;
     out->seq = lb->block.seq;
     out->records.clear();
-    const char* p = lb->block.data;
-    const char* end = p + lb->block.size;
-    while (p < end) {
-      ++lb->lines;
-      const char* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
-      const char* line_end = nl ? nl : end;
-      std::string_view line(p, static_cast<size_t>(line_end - p));
-      p = nl ? nl + 1 : end;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.find_first_not_of(" \t") == std::string_view::npos) {  // blank line
-        lb->blank_before.push_back(out->records.size());
-        continue;
-      }
-      out->records.push_back(line);
-    }
+    ForEachLine(lb->block.data, lb->block.data + lb->block.size,
+                [&](const char* begin, const char* line_end) {
+                  ++lb->lines;
+                  std::string_view line(begin, static_cast<size_t>(line_end - begin));
+                  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+                  // A record starts with '{' (or anything but a blank): the blank test
+                  // without a call per line.
+                  if (line.empty() || ((line[0] == ' ' || line[0] == '\t') &&
+                                       line.find_first_not_of(" \t") == std::string_view::npos)) {
+                    lb->blank_before.push_back(out->records.size());
+                    return;
+                  }
+                  out->records.push_back(line);
+                });
     // simdjson reads up to kPadding bytes past a line: the following lines, the block's
     // zeroed padding, or (at the very end of a mapped file) a copy.
     out->readable_end = lb->block.readable_end;

@@ -11,12 +11,36 @@
 
 namespace icestream::format::parquet {
 
+namespace {
+
+// Bytes of one PLAIN value of a fixed-width physical type; 0 for BYTE_ARRAY and BOOLEAN.
+size_t PhysicalWidth(const ColumnDescriptor& c) {
+  switch (c.physical) {
+    case PhysicalType::kInt32:
+    case PhysicalType::kFloat:
+      return 4;
+    case PhysicalType::kInt64:
+    case PhysicalType::kDouble:
+      return 8;
+    case PhysicalType::kInt96:
+      return 12;
+    case PhysicalType::kFixedLenByteArray:
+      return static_cast<size_t>(c.type_length);
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
 ColumnWriter::ColumnWriter(const ColumnDescriptor* column, const WriterOptions* options)
     : column_(column),
       options_(options),
+      value_width_(PhysicalWidth(*column)),
       dictionary_allowed_(options->dictionary && column->physical != PhysicalType::kBoolean),
       use_dictionary_(dictionary_allowed_),
-      dictionary_(column->physical == PhysicalType::kByteArray),
+      dict_direct_(dictionary_allowed_),
+      dictionary_(column->physical == PhysicalType::kByteArray, value_width_),
       builder_(column, options) {}
 
 void ColumnWriter::Rollback() {
@@ -26,11 +50,13 @@ void ColumnWriter::Rollback() {
   if (column_->max_def > 0) page_.def.resize(static_cast<size_t>(mark_levels_));
   page_.plain.truncate(mark_plain_);
   // Dictionary entries added by the dropped values stay (unreferenced entries are
-  // harmless); indices are per value.
-  if (use_dictionary_) page_.indices.resize(static_cast<size_t>(mark_values_));
+  // harmless); indices are per value. Values waiting for FlushDictionary (which runs at
+  // record boundaries only) have none yet.
+  if (dict_direct_) page_.indices.resize(static_cast<size_t>(mark_values_));
 }
 
 PageData ColumnWriter::CutPage() {
+  FlushDictionary();
   PageData out = std::move(page_);
   out.dictionary = use_dictionary_;
   if (use_dictionary_) {
@@ -45,6 +71,7 @@ PageData ColumnWriter::CutPage() {
       // a row group's bytes depend only on its own records.)
       use_dictionary_ = false;
     }
+    dict_direct_ = dict_direct_ && use_dictionary_;
   }
   page_ = PageData();
   // Keep the capacity habits of the previous page to avoid regrowth.
@@ -64,6 +91,7 @@ void ColumnWriter::ResetChunk() {
   window_values_ = 0;
   dictionary_not_paying_ = false;
   use_dictionary_ = dictionary_allowed_;
+  dict_direct_ = dictionary_allowed_;
 }
 
 namespace {

@@ -121,15 +121,33 @@ class ColumnWriter {
   void AddBytes(int16_t rep, std::string_view v) {
     Levels(rep, column_->max_def);
     ++page_.num_values;
-    if (use_dictionary_) {
+    if (dict_direct_) {
       page_.indices.push_back(dictionary_.Insert(v.data(), v.size()));
       return;
     }
+    // PLAIN, or a large dictionary's values waiting for FlushDictionary().
     if (column_->physical == PhysicalType::kByteArray) {
       auto len = static_cast<uint32_t>(v.size());
       page_.plain.append(&len, 4);
     }
     page_.plain.append(v.data(), v.size());
+  }
+
+  // A dictionary of more than kDeferAbove entries no longer fits the caches: its values
+  // are appended PLAIN and become indices here, a batch at a time (Dictionary::InsertAll
+  // overlaps their cache misses: struct shape, four columns of 12,000-34,000 distinct
+  // coordinates). Smaller dictionaries take each value as it comes (a batch's copy and
+  // second pass cost more than they save there: 10% more instructions on
+  // dict_string). Only at a record boundary (the values must be committed ones);
+  // RowGroupBuilder calls it every eight records, and CutPage does.
+  void FlushDictionary() {
+    if (!use_dictionary_) return;
+    if (!page_.plain.empty()) {
+      dictionary_.InsertAll(page_.plain.data(), page_.plain.size(), value_width_, &page_.indices);
+      page_.plain.clear();
+      mark_plain_ = 0;
+    }
+    dict_direct_ = dictionary_.size() <= kDeferAbove;
   }
 
   // Record boundaries (FileWriter).
@@ -141,12 +159,15 @@ class ColumnWriter {
   void Rollback();
 
   int64_t num_levels() const { return page_.num_levels; }
-  // Rough encoded size of the buffered page.
+  // Rough encoded size of the buffered page (dictionary mode: two bytes an index, whether
+  // flushed yet or not).
   int64_t EstimatedPageBytes() const {
-    return static_cast<int64_t>(page_.plain.size() + page_.indices.size() * 2 +
-                                (page_.def.size() + page_.rep.size()) / 4);
+    const size_t values =
+        use_dictionary_ ? static_cast<size_t>(page_.num_values) * 2 : page_.plain.size();
+    return static_cast<int64_t>(values + (page_.def.size() + page_.rep.size()) / 4);
   }
-  // Called every few thousand records: whether dictionary encoding is on and has
+  // Called every few thousand records, after FlushDictionary(): whether dictionary
+  // encoding is on and has
   // stopped paying, because more than 7 in 8 of the values added since the previous
   // call were new entries (ids, timestamps, random numbers; uniform draws from more
   // than ~20,000 values per 4,096). The FileWriter then cuts the page early, so that the
@@ -194,17 +215,19 @@ class ColumnWriter {
   __attribute__((always_inline)) void AddFixed(int16_t rep, const void* v, size_t n) {
     Levels(rep, column_->max_def);
     ++page_.num_values;
-    if (use_dictionary_) {
+    if (dict_direct_) {
       page_.indices.push_back(dictionary_.Insert(static_cast<const char*>(v), n));
     } else {
-      page_.plain.append(v, n);
+      page_.plain.append(v, n);  // PLAIN, or waiting for FlushDictionary()
     }
   }
 
   static constexpr size_t kMinEntriesForCardinalityCheck = 1024;
+  static constexpr size_t kDeferAbove = 4096;
 
   const ColumnDescriptor* column_;
   const WriterOptions* options_;
+  size_t value_width_;  // bytes of a PLAIN value of a fixed-width type; 0: BYTE_ARRAY, BOOLEAN
   bool dictionary_allowed_;
   int64_t dict_values_ = 0;  // values added in dictionary mode to this chunk
   // DictionaryNotPaying(): entries and values at the previous call, and its verdict.
@@ -212,6 +235,9 @@ class ColumnWriter {
   int64_t window_values_ = 0;
   bool dictionary_not_paying_ = false;
   bool use_dictionary_;
+  // Dictionary mode with a small dictionary: values are inserted as they are added
+  // (otherwise they wait in page_.plain for FlushDictionary()).
+  bool dict_direct_;
   Dictionary dictionary_;
   PageData page_;
   int64_t mark_levels_ = 0;

@@ -245,6 +245,46 @@ TEST(FileWriterTest, LargeDistinctValuesKeepPagesAndDictionariesBounded) {
   EXPECT_GT(m.file_size, 20000000);
 }
 
+// Aborted records leave no trace, whether a chunk's dictionary takes each value as it
+// comes (small) or holds values back until eight records are complete (more than 4,096
+// entries): a file with aborted records between the committed ones is byte for byte the
+// file of the committed ones alone. (The aborted records repeat committed values, so that
+// they add no dictionary entries either way.)
+TEST(FileWriterTest, AbortedRecordsLeaveNoTraceInSmallAndLargeDictionaries) {
+  WriterOptions o;
+  o.codec = Codec::kUncompressed;
+  o.page_size = 64 << 10;  // many pages, cut between the same records in both files
+  auto row = [](RecordSink& w, int64_t i) {
+    // Each value twice in a row: the dictionaries pay (half the values are new) and
+    // columns 1 and 2 pass 4,096 entries.
+    w.column(0).AddInt64(0, i % 3000);
+    w.column(1).AddBytes(0, "name-" + std::to_string(i / 2 * 31 % 7000));
+    w.column(2).AddDouble(0, static_cast<double>(i / 2 % 8000) / 4);
+    w.column(3).AddBytes(0, "t" + std::to_string(i % 5000));
+    w.column(3).AddBytes(1, "u" + std::to_string(i % 7));
+  };
+  std::string reference, aborted;
+  StringOutputStream ref_sink(&reference), sink(&aborted);
+  ASSERT_OK_AND_ASSIGN(auto ref, FileWriter::Make(TestSchema(), &ref_sink, o));
+  ASSERT_OK_AND_ASSIGN(auto w, FileWriter::Make(TestSchema(), &sink, o));
+  for (int64_t i = 0; i < 60000; ++i) {
+    row(*ref, i);
+    ASSERT_OK(ref->EndRecord());
+    row(*w, i);
+    ASSERT_OK(w->EndRecord());
+    if (i % 3 == 1) {
+      row(*w, i - i % 5);  // part of a record, then dropped
+      w->AbortRecord();
+    }
+  }
+  EXPECT_GT(w->column(1).dictionary().size(), 4096u);
+  EXPECT_GT(w->column(2).dictionary().size(), 4096u);
+  ASSERT_OK(ref->Close());
+  ASSERT_OK(w->Close());
+  EXPECT_TRUE(aborted == reference)
+      << "the files differ (" << aborted.size() << " and " << reference.size() << " bytes)";
+}
+
 // Data pages of each encoding in a chunk (encoding_stats).
 int32_t DataPages(const ColumnMetaData& m, Encoding e) {
   int32_t n = 0;

@@ -49,6 +49,7 @@ Status RowGroupBuilder::EndRecord() {
   if ((rows_ & 7) == 0) {
     const bool check_dictionaries = (rows_ & 4095) == 0;
     for (auto& c : columns_) {
+      c->FlushDictionary();  // eight records' values a batch (their cache misses overlap)
       if (c->EstimatedPageBytes() >= options_->page_size ||
           c->num_levels() >= options_->max_page_levels || c->DictionaryFull() ||
           (check_dictionaries && c->DictionaryNotPaying())) {
