@@ -2,6 +2,7 @@
 #include "scaleout/lease_manager.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -300,10 +301,12 @@ Status LeaseManager::Take() {
     int64_t workers = std::max<int64_t>(1, counts.integer(i, 2));
     share[counts.text(i, 0)] = (counts.integer(i, 1) + workers - 1) / workers;
   }
-  // Over the share of a channel: hand one of its units back (a shard before the control
-  // unit), and take nothing this pass; a worker that joined takes it at its next pass.
-  std::pair<std::string, std::string> give;
-  uint64_t epoch = 0;
+  // Over the share of a channel: hand back what is over it (shards before the control
+  // unit), and take nothing this pass; a worker that joined takes them at its next pass
+  // (at once: its offer woke it). All at once, so that a pool converges in one pass after
+  // a worker joins (a backlog's channel is first taken whole by the process that offered it
+  // first).
+  std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> give;
   {
     std::lock_guard lock(mu_);
     std::map<std::string, int64_t> mine;
@@ -311,29 +314,40 @@ Status LeaseManager::Take() {
     for (const auto& [channel, n] : mine) {
       auto it = share.find(channel);
       if (it == share.end() || n <= it->second) continue;
-      auto pick = held_.end();
+      std::vector<std::pair<std::string, uint64_t>> units;
       for (auto h = held_.lower_bound({channel, ""}); h != held_.end() && h->first.first == channel;
            ++h) {
-        if (pick == held_.end() || h->first.second.starts_with("shard:")) pick = h;
+        units.emplace_back(h->first.second, h->second.epoch);
       }
-      give = pick->first;
-      epoch = pick->second.epoch;
-      held_.erase(pick);
-      break;
+      std::stable_partition(units.begin(), units.end(),
+                            [](const auto& u) { return u.first.starts_with("shard:"); });
+      units.resize(static_cast<size_t>(n - it->second));
+      for (const auto& u : units) held_.erase({channel, u.first});
+      give[channel] = std::move(units);
     }
   }
-  if (epoch != 0) {
-    RETURN_IF_ERROR(pool_
-                        ->Exec("WITH g AS (UPDATE icestream_lease SET owner = NULL, expires_at = "
-                               "NULL WHERE channel_id = $1 AND unit = $2 AND owner = $3 AND epoch "
-                               "= $4 RETURNING 1) INSERT INTO icestream_lease_history (channel_id, "
-                               "unit, owner, epoch, released) SELECT $1, $2, $3, $4, true FROM g",
-                               {give.first, give.second, owner_, std::to_string(epoch)})
-                        .status());
-    spdlog::info("scale-out: handed {} {} over (holding more than the channel's share of {})",
-                 give.first, give.second, share[give.first]);
-    return Status::OK();
+  for (const auto& [channel, units] : give) {
+    std::vector<std::string> names, epochs;
+    for (const auto& [u, e] : units) {
+      names.push_back(u);
+      epochs.push_back(std::to_string(e));
+    }
+    RETURN_IF_ERROR(
+        pool_
+            ->Exec(
+                "WITH x AS (SELECT * FROM unnest($2::text[], $3::bigint[]) AS x(unit, epoch)), g "
+                "AS (UPDATE icestream_lease l SET owner = NULL, expires_at = NULL FROM x WHERE "
+                "l.channel_id = $1 AND l.unit = x.unit AND l.owner = $4 AND l.epoch = x.epoch "
+                "RETURNING l.unit, l.epoch) INSERT INTO icestream_lease_history (channel_id, "
+                "unit, owner, epoch, released) SELECT $1, unit, $4, epoch, true FROM g",
+                {channel, TextArray(names), "{" + fmt::format("{}", fmt::join(epochs, ",")) + "}",
+                 owner_})
+            .status());
+    spdlog::info(
+        "scale-out: handed {} unit(s) of {} over (holding more than the channel's share of {})",
+        units.size(), channel, share[channel]);
   }
+  if (!give.empty()) return Status::OK();
   // Free units, a channel's in the order of a hash of their names, up to the room this
   // process has in that channel's share; the rows are locked after ranking (FOR UPDATE
   // does not go with window functions).

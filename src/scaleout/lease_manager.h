@@ -18,8 +18,8 @@
 //     unit fits some interested worker's share). A process that cannot deliver a channel
 //     (a pool's channel on another endpoint's stream) never offers it, so it neither takes
 //     its units nor counts in its share;
-//   - hand one unit back when holding more than a channel's share (a process that joined
-//     gets work without waiting for anyone to fail).
+//   - hand back, in one pass, what it holds over a channel's share (a process that joined
+//     gets work without waiting for anyone to fail, and a pool converges at once).
 // Every grant is a row of icestream_lease_history, and so is every hand-back (released,
 // with the epoch it was held under): the history shows when each grant began and ended.
 // A unit counts as held locally only until this process's last successful renewal plus
