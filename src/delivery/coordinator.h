@@ -40,6 +40,21 @@ class Coordinator {
   // This process's identity (for status): host:pid:uuid.
   virtual std::string owner() const = 0;
 
+  // Handing a unit over gracefully: the engine says while a batch of a unit is running
+  // (SetBusy), and starts no batch of a unit that is Draining — one this process is about
+  // to hand over (it holds more than its share); the unit goes once its batch is done, so
+  // no batch's work is thrown away by a hand-over. Defaults: no draining.
+  virtual void SetBusy(const std::string& channel_id, const std::string& unit, bool busy) {
+    (void)channel_id;
+    (void)unit;
+    (void)busy;
+  }
+  virtual bool Draining(const std::string& channel_id, const std::string& unit) const {
+    (void)channel_id;
+    (void)unit;
+    return false;
+  }
+
   // Who holds each unit of a channel across the pool now (for status): unit → owner and
   // epoch; an empty owner for a unit nobody holds (or whose lease expired).
   struct UnitOwner {

@@ -504,7 +504,11 @@ std::set<std::string> ShardRunner::HeldShards(const std::vector<SourceShard>& sh
       shards_[s.id].known = false;
       plans_.erase(s.id);
     }
-    if (coordinator_->HeldEpoch(config_.id, u) != 0 && unit_epochs_[u] != 0) held.insert(s.id);
+    // A unit being handed over starts no new batch here (its running one ends first).
+    if (coordinator_->HeldEpoch(config_.id, u) != 0 && unit_epochs_[u] != 0 &&
+        (shards_[s.id].in_flight || !coordinator_->Draining(config_.id, u))) {
+      held.insert(s.id);
+    }
   }
   control_held_ =
       coordinator_->HeldEpoch(config_.id, ControlUnit()) != 0 && unit_epochs_[ControlUnit()] != 0;
@@ -1010,7 +1014,10 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
 
   auto launch = [&](std::vector<ShardRange> ranges, int64_t attempt_ms, bool replay) {
     DeliveryBatch batch{std::move(ranges), attempt_ms, replay};
-    for (const auto& r : batch.ranges) shards_[r.shard].in_flight = true;
+    for (const auto& r : batch.ranges) {
+      shards_[r.shard].in_flight = true;
+      if (coordinator_ != nullptr) coordinator_->SetBusy(config_.id, UnitOf(r.shard), true);
+    }
     ++in_flight_;
     jobs.push_back(BatchJob(std::move(batch)));
   };
@@ -1291,7 +1298,10 @@ void ShardRunner::RunBatch(const DeliveryBatch& batch) {
 
   std::lock_guard lock(mu_);
   --in_flight_;
-  for (const auto& r : batch.ranges) shards_[r.shard].in_flight = false;
+  for (const auto& r : batch.ranges) {
+    shards_[r.shard].in_flight = false;
+    if (coordinator_ != nullptr) coordinator_->SetBusy(config_.id, UnitOf(r.shard), false);
+  }
   if (st.ok()) {
     const int64_t now = clock_->NowMillis();
     metrics_.Add(*result);

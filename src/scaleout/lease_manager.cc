@@ -132,6 +132,25 @@ void LeaseManager::Forget(const std::string& channel_id) {
   for (auto it = inserted_.begin(); it != inserted_.end();) {
     it = it->first == channel_id ? inserted_.erase(it) : std::next(it);
   }
+  for (auto* units : {&busy_, &draining_}) {
+    for (auto it = units->begin(); it != units->end();) {
+      it = it->first == channel_id ? units->erase(it) : std::next(it);
+    }
+  }
+}
+
+void LeaseManager::SetBusy(const std::string& channel_id, const std::string& unit, bool busy) {
+  std::lock_guard lock(mu_);
+  if (busy) {
+    busy_.insert({channel_id, unit});
+  } else {
+    busy_.erase({channel_id, unit});
+  }
+}
+
+bool LeaseManager::Draining(const std::string& channel_id, const std::string& unit) const {
+  std::lock_guard lock(mu_);
+  return draining_.count({channel_id, unit}) > 0;
 }
 
 std::string LeaseManager::UnitFor(const std::string& channel_id, const std::string& shard) const {
@@ -305,25 +324,46 @@ Status LeaseManager::Take() {
   // unit), and take nothing this pass; a worker that joined takes them at its next pass
   // (at once: its offer woke it). All at once, so that a pool converges in one pass after
   // a worker joins (a backlog's channel is first taken whole by the process that offered it
-  // first).
+  // first) — but a unit with a batch running drains first: it is marked, the engine starts
+  // no batch of it, and it goes at the first pass after its batch is done.
   std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> give;
   {
     std::lock_guard lock(mu_);
     std::map<std::string, int64_t> mine;
     for (const auto& [k, u] : held_) mine[k.first]++;
+    for (auto it = draining_.begin(); it != draining_.end();) {
+      // Back under the share (another process left), or no longer held: no hand-over.
+      auto sh = share.find(it->first);
+      const bool over = sh != share.end() && mine[it->first] > sh->second;
+      it = over && held_.count(*it) ? std::next(it) : draining_.erase(it);
+    }
     for (const auto& [channel, n] : mine) {
       auto it = share.find(channel);
       if (it == share.end() || n <= it->second) continue;
-      std::vector<std::pair<std::string, uint64_t>> units;
+      // Idle draining units first, then idle shards, the control unit, and busy shards
+      // last (those are only marked).
+      std::vector<std::pair<int, std::pair<std::string, uint64_t>>> ranked;
       for (auto h = held_.lower_bound({channel, ""}); h != held_.end() && h->first.first == channel;
            ++h) {
-        units.emplace_back(h->first.second, h->second.epoch);
+        const bool busy = busy_.count(h->first) > 0;
+        const bool shard = h->first.second.starts_with("shard:");
+        const int rank = busy ? 3 : draining_.count(h->first) ? 0 : shard ? 1 : 2;
+        ranked.push_back({rank, {h->first.second, h->second.epoch}});
       }
-      std::stable_partition(units.begin(), units.end(),
-                            [](const auto& u) { return u.first.starts_with("shard:"); });
-      units.resize(static_cast<size_t>(n - it->second));
-      for (const auto& u : units) held_.erase({channel, u.first});
-      give[channel] = std::move(units);
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      ranked.resize(static_cast<size_t>(n - it->second));
+      std::vector<std::pair<std::string, uint64_t>> units;
+      for (const auto& [rank, u] : ranked) {
+        if (rank == 3) {
+          draining_.insert({channel, u.first});
+          continue;
+        }
+        held_.erase({channel, u.first});
+        draining_.erase({channel, u.first});
+        units.push_back(u);
+      }
+      if (!units.empty()) give[channel] = std::move(units);
     }
   }
   for (const auto& [channel, units] : give) {
@@ -347,7 +387,10 @@ Status LeaseManager::Take() {
         "scale-out: handed {} unit(s) of {} over (holding more than the channel's share of {})",
         units.size(), channel, share[channel]);
   }
-  if (!give.empty()) return Status::OK();
+  {
+    std::lock_guard lock(mu_);
+    if (!give.empty() || !draining_.empty()) return Status::OK();
+  }
   // Free units, a channel's in the order of a hash of their names, up to the room this
   // process has in that channel's share; the rows are locked after ranking (FOR UPDATE
   // does not go with window functions).

@@ -19,7 +19,9 @@
 //     (a pool's channel on another endpoint's stream) never offers it, so it neither takes
 //     its units nor counts in its share;
 //   - hand back, in one pass, what it holds over a channel's share (a process that joined
-//     gets work without waiting for anyone to fail, and a pool converges at once).
+//     gets work without waiting for anyone to fail, and a pool converges at once): units
+//     without a running batch at once, busy ones once their batch is done (they drain:
+//     Draining tells the engine to start none), so a hand-over throws no work away.
 // Every grant is a row of icestream_lease_history, and so is every hand-back (released,
 // with the epoch it was held under): the history shows when each grant began and ended.
 // A unit counts as held locally only until this process's last successful renewal plus
@@ -71,6 +73,8 @@ class LeaseManager final : public delivery::Coordinator {
   void Offer(const std::string& channel_id, const std::vector<std::string>& units) override;
   void Forget(const std::string& channel_id) override;
   std::string owner() const override { return owner_; }
+  void SetBusy(const std::string& channel_id, const std::string& unit, bool busy) override;
+  bool Draining(const std::string& channel_id, const std::string& unit) const override;
   Result<std::map<std::string, UnitOwner>> Owners(const std::string& channel_id) const override;
 
   // The unit a shard's state is fenced by: the channel's own unit when it was offered
@@ -111,7 +115,9 @@ class LeaseManager final : public delivery::Coordinator {
   std::map<std::string, std::set<std::string>> offered_;  // channel → units
   std::set<std::pair<std::string, std::string>> inserted_;
   std::set<std::string> interested_;  // channels whose icestream_interest row is written
-  std::chrono::steady_clock::time_point valid_until_;  // of the held set (local clock)
+  std::set<std::pair<std::string, std::string>> busy_;      // units with a batch running
+  std::set<std::pair<std::string, std::string>> draining_;  // to be handed over when idle
+  std::chrono::steady_clock::time_point valid_until_;       // of the held set (local clock)
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -198,5 +198,37 @@ TEST_F(LeaseTest, AHandoffGivesUnitsBackAtOnce) {
   b->Stop(true);
 }
 
+// A unit with a batch running is not handed over under it: over its share, a process gives
+// its idle units back at once and marks the busy one draining (the engine starts no batch
+// of it), and gives it back once its batch is done.
+TEST_F(LeaseTest, ABusyUnitDrainsBeforeItIsHandedOver) {
+  std::vector<std::string> units = {"control", "shard:s1", "shard:s2", "shard:s3"};
+  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), FastLeases()));
+  a->Offer("ch", units);
+  Eventually([&] { return Count(*a) == 4; });
+  for (const auto& u : {"shard:s1", "shard:s2", "shard:s3"}) a->SetBusy("ch", u, true);
+  ASSERT_OK_AND_ASSIGN(auto b, LeaseManager::Start(pool_.get(), FastLeases()));
+  b->Offer("ch", units);
+  // a's share is 2: it gives the idle control unit back at once, and drains one shard.
+  Eventually([&] {
+    int draining = 0;
+    for (const auto& u : {"shard:s1", "shard:s2", "shard:s3"}) draining += a->Draining("ch", u);
+    return a->Held()["ch"].size() == 3 && a->Held()["ch"].count("control") == 0 && draining == 1;
+  });
+  std::string drained;
+  for (const auto& u : {"shard:s1", "shard:s2", "shard:s3"}) {
+    if (a->Draining("ch", u)) drained = u;
+  }
+  // While busy it stays (however many passes), and b holds only what was given.
+  for (int i = 0; i < 3; ++i) a->CycleForTest();
+  EXPECT_EQ(a->Held()["ch"].count(drained), 1u);
+  EXPECT_EQ(b->Held()["ch"].count(drained), 0u);
+  a->SetBusy("ch", drained, false);
+  Eventually([&] { return b->Held()["ch"].count(drained) == 1 && a->Held()["ch"].size() == 2; });
+  EXPECT_FALSE(a->Draining("ch", drained));
+  a->Stop(true);
+  b->Stop(true);
+}
+
 }  // namespace
 }  // namespace icestream::scaleout
