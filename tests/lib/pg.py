@@ -15,7 +15,7 @@ pg_virtualenv drops the cluster — nothing is left running).
 - The server listens on 127.0.0.1 only, with trust authentication (loopback, tests only):
   our settings (`listen_addresses`, `fsync = on` over pg_virtualenv's `fsync = off`, …) are
   a file of postgresql.conf lines that the cluster's configuration includes last.
-- `restart(immediate=True)` is `pg_ctlcluster … restart -m immediate` on that cluster (a
+- `restart(immediate=True)` is `pg_ctlcluster … stop -m immediate`, then `start`, on that cluster (a
   crash: no checkpoint, recovery at start), with PG_CLUSTER_CONF_ROOT pointing at it.
 
 The price: pg_ctlcluster waits for a starting server in steps of 0.5 s, so a cluster is up
@@ -135,18 +135,40 @@ class PgCluster:
         p = subprocess.run(["pg_ctlcluster"] + list(args[:-1]) + [PG_VERSION, "regress", args[-1]],
                            capture_output=True, text=True, env=env, cwd="/")
         if p.returncode != 0:
-            raise subprocess.CalledProcessError(p.returncode, p.args, p.stdout, p.stderr)
+            log = ""
+            try:
+                with open(self.log, errors="replace") as f:
+                    log = f.read()[-3000:]
+            except (OSError, TypeError):
+                pass
+            raise RuntimeError(f"{' '.join(p.args)} failed ({p.returncode}): {p.stdout}{p.stderr}\n"
+                               f"server log (end):\n{log}")
         return p
 
     def stop(self, mode="fast"):
         try:
             self._ctl("-m", mode, "stop")
-        except subprocess.CalledProcessError:
+        except RuntimeError:
             pass
 
     def restart(self, immediate=False):
-        """`-m immediate` is a crash: no checkpoint, recovery at start."""
-        self._ctl("-m", "immediate" if immediate else "fast", "restart")
+        """`-m immediate` is a crash: no checkpoint, recovery at start. A stop, then a start
+        once the old postmaster is gone: pg_ctlcluster's own `restart` may find the cluster
+        "already running" when its start comes before the stopped postmaster has exited (seen
+        on a loaded machine)."""
+        old = self.postmaster_pid()
+        self._ctl("-m", "immediate" if immediate else "fast", "stop")
+        deadline = time.time() + 60
+        while os.path.exists(f"/proc/{old}") and time.time() < deadline:
+            time.sleep(0.05)
+        for attempt in range(10):
+            try:
+                self._ctl("start")
+                return
+            except RuntimeError as e:
+                if "already running" not in str(e) or attempt == 9:
+                    raise
+                time.sleep(0.5)
 
     def postmaster_pid(self):
         with open(os.path.join(self.data, "postmaster.pid")) as f:
