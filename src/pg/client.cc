@@ -296,7 +296,11 @@ Status PgConnection::Commit(Deadline deadline) {
     }
   }
   if (FailpointArmed("commit.drop_reply")) {
+    // The answer is lost whatever it is: read nothing more (an answer already in the socket
+    // buffer would otherwise be read, and a quick refusal then arrives intact).
     ::shutdown(PQsocket(conn_), SHUT_RDWR);
+    broken_ = true;
+    return UnknownOutcome("COMMIT was sent but its answer was lost: the connection was cut (test failpoint)");
   }
   auto r = Collect(deadline, nullptr);
   if (r.ok()) return Status::OK();
