@@ -573,6 +573,9 @@ def renew():
                 k.create_stream(StreamName=f"renew{i}", ShardCount=250)
             for i in range(4):
                 k.get_waiter("stream_exists").wait(StreamName=f"renew{i}", WaiterConfig={"Delay": 1})
+                arn = k.describe_stream_summary(StreamName=f"renew{i}")["StreamDescriptionSummary"]["StreamARN"]
+                k.update_stream_mode(StreamARN=arn, StreamModeDetails={"StreamMode": "ON_DEMAND"})
+                k.get_waiter("stream_exists").wait(StreamName=f"renew{i}", WaiterConfig={"Delay": 1})
             cfg = os.path.join(tmp, "c.toml")
             with open(cfg, "w") as f:
                 f.write(CONFIG.replace("[scaleout]\n", f'[scaleout]\npg = "{conninfo}"\nsource = "{server.endpoint}"\n'))
