@@ -66,8 +66,9 @@ ap.add_argument("--shards", default="4,16",
 ap.add_argument("--only", default="throughput,failover,pgload,renew,freshness,table_freshness")
 ap.add_argument("--kinds", default="s3,table", help="channel kinds of the throughput runs")
 ap.add_argument("--modes", default="single,one,two", help="throughput runs: single, one (serve --pg), two (+ a worker)")
-ap.add_argument("--perf", default="", help="perf record (flat, 999 Hz) the icestream processes of each throughput run "
-                "from CreateChannel to the end into FILE.<kind>-<mode>-<shards>")
+ap.add_argument("--perf", default="", help="perf record (flat, 999 Hz; more perf record options in $BENCH_PERF_ARGS, e.g. "
+                "'--call-graph dwarf,16384') the icestream processes of each throughput run from CreateChannel to the "
+                "end into FILE.<kind>-<mode>-<shards>")
 ap.add_argument("--log-level", default="warn", help="the processes' log level; logs are kept (paths printed) when not warn")
 args = ap.parse_args()
 harness.BINARY = os.path.abspath(args.bin)
@@ -208,8 +209,9 @@ def throughput_run(kind, mode, recs, size, shards):
             procs = [server.proc.pid] + [w.proc.pid for w in workers]
             perf = None
             if args.perf:
-                perf = subprocess.Popen(["perf", "record", "-F", "999", "-q", "-p", ",".join(map(str, procs)),
-                                         "-o", f"{args.perf}.{kind}-{mode}-{shards}"])
+                perf_args = os.environ.get("BENCH_PERF_ARGS", "").split()
+                perf = subprocess.Popen(["perf", "record", "-F", "999", "-q"] + perf_args +
+                                        ["-p", ",".join(map(str, procs)), "-o", f"{args.perf}.{kind}-{mode}-{shards}"])
                 time.sleep(0.5)  # perf attaches
             cpu0 = sum(cpu_seconds(p) for p in procs)
             t0 = time.time()
