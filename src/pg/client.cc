@@ -300,7 +300,8 @@ Status PgConnection::Commit(Deadline deadline) {
     // buffer would otherwise be read, and a quick refusal then arrives intact).
     ::shutdown(PQsocket(conn_), SHUT_RDWR);
     broken_ = true;
-    return UnknownOutcome("COMMIT was sent but its answer was lost: the connection was cut (test failpoint)");
+    return UnknownOutcome(
+        "COMMIT was sent but its answer was lost: the connection was cut (test failpoint)");
   }
   auto r = Collect(deadline, nullptr);
   if (r.ok()) return Status::OK();
