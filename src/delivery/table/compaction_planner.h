@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct LiveFile {
   int32_t spec_id = 0;
   int64_t added_ms = 0;  // commit time of the snapshot that added it
   bool merged = false;   // written by compaction (not by an append)
+  // Its manifest entry's NaN counts by field id (a merge that copies the file's row
+  // groups as they are reports them; Parquet's statistics have none).
+  std::map<int32_t, int64_t> nan_counts;
 };
 
 struct CompactionOptions {

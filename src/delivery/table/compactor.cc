@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "common/crypto.h"
 #include "format/parquet/file_reader.h"
 #include "format/parquet/file_writer.h"
@@ -39,6 +41,7 @@ LiveFile Compactor::Describe(const iceberg::DataFile& f, int64_t added_ms) const
                     ? f.partition[0]->as_int()
                     : INT64_MIN;  // not an hour partition: never merged with hour files
   l.added_ms = added_ms;
+  l.nan_counts = f.nan_value_counts;
   size_t slash = f.file_path.rfind('/');
   std::string_view name =
       std::string_view(f.file_path).substr(slash == std::string::npos ? 0 : slash + 1);
@@ -87,12 +90,10 @@ void Compactor::Appended(const iceberg::TableMetadata& after, int64_t snapshot,
   Count();
 }
 
-Result<std::vector<iceberg::DataFile>> Compactor::Merge(const iceberg::DataFileLocator& locator,
-                                                        const iceberg::FileIO* io,
-                                                        const TableLayout& layout,
-                                                        const pq::WriterOptions& writer,
-                                                        const CompactionTask& task,
-                                                        std::vector<std::string>* written) {
+Result<std::vector<iceberg::DataFile>> Compactor::Merge(
+    const iceberg::DataFileLocator& locator, const iceberg::FileIO* io, const TableLayout& layout,
+    const pq::WriterOptions& writer, const CompactionTask& task, std::vector<std::string>* written,
+    int64_t* copied_as_is) {
   const std::string attempt = crypto::RandomUuid().substr(0, 8);
   const iceberg::PartitionTuple partition = {
       iceberg::Literal::Int(static_cast<int32_t>(task.partition))};
@@ -117,11 +118,29 @@ Result<std::vector<iceberg::DataFile>> Compactor::Merge(const iceberg::DataFileL
     out.push_back(iceberg::ParquetDataFile(m, path, partition, task.spec_id));
     return Status::OK();
   };
+  // Fresh files go into a merged file as they are (their row groups copied, not decoded
+  // and compressed again); the merge of merged files into files of the target size, and
+  // a quiet partition's finish, write whole row groups anew, so that the files a table
+  // keeps have row groups of the writer's size.
+  const bool as_is =
+      !task.cut_at_target && std::none_of(task.inputs.begin(), task.inputs.end(),
+                                          [](const LiveFile& f) { return f.merged; });
   RETURN_IF_ERROR(open());
   for (const auto& in : task.inputs) {
     ASSIGN_OR_RETURN(std::string file, io->Read(in.path));
     auto reader = pq::ParquetFileReader::Open(file);
     if (!reader.ok()) return reader.status().WithContext("compaction input " + in.path);
+    if (as_is) {
+      Status st = w->AppendFileAsIs(**reader, in.nan_counts);
+      if (st.ok()) {
+        ++*copied_as_is;
+        continue;
+      }
+      if (st.code() != StatusCode::kFailedPrecondition) {
+        return st.WithContext("compaction input " + in.path);
+      }
+      // Another schema or writer: its rows are copied.
+    }
     for (int rg = 0; rg < (*reader)->num_row_groups(); ++rg) {
       Status st = (*reader)->CopyRowGroup(rg, w.get());
       if (!st.ok()) return st.WithContext("compaction input " + in.path);
@@ -151,7 +170,8 @@ Status Compactor::Run(iceberg::Table* table, const iceberg::FileIO* io, const Ta
     };
     const iceberg::DataFileLocator locator = table->Locator();
     if (unlocked) unlocked->unlock();
-    auto outputs = Merge(locator, io, layout, writer, task, &written);
+    int64_t copied_as_is = 0;
+    auto outputs = Merge(locator, io, layout, writer, task, &written, &copied_as_is);
     if (unlocked) unlocked->lock();
     if (!outputs.ok()) {
       cleanup();
@@ -180,6 +200,7 @@ Status Compactor::Run(iceberg::Table* table, const iceberg::FileIO* io, const Ta
     for (const auto& f : *outputs) out_bytes += f.file_size_in_bytes;
     stats_.bytes_rewritten += out_bytes;
     stats_.files_merged += static_cast<int64_t>(task.inputs.size());
+    stats_.files_copied_as_is += copied_as_is;
     stats_.files_written += static_cast<int64_t>(outputs->size());
     ++stats_.commits;
     if (parent == index_snapshot_ && r->attempts == 1) {

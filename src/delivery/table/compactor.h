@@ -35,9 +35,10 @@
 namespace icestream::delivery::table {
 
 struct CompactionStats {
-  std::atomic<int64_t> bytes_appended{0};   // data file bytes the channel's appends wrote
-  std::atomic<int64_t> bytes_rewritten{0};  // data file bytes compaction wrote
-  std::atomic<int64_t> files_merged{0};     // input files replaced
+  std::atomic<int64_t> bytes_appended{0};      // data file bytes the channel's appends wrote
+  std::atomic<int64_t> bytes_rewritten{0};     // data file bytes compaction wrote
+  std::atomic<int64_t> files_merged{0};        // input files replaced
+  std::atomic<int64_t> files_copied_as_is{0};  // of those, files whose row groups were copied whole
   std::atomic<int64_t> files_written{0};
   std::atomic<int64_t> commits{0};
   std::atomic<int64_t> conflicts{0};
@@ -79,7 +80,8 @@ class Compactor {
                                                const iceberg::FileIO* io, const TableLayout& layout,
                                                const format::parquet::WriterOptions& writer,
                                                const CompactionTask& task,
-                                               std::vector<std::string>* written);
+                                               std::vector<std::string>* written,
+                                               int64_t* copied_as_is);
 
   const std::string channel_id_;
   const std::string channel_arn_;

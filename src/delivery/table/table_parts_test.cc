@@ -421,5 +421,60 @@ TEST_F(TableUpkeepTest, MergesSmallFilesAndExpiresSnapshotsKeepingTheCheckpoints
   EXPECT_EQ(cps.at("shardId-000000000001"), (Position{"30", std::nullopt}));
 }
 
+// Small fresh files of a partition that is still written to: the first merge copies
+// their row groups as they are, and the merged file's manifest entry counts what the
+// inputs' did.
+TEST_F(TableUpkeepTest, AFreshMergeCopiesTheRowGroupsAsTheyAre) {
+  TableSinkOptions o;
+  o.target_file_size_bytes = 64 << 10;
+  o.compaction_budget_ms = 60'000;
+  o.expire_interval_ms = 0;
+  o.orphan_interval_ms = 0;
+  owner_ = std::make_unique<TableOwner>(config_, services_, o, env_);
+  ASSERT_OK_AND_ASSIGN(auto target, InitialTarget());
+  TableCommitter committer(config_, env_);
+  TableUpkeep upkeep(config_, o, env_);
+  const uint64_t kAppends = 12;
+  for (uint64_t first = 0; first < kAppends * 10; first += 10) {
+    Batch b = MakeBatch(first, 10);
+    ASSERT_OK_AND_ASSIGN(BatchOutput out, Write(*target, b.recs));
+    bool keep = false;
+    ASSERT_OK_AND_ASSIGN(CommitOutcome c,
+                         committer.Commit(owner_.get(), b.batch, out.files, std::nullopt, &keep));
+    upkeep.Appended(owner_->table()->metadata(), c.result.snapshot_id, out.files);
+    clock_.Advance(10);
+  }
+  auto live = [&]() {
+    auto io = warehouses_->Io("tables");
+    EXPECT_OK(owner_->Refresh());
+    auto entries = iceberg::LiveEntries(**io, *owner_->table()->metadata().CurrentSnapshot());
+    EXPECT_OK(entries);
+    return entries.ok() ? *entries : std::vector<iceberg::ManifestEntry>{};
+  };
+  auto before = live();
+  ASSERT_EQ(before.size(), kAppends);
+  std::map<int32_t, int64_t> values, nulls;
+  for (const auto& e : before) {
+    for (const auto& [id, n] : e.data_file.value_counts) values[id] += n;
+    for (const auto& [id, n] : e.data_file.null_value_counts) nulls[id] += n;
+  }
+  upkeep.Run(owner_.get(), *target, format::parquet::WriterOptions{});
+  EXPECT_GT(upkeep.compaction().files_copied_as_is.load(), 0);
+  EXPECT_EQ(upkeep.compaction().files_copied_as_is.load(), upkeep.compaction().files_merged.load());
+  auto after = live();
+  EXPECT_LT(after.size(), before.size());
+  std::map<int32_t, int64_t> values_after, nulls_after;
+  int64_t rows = 0;
+  for (const auto& e : after) {
+    rows += e.data_file.record_count;
+    for (const auto& [id, n] : e.data_file.value_counts) values_after[id] += n;
+    for (const auto& [id, n] : e.data_file.null_value_counts) nulls_after[id] += n;
+  }
+  EXPECT_EQ(rows, static_cast<int64_t>(kAppends) * 20);
+  EXPECT_EQ(values_after, values);
+  EXPECT_EQ(nulls_after, nulls);
+  EXPECT_EQ(LiveRows(), static_cast<int64_t>(kAppends) * 20);
+}
+
 }  // namespace
 }  // namespace icestream::delivery::table

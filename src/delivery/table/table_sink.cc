@@ -223,6 +223,9 @@ class TableSink final : public Sink {
          static_cast<double>(c.live_files.load() > 0 ? c.live_bytes.load() : f.live_bytes)},
         {"table_compaction_files_merged_total", "counter", "Data files replaced by compaction.",
          static_cast<double>(c.files_merged.load())},
+        {"table_compaction_files_copied_as_is_total", "counter",
+         "Data files compaction merged by copying their row groups as they are (no decoding).",
+         static_cast<double>(c.files_copied_as_is.load())},
         {"table_compaction_files_written_total", "counter", "Data files compaction wrote.",
          static_cast<double>(c.files_written.load())},
         {"table_compaction_bytes_rewritten_total", "counter",
@@ -266,6 +269,7 @@ class TableSink final : public Sink {
       j["MeanDataFileBytes"] = f.live_bytes / f.live_files;
     }
     j["Compaction"] = {{"FilesMerged", c.files_merged.load()},
+                       {"FilesCopiedAsIs", c.files_copied_as_is.load()},
                        {"FilesWritten", c.files_written.load()},
                        {"BytesRewritten", c.bytes_rewritten.load()},
                        {"Commits", c.commits.load()},

@@ -58,6 +58,8 @@ class ParquetFileReader {
 
   const FileMetaData& metadata() const { return metadata_; }
   const FileSchema& schema() const { return *schema_; }
+  // The whole file, as given to Open.
+  std::string_view file() const { return file_; }
   int64_t num_rows() const { return metadata_.num_rows; }
   int num_row_groups() const { return static_cast<int>(metadata_.row_groups.size()); }
   // The footer's key/value entry (e.g. "iceberg.schema"), if any.

@@ -1,6 +1,10 @@
 // Parquet file writer: places row groups, writes the footer, reports file metrics.
 #include "format/parquet/file_writer.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 #include "common/bytes.h"
 #include "iceberg/schema/schema_json.h"
 
@@ -28,6 +32,7 @@ FileWriter::FileWriter(ParquetSchema schema, OutputStream* sink, WriterOptions o
     m.field_id = c.field_id;
     metrics_.push_back(m);
   }
+  nan_unknown_.assign(schema_.columns().size(), false);
   footer_.schema = schema_.elements();
   footer_.created_by = options_.created_by;
   footer_.num_leaf_columns = static_cast<int32_t>(schema_.columns().size());
@@ -105,6 +110,132 @@ Status FileWriter::AppendRowGroup(RowGroupData* data) {
   return Status::OK();
 }
 
+namespace {
+
+size_t PlainStatSize(const ColumnDescriptor& c) {
+  switch (c.physical) {
+    case PhysicalType::kBoolean:
+      return 1;
+    case PhysicalType::kInt32:
+    case PhysicalType::kFloat:
+      return 4;
+    case PhysicalType::kInt64:
+    case PhysicalType::kDouble:
+      return 8;
+    case PhysicalType::kFixedLenByteArray:
+      return static_cast<size_t>(c.type_length);
+    default:
+      return 0;  // any length
+  }
+}
+
+bool IsNan(const ColumnDescriptor& c, const std::string& v) {
+  if (c.physical == PhysicalType::kFloat) {
+    float f;
+    std::memcpy(&f, v.data(), 4);
+    return std::isnan(f);
+  }
+  if (c.physical == PhysicalType::kDouble) {
+    double d;
+    std::memcpy(&d, v.data(), 8);
+    return std::isnan(d);
+  }
+  return false;
+}
+
+}  // namespace
+
+Status FileWriter::PrepareAsIs(const ParquetFileReader& reader, int row_group,
+                               RowGroupData* out) const {
+  const FileMetaData& in = reader.metadata();
+  if (in.schema != footer_.schema) {
+    return FailedPrecondition("the file's schema is not the writer's");
+  }
+  if (row_group < 0 || row_group >= reader.num_row_groups()) {
+    return InvalidArgument("no row group " + std::to_string(row_group));
+  }
+  const RowGroup& rg = in.row_groups[static_cast<size_t>(row_group)];
+  const auto& columns = schema_.columns();
+  if (rg.columns.size() != columns.size()) {
+    return FailedPrecondition("the row group's chunks are not the schema's leaves");
+  }
+  // The chunks must be back to back, in leaf order: one range of the file is copied.
+  auto chunk_start = [](const ColumnMetaData& m) {
+    return m.dictionary_page_offset ? std::min(*m.dictionary_page_offset, m.data_page_offset)
+                                    : m.data_page_offset;
+  };
+  const int64_t start = rg.columns.empty() ? 0 : chunk_start(rg.columns[0].meta_data);
+  int64_t end = start;
+  out->num_rows = rg.num_rows;
+  out->chunks.clear();
+  out->stats.clear();
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const ColumnChunk& chunk = rg.columns[i];
+    const ColumnMetaData& m = chunk.meta_data;
+    const ColumnDescriptor& c = columns[i];
+    if (chunk.file_path || chunk_start(m) != end || m.total_compressed_size < 0 ||
+        m.path_in_schema != c.path || m.type != c.physical) {
+      return FailedPrecondition("the row group's chunks are not back to back in leaf order");
+    }
+    end += m.total_compressed_size;
+    // Bounds: exact minimum and maximum wherever the chunk holds a value (a truncated
+    // string bound is still a bound, and is what this writer would truncate to).
+    if (!m.statistics || !m.statistics->null_count) {
+      return FailedPrecondition("a chunk has no null count");
+    }
+    const Statistics& st = *m.statistics;
+    StatsAccumulator acc(&c);
+    if (*st.null_count < m.num_values || st.min_value || st.max_value) {
+      const size_t width = PlainStatSize(c);
+      if (!st.min_value || !st.max_value ||
+          (width != 0 && (st.min_value->size() != width || st.max_value->size() != width)) ||
+          IsNan(c, *st.min_value) || IsNan(c, *st.max_value)) {
+        // All-NaN float chunks have no bounds either: their rows are decoded.
+        return FailedPrecondition("a chunk has no usable minimum and maximum");
+      }
+      acc.UpdatePlain(*st.min_value);
+      acc.UpdatePlain(*st.max_value);
+    }
+    ColumnChunk copy = chunk;
+    copy.file_offset = 0;
+    copy.meta_data.data_page_offset -= start;
+    if (copy.meta_data.dictionary_page_offset) *copy.meta_data.dictionary_page_offset -= start;
+    out->chunks.push_back(std::move(copy));
+    out->stats.push_back(std::move(acc));
+  }
+  const std::string_view file = reader.file();
+  if (end > static_cast<int64_t>(file.size()) || start < 4) {
+    return FailedPrecondition("the row group's chunks are outside the file");
+  }
+  out->pieces.resize(1);
+  out->pieces[0].assign(file.substr(static_cast<size_t>(start), static_cast<size_t>(end - start)));
+  return Status::OK();
+}
+
+Status FileWriter::AppendFileAsIs(const ParquetFileReader& reader,
+                                  const std::map<int32_t, int64_t>& nan_counts) {
+  if (closed_) return FailedPrecondition("Parquet writer already closed");
+  std::vector<RowGroupData> groups(static_cast<size_t>(reader.num_row_groups()));
+  for (int g = 0; g < reader.num_row_groups(); ++g) {
+    RETURN_IF_ERROR(PrepareAsIs(reader, g, &groups[static_cast<size_t>(g)]));
+  }
+  for (auto& g : groups) RETURN_IF_ERROR(AppendRowGroup(&g));
+  const auto& columns = schema_.columns();
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].physical != PhysicalType::kFloat &&
+        columns[i].physical != PhysicalType::kDouble) {
+      continue;
+    }
+    auto it = nan_counts.find(columns[i].field_id);
+    if (it != nan_counts.end()) {
+      file_stats_[i].AddNanCount(it->second);
+    } else if (reader.num_rows() > 0) {
+      nan_unknown_[i] = true;
+    }
+  }
+  return Status::OK();
+}
+
 Result<FileMetrics> FileWriter::Close() {
   if (closed_) return FailedPrecondition("Parquet writer already closed");
   RETURN_IF_ERROR(error_);
@@ -133,7 +264,8 @@ Result<FileMetrics> FileWriter::Close() {
     } else {
       m.value_count = m.value_count.value_or(0);
       m.null_count = m.null_count.value_or(0);
-      if (c.physical == PhysicalType::kFloat || c.physical == PhysicalType::kDouble) {
+      if ((c.physical == PhysicalType::kFloat || c.physical == PhysicalType::kDouble) &&
+          !nan_unknown_[i]) {
         m.nan_count = file_stats_[i].nan_count();
       }
       m.lower_bound = file_stats_[i].IcebergLower();

@@ -18,6 +18,7 @@
 // one thread at a time.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include "common/status.h"
 #include "format/parquet/column_writer.h"
+#include "format/parquet/file_reader.h"
 #include "format/parquet/output_stream.h"
 #include "format/parquet/record_sink.h"
 #include "format/parquet/row_group_builder.h"
@@ -40,10 +42,10 @@ namespace icestream::format::parquet {
 // only: counts and bounds are left unset.
 struct ColumnMetrics {
   int32_t field_id = 0;
-  int64_t column_size = 0;               // Σ chunk total_compressed_size
-  std::optional<int64_t> value_count;    // Σ num_values (nulls included)
+  int64_t column_size = 0;             // Σ chunk total_compressed_size
+  std::optional<int64_t> value_count;  // Σ num_values (nulls included)
   std::optional<int64_t> null_count;
-  std::optional<int64_t> nan_count;      // float / double only
+  std::optional<int64_t> nan_count;  // float / double only
   std::optional<std::string> lower_bound;
   std::optional<std::string> upper_bound;
 };
@@ -57,8 +59,8 @@ struct FileMetrics {
 
 class FileWriter final : public RecordSink {
  public:
-  static Result<std::unique_ptr<FileWriter>> Make(const iceberg::Schema& schema,
-                                                  OutputStream* sink, WriterOptions options);
+  static Result<std::unique_ptr<FileWriter>> Make(const iceberg::Schema& schema, OutputStream* sink,
+                                                  WriterOptions options);
   ~FileWriter() override;
 
   const ParquetSchema& schema() const override { return schema_; }
@@ -82,12 +84,28 @@ class FileWriter final : public RecordSink {
   // Clears *data.
   Status AppendRowGroup(RowGroupData* data);
 
+  // Places every row group of `reader` after the previous ones as it is: the bytes of
+  // its column chunks are copied, neither decoded nor compressed again (a merge of small
+  // files written with this schema), and its chunk statistics count in the file's
+  // metrics. Parquet's statistics hold no NaN counts: `nan_counts` are the file's, by
+  // field id (Iceberg's nan_value_counts); a float or double leaf missing there makes
+  // this file's count of it unknown (not reported). kFailedPrecondition, with nothing
+  // written, when a row group cannot be placed as it is (the file's schema is not this
+  // writer's, its chunks are not back to back in leaf order, or a chunk lacks a null
+  // count or exact bounds): copy its rows then (ParquetFileReader::CopyRows). Other
+  // errors are the sink's and leave the writer unusable.
+  Status AppendFileAsIs(const ParquetFileReader& reader,
+                        const std::map<int32_t, int64_t>& nan_counts);
+
   // Writes the last row group and the footer, closes the sink.
   Result<FileMetrics> Close();
 
  private:
   FileWriter(ParquetSchema schema, OutputStream* sink, WriterOptions options);
   Status FlushOwnRowGroup();
+  // One row group of `reader` as RowGroupData (offsets from its first byte), or
+  // kFailedPrecondition (AppendFileAsIs).
+  Status PrepareAsIs(const ParquetFileReader& reader, int row_group, RowGroupData* out) const;
 
   ParquetSchema schema_;
   OutputStream* sink_;
@@ -97,6 +115,7 @@ class FileWriter final : public RecordSink {
   FileMetaData footer_;
   std::vector<StatsAccumulator> file_stats_;
   std::vector<ColumnMetrics> metrics_;
+  std::vector<bool> nan_unknown_;  // by leaf: a file placed as it is without its NaN count
   std::vector<int64_t> split_offsets_;
   int64_t total_rows_ = 0;
   bool started_ = false;
