@@ -235,6 +235,13 @@ def throughput_run(kind, mode, recs, size, shards):
                 time.sleep(0.1)
             total = time.time() - t0
             cpu = sum(cpu_seconds(p) for p in procs) - cpu0
+            if workers and args.log_level != "warn":
+                # What the workers asked of the source (the server's API counters).
+                with urllib.request.urlopen(server.endpoint + "/metrics", timeout=5) as r:
+                    for line in r.read().decode().splitlines():
+                        if line.startswith("icestream_api_requests_total") and (
+                                "GetRecords" in line or "GetShardIterator" in line):
+                            print("  (source: " + line + ")")
             if perf:
                 perf.send_signal(signal.SIGINT)
                 perf.wait(60)

@@ -290,6 +290,7 @@ class ShardReader {
       return;
     }
     // Somewhere else: start over from there.
+    ++restarts_;
     buffer_.clear();
     Hold(-static_cast<int64_t>(bytes_));
     count_ = 0;
@@ -394,7 +395,7 @@ class ShardReader {
         from = Position{std::string(buffer_.back()->records.back().sequence_number), std::nullopt};
       }
       std::string iterator = iterator_;
-      Position start_then = start_;
+      const uint64_t restarts_then = restarts_;
       lock.unlock();
       Status st;
       std::string next;
@@ -438,7 +439,11 @@ class ShardReader {
         }
       }
       lock.lock();
-      if (!(start_ == start_then)) continue;  // the engine moved elsewhere meanwhile
+      // The engine moved elsewhere meanwhile: the answer is of no use. (An engine that
+      // only went on within the buffer — a batch delivered — keeps it: it continues the
+      // buffer. Dropping it then read every page twice whenever a batch ended during a
+      // call, which a backlog's reads nearly always do.)
+      if (restarts_ != restarts_then) continue;
       now = NowMs();
       if (expired) {
         // Paused (a stopped process, a long GC, a busy machine) longer than the iterator
@@ -497,6 +502,7 @@ class ShardReader {
   bool stopping_ = false;
   std::atomic<bool> cancel_{false};
   Position start_{"<unset>", std::nullopt};
+  uint64_t restarts_ = 0;  // times the buffer started over somewhere else (Sync)
   std::deque<std::shared_ptr<Answer>> buffer_;
   uint64_t bytes_ = 0;
   uint64_t count_ = 0;
