@@ -81,6 +81,13 @@ Result<std::unique_ptr<ChannelManager>> ChannelManager::Open(
                                                        std::move(destinations), clock));
   RETURN_IF_ERROR(m->Load());
   ChannelManager* raw = m.get();
+  if (m->options_.coordinator != nullptr) {
+    m->channels_watch_ = m->store_->WatchChannels([raw] {
+      raw->reload_asked_.store(true);
+      raw->tick_cv_.notify_all();
+    });
+    m->watching_ = m->channels_watch_ != nullptr;
+  }
   for (size_t i = 0; i < std::max<size_t>(1, m->options_.worker_threads); ++i) {
     m->workers_.emplace_back([raw] { raw->WorkerLoop(); });
   }
@@ -105,6 +112,7 @@ void ChannelManager::Stop() {
   for (auto& w : workers_) {
     if (w.joinable()) w.join();
   }
+  channels_watch_.reset();  // its watcher is not running once this returns
 }
 
 std::string ChannelManager::ArnFor(const std::string& id) const {
@@ -739,10 +747,14 @@ void ChannelManager::Reload() {
 }
 
 void ChannelManager::Tick() {
-  if (options_.coordinator != nullptr &&
-      clock_->NowMillis() - last_reload_ms_ >= options_.reload_ms) {
-    last_reload_ms_ = clock_->NowMillis();
-    Reload();
+  if (options_.coordinator != nullptr) {
+    const int64_t every =
+        watching_ ? options_.reload_ms * kWatchedReloadFactor : options_.reload_ms;
+    const bool asked = reload_asked_.exchange(false);
+    if (asked || clock_->NowMillis() - last_reload_ms_ >= every) {
+      last_reload_ms_ = clock_->NowMillis();
+      Reload();
+    }
   }
   std::vector<std::shared_ptr<Channel>> all;
   {

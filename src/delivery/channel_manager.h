@@ -73,8 +73,9 @@ struct ChannelManagerOptions {
   int64_t activation_timeout_ms = 10 * 60 * 1000;
   // Scale-out: the processes that share the store share the channels through this
   // coordinator's leases (coordinator.h); the channel list is read again from the store
-  // every reload_ms (other processes create, update and delete channels). Null: one
-  // server, every channel is this process's.
+  // every reload_ms (other processes create, update and delete channels), and at once when
+  // the store announces a change (DeliveryStore::WatchChannels; then every 10 x reload_ms
+  // besides). Null: one server, every channel is this process's.
   Coordinator* coordinator = nullptr;
   int64_t reload_ms = 1000;
 };
@@ -198,6 +199,13 @@ class ChannelManager {
   std::mutex tick_mu_;
   std::condition_variable tick_cv_;
   int64_t last_reload_ms_ = 0;
+  // Scale-out: set when the store says the channel list changed (WatchChannels); the next
+  // tick reads it again. While the store announces changes, the list is also read every
+  // kWatchedReloadFactor x reload_ms (a missed announcement), else every reload_ms.
+  std::atomic<bool> reload_asked_{false};
+  std::shared_ptr<void> channels_watch_;  // released in Stop, after the threads
+  bool watching_ = false;                 // set before the threads start
+  static constexpr int64_t kWatchedReloadFactor = 10;
   // Scale-out: counts this process's writes of a channel's row (creations and changes); a
   // reload whose list was read before a channel's last write here does not apply the
   // stale row over it.

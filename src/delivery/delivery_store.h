@@ -16,6 +16,7 @@
 // Thread-safety: implementations are safe to call from any thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -58,6 +59,14 @@ class DeliveryStore {
   virtual ~DeliveryStore() = default;
 
   virtual Result<std::vector<ChannelConfig>> LoadChannels() = 0;
+  // Calls `changed` soon after any process changes the channel list (and whenever a
+  // change may have been missed), until the returned handle is released; `changed` must be
+  // quick and may run on another thread. Null (this default): no calls — the list is read
+  // again on a schedule only.
+  virtual std::shared_ptr<void> WatchChannels(std::function<void()> changed) {
+    (void)changed;
+    return nullptr;
+  }
   virtual Status SaveChannel(const ChannelConfig& c) = 0;
   // Removes the channel with its checkpoints, plans, marks and notes.
   virtual Status RemoveChannel(const std::string& id) = 0;

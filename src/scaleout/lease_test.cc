@@ -11,6 +11,7 @@
 #include "common/testing/status_assertions.h"
 #include "delivery/coordinator.h"
 #include "scaleout/lease_manager.h"
+#include "scaleout/notify_listener.h"
 #include "scaleout/pg_delivery_store.h"
 #include "scaleout/pg_test_env.h"
 #include "scaleout/schema.h"
@@ -96,6 +97,44 @@ TEST_F(LeaseTest, TwoWorkersShareTheUnitsAndTakeOverAfterAStop) {
                                               {delivery::ShardUnit(mine)}));
   EXPECT_GE(hist.integer(0, 0), 2);
   b->Stop(true);
+}
+
+// Any change of the channel list — a process's SaveChannel, another store's removal, an
+// operator's SQL — reaches the watchers of the list at once (the table's trigger and
+// NOTIFY), so the pool's channel managers need not poll it every second.
+TEST_F(LeaseTest, AChangeOfTheChannelListWakesItsWatchers) {
+  ASSERT_OK(pool_->Exec("DELETE FROM icestream_channels"));
+  const char* conninfo = std::getenv("ICESTREAM_PG");
+  ASSERT_NE(conninfo, nullptr);
+  NotifyListener listener(conninfo, PgDeliveryStore::kChannelsChanged);
+  PgDeliveryStore watched(pool_.get(), nullptr, &listener);
+  PgDeliveryStore other(pool_.get(), nullptr);  // another process (`channels --pg`)
+  std::atomic<int> calls{0};
+  auto watch = watched.WatchChannels([&] { calls.fetch_add(1); });
+  ASSERT_NE(watch, nullptr);
+  EXPECT_EQ(other.WatchChannels([] {}), nullptr) << "a store without a listener watches nothing";
+  Eventually([&] { return listener.connects() == 1 && calls.load() == 1; });  // after LISTEN
+  delivery::ChannelConfig c;
+  c.id = "11111111-2222-3333-4444-555555555555";
+  c.name = "watched";
+  c.stream_name = "s";
+  c.stream_arn = "arn:aws:kinesis:us-east-1:000000000000:stream/s";
+  ASSERT_OK(other.SaveChannel(c));
+  Eventually([&] { return calls.load() == 2; });
+  ASSERT_OK(pool_->Exec("UPDATE icestream_channels SET doc = doc WHERE id = $1", {c.id}));
+  Eventually([&] { return calls.load() == 3; });
+  ASSERT_OK(other.RemoveChannel(c.id));
+  Eventually([&] { return calls.load() == 4; });
+  // Reads announce nothing.
+  ASSERT_OK_AND_ASSIGN(auto list, watched.LoadChannels());
+  EXPECT_TRUE(list.empty());
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(calls.load(), 4);
+  watch.reset();
+  ASSERT_OK(other.SaveChannel(c));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(calls.load(), 4) << "a released watch is not called";
+  ASSERT_OK(other.RemoveChannel(c.id));
 }
 
 TEST_F(LeaseTest, TwoTakersOneWinner) {

@@ -76,6 +76,10 @@ Result<std::vector<delivery::ChannelConfig>> PgDeliveryStore::LoadChannels() {
   return out;
 }
 
+std::shared_ptr<void> PgDeliveryStore::WatchChannels(std::function<void()> changed) {
+  return channels_ ? channels_->Watch("all", std::move(changed)) : nullptr;
+}
+
 Status PgDeliveryStore::SaveChannel(const delivery::ChannelConfig& c) {
   auto r = pool_->Exec(
       "INSERT INTO icestream_channels (id, name, doc) VALUES ($1, $2, $3) ON "

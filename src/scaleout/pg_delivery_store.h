@@ -22,6 +22,7 @@
 #include "iceberg/catalog_store.h"
 #include "pg/client.h"
 #include "scaleout/lease_manager.h"
+#include "scaleout/notify_listener.h"
 
 namespace icestream::scaleout {
 
@@ -30,9 +31,17 @@ class PgDeliveryStore final : public delivery::DeliveryStore {
   // `pool` and `leases` must outlive the store; EnsureDeliverySchema must have run.
   // Without `leases` (the `channels` command, which only edits channel documents) every
   // fenced write is refused.
-  PgDeliveryStore(pg::PgPool* pool, const LeaseManager* leases) : pool_(pool), leases_(leases) {}
+  // `channels` (optional, must outlive the store): the listener of
+  // kChannelsChanged, for WatchChannels.
+  PgDeliveryStore(pg::PgPool* pool, const LeaseManager* leases, NotifyListener* channels = nullptr)
+      : pool_(pool), leases_(leases), channels_(channels) {}
+
+  // The PostgreSQL channel a change of icestream_channels is announced on (its trigger,
+  // schema.cc migration 6), payload "all".
+  static constexpr const char* kChannelsChanged = "icestream_channels";
 
   Result<std::vector<delivery::ChannelConfig>> LoadChannels() override;
+  std::shared_ptr<void> WatchChannels(std::function<void()> changed) override;
   Status SaveChannel(const delivery::ChannelConfig& c) override;
   Status RemoveChannel(const std::string& id) override;
   Result<std::map<std::string, delivery::Position>> Checkpoints(const std::string& id) override;
@@ -59,6 +68,7 @@ class PgDeliveryStore final : public delivery::DeliveryStore {
 
   pg::PgPool* pool_;
   const LeaseManager* leases_;
+  NotifyListener* channels_;
 };
 
 // Locks the lease row of (channel, unit) if this process holds it (owner and the epoch it

@@ -37,6 +37,8 @@ Result<std::unique_ptr<Pool>> Pool::Join(PoolOptions options) {
   } else {
     ASSIGN_OR_RETURN(p->leases_, LeaseManager::Start(p->pg_.get(), options.leases));
     p->staged_ = std::make_unique<NotifyListener>(options.conninfo, PgStagingStore::kStagedChannel);
+    p->channels_ =
+        std::make_unique<NotifyListener>(options.conninfo, PgDeliveryStore::kChannelsChanged);
   }
   return p;
 }
@@ -48,7 +50,7 @@ void Pool::Leave(bool handoff) {
 }
 
 std::unique_ptr<delivery::DeliveryStore> Pool::MakeDeliveryStore() const {
-  return std::make_unique<PgDeliveryStore>(pg_.get(), leases_.get());
+  return std::make_unique<PgDeliveryStore>(pg_.get(), leases_.get(), channels_.get());
 }
 
 std::shared_ptr<delivery::table::StagingStore> Pool::MakeStagingStore() const {

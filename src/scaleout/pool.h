@@ -59,6 +59,8 @@ class Pool {
   std::unique_ptr<LeaseManager> leases_;
   // Staged table batches of every process (not for observers, which commit nothing).
   std::unique_ptr<NotifyListener> staged_;
+  // Changes of the channel list (for the channel manager's reload; not for observers).
+  std::unique_ptr<NotifyListener> channels_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<iceberg::CommitFence>> fences_;
 };

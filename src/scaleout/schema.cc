@@ -52,6 +52,14 @@ Status EnsureDeliverySchema(pg::PgPool* pool) {
       // 5: a unit handed back by its owner is recorded too (released = true, with the epoch
       // it was held under), so the history shows when each grant ended.
       "ALTER TABLE icestream_lease_history ADD COLUMN released BOOLEAN NOT NULL DEFAULT false",
+      // 6: any change of the channel list, whoever makes it (a process, `channels --pg`, an
+      // import, an operator's psql), is announced on the PostgreSQL channel
+      // icestream_channels when its transaction commits, so the pool's processes read the
+      // list again at once instead of polling it every second.
+      "CREATE FUNCTION icestream_channels_changed() RETURNS trigger LANGUAGE plpgsql AS $$ "
+      "BEGIN PERFORM pg_notify('icestream_channels', 'all'); RETURN NULL; END $$;"
+      "CREATE TRIGGER icestream_channels_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+      "ON icestream_channels FOR EACH STATEMENT EXECUTE FUNCTION icestream_channels_changed()",
   };
   return pg::Migrate(pool, "delivery", kSteps);
 }
