@@ -657,6 +657,7 @@ bool ChannelManager::HoldsControl(const Channel& ch) const {
 
 void ChannelManager::Reload() {
   const uint64_t writes_before = local_writes_.load();
+  look_again_soon_ = false;
   auto stored = store_->LoadChannels();
   if (!stored.ok()) {
     spdlog::warn("reading the channels from the store: {}", stored.status().ToString());
@@ -675,6 +676,7 @@ void ChannelManager::Reload() {
         // Created or changed here after the list was read: the row read is stale (or
         // missing). The next reload looks again.
         if (found != by_id.end()) by_id.erase(found);
+        look_again_soon_ = true;
         ++it;
         continue;
       }
@@ -686,6 +688,7 @@ void ChannelManager::Reload() {
           it = channels_.erase(it);
           continue;
         }
+        look_again_soon_ = true;  // once its batch is done
       } else {
         ChannelConfig& mine = keep->config;
         const ChannelConfig& theirs = found->second;
@@ -748,8 +751,8 @@ void ChannelManager::Reload() {
 
 void ChannelManager::Tick() {
   if (options_.coordinator != nullptr) {
-    const int64_t every =
-        watching_ ? options_.reload_ms * kWatchedReloadFactor : options_.reload_ms;
+    const int64_t every = watching_ && !look_again_soon_ ? options_.reload_ms * kWatchedReloadFactor
+                                                         : options_.reload_ms;
     const bool asked = reload_asked_.exchange(false);
     if (asked || clock_->NowMillis() - last_reload_ms_ >= every) {
       last_reload_ms_ = clock_->NowMillis();

@@ -205,6 +205,9 @@ class ChannelManager {
   std::atomic<bool> reload_asked_{false};
   std::shared_ptr<void> channels_watch_;  // released in Stop, after the threads
   bool watching_ = false;                 // set before the threads start
+  // The last reload left something for the next (a deletion waiting for a batch, a row
+  // older than this process's write): that one comes after reload_ms, watched or not.
+  bool look_again_soon_ = false;  // scheduler thread only
   static constexpr int64_t kWatchedReloadFactor = 10;
   // Scale-out: counts this process's writes of a channel's row (creations and changes); a
   // reload whose list was read before a channel's last write here does not apply the
