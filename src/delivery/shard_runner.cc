@@ -45,7 +45,10 @@ class BatchRecordSource final : public RecordSource {
                                         options_.read_chunk_bytes, options_.read_chunk_records));
         first_of_range_ = true;
       }
-      StreamChunk raw;
+      StreamChunk& raw = raw_;  // its records' capacity serves every chunk of the batch
+      raw.records.clear();
+      raw.storage.reset();
+      raw.padding = 0;
       ASSIGN_OR_RETURN(bool more, reader_->Next(&raw));
       if (!more) {
         reader_.reset();
@@ -120,6 +123,7 @@ class BatchRecordSource final : public RecordSource {
   size_t index_ = 0;
   std::unique_ptr<RangeReader> reader_;
   bool first_of_range_ = true;
+  StreamChunk raw_;
 };
 
 // A redrive batch's records: each entry's record read again from the source by shard and

@@ -25,6 +25,9 @@ namespace pq = format::parquet;
 constexpr int64_t kHourMicros = 3600LL * 1000 * 1000;
 // The first blocks of a batch hold 1/4, 1/2, ... of BatchWriterOptions::block_bytes.
 constexpr int64_t kRampBlocks = 2;
+// Emptied block owners kept for the next blocks: the blocks converting, the one
+// prefetched and one being made.
+constexpr size_t kKeptOwners = 4;
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -44,9 +47,10 @@ void ReserveFileBuffer(std::string* bytes, int64_t target) {
 class Uploader {
  public:
   Uploader(const FilePlacer& place_file, std::vector<iceberg::DataFile>* files, size_t max_pending,
-           size_t max_bytes)
+           size_t max_bytes, BatchWorkspace* workspace)
       : place_file_(place_file),
         files_(files),
+        workspace_(workspace),
         max_pending_(max_pending),
         max_bytes_(max_bytes),
         thread_([this] { Loop(); }) {}
@@ -91,9 +95,9 @@ class Uploader {
       Item item = std::move(queue_.front());
       const size_t size = item.bytes.size();
       lock.unlock();
-      Result<iceberg::DataFile> f =
-          error_.ok() ? place_file_(item.hour, std::move(item.bytes), item.metrics)
-                      : Result<iceberg::DataFile>(error_);
+      Result<iceberg::DataFile> f = error_.ok() ? place_file_(item.hour, item.bytes, item.metrics)
+                                                : Result<iceberg::DataFile>(error_);
+      if (workspace_ != nullptr) workspace_->GiveFileBuffer(std::move(item.bytes));
       lock.lock();
       queue_.pop_front();  // only now: Add's bound counts the file being written
       pending_bytes_ -= size;
@@ -108,6 +112,7 @@ class Uploader {
 
   const FilePlacer& place_file_;
   std::vector<iceberg::DataFile>* files_;
+  BatchWorkspace* const workspace_;  // emptied buffers go back here (may be null)
   const size_t max_pending_;
   const size_t max_bytes_;
   size_t pending_bytes_ = 0;
@@ -121,6 +126,45 @@ class Uploader {
 
 }  // namespace
 
+void BlockOwner::Reset() {
+  for (auto& c : chunks) {
+    c.records.clear();
+    c.storage.reset();
+    spare_chunks.push_back(std::move(c));
+  }
+  chunks.clear();
+  made.clear();
+  origins.clear();
+  rejects.clear();
+  records_in = 0;
+  bytes_in = 0;
+}
+
+std::string BatchWorkspace::TakeFileBuffer() {
+  std::lock_guard lock(mu_);
+  if (files_.empty()) return {};
+  std::string b = std::move(files_.back());
+  files_.pop_back();
+  return b;
+}
+
+void BatchWorkspace::GiveFileBuffer(std::string bytes) {
+  bytes.clear();
+  std::lock_guard lock(mu_);
+  if (files_.size() < kMaxFiles) files_.push_back(std::move(bytes));
+}
+
+size_t BatchWorkspace::kept_files() const {
+  std::lock_guard lock(mu_);
+  return files_.size();
+}
+
+void BatchWorkspace::Release() {
+  std::vector<std::string> drop;
+  std::lock_guard lock(mu_);
+  drop.swap(files_);
+}
+
 Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FilePlacer& place_file,
                         BatchOutput* out) {
   *out = BatchOutput{};
@@ -131,7 +175,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
     std::unique_ptr<pq::FileWriter> writer;
   };
   std::map<int64_t, OpenFile> open;  // by partition hour; map nodes do not move
-  Uploader uploader(place_file, &out->files, 2, 32u << 20);
+  Uploader uploader(place_file, &out->files, 2, 32u << 20, options_.workspace);
 
   auto cut = [&](int64_t hour) -> Status {
     auto it = open.find(hour);
@@ -151,8 +195,26 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
   auto ms = [](Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
   double place_ms = 0, source_ms = 0;  // blocks made: ParallelConverterTimes::next
   const auto run_start = Clock::now();
+  // Owners of placed blocks, emptied for the next blocks (the prefetcher makes blocks while
+  // a converter thread places one).
+  std::mutex owners_mu;
+  std::vector<std::shared_ptr<BlockOwner>> free_owners;
+  auto take_owner = [&] {
+    std::lock_guard lock(owners_mu);
+    if (free_owners.empty()) return std::make_shared<BlockOwner>();
+    std::shared_ptr<BlockOwner> o = std::move(free_owners.back());
+    free_owners.pop_back();
+    return o;
+  };
+  auto give_owner = [&](std::shared_ptr<void> o) {
+    if (!o || o.use_count() != 1) return;
+    auto owner = std::static_pointer_cast<BlockOwner>(std::move(o));
+    owner->Reset();
+    std::lock_guard lock(owners_mu);
+    if (free_owners.size() < kKeptOwners) free_owners.push_back(std::move(owner));
+  };
   auto next = [&](schema::ConvertBlock* b) -> Result<bool> {
-    auto owner = std::make_shared<BlockOwner>();
+    std::shared_ptr<BlockOwner> owner = take_owner();
     b->records.clear();
     b->padded.clear();
     b->readable_end = nullptr;
@@ -180,6 +242,10 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
     max_bytes = std::max<size_t>(max_bytes, 1);
     while (bytes < max_bytes && owner->records_in < max_records) {
       RecordChunk chunk;
+      if (!owner->spare_chunks.empty()) {
+        chunk = std::move(owner->spare_chunks.back());
+        owner->spare_chunks.pop_back();
+      }
       const auto s0 = Clock::now();
       ASSIGN_OR_RETURN(bool more, source->Next(&chunk));
       source_ms += ms(Clock::now() - s0);
@@ -241,6 +307,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
       auto it = open.find(hour);
       if (it == open.end()) {
         it = open.emplace(hour, OpenFile{}).first;
+        if (options_.workspace != nullptr) it->second.bytes = options_.workspace->TakeFileBuffer();
         ReserveFileBuffer(&it->second.bytes,
                           std::min(options_.target_file_size_bytes, options_.max_buffered_bytes));
         it->second.stream = std::make_unique<pq::StringOutputStream>(&it->second.bytes);
@@ -272,6 +339,7 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
   auto place = [&](schema::ConvertedBlock&& done) -> Status {
     const auto t0 = Clock::now();
     Status st = place_inner(std::move(done));
+    give_owner(std::move(done.owner));
     place_ms += ms(Clock::now() - t0);
     return st;
   };
@@ -296,10 +364,12 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
       "table batch of {} record(s) written in {:.0f} ms: log reads {:.0f} ms, blocks made {:.0f} "
       "ms, row groups placed {:.0f} ms, converted by {:.0f} ms, last files cut {:.0f} ms, last "
       "uploads {:.0f} ms; thread-ms: waiting for a block {:.0f}, converting {:.0f}, waiting to "
-      "place {:.0f}, last row groups {:.0f}, idle at the end {:.0f}",
+      "place {:.0f}, last row groups {:.0f}, idle at the end {:.0f}, {} file buffer(s) kept "
+      "for the next batch",
       counts.records_in, ms(Clock::now() - run_start), source_ms, times.next, place_ms,
       ms(converted - run_start), ms(finish0 - converted), ms(Clock::now() - finish0),
-      times.wait_next, times.convert, times.wait_turn, times.flush, times.idle_end);
+      times.wait_next, times.convert, times.wait_turn, times.flush, times.idle_end,
+      options_.workspace ? options_.workspace->kept_files() : 0);
   std::sort(out->rejects.begin(), out->rejects.end(), [](const Reject& a, const Reject& b) {
     return std::tie(a.range, a.ordinal, a.sub_sequence) <
            std::tie(b.range, b.ordinal, b.sub_sequence);

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,13 @@ struct BlockOwner {
   std::vector<Reject> rejects;
   uint64_t records_in = 0;
   uint64_t bytes_in = 0;
+  // Chunks of an earlier block, emptied, whose record vectors the next chunks fill.
+  std::vector<RecordChunk> spare_chunks;
+
+  // Empties the owner for another block of the batch: the chunks' buffers are let go,
+  // the vectors keep their capacity (a block's origins and records, fresh per block,
+  // were a page fault per 4 KiB they grew into).
+  void Reset();
 };
 
 // Decodes one record: appends its JSON text to block->records and its origin to
@@ -76,7 +85,30 @@ using Decoder = std::function<Status(const SourceRecord& rec, size_t range, Bloc
 
 // Names and writes one finished file of partition hour `hour`; returns it as a data file.
 using FilePlacer = std::function<Result<iceberg::DataFile>(
-    int64_t hour, std::string bytes, const format::parquet::FileMetrics& metrics)>;
+    int64_t hour, const std::string& bytes, const format::parquet::FileMetrics& metrics)>;
+
+// What a table channel keeps from one batch for the next (BatchWriterOptions::workspace):
+// an emptied file buffer. Made fresh for every file, its memory was a page fault and a
+// zeroed page per 4 KiB written (the largest part of a backlog delivery's page faults,
+// bench/table-delivery --perf). The owner frees it once batches stop coming (Release).
+// Thread-safe: batches of several shards may run at once.
+class BatchWorkspace {
+ public:
+  // An emptied file buffer with its capacity, or a new one.
+  std::string TakeFileBuffer();
+  // Keeps at most kMaxFiles buffers; others are freed.
+  void GiveFileBuffer(std::string bytes);
+  size_t kept_files() const;
+
+  // Frees everything kept.
+  void Release();
+
+  static constexpr size_t kMaxFiles = 1;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> files_;
+};
 
 struct BatchWriterOptions {
   int64_t target_file_size_bytes = 128ll << 20;
@@ -92,6 +124,8 @@ struct BatchWriterOptions {
   uint64_t expected_records = 0;
   format::parquet::WriterOptions writer;
   bool keep_rejected_data = false;  // copy a rejected record's key and data into its Reject
+  // Kept between batches (null: nothing is kept).
+  BatchWorkspace* workspace = nullptr;
 };
 
 struct BatchOutput {

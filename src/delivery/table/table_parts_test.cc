@@ -123,7 +123,7 @@ class TablePartsTest : public TableTestBase {
                                 rec.sub_sequence, rec.data.size(), rec.partition_key, rec.data});
       return Status::OK();
     };
-    auto place = [&](int64_t hour, std::string bytes,
+    auto place = [&](int64_t hour, const std::string& bytes,
                      const format::parquet::FileMetrics& m) -> Result<iceberg::DataFile> {
       RETURN_IF_ERROR(owner_->CreateIfMissing(target.layout(), target.version()));
       ASSIGN_OR_RETURN(const iceberg::FileIO* io, owner_->io());
@@ -132,6 +132,7 @@ class TablePartsTest : public TableTestBase {
       std::string path = table->NewDataFileLocation(
           part, "f-" + std::to_string(file_no_.fetch_add(1)) + ".parquet");
       RETURN_IF_ERROR(io->Write(path, bytes));
+      placed_buffers_.push_back(bytes.data());
       return iceberg::ParquetDataFile(m, path, part, table->metadata().default_spec_id);
     };
     BatchWriter writer(&target.layout(), &target.parquet(), wo);
@@ -155,6 +156,7 @@ class TablePartsTest : public TableTestBase {
   std::unique_ptr<SchemaFollower> follower_;
   std::unique_ptr<TableOwner> owner_;
   std::atomic<int> file_no_{0};  // data file names, unique across batches as the sink's are
+  std::vector<const void*> placed_buffers_;  // where each placed file's bytes lay
 };
 
 // One suite per part (the naming rule: <Thing>Test after the class under test).
@@ -266,6 +268,58 @@ TEST_F(BatchWriterTest, EveryRecordIsWrittenOnceWhateverTheBlocksAndThePlannedCo
       EXPECT_EQ(rows, 4000);
     }
   }
+}
+
+// A channel's batches share a workspace (a file buffer kept from one batch for the next)
+// and a batch reuses its blocks' owners: the files are the same, byte for byte, as without
+// them, each rejection still names its own record, and the next batch writes into the
+// buffer the last one gave back.
+TEST_F(BatchWriterTest, BuffersKeptFromBlockToBlockAndBatchToBatchChangeNothing) {
+  ASSERT_OK_AND_ASSIGN(auto target, InitialTarget());
+  Batch b = MakeBatch(0, 600);  // 1200 records in blocks of 40: owners reused many times
+  for (size_t i : {5u, 333u, 777u, 1198u}) b.recs[i].data = "{not json " + std::to_string(i);
+  BatchWriterOptions wo;
+  wo.block_records = 40;
+  wo.target_file_size_bytes = 512;  // several files a batch
+  wo.writer.row_group_size = 1 << 10;
+  wo.convert_threads = 1;  // rows in one order, so files compare byte for byte
+  ASSERT_OK_AND_ASSIGN(BatchOutput plain, Write(*target, b.recs, wo, 0, /*max_chunk=*/9));
+  BatchWorkspace workspace;
+  wo.workspace = &workspace;
+  std::vector<BatchOutput> kept;
+  std::vector<std::vector<const void*>> buffers;
+  for (int run = 0; run < 2; ++run) {
+    placed_buffers_.clear();
+    ASSERT_OK_AND_ASSIGN(BatchOutput out, Write(*target, b.recs, wo, 0, /*max_chunk=*/9));
+    EXPECT_EQ(workspace.kept_files(), 1u);
+    kept.push_back(std::move(out));
+    buffers.push_back(placed_buffers_);
+  }
+  ASSERT_GT(plain.files.size(), 2u);
+  ASSERT_OK_AND_ASSIGN(const iceberg::FileIO* io, owner_->io());
+  for (const BatchOutput& out : kept) {
+    EXPECT_EQ(out.counts.delivered, 1196u);
+    ASSERT_EQ(out.rejects.size(), 4u);
+    // Records 5 and 333 of shard 0, 177 and 598 of shard 1 (sequence numbers count from 1).
+    const std::pair<size_t, const char*> want[] = {{0, "6"}, {0, "334"}, {1, "178"}, {1, "599"}};
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(out.rejects[i].range, want[i].first) << i;
+      EXPECT_EQ(out.rejects[i].sequence_number, want[i].second) << i;
+      EXPECT_EQ(out.rejects[i].code, "DESERIALIZATION_ERROR") << i;
+      EXPECT_EQ(out.rejects[i].message, plain.rejects[i].message) << i;
+    }
+    ASSERT_EQ(out.files.size(), plain.files.size());
+    for (size_t i = 0; i < out.files.size(); ++i) {
+      ASSERT_OK_AND_ASSIGN(std::string a, io->Read(plain.files[i].file_path));
+      ASSERT_OK_AND_ASSIGN(std::string k, io->Read(out.files[i].file_path));
+      EXPECT_TRUE(a == k) << "file " << i << " differs";
+    }
+  }
+  // The second batch's first file went into a buffer the first batch left.
+  ASSERT_FALSE(buffers[1].empty());
+  EXPECT_NE(std::find(buffers[0].begin(), buffers[0].end(), buffers[1][0]), buffers[0].end());
+  workspace.Release();
+  EXPECT_EQ(workspace.kept_files(), 0u);
 }
 
 // Records that lie in a padded buffer (as the log hands them) are parsed where they lie: the

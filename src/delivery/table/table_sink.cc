@@ -200,12 +200,18 @@ class TableSink final : public Sink {
   Result<DeliveryCounts> Deliver(const DeliveryBatch& batch, RecordSource* source) override;
 
   int64_t NextUpkeepMs() const override {
+    const int64_t kept = workspace_used_ms_.load();
+    const int64_t release = kept > 0 ? kept + kWorkspaceIdleMs : INT64_MAX;
     std::lock_guard lock(mu_);
-    return owner_.exists() ? upkeep_.NextDueMs() : INT64_MAX;
+    return std::min(release, owner_.exists() ? upkeep_.NextDueMs() : INT64_MAX);
   }
 
   void Upkeep() override {
+    const int64_t now = env_.clock->NowMillis();
+    const int64_t kept = workspace_used_ms_.load();
+    if (kept > 0 && now >= kept + kWorkspaceIdleMs) ReleaseWorkspace();
     std::lock_guard lock(mu_);
+    if (!owner_.exists() || now < upkeep_.NextDueMs()) return;  // only the workspace was due
     if (!LoadTable().ok() || !owner_.exists()) return;
     if (!owner_.Refresh().ok()) return;
     upkeep_.Run(&owner_, *target_, writer_options_);
@@ -467,6 +473,19 @@ class TableSink final : public Sink {
     return AskOwner(v, "evolve");
   };
 
+  // An emptied file buffer kept from one batch of a backlog for the next (BatchWorkspace):
+  // only after a batch of at least kWorkspaceBatchBytes (a small batch frees it: a trickle
+  // keeps nothing), and freed by Upkeep once no batch used it for kWorkspaceIdleMs (where
+  // upkeep runs: the holder of the channel's control unit; elsewhere at the next batch).
+  static constexpr uint64_t kWorkspaceBatchBytes = 16u << 20;
+  static constexpr int64_t kWorkspaceIdleMs = 10000;
+  void ReleaseWorkspace() {
+    workspace_used_ms_.store(0);
+    workspace_.Release();
+  }
+  BatchWorkspace workspace_;
+  std::atomic<int64_t> workspace_used_ms_{0};  // 0: nothing kept
+
   std::atomic<int64_t> commits_{0};
   std::atomic<int64_t> last_commit_ms_{0};
   std::atomic<int64_t> version_number_{0};
@@ -491,7 +510,7 @@ Status TableSink::WriteRecords(const DeliveryBatch& batch, RecordSource* source,
     // Uploader thread: the first file of a new table creates the table from this pass's
     // target (canonical ids: a catalog assigns the same), and never changes the target.
     // A shard writer checks that the table it finds has the target's schema.
-    auto place_file = [&](int64_t hour, std::string bytes,
+    auto place_file = [&](int64_t hour, const std::string& bytes,
                           const pq::FileMetrics& m) -> Result<iceberg::DataFile> {
       if (!locator) {
         if (staged) RETURN_IF_ERROR(CreateForStaged(*target));
@@ -518,11 +537,17 @@ Status TableSink::WriteRecords(const DeliveryBatch& batch, RecordSource* source,
     wo.writer = writer_options_;
     wo.keep_rejected_data = config_.dlq.include_record_data;
     for (const auto& r : batch.ranges) wo.expected_records += r.records;
+    wo.workspace = &workspace_;
     BatchWriter writer(&target->layout(), &target->parquet(), wo);
     const bool unlocked = staged != nullptr && table_existed;
     if (unlocked) staged->unlock();
     Status st = writer.Run(source, decode, place_file, out);
     if (unlocked) staged->lock();
+    if (st.ok() && out->counts.bytes_in >= kWorkspaceBatchBytes) {
+      workspace_used_ms_.store(env_.clock->NowMillis());
+    } else {
+      ReleaseWorkspace();
+    }
     if (st.ok()) return Status::OK();
     auto wanted = evolve.Get();
     if (!wanted || st.code() != StatusCode::kConflict || pass > 8) return st;
