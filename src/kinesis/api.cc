@@ -75,11 +75,12 @@ void AppendRecordsJson(std::string* out, const stream::ShardReadResult& r, uint6
   }
   out->reserve(out->size() + est);
   *out += R"("Records":[)";
+  stream::ShardSequenceWriter sequences(uid, shard);
   for (size_t i = 0; i < r.records.size(); ++i) {
     const auto& rec = r.records[i];
     if (i) out->push_back(',');
     *out += R"({"SequenceNumber":")";
-    stream::SequenceNumber::ForRecord(uid, shard, rec.offset).AppendTo(out);
+    sequences.AppendRecord(rec.offset, out);
     // Epoch seconds with milliseconds, as AWS writes them.
     fmt::format_to(std::back_inserter(*out),
                    R"(","ApproximateArrivalTimestamp":{}.{:03d},"Data":")", rec.arrival_ms / 1000,
@@ -100,11 +101,12 @@ void AppendRecordsCbor(std::string* out, const stream::ShardReadResult& r, uint6
   aws::CborAppendText(out, "Records");
   aws::CborAppendHead(out, 4, r.records.size());
   std::string seq;
+  stream::ShardSequenceWriter sequences(uid, shard);
   for (const auto& rec : r.records) {
     aws::CborAppendHead(out, 5, 4);
     aws::CborAppendText(out, "SequenceNumber");
     seq.clear();
-    stream::SequenceNumber::ForRecord(uid, shard, rec.offset).AppendTo(&seq);
+    sequences.AppendRecord(rec.offset, &seq);
     aws::CborAppendText(out, seq);
     aws::CborAppendText(out, "ApproximateArrivalTimestamp");
     aws::CborAppendEpochMillis(out, rec.arrival_ms);

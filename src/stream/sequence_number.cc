@@ -13,8 +13,12 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+uint64_t CheckSeed(uint64_t uid, uint32_t shard) { return Mix(Mix(uid) ^ shard); }
+uint64_t CheckFromSeed(uint64_t seed, uint64_t position) {
+  return Mix(seed ^ position) % 10000000000ull;
+}
 uint64_t Check(uint64_t uid, uint32_t shard, uint64_t position) {
-  return Mix(Mix(Mix(uid) ^ shard) ^ position) % 10000000000ull;
+  return CheckFromSeed(CheckSeed(uid, shard), position);
 }
 
 // Writes `v` as exactly `width` decimal digits, zero-padded, ending at `end`.
@@ -67,6 +71,27 @@ std::optional<SequenceNumber> SequenceNumber::Parse(std::string_view s) {
   SequenceNumber sn{uid, static_cast<uint32_t>(shard), pos};
   if (Check(uid, sn.shard_index, pos) != check) return std::nullopt;
   return sn;
+}
+
+ShardSequenceWriter::ShardSequenceWriter(uint64_t uid, uint32_t shard)
+    : seed_(CheckSeed(uid, shard)) {
+  buf_[0] = '4';
+  PutDigits(buf_ + 16, 15, uid);
+  PutDigits(buf_ + 26, 10, shard);
+}
+
+void ShardSequenceWriter::Append(uint64_t position, std::string* out) {
+  if (position_ != UINT64_MAX && position == position_ + 1) {
+    // Counted up in place: the carry runs past the last digit once in ten.
+    char* d = buf_ + 45;
+    while (*d == '9') *d-- = '0';
+    ++*d;
+  } else {
+    PutDigits(buf_ + 46, 20, position);
+  }
+  position_ = position;
+  PutDigits(buf_ + 56, 10, CheckFromSeed(seed_, position));
+  out->append(buf_, sizeof buf_);
 }
 
 }  // namespace icestream::stream

@@ -15,8 +15,8 @@
 namespace icestream::stream {
 
 inline constexpr size_t kSequenceNumberDigits = 56;
-inline constexpr uint64_t kMinStreamUid = 100000000000000ull;   // 10^14
-inline constexpr uint64_t kMaxStreamUid = 999999999999999ull;   // 10^15 - 1
+inline constexpr uint64_t kMinStreamUid = 100000000000000ull;  // 10^14
+inline constexpr uint64_t kMaxStreamUid = 999999999999999ull;  // 10^15 - 1
 
 struct SequenceNumber {
   uint64_t stream_uid = 0;
@@ -33,6 +33,22 @@ struct SequenceNumber {
     return {uid, shard, offset + 1};
   }
   static SequenceNumber ShardStart(uint64_t uid, uint32_t shard) { return {uid, shard, 0}; }
+};
+
+// Writes the sequence numbers of one shard's records, the same as AppendTo of each but
+// cheaper for records in order (a GetRecords page, a delivery chunk): the stream and shard
+// digits are written once, the position's digits are counted up in place from the last
+// one, and the check's part of the hash that depends on stream and shard is made once.
+class ShardSequenceWriter {
+ public:
+  ShardSequenceWriter(uint64_t uid, uint32_t shard);
+  void Append(uint64_t position, std::string* out);
+  void AppendRecord(uint64_t offset, std::string* out) { Append(offset + 1, out); }
+
+ private:
+  char buf_[kSequenceNumberDigits];
+  uint64_t seed_;                   // the check's hash of stream and shard
+  uint64_t position_ = UINT64_MAX;  // in buf_ (none yet)
 };
 
 }  // namespace icestream::stream

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 namespace icestream::stream {
 namespace {
 
@@ -34,6 +38,34 @@ TEST(SequenceNumberTest, RejectsDamage) {
   std::string x = s;
   x[10] = 'a';
   EXPECT_FALSE(SequenceNumber::Parse(x));
+}
+
+// The shard writer writes what AppendTo does, for runs (carries through 9, 99, ...), jumps
+// back and forth, and the ends of the position's range.
+TEST(ShardSequenceWriterTest, WritesWhatAppendToWrites) {
+  std::vector<uint64_t> positions;
+  for (uint64_t start : std::initializer_list<uint64_t>{0, 7, 95, 999990, 9999999999999999990u}) {
+    for (uint64_t p = start; p < start + 25; ++p) positions.push_back(p);
+  }
+  for (uint64_t p :
+       std::initializer_list<uint64_t>{5, 5, 4, 1000, 10, UINT64_MAX - 1, UINT64_MAX}) {
+    positions.push_back(p);
+  }
+  for (uint64_t uid :
+       std::initializer_list<uint64_t>{kMinStreamUid, 123456789012345, kMaxStreamUid}) {
+    for (uint32_t shard : {0u, 9u, UINT32_MAX}) {
+      ShardSequenceWriter w(uid, shard);
+      std::string got, want;
+      for (uint64_t p : positions) {
+        w.Append(p, &got);
+        SequenceNumber{uid, shard, p}.AppendTo(&want);
+      }
+      ASSERT_EQ(got, want) << uid << " " << shard;
+      std::string rec;
+      w.AppendRecord(41, &rec);
+      EXPECT_EQ(rec, SequenceNumber::ForRecord(uid, shard, 41).ToString());
+    }
+  }
 }
 
 }  // namespace

@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <future>
+#include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <system_error>
+#include <thread>
 
 #include "stream/model.h"
 #include "stream/sequence_number.h"
@@ -44,9 +46,7 @@ class LocalRangeReader final : public delivery::RangeReader {
         chunk_bytes_(chunk_bytes),
         chunk_records_(chunk_records) {}
 
-  ~LocalRangeReader() override {
-    if (ahead_.valid()) ahead_.wait();
-  }
+  ~LocalRangeReader() override { StopAhead(); }
 
   Result<bool> Next(delivery::StreamChunk* chunk) override {
     while (next_ < end_) {
@@ -67,9 +67,8 @@ class LocalRangeReader final : public delivery::RangeReader {
       auto storage = std::make_shared<ChunkStorage>();
       storage->buffers = std::move(read.buffers);
       storage->sequences.reserve(read.records.size() * stream::kSequenceNumberDigits);
-      for (const auto& r : read.records) {
-        stream::SequenceNumber::ForRecord(uid_, shard_, r.offset).AppendTo(&storage->sequences);
-      }
+      stream::ShardSequenceWriter sequences(uid_, shard_);
+      for (const auto& r : read.records) sequences.AppendRecord(r.offset, &storage->sequences);
       chunk->records.clear();
       chunk->records.reserve(read.records.size());
       const char* seq = storage->sequences.data();
@@ -86,28 +85,73 @@ class LocalRangeReader final : public delivery::RangeReader {
   }
 
  private:
-  // The chunk at `from`: the one read ahead if it starts there.
+  // The chunk at `from`: from the reader thread when it reads there.
   Result<log::ViewResult> Read(uint64_t from) {
-    if (ahead_.valid()) {
-      Result<log::ViewResult> r = ahead_.get();
-      if (ahead_from_ == from) return r;
+    if (ahead_thread_.joinable()) {
+      std::unique_lock lock(ahead_mu_);
+      if (ahead_from_ == from) {
+        ahead_cv_.wait(lock, [&] { return !ahead_.empty() || ahead_done_; });
+        if (!ahead_.empty()) {
+          Result<log::ViewResult> r = std::move(ahead_.front());
+          ahead_.pop_front();
+          if (r.ok()) ahead_from_ = r->next_offset;
+          ahead_cv_.notify_all();
+          return r;
+        }
+      }
+      lock.unlock();
+      StopAhead();  // not where this range goes on (never expected): read here
     }
     return log_->ReadViews(from, chunk_records_, chunk_bytes_, end_);
   }
 
-  // Reads the chunk at `from` on a thread of its own. A backlog's chunks come from the disk
-  // (O_DIRECT below the log's cache window) and the reads ran under the converter's one
-  // lock: a batch's first chunks waited for the disk while a converter thread idled.
+  // Reads the chunks from `from` on a thread of its own, up to kReadAhead of them ahead of
+  // the converters. A backlog's chunks come from the disk (O_DIRECT below the log's cache
+  // window) and a block takes several chunks at once: with one chunk read ahead, the
+  // converters waited for the disk at nearly every block.
   void ReadAhead(uint64_t from) {
+    if (ahead_thread_.joinable()) return;
     ahead_from_ = from;
+    ahead_done_ = false;
+    ahead_stop_ = false;
     try {
-      ahead_ = std::async(std::launch::async,
-                          [log = log_, from, records = chunk_records_, bytes = chunk_bytes_,
-                           end = end_] { return log->ReadViews(from, records, bytes, end); });
+      ahead_thread_ = std::thread([this, from] {
+        uint64_t at = from;
+        for (;;) {
+          {
+            std::unique_lock lock(ahead_mu_);
+            ahead_cv_.wait(lock, [&] { return ahead_stop_ || ahead_.size() < kReadAhead; });
+            if (ahead_stop_) break;
+          }
+          Result<log::ViewResult> r = log_->ReadViews(at, chunk_records_, chunk_bytes_, end_);
+          const bool last = !r.ok() || r->records.empty() || r->next_offset >= end_;
+          if (r.ok()) at = r->next_offset;
+          std::lock_guard lock(ahead_mu_);
+          ahead_.push_back(std::move(r));
+          ahead_cv_.notify_all();
+          if (last) break;
+        }
+        std::lock_guard lock(ahead_mu_);
+        ahead_done_ = true;
+        ahead_cv_.notify_all();
+      });
     } catch (const std::system_error&) {
-      ahead_ = {};  // no thread to spare: the next chunk is read when asked for
+      // No thread to spare: the next chunks are read when asked for.
     }
   }
+
+  void StopAhead() {
+    if (!ahead_thread_.joinable()) return;
+    {
+      std::lock_guard lock(ahead_mu_);
+      ahead_stop_ = true;
+      ahead_cv_.notify_all();
+    }
+    ahead_thread_.join();
+    ahead_.clear();
+  }
+
+  static constexpr size_t kReadAhead = 3;
 
   std::shared_ptr<log::ShardLog> log_;
   const uint64_t uid_;
@@ -117,8 +161,14 @@ class LocalRangeReader final : public delivery::RangeReader {
   const uint64_t end_;
   const size_t chunk_bytes_;
   const size_t chunk_records_;
-  std::future<Result<log::ViewResult>> ahead_;
+  // The reader thread's chunks, in order; the first starts at ahead_from_.
+  std::mutex ahead_mu_;
+  std::condition_variable ahead_cv_;
+  std::deque<Result<log::ViewResult>> ahead_;
   uint64_t ahead_from_ = 0;
+  bool ahead_done_ = false;  // the thread read its last chunk (the range's end, or a failure)
+  bool ahead_stop_ = false;
+  std::thread ahead_thread_;  // last: started after the members it uses
 };
 
 class LocalShardSource final : public delivery::ShardSource {
