@@ -50,6 +50,25 @@ TEST(HttpClientTest, MethodsHeadersBodiesAndReuse) {
   EXPECT_EQ(calls.load(), 5);
 }
 
+// A body with a Content-Length gets its room once: not grown by doubling as it arrives
+// (every doubling a copy of all so far and fresh pages to fault in). A length larger than
+// the body that comes is only room, and the body is what arrived.
+TEST(HttpClientTest, ABodyOfAKnownLengthIsReceivedIntoItsRoomAtOnce) {
+  const size_t kSize = 10'000'000;
+  ASSERT_OK_AND_ASSIGN(auto server,
+                       Server::Start({.port = 0}, [&](std::shared_ptr<Request>, Responder respond) {
+                         Response r;
+                         r.body.assign(kSize, 'r');
+                         respond(std::move(r));
+                       }));
+  HttpClient client;
+  ASSERT_OK_AND_ASSIGN(
+      auto got, client.Send({.url = "http://127.0.0.1:" + std::to_string(server->port()) + "/"}));
+  ASSERT_EQ(got.body.size(), kSize);
+  EXPECT_EQ(got.body.find_first_not_of('r'), std::string::npos);
+  EXPECT_EQ(got.body.capacity(), kSize);
+}
+
 TEST(HttpClientTest, TransportErrorsAreUnavailable) {
   HttpClient client({.connect_timeout_ms = 1000});
   // A port nobody listens on (bind, read the port, close).
