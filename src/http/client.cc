@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <mutex>
 
 namespace icestream::http {
@@ -40,11 +41,9 @@ size_t WriteHeader(char* p, size_t size, size_t n, void* user) {
       // worker's CPU). Bounded: a wrong length costs at most that much address space.
       constexpr size_t kMaxReserve = 64u << 20;
       size_t len = 0;
-      for (char ch : v) {
-        if (ch < '0' || ch > '9' || len > kMaxReserve) break;
-        len = len * 10 + static_cast<size_t>(ch - '0');
+      if (std::from_chars(v.data(), v.data() + v.size(), len).ec == std::errc()) {
+        res->body.reserve(std::min(len, kMaxReserve));
       }
-      res->body.reserve(std::min(len, kMaxReserve));
     }
     res->headers.push_back({std::move(name), std::string(v)});
   }

@@ -51,13 +51,7 @@ std::string SequenceNumber::ToString() const {
 
 void SequenceNumber::AppendTo(std::string* out) const {
   // Hot path (one per acknowledged record): fixed-width digits without a format parser.
-  char buf[kSequenceNumberDigits];
-  buf[0] = '4';
-  PutDigits(buf + 16, 15, stream_uid);
-  PutDigits(buf + 26, 10, shard_index);
-  PutDigits(buf + 46, 20, position);
-  PutDigits(buf + 56, 10, Check(stream_uid, shard_index, position));
-  out->append(buf, sizeof buf);
+  ShardSequenceWriter(stream_uid, shard_index).Append(position, out);
 }
 
 std::optional<SequenceNumber> SequenceNumber::Parse(std::string_view s) {

@@ -40,6 +40,15 @@ TEST(SequenceNumberTest, RejectsDamage) {
   EXPECT_FALSE(SequenceNumber::Parse(x));
 }
 
+// Sequence numbers already handed out stay what they were: these were written by the
+// codec before AppendTo went through ShardSequenceWriter.
+TEST(SequenceNumberTest, KnownNumbersAreWrittenAsBefore) {
+  EXPECT_EQ(SequenceNumber::ForRecord(123456789012345, 7, 0).ToString(),
+            "41234567890123450000000007000000000000000000018153800937");
+  EXPECT_EQ((SequenceNumber{kMaxStreamUid, UINT32_MAX, 9999999999999999999u}).ToString(),
+            "49999999999999994294967295099999999999999999999202135538");
+}
+
 // The shard writer writes what AppendTo does, for runs (carries through 9, 99, ...), jumps
 // back and forth, and the ends of the position's range.
 TEST(ShardSequenceWriterTest, WritesWhatAppendToWrites) {

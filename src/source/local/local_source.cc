@@ -85,22 +85,20 @@ class LocalRangeReader final : public delivery::RangeReader {
   }
 
  private:
-  // The chunk at `from`: from the reader thread when it reads there.
+  // The chunk at `from`, where the last one ended: from the reader thread, which reads on
+  // from there, while it has one; here once it stopped (after a failure it reported).
   Result<log::ViewResult> Read(uint64_t from) {
     if (ahead_thread_.joinable()) {
       std::unique_lock lock(ahead_mu_);
-      if (ahead_from_ == from) {
-        ahead_cv_.wait(lock, [&] { return !ahead_.empty() || ahead_done_; });
-        if (!ahead_.empty()) {
-          Result<log::ViewResult> r = std::move(ahead_.front());
-          ahead_.pop_front();
-          if (r.ok()) ahead_from_ = r->next_offset;
-          ahead_cv_.notify_all();
-          return r;
-        }
+      ahead_cv_.wait(lock, [&] { return !ahead_.empty() || ahead_done_; });
+      if (!ahead_.empty()) {
+        Result<log::ViewResult> r = std::move(ahead_.front());
+        ahead_.pop_front();
+        ahead_cv_.notify_all();
+        return r;
       }
       lock.unlock();
-      StopAhead();  // not where this range goes on (never expected): read here
+      StopAhead();
     }
     return log_->ReadViews(from, chunk_records_, chunk_bytes_, end_);
   }
@@ -111,7 +109,6 @@ class LocalRangeReader final : public delivery::RangeReader {
   // converters waited for the disk at nearly every block.
   void ReadAhead(uint64_t from) {
     if (ahead_thread_.joinable()) return;
-    ahead_from_ = from;
     ahead_done_ = false;
     ahead_stop_ = false;
     try {
@@ -161,11 +158,10 @@ class LocalRangeReader final : public delivery::RangeReader {
   const uint64_t end_;
   const size_t chunk_bytes_;
   const size_t chunk_records_;
-  // The reader thread's chunks, in order; the first starts at ahead_from_.
+  // The reader thread's chunks, in order; the first starts at next_.
   std::mutex ahead_mu_;
   std::condition_variable ahead_cv_;
   std::deque<Result<log::ViewResult>> ahead_;
-  uint64_t ahead_from_ = 0;
   bool ahead_done_ = false;  // the thread read its last chunk (the range's end, or a failure)
   bool ahead_stop_ = false;
   std::thread ahead_thread_;  // last: started after the members it uses
