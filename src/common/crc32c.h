@@ -1,5 +1,6 @@
 // CRC-32C (Castagnoli, polynomial 0x1EDC6F41, reflected), as used by the log frames.
-// Uses the SSE4.2 crc32 instruction when the CPU has it, a slicing-by-8 table otherwise.
+// Uses the SSE4.2 crc32 instruction when the CPU has it (three independent lanes on long
+// inputs), a slicing-by-8 table otherwise.
 #pragma once
 
 #include <cstddef>
