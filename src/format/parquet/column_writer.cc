@@ -90,6 +90,7 @@ void ColumnWriter::ResetChunk() {
   window_entries_ = 0;
   window_values_ = 0;
   dictionary_not_paying_ = false;
+  quarter_checked_ = false;
   use_dictionary_ = dictionary_allowed_;
   dict_direct_ = dictionary_allowed_;
 }

@@ -176,7 +176,14 @@ class ColumnWriter {
   // coordinates: 83% new in the first 4,096 values, 61% in the next): the old rule,
   // "more than half of all values so far distinct", dropped it at the first check, and
   // zstd then compressed three times the bytes (bench/convert/shapes, struct).
-  bool DictionaryNotPaying() {
+  //
+  // `first` (the chunk's first 1,024 records): only when at least 1,000 of its first 1,024
+  // values were new, which uniform draws give from about 22,000 distinct values on, more
+  // than the window rule above drops after 4,096 (about 16,000): ids, sequence numbers
+  // and random amounts leave the dictionary four times sooner, which counts where chunks
+  // are small (a pool's per-shard files: a third of their values went through the
+  // dictionaries of bench/scaleout's integer, double and timestamp columns).
+  bool DictionaryNotPaying(bool first = false) {
     if (!use_dictionary_) return false;
     const size_t entries = dictionary_.size();
     const int64_t values = dict_values_ + page_.num_values;
@@ -184,8 +191,12 @@ class ColumnWriter {
     const int64_t new_values = values - window_values_;
     window_entries_ = entries;
     window_values_ = values;
-    if (entries > kMinEntriesForCardinalityCheck && new_values > 0 &&
-        static_cast<int64_t>(new_entries) * 8 > new_values * 7) {
+    if (first) {
+      if (entries >= kFirstCheckEntries && values <= kFirstCheckValues) {
+        dictionary_not_paying_ = true;
+      }
+    } else if (entries > kMinEntriesForCardinalityCheck && new_values > 0 &&
+               static_cast<int64_t>(new_entries) * 8 > new_values * 7) {
       dictionary_not_paying_ = true;
     }
     return dictionary_not_paying_;
@@ -195,6 +206,28 @@ class ColumnWriter {
   bool DictionaryFull() const {
     return use_dictionary_ &&
            static_cast<int64_t>(dictionary_.plain().size()) > options_->dictionary_page_size_limit;
+  }
+  // Called every eight records, after FlushDictionary(): once per chunk, when the
+  // dictionary first holds a quarter of its limit, whether more than 7 in 8 of the values
+  // so far were new. Drawn uniformly, that many new values mean about 3.7 times as many
+  // distinct ones as seen: the dictionary would pass its limit before it paid. Long
+  // distinct strings (descriptions, payloads) then go PLAIN after a quarter of the limit
+  // instead of after all of it, or of 4,096 records: the hashing and copying of the rest
+  // bought nothing (the first ~1 MiB of every chunk; a pool's per-shard files are small,
+  // so that was 7% of `serve --pg`'s CPU on bench/scaleout's 850-byte merchant column).
+  bool DictionaryWillOverflow() {
+    if (!use_dictionary_ || quarter_checked_ ||
+        static_cast<int64_t>(dictionary_.plain().size()) * 4 <
+            options_->dictionary_page_size_limit) {
+      return false;
+    }
+    quarter_checked_ = true;
+    const int64_t values = dict_values_ + page_.num_values;
+    if (dictionary_.size() >= kMinEntriesForQuarterCheck &&
+        static_cast<int64_t>(dictionary_.size()) * 8 > values * 7) {
+      dictionary_not_paying_ = true;
+    }
+    return dictionary_not_paying_;
   }
   // Takes the buffered page (possibly empty). Switches to PLAIN for the rest of the
   // chunk when the dictionary outgrew its limit or when more than half of the values
@@ -223,6 +256,9 @@ class ColumnWriter {
   }
 
   static constexpr size_t kMinEntriesForCardinalityCheck = 1024;
+  static constexpr size_t kMinEntriesForQuarterCheck = 16;
+  static constexpr size_t kFirstCheckEntries = 1000;
+  static constexpr int64_t kFirstCheckValues = 1024;
   static constexpr size_t kDeferAbove = 4096;
 
   const ColumnDescriptor* column_;
@@ -234,6 +270,7 @@ class ColumnWriter {
   size_t window_entries_ = 0;
   int64_t window_values_ = 0;
   bool dictionary_not_paying_ = false;
+  bool quarter_checked_ = false;  // DictionaryWillOverflow() has judged this chunk
   bool use_dictionary_;
   // Dictionary mode with a small dictionary: values are inserted as they are added
   // (otherwise they wait in page_.plain for FlushDictionary()).

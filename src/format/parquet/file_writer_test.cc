@@ -296,9 +296,9 @@ int32_t DataPages(const ColumnMetaData& m, Encoding e) {
 
 TEST(FileWriterTest, DictionaryStaysWhileValuesRepeatAndStopsWhenTheyDoNot) {
   // 80,000 rows of three double columns: coordinates with two decimals out of 12,000
-  // values (83% of the first 4,096 are new, 61% of the next: the dictionary pays, and
-  // the old rule, "more than half of all values so far distinct", dropped it at row
-  // 4,096), uniform draws out of 1,000,000 values, and distinct values.
+  // values (96% of the first 1,024 are new, 83% of the first 4,096, 61% of the next: the
+  // dictionary pays, and the old rule, "more than half of all values so far distinct",
+  // dropped it at row 4,096), uniform draws out of 1,000,000 values, and distinct values.
   iceberg::Schema s;
   for (int i = 1; i <= 3; ++i) {
     s.fields.push_back({i, "c" + std::to_string(i), true, iceberg::Primitive(TypeId::kDouble), ""});
@@ -328,11 +328,59 @@ TEST(FileWriterTest, DictionaryStaysWhileValuesRepeatAndStopsWhenTheyDoNot) {
   // Dictionary-encoded, the coordinates take ~12,000 entries and 14 bits per value.
   EXPECT_LT(coords.total_uncompressed_size, 12000 * 8 + 80000 * 2);
   for (int c = 1; c < 3; ++c) {
-    // The first window (4,096 rows) is all new values: PLAIN (or split) after it.
+    // The first 1,024 rows are (almost) all new values: PLAIN (or split) after them. The
+    // dictionary page holds those 1,024 doubles and its header, no more.
     const ColumnMetaData& m = g.chunks[static_cast<size_t>(c)].meta_data;
     EXPECT_LE(DataPages(m, Encoding::kRleDictionary), 1) << c;
     EXPECT_GT(DataPages(m, Encoding::kPlain) + DataPages(m, Encoding::kByteStreamSplit), 0) << c;
+    ASSERT_TRUE(m.dictionary_page_offset.has_value()) << c;
+    EXPECT_LE(m.data_page_offset - *m.dictionary_page_offset, 1024 * 8 + 64) << c;
   }
+}
+
+// Long strings: distinct ones leave the dictionary once it holds a quarter of its limit
+// (almost all of them new: it would pass the limit before it paid); 300 values drawn over
+// and over keep it, although their dictionary passes that quarter too.
+TEST(FileWriterTest, LongDistinctStringsLeaveTheDictionaryAtAQuarterOfItsLimit) {
+  iceberg::Schema s;
+  s.fields.push_back({1, "unique", true, iceberg::Primitive(TypeId::kString), ""});
+  s.fields.push_back({2, "repeated", true, iceberg::Primitive(TypeId::kString), ""});
+  ASSERT_OK_AND_ASSIGN(ParquetSchema ps, ParquetSchema::Make(s));
+  WriterOptions o;
+  o.codec = Codec::kUncompressed;
+  ASSERT_OK_AND_ASSIGN(auto b, RowGroupBuilder::Make(&ps, &o, false));
+  uint64_t x = 88172645463325252ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  auto text = [](uint64_t v) {
+    std::string t = std::to_string(v) + ":";
+    while (t.size() < 1000) t += std::to_string(v * t.size());
+    return t.substr(0, 1000);
+  };
+  size_t most_unique_entries = 0;
+  for (int i = 0; i < 3000; ++i) {
+    b->column(0).AddBytes(0, text(next()));
+    b->column(1).AddBytes(0, text(next() % 300));
+    ASSERT_OK(b->EndRecord());
+    most_unique_entries = std::max(most_unique_entries, b->column(0).dictionary().size());
+  }
+  // A quarter of 1 MiB is 262 values of 1,004 bytes (with their length); checked every
+  // eight records.
+  EXPECT_GE(most_unique_entries, 262u);
+  EXPECT_LE(most_unique_entries, 262u + 8);
+  RowGroupData g;
+  ASSERT_OK(b->Finish(&g));
+  const ColumnMetaData& unique = g.chunks[0].meta_data;
+  EXPECT_EQ(DataPages(unique, Encoding::kRleDictionary), 1);
+  EXPECT_GT(DataPages(unique, Encoding::kPlain), 0);
+  const ColumnMetaData& repeated = g.chunks[1].meta_data;
+  EXPECT_GT(DataPages(repeated, Encoding::kRleDictionary), 0);
+  EXPECT_EQ(DataPages(repeated, Encoding::kPlain), 0);
+  EXPECT_LT(repeated.total_uncompressed_size, 300 * 1004 + 3000 * 2);
 }
 
 TEST(FileWriterTest, IcebergSchemaInFooter) {

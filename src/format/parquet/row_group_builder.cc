@@ -44,15 +44,17 @@ Status RowGroupBuilder::EndRecord() {
   if (!error_.ok()) return error_;
   ++rows_;
   // Page sizes are targets: looking every 8 records is close enough and keeps the
-  // per-record cost to the marks. Every few thousand rows, also give up early on
-  // dictionaries that do not pay.
+  // per-record cost to the marks. After the first 1,024 rows and every 4,096 rows, also
+  // give up early on dictionaries that do not pay.
   if ((rows_ & 7) == 0) {
-    const bool check_dictionaries = (rows_ & 4095) == 0;
+    const bool first_check = rows_ == 1024;
+    const bool check_dictionaries = (rows_ & 4095) == 0 || first_check;
     for (auto& c : columns_) {
       c->FlushDictionary();  // eight records' values a batch (their cache misses overlap)
       if (c->EstimatedPageBytes() >= options_->page_size ||
           c->num_levels() >= options_->max_page_levels || c->DictionaryFull() ||
-          (check_dictionaries && c->DictionaryNotPaying())) {
+          c->DictionaryWillOverflow() ||
+          (check_dictionaries && c->DictionaryNotPaying(first_check))) {
         error_ = CutPage(*c);
         if (!error_.ok()) return error_;
       }
