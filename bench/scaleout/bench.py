@@ -5,8 +5,10 @@
    bucket folders) and by a streaming-table channel (ZSTD Parquet), each timed from
    CreateChannel to the last record delivered: by one `icestream serve` (meta.db, the
    single-process channel), by `serve --pg` alone (one worker of a pool), and by `serve
-   --pg` plus one `icestream worker` (two workers). Goal: two workers >= 0.9x the single
-   process on this 2-core machine (coordination costs nothing visible). A table channel's
+   --pg` plus one `icestream worker` (two workers), in turn, --rounds times (3); each ratio
+   is against the single process of its own round and the medians are the figures. Goal:
+   two workers >= 0.9x the single process on this 2-core machine (coordination costs
+   nothing visible). A table channel's
    shards are converted where their leases are (staged, then committed by the control
    unit's holder), so its second worker adds conversion capacity where there are cores to
    use. The worker reads its shards from the server through GetRecords at AWS's rate (5
@@ -44,6 +46,7 @@ import random
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -66,6 +69,9 @@ ap.add_argument("--shards", default="4,16",
 ap.add_argument("--only", default="throughput,failover,pgload,renew,freshness,table_freshness")
 ap.add_argument("--kinds", default="s3,table", help="channel kinds of the throughput runs")
 ap.add_argument("--modes", default="single,one,two", help="throughput runs: single, one (serve --pg), two (+ a worker)")
+ap.add_argument("--rounds", type=int, default=3,
+                help="throughput: the modes run one after another this many times; each run's ratio is against the "
+                "single process of its own round, and the medians are the figures")
 ap.add_argument("--perf", default="", help="perf record (flat, 999 Hz; more perf record options in $BENCH_PERF_ARGS, e.g. "
                 "'--call-graph dwarf,16384') the icestream processes of each throughput run from CreateChannel to the "
                 "end into FILE.<kind>-<mode>-<shards>")
@@ -276,25 +282,38 @@ def throughput_shards(recs, size, n):
     floor = (size / 2 / 1e6) / (n // 2 * per_shard)
     print(f"  (a worker reads a shard at <= {per_shard:.0f} MB/s here: 5 GetRecords/s x 10,000 records; with {n // 2} of the "
           f"{n} shards it needs >= {floor:.1f} s for its half, so two workers deliver <= {size / 1e6 / floor:.0f} MB/s)")
+    modes = [(m, label) for m, label in (("single", "one server (meta.db)"), ("one", "serve --pg (1 worker)"),
+                                         ("two", "serve --pg + 1 worker (2 workers)")) if m in args.modes.split(",")]
     for kind in args.kinds.split(","):
-        base = after_base = None
-        for mode, label in (("single", "one server (meta.db)"), ("one", "serve --pg (1 worker)"),
-                            ("two", "serve --pg + 1 worker (2 workers)")):
-            if mode not in args.modes.split(","):
-                continue
-            secs, first, cpu = throughput_run(kind, mode, recs, size, n)
-            mbs = size / 1e6 / secs
-            base = base or mbs
-            # Also the rate from the moment the channel is ACTIVE (its activation excluded;
-            # the shards' lease takes and every batch included), which is what a longer
-            # backlog converges to: a pool activates a channel through its control lease
-            # and the channel reload interval, a fixed cost of seconds.
-            after = size / 1e6 / max(0.001, secs - first)
-            after_base = after_base or after
+        # The modes in turn, round after round: a busy neighbour of this VM (CPU-s per MB of one
+        # and the same run vary by a third from one minute to the next) weighs on the runs of a
+        # round alike, and each ratio is taken within its round.
+        ratios = {m: [] for m, _ in modes}
+        after_ratios = {m: [] for m, _ in modes}
+        cpus = {m: [] for m, _ in modes}
+        for r in range(args.rounds):
+            base = after_base = None
+            for mode, label in modes:
+                secs, first, cpu = throughput_run(kind, mode, recs, size, n)
+                mbs = size / 1e6 / secs
+                base = base or mbs
+                # Also the rate from the moment the channel is ACTIVE (its activation excluded;
+                # the shards' lease takes and every batch included), which is what a longer
+                # backlog converges to: a pool activates a channel through its control lease
+                # and the channel reload interval, a fixed cost of seconds.
+                after = size / 1e6 / max(0.001, secs - first)
+                after_base = after_base or after
+                ratios[mode].append(mbs / base)
+                after_ratios[mode].append(after / after_base)
+                cpus[mode].append(cpu / (size / 1e8))
+                print(f"  {kind:5} {label:36} {secs:7.1f} s  {mbs:7.1f} MB/s  {mbs / base:5.2f}x   ACTIVE after "
+                      f"{first:4.1f} s, then {after:6.1f} MB/s  {after / after_base:5.2f}x   "
+                      f"CPU {cpu / (size / 1e8):5.2f} s/100 MB   (round {r + 1})", flush=True)
+        for mode, label in modes:
             goal = "   (goal >= 0.9x)" if mode == "two" else ""
-            print(f"  {kind:5} {label:36} {secs:7.1f} s  {mbs:7.1f} MB/s  {mbs / base:5.2f}x   ACTIVE after "
-                  f"{first:4.1f} s, then {after:6.1f} MB/s  {after / after_base:5.2f}x   "
-                  f"CPU {cpu / (size / 1e8):5.2f} s/100 MB{goal}")
+            print(f"  {kind:5} {label:36} median of {args.rounds}: {statistics.median(ratios[mode]):5.2f}x "
+                  f"(from ACTIVE {statistics.median(after_ratios[mode]):5.2f}x), CPU "
+                  f"{statistics.median(cpus[mode]):5.2f} s/100 MB{goal}")
 
 
 def steady_pool(pg, n_workers=1, config=CONFIG, freshness=1, compression="GZIP", stamp=False):
