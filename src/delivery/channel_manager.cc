@@ -696,8 +696,21 @@ void ChannelManager::Reload() {
             theirs.data_freshness_seconds != mine.data_freshness_seconds ||
             theirs.tags != mine.tags) {
           ChannelStatus was = mine.status;
-          mine.status = theirs.status;
-          mine.status_reason = theirs.status_reason;
+          // Resumed by another process while this one's stopped runner still has a batch
+          // in flight: the fresh runner must wait for it. The status stays FAILED here
+          // meanwhile, so that a later reload sees the change again and makes the runner
+          // (copied now, it left the channel ACTIVE here without a runner for good).
+          const bool resume_later =
+              was == ChannelStatus::kFailed &&
+              (theirs.status == ChannelStatus::kActive ||
+               theirs.status == ChannelStatus::kCreating) &&
+              keep->runner && keep->runner->in_flight() > 0;
+          if (resume_later) {
+            look_again_soon_ = true;
+          } else {
+            mine.status = theirs.status;
+            mine.status_reason = theirs.status_reason;
+          }
           mine.data_freshness_seconds = theirs.data_freshness_seconds;
           mine.logging = theirs.logging;
           mine.tags = theirs.tags;

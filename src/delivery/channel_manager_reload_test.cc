@@ -3,7 +3,9 @@
 // created in this process while a reload is reading the list is not in that list, and it
 // must not be taken for one another process deleted (it used to vanish until the next
 // reload: DescribeChannel answered ResourceNotFoundException right after CreateChannel);
-// a channel another process created retries its activation as one made here does.
+// a channel another process created retries its activation as one made here does; a
+// channel another process resumes while a batch of this one is in flight is resumed here
+// once that batch is done.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include "common/testing/status_assertions.h"
 #include "delivery/channel_manager_test_base.h"
 #include "delivery/sqlite_delivery_store.h"
+#include "stream/hash_key.h"
 
 namespace icestream::delivery {
 namespace {
@@ -68,8 +71,20 @@ class HookedStore final : public DeliveryStore {
   Status SavePlans(const std::string& id, const std::map<std::string, BatchPlan>& p) override {
     return inner_->SavePlans(id, p);
   }
+  // Runs once, in the next batch's checkpoint write (the batch is in flight until it
+  // returns).
+  void OnCommit(std::function<void()> hook) {
+    std::lock_guard lock(mu_);
+    commit_hook_ = std::move(hook);
+  }
   Status Commit(const std::string& id, const std::map<std::string, Position>& cps,
                 const std::set<std::string>& finished) override {
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(mu_);
+      if (!cps.empty()) hook.swap(commit_hook_);
+    }
+    if (hook) hook();
     return inner_->Commit(id, cps, finished);
   }
   Result<std::set<std::string>> FinishedShards(const std::string& id) override {
@@ -94,6 +109,7 @@ class HookedStore final : public DeliveryStore {
   std::mutex mu_;
   std::function<void()> hook_;
   std::function<void()> activate_hook_;
+  std::function<void()> commit_hook_;
   int activations_ = 0;
 };
 
@@ -236,6 +252,89 @@ TEST_F(ChannelManagerReload, AnActivationWhileTheListIsReadIsNotUndone) {
   ASSERT_OK_AND_ASSIGN(ChannelConfig now, channels->Describe(arn));
   EXPECT_EQ(now.status, ChannelStatus::kActive);
   EXPECT_EQ(store->activations(), 1);
+  channels->Stop();
+}
+
+// A channel that another process of the pool fails and then resumes while this process
+// still has a batch of it in flight (its runner stopped at the failure): here it used to
+// take the new status at once, but the fresh runner waited for the batch, and once the
+// batch was done no later reload saw a change again. The channel stayed ACTIVE here with
+// no runner, and delivered nothing more.
+TEST_F(ChannelManagerReload, AChannelResumedElsewhereDuringABatchDeliversAgain) {
+  ASSERT_OK_AND_ASSIGN(auto inner, SqliteDeliveryStore::Open(db_.get()));
+  auto hooked = std::make_unique<HookedStore>(std::move(inner));
+  HookedStore* store = hooked.get();
+  ASSERT_OK_AND_ASSIGN(auto channels, OpenManager(std::move(hooked), 50));
+  ASSERT_OK_AND_ASSIGN(auto theirs, SqliteDeliveryStore::Open(db_.get()));  // the other process
+
+  ChannelConfig req;
+  req.name = "resumed";
+  req.stream_name = "orders";
+  req.data_freshness_seconds = 1;
+  req.destination = S3DestinationConfig{.bucket_arn = "arn:aws:s3:::out"};
+  ASSERT_OK_AND_ASSIGN(ChannelConfig c, channels->Create(std::move(req)));
+  auto status = [&] {
+    auto d = channels->Describe(c.arn);
+    return d.ok() ? d->status : ChannelStatus::kDeleting;
+  };
+  auto wait_for = [&](ChannelStatus want) {
+    for (int i = 0; i < 200 && status() != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return status() == want;
+  };
+  ASSERT_TRUE(wait_for(ChannelStatus::kActive));
+
+  // The next batch's checkpoint write waits until the test lets it go.
+  std::promise<void> in_commit, release;
+  std::shared_future<void> released = release.get_future().share();
+  store->OnCommit([&in_commit, released] {
+    in_commit.set_value();
+    released.wait_for(std::chrono::seconds(30));
+  });
+  auto put = [&](const std::string& key) {
+    std::vector<stream::PutItem> items{{key, "{}", stream::PartitionKeyHash(key)}};
+    std::promise<stream::PutResult> p;
+    EXPECT_OK(streams_->Put("orders", items, [&](stream::PutResult r) { p.set_value(r); }));
+    p.get_future().wait();
+  };
+  put("first");
+  ASSERT_EQ(in_commit.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "no batch ran";
+
+  // The other process fails the channel, and resumes it once this one has seen it FAILED.
+  ASSERT_OK_AND_ASSIGN(std::vector<ChannelConfig> rows, theirs->LoadChannels());
+  ASSERT_EQ(rows.size(), 1u);
+  ChannelConfig row = rows[0];
+  row.status = ChannelStatus::kFailed;
+  row.status_reason = "failed elsewhere";
+  ASSERT_OK(theirs->SaveChannel(row));
+  EXPECT_TRUE(wait_for(ChannelStatus::kFailed));
+  row.status = ChannelStatus::kActive;
+  row.status_reason.clear();
+  ASSERT_OK(theirs->SaveChannel(row));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // reloads while in flight
+  release.set_value();
+
+  // Resumed here: a record put now is delivered (an object in the bucket).
+  ASSERT_TRUE(wait_for(ChannelStatus::kActive));
+  auto objects = [&] {
+    size_t n = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir_.Path("buckets/out"), ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file()) ++n;
+    }
+    return n;
+  };
+  const size_t before = objects();
+  put("second");
+  size_t after = before;
+  for (int i = 0; i < 200 && after == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    after = objects();
+  }
+  EXPECT_GT(after, before) << "the resumed channel delivered nothing more here";
   channels->Stop();
 }
 
