@@ -38,6 +38,7 @@ struct Recorder {
   std::map<std::string, Position> held;                 // what the destination reports holding
   Status next_failure;                                  // returned (once) by the next Deliver
   bool spans = false;
+  bool staged = false;  // staged(): a table's shard batches in a pool
   struct Seen {
     uint64_t offset;
     std::optional<uint32_t> sub;
@@ -55,6 +56,7 @@ class RecordingSink final : public Sink {
  public:
   explicit RecordingSink(std::shared_ptr<Recorder> r) : r_(std::move(r)) {}
   bool spans_shards() const override { return r_->spans; }
+  bool staged() const override { return r_->staged; }
   int64_t NextUpkeepMs() const override {
     std::lock_guard lock(r_->mu);
     return r_->upkeep_due_ms;
@@ -191,6 +193,38 @@ class CommitFailingStore final : public DeliveryStore {
   DeliveryStore* inner_;
 };
 
+// The local source, but planning at most `cap` bytes at once (MaxPlannedBytes), as a
+// remote source whose reader holds that much ahead: the engine must cut batches within it.
+class CappedSource final : public ShardSource {
+ public:
+  CappedSource(std::shared_ptr<ShardSource> inner, uint64_t cap)
+      : inner_(std::move(inner)), cap_(cap) {}
+  uint64_t LocalStreamUid() const override { return inner_->LocalStreamUid(); }
+  Result<std::vector<SourceShard>> Shards() override { return inner_->Shards(); }
+  Result<Position> StartPosition(const std::string& shard,
+                                 const StartingPosition& start) override {
+    return inner_->StartPosition(shard, start);
+  }
+  Result<ShardBacklog> Backlog(const std::string& shard, const Position& after) override {
+    return inner_->Backlog(shard, after);
+  }
+  uint64_t MaxPlannedBytes() const override { return cap_; }
+  Result<PlannedRange> PlanRange(const std::string& shard, const Position& after,
+                                 uint64_t max_bytes, size_t max_records) override {
+    return inner_->PlanRange(shard, after, std::min(max_bytes, cap_), max_records);
+  }
+  Result<std::unique_ptr<RangeReader>> OpenRange(const std::string& shard, const Position& after,
+                                                 const std::string& last_sequence,
+                                                 size_t chunk_bytes,
+                                                 size_t chunk_records) override {
+    return inner_->OpenRange(shard, after, last_sequence, chunk_bytes, chunk_records);
+  }
+
+ private:
+  std::shared_ptr<ShardSource> inner_;
+  uint64_t cap_;
+};
+
 class ShardRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -213,6 +247,10 @@ class ShardRunnerTest : public ::testing::Test {
     rec_ = std::make_shared<Recorder>();
     dest_ = std::make_unique<RecordingDestination>(rec_);
   }
+  // With planned_bytes_cap_ > 0, MakeRunner's source says it plans at most that many bytes
+  // at once (as a remote source's read-ahead buffer bounds it).
+  uint64_t planned_bytes_cap_ = 0;
+
   void TearDown() override {
     runner_.reset();
     sources_.reset();
@@ -222,7 +260,10 @@ class ShardRunnerTest : public ::testing::Test {
   }
 
   void MakeRunner(RunnerOptions o = {}) {
-    ASSERT_OK_AND_ASSIGN(auto source, sources_->OpenSource(config_));
+    ASSERT_OK_AND_ASSIGN(std::shared_ptr<ShardSource> source, sources_->OpenSource(config_));
+    if (planned_bytes_cap_ > 0) {
+      source = std::make_shared<CappedSource>(std::move(source), planned_bytes_cap_);
+    }
     SinkEnv env;
     env.buckets = buckets_.get();
     ASSERT_OK_AND_ASSIGN(
@@ -352,6 +393,42 @@ TEST_F(ShardRunnerTest, ASpanningSinkGetsOneBatchForAllShards) {
   ASSERT_EQ(rec_->batches.size(), 1u);
   EXPECT_EQ(rec_->batches[0].ranges.size(), 2u);
   EXPECT_EQ(rec_->delivered, put);
+}
+
+// A staged table's batch (one shard's, in a pool) is cut at a table commit's limits, not at
+// a shard batch's: with 5 records a shard batch and 1,000 a table batch, 40 records over
+// two shards are one batch per shard (they were batches of 5).
+TEST_F(ShardRunnerTest, AStagedSinksBatchesTakeATableCommitsLimits) {
+  RunnerOptions o;
+  o.max_batch_records = 5;
+  o.max_spanning_batch_records = 1000;
+  rec_->staged = true;
+  MakeRunner(o);
+  Activate();
+  auto put = Put(40, "t");
+  ASSERT_EQ(put.size(), 2u);
+  Drain();
+  EXPECT_EQ(rec_->delivered, put);
+  EXPECT_EQ(rec_->batches.size(), 2u);
+  for (const auto& b : rec_->batches) EXPECT_EQ(b.ranges.size(), 1u);
+}
+
+// ...but never past what the source can plan at once: a worker's remote source holds 32 MiB
+// per shard ahead, and a batch ripe only at 128 MiB would wait for its freshness deadline.
+// With the source planning about 40 bytes at a time, a shard's 16-24 records (~7 bytes
+// each) come in more than one batch; without the bound, none was ever ripe.
+TEST_F(ShardRunnerTest, AStagedSinksBatchesStayWithinWhatTheSourcePlans) {
+  RunnerOptions o;
+  o.max_batch_records = 1000;
+  o.max_spanning_batch_records = 1000;
+  rec_->staged = true;
+  planned_bytes_cap_ = 40;
+  MakeRunner(o);
+  Activate();
+  auto put = Put(40, "t");
+  Drain(/*freshness_ms=*/3'600'000);  // ripe only by size
+  EXPECT_EQ(rec_->delivered, put);
+  EXPECT_GT(rec_->batches.size(), 2u);
 }
 
 // Issue 17: a table whose stream went quiet still gets its upkeep (compaction of cold

@@ -118,6 +118,11 @@ class ShardSource {
   virtual Result<ShardBacklog> Behind(const std::string& shard, const Position& after) {
     return Backlog(shard, after);
   }
+  // The most record bytes one PlanRange can cover at once, whatever its max_bytes: a
+  // remote source plans from what its reader holds ahead, a buffer of its own size
+  // (UINT64_MAX: no such bound, a log read where it lies). The engine cuts batches within
+  // it, so that a batch is not left waiting for bytes the source will never hold.
+  virtual uint64_t MaxPlannedBytes() const { return UINT64_MAX; }
   // The longest range after `after` within `max_bytes` and `max_records` (at least one
   // record). kFailedPrecondition when nothing is pending.
   virtual Result<PlannedRange> PlanRange(const std::string& shard, const Position& after,

@@ -628,6 +628,10 @@ class KinesisShardSource final : public delivery::ShardSource {
     for (auto& [id, r] : readers_) r->Stop();
   }
 
+  // A shard's reader always may hold this much ahead (more only while the provider's
+  // readers hold little together).
+  uint64_t MaxPlannedBytes() const override { return options_.reserved_bytes_per_shard; }
+
   // Discovery (ListShards): new shards only come after the known ones in id order, and a
   // closed shard never changes again (it only expires), so between full listings
   // (ShardFilter FROM_TRIM_HORIZON, every full_listing_ms) only what follows the leading
