@@ -700,11 +700,10 @@ void ChannelManager::Reload() {
           // in flight: the fresh runner must wait for it. The status stays FAILED here
           // meanwhile, so that a later reload sees the change again and makes the runner
           // (copied now, it left the channel ACTIVE here without a runner for good).
-          const bool resume_later =
-              was == ChannelStatus::kFailed &&
-              (theirs.status == ChannelStatus::kActive ||
-               theirs.status == ChannelStatus::kCreating) &&
-              keep->runner && keep->runner->in_flight() > 0;
+          const bool resume_later = was == ChannelStatus::kFailed &&
+                                    (theirs.status == ChannelStatus::kActive ||
+                                     theirs.status == ChannelStatus::kCreating) &&
+                                    keep->runner && keep->runner->in_flight() > 0;
           if (resume_later) {
             look_again_soon_ = true;
           } else {

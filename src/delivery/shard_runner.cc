@@ -992,9 +992,8 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
       if (present.count(p) && !finished_.count(p)) parents_done = false;
     }
     if (!parents_done || st.in_flight) continue;
-    bool ripe =
-        (b.oldest_arrival_ms >= 0 && now >= b.oldest_arrival_ms + freshness_ms - lead) ||
-        b.records >= batch_records || b.bytes >= batch_bytes;
+    bool ripe = (b.oldest_arrival_ms >= 0 && now >= b.oldest_arrival_ms + freshness_ms - lead) ||
+                b.records >= batch_records || b.bytes >= batch_bytes;
     pending.push_back({s.id, st.checkpoint, b.records, b.bytes, ripe});
   }
   metrics_.data_freshness_ms.store(oldest_pending < 0 ? 0

@@ -201,8 +201,7 @@ class CappedSource final : public ShardSource {
       : inner_(std::move(inner)), cap_(cap) {}
   uint64_t LocalStreamUid() const override { return inner_->LocalStreamUid(); }
   Result<std::vector<SourceShard>> Shards() override { return inner_->Shards(); }
-  Result<Position> StartPosition(const std::string& shard,
-                                 const StartingPosition& start) override {
+  Result<Position> StartPosition(const std::string& shard, const StartingPosition& start) override {
     return inner_->StartPosition(shard, start);
   }
   Result<ShardBacklog> Backlog(const std::string& shard, const Position& after) override {
