@@ -700,11 +700,11 @@ void ChannelManager::Reload() {
           // in flight: the fresh runner must wait for it. The status stays FAILED here
           // meanwhile, so that a later reload sees the change again and makes the runner
           // (copied now, it left the channel ACTIVE here without a runner for good).
-          const bool resume_later = was == ChannelStatus::kFailed &&
-                                    (theirs.status == ChannelStatus::kActive ||
-                                     theirs.status == ChannelStatus::kCreating) &&
-                                    keep->runner && keep->runner->in_flight() > 0;
-          if (resume_later) {
+          const bool resumed =
+              was == ChannelStatus::kFailed && (theirs.status == ChannelStatus::kActive ||
+                                                theirs.status == ChannelStatus::kCreating);
+          const bool batch_running = keep->runner && keep->runner->in_flight() > 0;
+          if (resumed && batch_running) {
             look_again_soon_ = true;
           } else {
             mine.status = theirs.status;
@@ -722,9 +722,7 @@ void ChannelManager::Reload() {
             // Activated by another process: its checkpoints are in the store.
             (void)keep->runner->Load();
           }
-          if (was == ChannelStatus::kFailed &&
-              (mine.status == ChannelStatus::kActive || mine.status == ChannelStatus::kCreating) &&
-              (!keep->runner || keep->runner->in_flight() == 0)) {
+          if (resumed && !batch_running) {
             // Resumed by another process: a fresh runner from the store's state, as there.
             const bool active = mine.status == ChannelStatus::kActive;
             keep->runner.reset();

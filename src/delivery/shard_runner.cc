@@ -934,11 +934,12 @@ std::vector<ShardRunner::Job> ShardRunner::Schedule(int64_t now, int64_t freshne
   // 3 MB (bench/scaleout, table, 4 shards, `serve --pg`: 1.6-2.6 s against 1.0-2.1 s).
   // Never past what the source can plan at once (a remote source's read-ahead): a batch
   // would wait for its freshness deadline for bytes the reader never holds.
-  const uint64_t batch_bytes = std::min<uint64_t>(
-      spanning || sink_->staged() ? options_.max_spanning_batch_bytes : options_.max_batch_bytes,
-      std::max<uint64_t>(1, source_->MaxPlannedBytes()));
-  const size_t batch_records = spanning || sink_->staged() ? options_.max_spanning_batch_records
-                                                           : options_.max_batch_records;
+  const bool table_sized = spanning || sink_->staged();
+  const uint64_t batch_bytes =
+      std::min<uint64_t>(table_sized ? options_.max_spanning_batch_bytes : options_.max_batch_bytes,
+                         std::max<uint64_t>(1, source_->MaxPlannedBytes()));
+  const size_t batch_records =
+      table_sized ? options_.max_spanning_batch_records : options_.max_batch_records;
   // Flush a little before the oldest record reaches the freshness interval, so that it is
   // visible within it.
   const int64_t lead = std::min<int64_t>(500, freshness_ms / 10);

@@ -196,8 +196,7 @@ class ColumnWriter {
       if (entries >= kFirstCheckEntries && values <= kFirstCheckValues) {
         dictionary_not_paying_ = true;
       }
-    } else if (entries > kMinEntriesForCardinalityCheck && new_values > 0 &&
-               static_cast<int64_t>(new_entries) * 8 > new_values * 7) {
+    } else if (entries > kMinEntriesForCardinalityCheck && MostlyNew(new_entries, new_values)) {
       dictionary_not_paying_ = true;
     }
     return dictionary_not_paying_;
@@ -223,8 +222,7 @@ class ColumnWriter {
     }
     quarter_checked_ = true;
     const int64_t values = dict_values_ + page_.num_values;
-    if (dictionary_.size() >= kMinEntriesForQuarterCheck &&
-        static_cast<int64_t>(dictionary_.size()) * 8 > values * 7) {
+    if (dictionary_.size() >= kMinEntriesForQuarterCheck && MostlyNew(dictionary_.size(), values)) {
       dictionary_not_paying_ = true;
     }
     return dictionary_not_paying_;
@@ -253,6 +251,11 @@ class ColumnWriter {
     } else {
       page_.plain.append(v, n);  // PLAIN, or waiting for FlushDictionary()
     }
+  }
+
+  // More than 7 in 8 of `values` were new `entries` (none: false).
+  static bool MostlyNew(size_t entries, int64_t values) {
+    return values > 0 && static_cast<int64_t>(entries) * 8 > values * 7;
   }
 
   static constexpr size_t kMinEntriesForCardinalityCheck = 1024;

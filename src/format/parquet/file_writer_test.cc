@@ -294,6 +294,17 @@ int32_t DataPages(const ColumnMetaData& m, Encoding e) {
   return n;
 }
 
+// The dictionary tests' random values (xorshift64, one fixed seed: the same draws every run).
+struct XorShift64 {
+  uint64_t x = 88172645463325252ull;
+  uint64_t operator()() {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  }
+};
+
 TEST(FileWriterTest, DictionaryStaysWhileValuesRepeatAndStopsWhenTheyDoNot) {
   // 80,000 rows of three double columns: coordinates with two decimals out of 12,000
   // values (96% of the first 1,024 are new, 83% of the first 4,096, 61% of the next: the
@@ -306,13 +317,7 @@ TEST(FileWriterTest, DictionaryStaysWhileValuesRepeatAndStopsWhenTheyDoNot) {
   ASSERT_OK_AND_ASSIGN(ParquetSchema ps, ParquetSchema::Make(s));
   WriterOptions o;
   ASSERT_OK_AND_ASSIGN(auto b, RowGroupBuilder::Make(&ps, &o, false));
-  uint64_t x = 88172645463325252ull;
-  auto next = [&x] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
+  XorShift64 next;
   for (int i = 0; i < 80000; ++i) {
     b->column(0).AddDouble(0, -60.0 + static_cast<double>(next() % 12000) / 100.0);
     b->column(1).AddDouble(0, static_cast<double>(next() % 1000000) / 7.0);
@@ -349,13 +354,7 @@ TEST(FileWriterTest, LongDistinctStringsLeaveTheDictionaryAtAQuarterOfItsLimit) 
   WriterOptions o;
   o.codec = Codec::kUncompressed;
   ASSERT_OK_AND_ASSIGN(auto b, RowGroupBuilder::Make(&ps, &o, false));
-  uint64_t x = 88172645463325252ull;
-  auto next = [&x] {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return x;
-  };
+  XorShift64 next;
   auto text = [](uint64_t v) {
     std::string t = std::to_string(v) + ":";
     while (t.size() < 1000) t += std::to_string(v * t.size());
