@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <vector>
 
 #include "common/bytes.h"
 #include "common/fs.h"
@@ -377,6 +379,14 @@ class ShardLog::FrameSink {
   virtual ~FrameSink() = default;
   // A buffer of at least `want` bytes for the next pread.
   virtual char* Buffer(size_t want) = 0;
+  // The bytes [pos, pos + want) of `fd` mapped rather than read, or null (then Buffer and
+  // a pread). `durable` bytes of the file are never cut (Segment::TruncateTo cuts only a
+  // failed write past them): a mapping ends within them, so no access can fault past the
+  // file's end.
+  virtual const char* Map(int fd, uint64_t pos, size_t want, uint64_t durable) {
+    (void)fd, (void)pos, (void)want, (void)durable;
+    return nullptr;
+  }
   virtual void Frame(const FrameView& f) = 0;
 };
 
@@ -478,6 +488,35 @@ class ViewSink final : public ShardLog::FrameSink {
     out_->buffers.push_back(ReadBufferPool::Get().Take(want + kViewPadding));
     return out_->buffers.back().get();
   }
+  // Bytes the page cache holds (the log's cache window: a tailing reader's, and the newer
+  // part of a backlog) are mapped, padding included, instead of copied out of the cache:
+  // the copy was 2.5% of a 4-shard backlog delivery's CPU, half of whose bytes lie in the
+  // window. Read-only and shared, so no page is copied (a private writable mapping would
+  // copy each on MAP_POPULATE); populated at once, so the converters take no faults.
+  // Small reads (a tailing reader's last records) are cheaper copied than mapped and
+  // unmapped.
+  const char* Map(int fd, uint64_t pos, size_t want, uint64_t durable) override {
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    constexpr size_t kMinMapBytes = 256u << 10;
+    if (want < kMinMapBytes || pos + want + kViewPadding > durable) return nullptr;
+    const uint64_t first = pos & ~(page - 1);
+    const size_t len = static_cast<size_t>(pos + want + kViewPadding - first);
+    void* m =
+        ::mmap(nullptr, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(first));
+    if (m == MAP_FAILED) return nullptr;  // read instead
+    char* base = static_cast<char*>(m);
+    // Only pages the cache holds: one the populate had to read from the disk may have
+    // failed, and touching it would be SIGBUS where a pread reports an I/O error.
+    thread_local std::vector<unsigned char> resident;
+    resident.resize((len + page - 1) / page);
+    if (::mincore(base, len, resident.data()) != 0 ||
+        std::any_of(resident.begin(), resident.end(), [](unsigned char r) { return !(r & 1); })) {
+      ::munmap(base, len);
+      return nullptr;
+    }
+    out_->buffers.push_back(std::shared_ptr<char[]>(base, [len](char* p) { ::munmap(p, len); }));
+    return base + (pos - first);
+  }
   void Frame(const FrameView& f) override {
     out_->records.push_back({f.offset, f.arrival_ms, f.partition_key, f.data});
   }
@@ -533,6 +572,10 @@ Result<size_t> ShardLog::ReadBlock(const std::shared_ptr<Segment>& segment, int 
 #endif
   }
   if (!cold || direct->fd < 0) {
+    if (const char* mapped = sink->Map(fd, pos, want, seg.durable_bytes())) {
+      *data = const_cast<char*>(mapped);  // read-only: the frames are parsed, never written
+      return want;
+    }
     *data = sink->Buffer(want);
     return fs::PReadFull(fd, *data, want, pos, seg.path());
   }
