@@ -7,13 +7,16 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 
+#include "aws/cbor.h"
 #include "common/clock.h"
 #include "common/sqlite.h"
 #include "common/testing/status_assertions.h"
 #include "common/testing/temp_dir.h"
 #include "kinesis/api.h"
+#include "kinesis/context.h"
 #include "stream/stream_manager.h"
 
 namespace icestream::kinesis {
@@ -205,6 +208,63 @@ TEST_F(KinesisHandlersTest, WrittenRecordsAreReadBack) {
   EXPECT_EQ(got.body["Records"][0]["Data"], "aGVsbG8=");
   EXPECT_EQ(got.body["Records"][0]["SequenceNumber"], put.body["SequenceNumber"]);
   EXPECT_EQ(got.body["Records"][2]["PartitionKey"], "b");
+}
+
+// A GetRecords answer in CBOR is reserved once, at its full size: a 10 MB answer that
+// outgrew its reservation at the last records was copied whole into fresh pages. Records of
+// the largest shapes besides their data (256-character keys, 56-digit sequence numbers,
+// 9-byte arrival times) decode back, the answer left the reservation untouched, and the
+// handler's tail (the next iterator, MillisBehindLatest) still fits without a move.
+TEST(AppendRecordsCborTest, TheAnswerIsReservedOnceAtItsFullSize) {
+  std::vector<std::string> keys, data;
+  stream::ShardReadResult r;
+  for (int i = 0; i < 2000; ++i) {
+    keys.push_back(std::string(255, 'k') + static_cast<char>('a' + i % 26));
+    data.push_back(std::string(1000 + i % 7, static_cast<char>(i)));
+  }
+  for (int i = 0; i < 2000; ++i) {
+    r.records.push_back({uint64_t{1} << 40 | static_cast<uint64_t>(i),
+                         int64_t{1'765'000'000'000} + i, keys[i], data[i]});
+  }
+  std::string out;
+  aws::CborAppendHead(&out, 5, 3);
+  AppendRecordsCbor(&out, r, 987654321012345ull, 3);
+  EXPECT_LE(out.capacity(), out.size() + 16384) << "the answer outgrew its reservation";
+  const char* at = out.data();
+  aws::CborAppendText(&out, "NextShardIterator");
+  aws::CborAppendText(&out, std::string(600, 'i'));
+  aws::CborAppendText(&out, "MillisBehindLatest");
+  aws::CborAppendInt(&out, 123456789);
+  EXPECT_EQ(out.data(), at) << "the answer's tail moved it";
+  // Read back with the CBOR reader (nlohmann's refuses tag 1, the timestamps' tag).
+  using Kind = aws::CborReader::Kind;
+  aws::CborReader cbor(out);
+  aws::CborReader::Item item;
+  std::string_view text;
+  ASSERT_TRUE(cbor.Next(&item) && item.kind == Kind::kMap && item.length == 3);
+  ASSERT_TRUE(cbor.Next(&item) && cbor.StringBody(item, nullptr, &text));
+  EXPECT_EQ(text, "Records");
+  ASSERT_TRUE(cbor.Next(&item) && item.kind == Kind::kArray);
+  ASSERT_EQ(item.length, 2000u);
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE(cbor.Next(&item) && item.kind == Kind::kMap && item.length == 4) << i;
+    std::map<std::string, std::string> members;
+    for (int m = 0; m < 4; ++m) {
+      ASSERT_TRUE(cbor.Next(&item) && cbor.StringBody(item, nullptr, &text)) << i;
+      std::string key(text);
+      ASSERT_TRUE(cbor.Next(&item)) << i;
+      if (item.kind == Kind::kUnsigned) {
+        members[key] = std::to_string(item.length);
+      } else {
+        ASSERT_TRUE(cbor.StringBody(item, nullptr, &text)) << i << " " << key;
+        members[key] = std::string(text);
+      }
+    }
+    EXPECT_EQ(members["SequenceNumber"].size(), 56u) << i;
+    EXPECT_EQ(members["ApproximateArrivalTimestamp"], std::to_string(1'765'000'000'000 + i));
+    ASSERT_EQ(members["PartitionKey"], keys[i]) << i;
+    ASSERT_EQ(members["Data"], data[i]) << i;
+  }
 }
 
 }  // namespace

@@ -839,8 +839,9 @@ Result<ShardReadResult> StreamManager::Read(const std::string& name, uint64_t ui
   }
   ShardReadResult out;
   uint64_t stop = end_offset.value_or(UINT64_MAX);
-  ASSIGN_OR_RETURN(auto r, log->Read(from, max_records, max_bytes, stop));
+  ASSIGN_OR_RETURN(auto r, log->ReadViews(from, max_records, max_bytes, stop));
   out.records = std::move(r.records);
+  out.buffers = std::move(r.buffers);
   out.next_offset = r.next_offset;
   uint64_t committed = log->committed_end();
   if (end_offset && out.next_offset >= *end_offset && out.records.empty()) {

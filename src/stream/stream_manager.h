@@ -89,7 +89,10 @@ struct PutResult {
 using PutDone = std::function<void(PutResult)>;
 
 struct ShardReadResult {
-  std::vector<log::ReadRecord> records;
+  // Views into `buffers` (the log's read buffers, or its mapped cache pages), which the
+  // result owns: an answer of 10,000 records copies each once, into the answer itself.
+  std::vector<log::RecordView> records;
+  std::vector<std::shared_ptr<char[]>> buffers;
   uint64_t next_offset = 0;
   bool shard_end = false;           // closed shard read to its end
   std::vector<ShardInfo> children;  // set with shard_end
