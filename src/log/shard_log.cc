@@ -488,13 +488,13 @@ class ViewSink final : public ShardLog::FrameSink {
     out_->buffers.push_back(ReadBufferPool::Get().Take(want + kViewPadding));
     return out_->buffers.back().get();
   }
-  // Bytes the page cache holds (the log's cache window: a tailing reader's, and the newer
-  // part of a backlog) are mapped, padding included, instead of copied out of the cache:
-  // the copy was 2.5% of a 4-shard backlog delivery's CPU, half of whose bytes lie in the
-  // window. Read-only and shared, so no page is copied (a private writable mapping would
-  // copy each on MAP_POPULATE); populated at once, so the converters take no faults.
-  // Small reads (a tailing reader's last records) are cheaper copied than mapped and
-  // unmapped.
+  // Bytes the page cache holds (the log's cache window: the newer part of a backlog) are
+  // mapped, padding included, instead of copied out of the cache: the copy was 2.5% of a
+  // 4-shard backlog delivery's CPU, half of whose bytes lie in the window. Read-only and
+  // shared, so no page is copied (a private writable mapping would copy each on
+  // MAP_POPULATE); populated at once, so the converters take no faults. Small reads are
+  // cheaper copied than mapped and unmapped, and a read that runs to the durable end (a
+  // tailing reader's, a segment's last) is copied: its padding would pass that end.
   const char* Map(int fd, uint64_t pos, size_t want, uint64_t durable) override {
     static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     constexpr size_t kMinMapBytes = 256u << 10;
@@ -506,7 +506,10 @@ class ViewSink final : public ShardLog::FrameSink {
     if (m == MAP_FAILED) return nullptr;  // read instead
     char* base = static_cast<char*>(m);
     // Only pages the cache holds: one the populate had to read from the disk may have
-    // failed, and touching it would be SIGBUS where a pread reports an I/O error.
+    // failed, and touching it would be SIGBUS where a pread reports an I/O error. This
+    // holds when the mapping is made: a page the kernel evicts later (memory pressure)
+    // is read again on access, and a disk error then is SIGBUS. (mincore reports every
+    // page of a file the process may not write as resident; the log's own files are its.)
     thread_local std::vector<unsigned char> resident;
     resident.resize((len + page - 1) / page);
     if (::mincore(base, len, resident.data()) != 0 ||
