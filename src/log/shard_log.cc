@@ -373,23 +373,6 @@ size_t ShardLog::segment_count() const {
   return segments_.size();
 }
 
-// Where ReadFrames puts what it reads: a buffer for each pread, and each record found.
-class ShardLog::FrameSink {
- public:
-  virtual ~FrameSink() = default;
-  // A buffer of at least `want` bytes for the next pread.
-  virtual char* Buffer(size_t want) = 0;
-  // The bytes [pos, pos + want) of `fd` mapped rather than read, or null (then Buffer and
-  // a pread). `durable` bytes of the file are never cut (Segment::TruncateTo cuts only a
-  // failed write past them): a mapping ends within them, so no access can fault past the
-  // file's end.
-  virtual const char* Map(int fd, uint64_t pos, size_t want, uint64_t durable) {
-    (void)fd, (void)pos, (void)want, (void)durable;
-    return nullptr;
-  }
-  virtual void Frame(const FrameView& f) = 0;
-};
-
 namespace {
 
 // Read buffers are aligned for O_DIRECT reads (ReadBlock).
@@ -450,101 +433,70 @@ class ReadBufferPool {
   size_t kept_ = 0;
 };
 
-// Copies records into ReadResult, reading into a per-thread buffer: a batch read of tens of
-// MiB is not zero-filled first (pread overwrites it), and the buffer is kept for the next
-// read (fresh multi-MiB allocations cost a page fault per page); one larger than 8 MiB
-// is not.
-class CopySink final : public ShardLog::FrameSink {
- public:
-  explicit CopySink(ReadResult* out) : out_(out) {}
-  char* Buffer(size_t want) override {
-    thread_local AlignedBuffer raw;
-    thread_local size_t raw_capacity = 0;
-    constexpr size_t kKeepBytes = 8u << 20;
-    if (want <= raw_capacity) return raw.get();
-    if (want <= kKeepBytes) {
-      raw = AllocateAligned(want);
-      raw_capacity = want;
-      return raw.get();
-    }
-    big_ = AllocateAligned(want);
-    return big_.get();
-  }
-  void Frame(const FrameView& f) override {
-    out_->records.push_back(
-        {f.offset, f.arrival_ms, std::string(f.partition_key), std::string(f.data)});
-  }
+// A buffer of at least `want` bytes (and the views' padding) for the next pread, kept by
+// `out` (the views point into it).
+char* ReadBuffer(ViewResult* out, size_t want) {
+  out->buffers.push_back(ReadBufferPool::Get().Take(want + kViewPadding));
+  return out->buffers.back().get();
+}
 
- private:
-  ReadResult* out_;
-  AlignedBuffer big_;
-};
-
-// Keeps every buffer (the views point into them).
-class ViewSink final : public ShardLog::FrameSink {
- public:
-  explicit ViewSink(ViewResult* out) : out_(out) {}
-  char* Buffer(size_t want) override {
-    out_->buffers.push_back(ReadBufferPool::Get().Take(want + kViewPadding));
-    return out_->buffers.back().get();
+// The bytes [pos, pos + want) of `fd` mapped rather than read (kept by `out`), or null: then
+// ReadBuffer and a pread. `durable` bytes of the file are never cut (Segment::TruncateTo cuts
+// only a failed write past them): a mapping ends within them, so no access can fault past
+// the file's end.
+// Bytes the page cache holds (the log's cache window: the newer part of a backlog) are
+// mapped, padding included, instead of copied out of the cache: the copy was 2.5% of a
+// 4-shard backlog delivery's CPU, half of whose bytes lie in the window. Read-only and
+// shared, so no page is copied (a private writable mapping would copy each on
+// MAP_POPULATE); populated at once, so the converters take no faults. Small reads are
+// cheaper copied than mapped and unmapped, and a read that runs to the durable end (a
+// tailing reader's, a segment's last) is copied: its padding would pass that end.
+const char* MapCached(ViewResult* out, int fd, uint64_t pos, size_t want, uint64_t durable) {
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  constexpr size_t kMinMapBytes = 256u << 10;
+  if (want < kMinMapBytes || pos + want + kViewPadding > durable) return nullptr;
+  const uint64_t first = pos & ~(page - 1);
+  const size_t len = static_cast<size_t>(pos + want + kViewPadding - first);
+  void* m =
+      ::mmap(nullptr, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(first));
+  if (m == MAP_FAILED) return nullptr;  // read instead
+  char* base = static_cast<char*>(m);
+  // Only pages the cache holds: one the populate had to read from the disk may have
+  // failed, and touching it would be SIGBUS where a pread reports an I/O error. This holds
+  // when the mapping is made: a page the kernel evicts later (memory pressure) is read
+  // again on access, and a disk error then is SIGBUS. (mincore reports every page of a file
+  // the process may not write as resident; the log's own files are its.)
+  thread_local std::vector<unsigned char> resident;
+  resident.resize((len + page - 1) / page);
+  if (::mincore(base, len, resident.data()) != 0 ||
+      std::any_of(resident.begin(), resident.end(), [](unsigned char r) { return !(r & 1); })) {
+    ::munmap(base, len);
+    return nullptr;
   }
-  // Bytes the page cache holds (the log's cache window: the newer part of a backlog) are
-  // mapped, padding included, instead of copied out of the cache: the copy was 2.5% of a
-  // 4-shard backlog delivery's CPU, half of whose bytes lie in the window. Read-only and
-  // shared, so no page is copied (a private writable mapping would copy each on
-  // MAP_POPULATE); populated at once, so the converters take no faults. Small reads are
-  // cheaper copied than mapped and unmapped, and a read that runs to the durable end (a
-  // tailing reader's, a segment's last) is copied: its padding would pass that end.
-  const char* Map(int fd, uint64_t pos, size_t want, uint64_t durable) override {
-    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    constexpr size_t kMinMapBytes = 256u << 10;
-    if (want < kMinMapBytes || pos + want + kViewPadding > durable) return nullptr;
-    const uint64_t first = pos & ~(page - 1);
-    const size_t len = static_cast<size_t>(pos + want + kViewPadding - first);
-    void* m =
-        ::mmap(nullptr, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, static_cast<off_t>(first));
-    if (m == MAP_FAILED) return nullptr;  // read instead
-    char* base = static_cast<char*>(m);
-    // Only pages the cache holds: one the populate had to read from the disk may have
-    // failed, and touching it would be SIGBUS where a pread reports an I/O error. This
-    // holds when the mapping is made: a page the kernel evicts later (memory pressure)
-    // is read again on access, and a disk error then is SIGBUS. (mincore reports every
-    // page of a file the process may not write as resident; the log's own files are its.)
-    thread_local std::vector<unsigned char> resident;
-    resident.resize((len + page - 1) / page);
-    if (::mincore(base, len, resident.data()) != 0 ||
-        std::any_of(resident.begin(), resident.end(), [](unsigned char r) { return !(r & 1); })) {
-      ::munmap(base, len);
-      return nullptr;
-    }
-    out_->buffers.push_back(std::shared_ptr<char[]>(base, [len](char* p) { ::munmap(p, len); }));
-    return base + (pos - first);
-  }
-  void Frame(const FrameView& f) override {
-    out_->records.push_back({f.offset, f.arrival_ms, f.partition_key, f.data});
-  }
-
- private:
-  ViewResult* out_;
-};
+  out->buffers.push_back(std::shared_ptr<char[]>(base, [len](char* p) { ::munmap(p, len); }));
+  return base + (pos - first);
+}
 
 }  // namespace
 
 Result<ReadResult> ShardLog::Read(uint64_t from, size_t max_records, size_t max_bytes,
                                   uint64_t stop_before) const {
+  ASSIGN_OR_RETURN(ViewResult views, ReadViews(from, max_records, max_bytes, stop_before));
   ReadResult out;
-  CopySink sink(&out);
-  ASSIGN_OR_RETURN(auto r, ReadFrames(from, max_records, max_bytes, stop_before, &sink));
-  out.next_offset = r.first;
-  out.bytes = r.second;
+  out.records.reserve(views.records.size());
+  for (const auto& r : views.records) {
+    out.records.push_back(
+        {r.offset, r.arrival_ms, std::string(r.partition_key), std::string(r.data)});
+  }
+  out.next_offset = views.next_offset;
+  out.bytes = views.bytes;
   return out;
 }
 
 Result<ViewResult> ShardLog::ReadViews(uint64_t from, size_t max_records, size_t max_bytes,
                                        uint64_t stop_before) const {
   ViewResult out;
-  ViewSink sink(&out);
-  ASSIGN_OR_RETURN(auto r, ReadFrames(from, max_records, max_bytes, stop_before, &sink));
+  ASSIGN_OR_RETURN(auto r, ReadFrames(from, max_records, max_bytes, stop_before, &out));
   out.next_offset = r.first;
   out.bytes = r.second;
   return out;
@@ -555,7 +507,7 @@ ShardLog::DirectFile::~DirectFile() {
 }
 
 Result<size_t> ShardLog::ReadBlock(const std::shared_ptr<Segment>& segment, int fd,
-                                   DirectFile* direct, uint64_t pos, size_t want, FrameSink* sink,
+                                   DirectFile* direct, uint64_t pos, size_t want, ViewResult* out,
                                    char** data) {
   const Segment& seg = *segment;
   // Bytes the log dropped from the page cache (below its window: a backlog) come from the
@@ -575,18 +527,18 @@ Result<size_t> ShardLog::ReadBlock(const std::shared_ptr<Segment>& segment, int 
 #endif
   }
   if (!cold || direct->fd < 0) {
-    if (const char* mapped = sink->Map(fd, pos, want, seg.durable_bytes())) {
+    if (const char* mapped = MapCached(out, fd, pos, want, seg.durable_bytes())) {
       *data = const_cast<char*>(mapped);  // read-only: the frames are parsed, never written
       return want;
     }
-    *data = sink->Buffer(want);
+    *data = ReadBuffer(out, want);
     return fs::PReadFull(fd, *data, want, pos, seg.path());
   }
   const uint64_t first = pos & ~uint64_t{kDirectAlign - 1};
   const uint64_t last = (pos + want + kDirectAlign - 1) & ~uint64_t{kDirectAlign - 1};
   const size_t skip = static_cast<size_t>(pos - first);
   const size_t n = static_cast<size_t>(last - first);
-  char* block = sink->Buffer(n);
+  char* block = ReadBuffer(out, n);
   *data = block + skip;
   size_t got = 0;
   while (got < n) {
@@ -605,7 +557,7 @@ Result<size_t> ShardLog::ReadBlock(const std::shared_ptr<Segment>& segment, int 
 
 Result<std::pair<uint64_t, size_t>> ShardLog::ReadFrames(uint64_t from, size_t max_records,
                                                          size_t max_bytes, uint64_t stop_before,
-                                                         FrameSink* sink) const {
+                                                         ViewResult* out) const {
   size_t count = 0;
   size_t bytes = 0;
   uint64_t end = std::min(committed_end(), stop_before);
@@ -671,8 +623,7 @@ Result<std::pair<uint64_t, size_t>> ShardLog::ReadFrames(uint64_t from, size_t m
       uint64_t default_read = std::max<uint64_t>(256 << 10, left + 4096);
       size_t want = static_cast<size_t>(
           std::min<uint64_t>(seg_end_pos - pos, std::max<uint64_t>(default_read, min_read)));
-      ASSIGN_OR_RETURN(size_t got,
-                       ReadBlock(seg, (*handle)->fd(), &direct, pos, want, sink, &data));
+      ASSIGN_OR_RETURN(size_t got, ReadBlock(seg, (*handle)->fd(), &direct, pos, want, out, &data));
       buf = std::string_view(data, got);
       min_read = 0;
       size_t at = 0;
@@ -699,7 +650,7 @@ Result<std::pair<uint64_t, size_t>> ShardLog::ReadFrames(uint64_t from, size_t m
           }
           size_t rec_bytes = f.partition_key.size() + f.data.size();
           if (count > 0 && bytes + rec_bytes > max_bytes) return std::make_pair(offset, bytes);
-          sink->Frame(f);
+          out->records.push_back({f.offset, f.arrival_ms, f.partition_key, f.data});
           ++count;
           bytes += rec_bytes;
           ++offset;
@@ -739,7 +690,7 @@ Result<uint64_t> ShardLog::OffsetAtTime(int64_t t_ms) const {
   // Scan frames from the index entry to the first record at or after t.
   uint64_t offset = base_offset;
   while (offset < end) {
-    ASSIGN_OR_RETURN(auto batch, Read(offset, 1000, 8 << 20, end));
+    ASSIGN_OR_RETURN(auto batch, ReadViews(offset, 1000, 8 << 20, end));
     if (batch.records.empty()) break;
     for (const auto& r : batch.records) {
       if (r.arrival_ms >= t_ms) return r.offset;
@@ -764,7 +715,7 @@ uint64_t ShardLog::ApproximateBytes(uint64_t from, uint64_t to) const {
 }
 
 Result<int64_t> ShardLog::ArrivalOf(uint64_t offset) const {
-  ASSIGN_OR_RETURN(auto r, Read(offset, 1, 1, offset + 1));
+  ASSIGN_OR_RETURN(auto r, ReadViews(offset, 1, 1, offset + 1));
   if (r.records.empty() || r.records[0].offset != offset) {
     return NotFound("offset " + std::to_string(offset) + " is not stored");
   }

@@ -123,12 +123,12 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
   // between segments left by `icestream fsck --repair` is stepped over.
   Result<ReadResult> Read(uint64_t from, size_t max_records, size_t max_bytes,
                           uint64_t stop_before = UINT64_MAX) const;
-  // Read without copying: the records are views into the read buffers, which the result
-  // owns (each frame's checksum is verified once, as it is parsed out of the buffer).
+  // Read without copying: the records are views into the read buffers (or mapped cache
+  // pages), which the result owns (each frame's checksum is verified once, as it is parsed
+  // out of the buffer). Read copies each record of it into strings of its own, for callers
+  // that keep records apart from their buffers; the server's own reads take views.
   Result<ViewResult> ReadViews(uint64_t from, size_t max_records, size_t max_bytes,
                                uint64_t stop_before = UINT64_MAX) const;
-
-  class FrameSink;
 
   // First committed offset whose arrival time is >= t_ms (committed end if none).
   Result<uint64_t> OffsetAtTime(int64_t t_ms) const;
@@ -165,14 +165,14 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
  private:
   friend class Committer;
   ShardLog(std::string dir, LogOptions options, const Clock* clock, Committer* committer);
-  // The read loop of Read and ReadViews: frames from `from` go to `sink`. Returns the
-  // next offset and the key + data bytes read.
+  // The read loop of ReadViews: the records from `from`, and the buffers they lie in, go
+  // to `out`. Returns the next offset and the key + data bytes read.
   Result<std::pair<uint64_t, size_t>> ReadFrames(uint64_t from, size_t max_records,
                                                  size_t max_bytes, uint64_t stop_before,
-                                                 FrameSink* sink) const;
-  // One read of [pos, pos + want) of `seg` into a buffer from sink (*data: the bytes at
-  // pos); returns the number read. Bytes the log dropped from the page cache are read
-  // with O_DIRECT through `direct` (opened once per segment), the rest through fd.
+                                                 ViewResult* out) const;
+  // One read of [pos, pos + want) of `seg` into a buffer (or a mapping) kept by `out`
+  // (*data: the bytes at pos); returns the number read. Bytes the log dropped from the page cache
+  // are read with O_DIRECT through `direct` (opened once per segment), the rest through fd.
   struct DirectFile {
     std::shared_ptr<const Segment> segment;  // held: its address cannot pass to another
     int fd = -1;
@@ -182,7 +182,7 @@ class ShardLog : public std::enable_shared_from_this<ShardLog> {
     ~DirectFile();
   };
   static Result<size_t> ReadBlock(const std::shared_ptr<Segment>& seg, int fd, DirectFile* direct,
-                                  uint64_t pos, size_t want, FrameSink* sink, char** data);
+                                  uint64_t pos, size_t want, ViewResult* out, char** data);
   Status Recover();
 
   // A batch taken from the queue by the committer: written, then synced and published.

@@ -53,6 +53,50 @@ class ShardLogTest : public ::testing::Test {
     return *info;
   }
 
+  // Reads `want` (record i: key "k<i+1>", data want[i]) back through ReadViews from `from` to
+  // its end, each record checked byte for byte; the results go to *held when given (their
+  // views must stay valid while held).
+  void ExpectViewsFrom(const std::vector<std::string>& want, uint64_t from, size_t max_records,
+                       std::vector<ViewResult>* held = nullptr) {
+    uint64_t next = from;
+    while (next < want.size()) {
+      ASSERT_OK_AND_ASSIGN(auto v, log_->ReadViews(next, max_records, 1u << 20));
+      ASSERT_FALSE(v.records.empty());
+      for (const auto& r : v.records) {
+        ASSERT_EQ(r.offset, next);
+        ASSERT_EQ(r.partition_key, "k" + std::to_string(next + 1));
+        ASSERT_TRUE(r.data == want[next]) << "record " << next;
+        ++next;
+      }
+      ASSERT_EQ(v.next_offset, next);
+      if (held != nullptr) held->push_back(std::move(v));
+    }
+  }
+
+  // ReadViews from the start until a read fails or `count` records were read: the failure
+  // (OK when none) and the offset the reads reached.
+  std::pair<Status, uint64_t> ReadViewsUntilFailure(uint64_t count, size_t max_records) {
+    uint64_t next = 0;
+    while (next < count) {
+      auto v = log_->ReadViews(next, max_records, 1u << 20);
+      if (!v.ok()) return {v.status(), next};
+      next = v->next_offset;
+    }
+    return {Status::OK(), next};
+  }
+
+  // Flips the byte of `path` at `at` through the file (the page cache sees it too), as a
+  // disk would hand back a damaged byte.
+  static void FlipByte(const std::string& path, off_t at) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    char c;
+    ASSERT_EQ(::pread(fd, &c, 1, at), 1);
+    c ^= 0x5a;
+    ASSERT_EQ(::pwrite(fd, &c, 1, at), 1);
+    ::close(fd);
+  }
+
   std::string ActivePath() {
     auto names = *fs::ListDir(dir_.string());
     std::string last;
@@ -458,18 +502,7 @@ TEST_F(ShardLogTest, RecordsBelowTheWindowAreReadAroundTheCache) {
   };
   for (uint64_t from : {uint64_t{0}, uint64_t{1}, uint64_t{13}, uint64_t{want.size() / 3},
                         uint64_t{want.size() / 2 + 1}}) {
-    uint64_t next = from;
-    while (next < want.size()) {
-      ASSERT_OK_AND_ASSIGN(auto v, log_->ReadViews(next, 1000, 1u << 20));
-      ASSERT_FALSE(v.records.empty());
-      for (const auto& r : v.records) {
-        ASSERT_EQ(r.offset, next);
-        ASSERT_EQ(r.partition_key, "k" + std::to_string(next + 1));
-        ASSERT_TRUE(r.data == want[next]) << "record " << next;
-        ++next;
-      }
-      ASSERT_EQ(v.next_offset, next);
-    }
+    ASSERT_NO_FATAL_FAILURE(ExpectViewsFrom(want, from, 1000));
   }
   ASSERT_OK_AND_ASSIGN(auto all, log_->Read(0, 100000, 1ull << 30));
   ASSERT_EQ(all.records.size(), want.size());
@@ -488,26 +521,10 @@ TEST_F(ShardLogTest, RecordsBelowTheWindowAreReadAroundTheCache) {
       break;
     }
   }
-  int fd = ::open(first.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  char c;
-  const off_t at = 3 << 20;
-  ASSERT_EQ(::pread(fd, &c, 1, at), 1);
-  c ^= 0x5a;
-  ASSERT_EQ(::pwrite(fd, &c, 1, at), 1);
-  ::close(fd);
-  uint64_t next = 0;
-  Status st;
-  while (next < want.size()) {
-    auto v = log_->ReadViews(next, 1000, 1u << 20);
-    if (!v.ok()) {
-      st = v.status();
-      break;
-    }
-    next = v->next_offset;
-  }
+  ASSERT_NO_FATAL_FAILURE(FlipByte(first, 3 << 20));
+  auto [st, reached] = ReadViewsUntilFailure(want.size(), 1000);
   EXPECT_STATUS(kCorruption, st);
-  EXPECT_LT(next, want.size());
+  EXPECT_LT(reached, want.size());
 }
 
 // How many mappings of `path` the process holds (/proc/self/maps).
@@ -519,11 +536,11 @@ int MappingsOf(const std::string& path) {
   return n;
 }
 
-// Records in the cache window (a tailing reader's, the newer part of a backlog) come back
-// as views of the cached pages, mapped rather than copied out: byte for byte from any
-// start, the segment mapped while a result holds its views and unmapped after, the last
-// records (whose padding would pass the durable end) read instead, and a changed byte
-// among them still caught by its checksum.
+// Records in the cache window (the newer part of a backlog) come back as views of the
+// cached pages, mapped rather than copied out: byte for byte from any start, the segment
+// mapped while a result holds its views and unmapped after, the last records (whose
+// padding would pass the durable end) read instead, and a changed byte among them still
+// caught by its checksum.
 TEST_F(ShardLogTest, RecordsInTheWindowAreViewsOfTheCachedPages) {
   LogOptions opts;
   opts.cache_window_bytes = 64ull << 20;
@@ -542,19 +559,8 @@ TEST_F(ShardLogTest, RecordsInTheWindowAreViewsOfTheCachedPages) {
   EXPECT_EQ(MappingsOf(segment), 0);
   for (uint64_t from :
        {uint64_t{0}, uint64_t{7}, uint64_t{want.size() / 2 + 1}, uint64_t{want.size() - 3}}) {
-    uint64_t next = from;
     std::vector<ViewResult> held;
-    while (next < want.size()) {
-      ASSERT_OK_AND_ASSIGN(auto v, log_->ReadViews(next, 100000, 1u << 20));
-      ASSERT_FALSE(v.records.empty());
-      for (const auto& r : v.records) {
-        ASSERT_EQ(r.offset, next);
-        ASSERT_EQ(r.partition_key, "k" + std::to_string(next + 1));
-        ASSERT_TRUE(r.data == want[next]) << "record " << next;
-        ++next;
-      }
-      held.push_back(std::move(v));
-    }
+    ASSERT_NO_FATAL_FAILURE(ExpectViewsFrom(want, from, 100000, &held));
     // A read of a MiB maps; the records' views stay readable while it is held.
     if (from == 0) {
       EXPECT_GE(MappingsOf(segment), 1);
@@ -562,27 +568,11 @@ TEST_F(ShardLogTest, RecordsInTheWindowAreViewsOfTheCachedPages) {
     held.clear();
     EXPECT_EQ(MappingsOf(segment), 0) << "a read's mapping outlived its result";
   }
-  // A byte changed in the cached pages (as the disk would hand back a flipped one).
-  int fd = ::open(segment.c_str(), O_RDWR | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  char c;
-  const off_t at = 1 << 20;
-  ASSERT_EQ(::pread(fd, &c, 1, at), 1);
-  c ^= 0x5a;
-  ASSERT_EQ(::pwrite(fd, &c, 1, at), 1);
-  ::close(fd);
-  uint64_t next = 0;
-  Status st;
-  while (next < want.size()) {
-    auto v = log_->ReadViews(next, 100000, 1u << 20);
-    if (!v.ok()) {
-      st = v.status();
-      break;
-    }
-    next = v->next_offset;
-  }
+  // A byte changed in the cached pages.
+  ASSERT_NO_FATAL_FAILURE(FlipByte(segment, 1 << 20));
+  auto [st, reached] = ReadViewsUntilFailure(want.size(), 100000);
   EXPECT_STATUS(kCorruption, st);
-  EXPECT_LT(next, want.size());
+  EXPECT_LT(reached, want.size());
 }
 
 TEST_F(ShardLogTest, DamagedSegmentHeaderRefusesToOpenAndDeletesNothing) {
