@@ -87,6 +87,8 @@ Result<std::unique_ptr<ChannelManager>> ChannelManager::Open(
       raw->tick_cv_.notify_all();
     });
     m->watching_ = m->channels_watch_ != nullptr;
+    // Units this process just took (a channel's control, its shards) are scheduled now.
+    m->taken_watch_ = m->options_.coordinator->WatchTaken([raw] { raw->tick_cv_.notify_all(); });
   }
   for (size_t i = 0; i < std::max<size_t>(1, m->options_.worker_threads); ++i) {
     m->workers_.emplace_back([raw] { raw->WorkerLoop(); });
@@ -113,6 +115,7 @@ void ChannelManager::Stop() {
     if (w.joinable()) w.join();
   }
   channels_watch_.reset();  // its watcher is not running once this returns
+  taken_watch_.reset();     // the same
 }
 
 std::string ChannelManager::ArnFor(const std::string& id) const {

@@ -204,6 +204,7 @@ class ChannelManager {
   // kWatchedReloadFactor x reload_ms (a missed announcement), else every reload_ms.
   std::atomic<bool> reload_asked_{false};
   std::shared_ptr<void> channels_watch_;  // released in Stop, after the threads
+  std::shared_ptr<void> taken_watch_;     // the coordinator's (WatchTaken); the same
   bool watching_ = false;                 // set before the threads start
   // The last reload left something for the next (a deletion waiting for a batch, a row
   // older than this process's write): that one comes after reload_ms, watched or not.

@@ -15,7 +15,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +57,15 @@ class Coordinator {
     return false;
   }
 
+  // Calls `taken` (on the coordinator's own thread) each time this process has taken units,
+  // until the returned handle is released (a call under way ends first): the engine starts
+  // their work at once, not at its next tick (up to 50 ms for a channel's control, and
+  // again for its shards, of a backlog a single process delivers in about a second).
+  // `taken` must be quick. Null (this default): no calls.
+  virtual std::shared_ptr<void> WatchTaken(std::function<void()> taken) {
+    (void)taken;
+    return nullptr;
+  }
   // Who holds each unit of a channel across the pool now (for status): unit → owner and
   // epoch; an empty owner for a unit nobody holds (or whose lease expired).
   struct UnitOwner {

@@ -416,13 +416,45 @@ Status LeaseManager::Take() {
           "(INSERT INTO icestream_lease_history (channel_id, unit, owner, epoch) SELECT "
           "channel_id, unit, $1, epoch FROM t) SELECT channel_id, unit, epoch FROM t",
           {owner_, Interval(options_.lease_ms), offered}));
-  std::lock_guard lock(mu_);
-  for (size_t i = 0; i < taken.rows(); ++i) {
-    held_[{taken.text(i, 0), taken.text(i, 1)}] = Unit{static_cast<uint64_t>(taken.integer(i, 2))};
-    spdlog::info("scale-out: took {} {} (epoch {})", taken.text(i, 0), taken.text(i, 1),
-                 taken.integer(i, 2));
+  {
+    std::lock_guard lock(mu_);
+    for (size_t i = 0; i < taken.rows(); ++i) {
+      held_[{taken.text(i, 0), taken.text(i, 1)}] =
+          Unit{static_cast<uint64_t>(taken.integer(i, 2))};
+      spdlog::info("scale-out: took {} {} (epoch {})", taken.text(i, 0), taken.text(i, 1),
+                   taken.integer(i, 2));
+    }
+  }
+  if (taken.rows() == 0) return Status::OK();
+  std::vector<std::shared_ptr<TakenWatch>> watches;
+  {
+    std::lock_guard lock(watches_mu_);
+    std::erase_if(watches_, [](const std::shared_ptr<TakenWatch>& w) {
+      std::lock_guard l(w->mu);
+      return !w->taken;
+    });
+    watches = watches_;
+  }
+  for (const auto& w : watches) {
+    std::lock_guard l(w->mu);
+    if (w->taken) w->taken();
   }
   return Status::OK();
+}
+
+std::shared_ptr<void> LeaseManager::WatchTaken(std::function<void()> taken) {
+  auto w = std::make_shared<TakenWatch>();
+  w->taken = std::move(taken);
+  {
+    std::lock_guard lock(watches_mu_);
+    watches_.push_back(w);
+  }
+  // The handle: released, it empties the callback (after a call under way, which holds
+  // the watch's mutex); the watch itself lives on with whichever of the two goes last.
+  return std::shared_ptr<void>(w.get(), [w](void*) {
+    std::lock_guard l(w->mu);
+    w->taken = nullptr;
+  });
 }
 
 }  // namespace icestream::scaleout

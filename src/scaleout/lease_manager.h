@@ -39,6 +39,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,6 +77,7 @@ class LeaseManager final : public delivery::Coordinator {
   void SetBusy(const std::string& channel_id, const std::string& unit, bool busy) override;
   bool Draining(const std::string& channel_id, const std::string& unit) const override;
   Result<std::map<std::string, UnitOwner>> Owners(const std::string& channel_id) const override;
+  std::shared_ptr<void> WatchTaken(std::function<void()> taken) override;
 
   // The unit a shard's state is fenced by: the channel's own unit when it was offered
   // (a channel delivered as one unit), else the shard's.
@@ -118,6 +120,14 @@ class LeaseManager final : public delivery::Coordinator {
   std::set<std::pair<std::string, std::string>> busy_;      // units with a batch running
   std::set<std::pair<std::string, std::string>> draining_;  // to be handed over when idle
   std::chrono::steady_clock::time_point valid_until_;       // of the held set (local clock)
+
+  // WatchTaken's callbacks; a released handle empties its own under its mutex.
+  struct TakenWatch {
+    std::mutex mu;
+    std::function<void()> taken;
+  };
+  std::mutex watches_mu_;
+  std::vector<std::shared_ptr<TakenWatch>> watches_;
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

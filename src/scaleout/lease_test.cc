@@ -137,6 +137,30 @@ TEST_F(LeaseTest, AChangeOfTheChannelListWakesItsWatchers) {
   ASSERT_OK(other.RemoveChannel(c.id));
 }
 
+// The engine hears at once that units were taken (WatchTaken), so it schedules their work
+// without waiting for its next tick; the units are held by then. A released handle is
+// called no more.
+TEST_F(LeaseTest, TakingUnitsCallsTheWatchersUntilTheirHandleIsReleased) {
+  ASSERT_OK_AND_ASSIGN(auto a, LeaseManager::Start(pool_.get(), FastLeases()));
+  std::atomic<int> calls{0};
+  std::atomic<uint64_t> epoch_at_call{0};
+  auto handle = a->WatchTaken([&] {
+    epoch_at_call = a->HeldEpoch("ch", "shard:s2");
+    calls++;
+  });
+  ASSERT_NE(handle, nullptr);
+  a->Offer("ch", {"control", "shard:s1", "shard:s2"});
+  Eventually([&] { return calls.load() >= 1; });
+  EXPECT_NE(epoch_at_call.load(), 0u);
+  EXPECT_EQ(Count(*a), 3u);
+  handle.reset();
+  const int before = calls.load();
+  a->Offer("ch2", {"control"});
+  Eventually([&] { return Count(*a) == 4; });
+  a->CycleForTest();
+  EXPECT_EQ(calls.load(), before);
+}
+
 TEST_F(LeaseTest, TwoTakersOneWinner) {
   // Takes racing from two threads, each a whole cycle (renew, rows, take): every unit ends
   // with one owner whose take was its only one (epoch 1), and neither thinks it holds a
