@@ -385,11 +385,13 @@ AlignedBuffer AllocateAligned(size_t n) {
   return AlignedBuffer(static_cast<char*>(::operator new[](n, std::align_val_t{kDirectAlign})));
 }
 
-// ReadViews' buffers of a MiB or more, kept for the next reads: they outlive the read (the
+// ReadViews' buffers of 64 KiB or more, kept for the next reads: they outlive the read (the
 // views point into them) and are dropped by whichever thread finishes with the records, so a
 // per-thread buffer cannot serve. Fresh ones cost a page fault (and a zeroed page) per 4 KiB:
-// 0.12 of 3.1 CPU-s of a 500 MB backlog delivery. At most kKeepBytes wait here (a few
-// chunks: more raised a 16-shard backlog's peak RSS, bench/table-delivery --only memory).
+// 0.12 of 3.1 CPU-s of a 500 MB backlog delivery, and a 256 KiB read (ArrivalOf's, on every
+// scheduling pass of a shard with a backlog) took 89 us fresh against 12 us pooled. At most
+// kKeepBytes wait here (a few chunks: more raised a 16-shard backlog's peak RSS,
+// bench/table-delivery --only memory).
 class ReadBufferPool {
  public:
   static ReadBufferPool& Get() {
@@ -398,9 +400,8 @@ class ReadBufferPool {
   }
 
   std::shared_ptr<char[]> Take(size_t want) {
-    constexpr size_t kMiB = 1u << 20;
     constexpr size_t kClass = 64u << 10;  // a chunk's reads differ by a block or two
-    if (want < kMiB) {
+    if (want < kClass) {
       return std::shared_ptr<char[]>(AllocateAligned(want).release(), AlignedDelete{});
     }
     const size_t capacity = (want + kClass - 1) & ~(kClass - 1);
@@ -448,12 +449,13 @@ char* ReadBuffer(ViewResult* out, size_t want) {
 // mapped, padding included, instead of copied out of the cache: the copy was 2.5% of a
 // 4-shard backlog delivery's CPU, half of whose bytes lie in the window. Read-only and
 // shared, so no page is copied (a private writable mapping would copy each on
-// MAP_POPULATE); populated at once, so the converters take no faults. Small reads are
-// cheaper copied than mapped and unmapped, and a read that runs to the durable end (a
+// MAP_POPULATE); populated at once, so the converters take no faults. Reads under a MiB are
+// cheaper copied into a pooled buffer than mapped and unmapped (256 KiB: 12 us against
+// 16 us; 1 MiB: 208 us against 150 us mapped), and a read that runs to the durable end (a
 // tailing reader's, a segment's last) is copied: its padding would pass that end.
 const char* MapCached(ViewResult* out, int fd, uint64_t pos, size_t want, uint64_t durable) {
   static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  constexpr size_t kMinMapBytes = 256u << 10;
+  constexpr size_t kMinMapBytes = 1u << 20;
   if (want < kMinMapBytes || pos + want + kViewPadding > durable) return nullptr;
   const uint64_t first = pos & ~(page - 1);
   const size_t len = static_cast<size_t>(pos + want + kViewPadding - first);
