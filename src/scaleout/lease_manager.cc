@@ -425,36 +425,8 @@ Status LeaseManager::Take() {
                    taken.integer(i, 2));
     }
   }
-  if (taken.rows() == 0) return Status::OK();
-  std::vector<std::shared_ptr<TakenWatch>> watches;
-  {
-    std::lock_guard lock(watches_mu_);
-    std::erase_if(watches_, [](const std::shared_ptr<TakenWatch>& w) {
-      std::lock_guard l(w->mu);
-      return !w->taken;
-    });
-    watches = watches_;
-  }
-  for (const auto& w : watches) {
-    std::lock_guard l(w->mu);
-    if (w->taken) w->taken();
-  }
+  if (taken.rows() > 0) taken_watchers_.CallAll();
   return Status::OK();
-}
-
-std::shared_ptr<void> LeaseManager::WatchTaken(std::function<void()> taken) {
-  auto w = std::make_shared<TakenWatch>();
-  w->taken = std::move(taken);
-  {
-    std::lock_guard lock(watches_mu_);
-    watches_.push_back(w);
-  }
-  // The handle: released, it empties the callback (after a call under way, which holds
-  // the watch's mutex); the watch itself lives on with whichever of the two goes last.
-  return std::shared_ptr<void>(w.get(), [w](void*) {
-    std::lock_guard l(w->mu);
-    w->taken = nullptr;
-  });
 }
 
 }  // namespace icestream::scaleout

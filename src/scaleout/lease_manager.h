@@ -48,6 +48,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/watchers.h"
 #include "delivery/coordinator.h"
 #include "pg/client.h"
 
@@ -77,7 +78,9 @@ class LeaseManager final : public delivery::Coordinator {
   void SetBusy(const std::string& channel_id, const std::string& unit, bool busy) override;
   bool Draining(const std::string& channel_id, const std::string& unit) const override;
   Result<std::map<std::string, UnitOwner>> Owners(const std::string& channel_id) const override;
-  std::shared_ptr<void> WatchTaken(std::function<void()> taken) override;
+  std::shared_ptr<void> WatchTaken(std::function<void()> taken) override {
+    return taken_watchers_.Add("", std::move(taken));
+  }
 
   // The unit a shard's state is fenced by: the channel's own unit when it was offered
   // (a channel delivered as one unit), else the shard's.
@@ -121,13 +124,7 @@ class LeaseManager final : public delivery::Coordinator {
   std::set<std::pair<std::string, std::string>> draining_;  // to be handed over when idle
   std::chrono::steady_clock::time_point valid_until_;       // of the held set (local clock)
 
-  // WatchTaken's callbacks; a released handle empties its own under its mutex.
-  struct TakenWatch {
-    std::mutex mu;
-    std::function<void()> taken;
-  };
-  std::mutex watches_mu_;
-  std::vector<std::shared_ptr<TakenWatch>> watches_;
+  Watchers taken_watchers_;  // WatchTaken's
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

@@ -23,39 +23,6 @@ NotifyListener::~NotifyListener() {
   thread_.join();
 }
 
-std::shared_ptr<void> NotifyListener::Watch(const std::string& key, std::function<void()> fn) {
-  std::lock_guard lock(mu_);
-  const uint64_t id = ++next_id_;
-  watchers_.emplace(key, std::make_pair(id, std::move(fn)));
-  // The handle's release removes the watcher under the lock watchers run under.
-  struct Handle {
-    std::function<void()> release;
-    ~Handle() { release(); }
-  };
-  auto handle = std::make_shared<Handle>();
-  handle->release = [this, key, id] {
-    std::lock_guard released(mu_);
-    auto [lo, hi] = watchers_.equal_range(key);
-    for (auto it = lo; it != hi; ++it) {
-      if (it->second.first == id) {
-        watchers_.erase(it);
-        break;
-      }
-    }
-  };
-  return handle;
-}
-
-void NotifyListener::Call(const std::string* key) {
-  std::lock_guard lock(mu_);
-  if (key == nullptr) {
-    for (auto& [k, w] : watchers_) w.second();
-    return;
-  }
-  auto [lo, hi] = watchers_.equal_range(*key);
-  for (auto it = lo; it != hi; ++it) it->second.second();
-}
-
 bool NotifyListener::Pause(int64_t ms) {
   std::unique_lock lock(mu_);
   cv_.wait_for(lock, std::chrono::milliseconds(ms), [this] { return stopping_; });
@@ -81,7 +48,7 @@ void NotifyListener::Loop() {
       continue;
     }
     pause_ms = 100;
-    Call(nullptr);  // whatever was sent while nobody listened
+    watchers_.CallAll();  // whatever was sent while nobody listened
     connects_.fetch_add(1);
     // Short waits, so a stop is seen within a quarter second.
     while (!stopping()) {
@@ -90,7 +57,7 @@ void NotifyListener::Loop() {
         spdlog::debug("scale-out: listening for {}: {}", channel_, got.status().ToString());
         break;
       }
-      for (const auto& n : *got) Call(&n.payload);
+      for (const auto& n : *got) watchers_.Call(n.payload);
     }
   }
 }

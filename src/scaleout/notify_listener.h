@@ -19,11 +19,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+
+#include "common/watchers.h"
 
 namespace icestream::scaleout {
 
@@ -40,23 +41,23 @@ class NotifyListener {
 
   // Calls `fn` for each notification whose payload is `key` (and after each reconnect)
   // until the returned handle is released.
-  std::shared_ptr<void> Watch(const std::string& key, std::function<void()> fn);
+  std::shared_ptr<void> Watch(const std::string& key, std::function<void()> fn) {
+    return watchers_.Add(key, std::move(fn));
+  }
 
   // Times the listener has connected, issued LISTEN and called every watcher (for tests).
   int64_t connects() const { return connects_.load(); }
 
  private:
   void Loop();
-  void Call(const std::string* key);  // nullptr: every watcher
-  bool Pause(int64_t ms);             // false when stopping
+  bool Pause(int64_t ms);  // false when stopping
 
   const std::string conninfo_;
   const std::string channel_;
-  std::mutex mu_;  // watchers_, stopping_; held while a watcher runs
+  std::mutex mu_;  // stopping_
   std::condition_variable cv_;
   bool stopping_ = false;
-  uint64_t next_id_ = 0;
-  std::multimap<std::string, std::pair<uint64_t, std::function<void()>>> watchers_;
+  Watchers watchers_;
   std::atomic<int64_t> connects_{0};
   std::thread thread_;
 };
