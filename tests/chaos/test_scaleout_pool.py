@@ -457,6 +457,15 @@ class PoolChaos(unittest.TestCase):
         print("DescribeChannel:", json.dumps(body.get("ChannelDescription", body).get("IcestreamStatus", body))[:3000])
         print("leases:", self.pg.psql("SELECT channel_id, unit, owner, epoch, expires_at > clock_timestamp() "
                                       "FROM icestream_lease ORDER BY 1, 2", "part"))
+        # Who holds what: a lease row locked by a transaction that never ends keeps its shard
+        # from every taker (FOR UPDATE SKIP LOCKED).
+        print("backends:", self.pg.psql("SELECT pid, state, wait_event_type, wait_event, "
+                                        "clock_timestamp() - xact_start, left(query, 100) FROM "
+                                        "pg_stat_activity WHERE datname = current_database() "
+                                        "ORDER BY xact_start", "part"))
+        print("locks:", self.pg.psql("SELECT pid, locktype, mode, granted, relation::regclass FROM pg_locks "
+                                     "WHERE locktype IN ('transactionid', 'tuple') OR NOT granted "
+                                     "ORDER BY pid", "part"))
         print("server log:", server.read_log()[-4000:])
         for w in workers:
             print(f"worker {w.name} log:", w.tail())
