@@ -47,6 +47,13 @@ class TcpProxy:
     def _reset(s):
         try:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            # close() alone resets nothing while the other direction's thread is blocked in
+            # recv() on this socket (the pending call keeps it open): shutting the receiving
+            # side down wakes that thread first, and the last close then sends the reset.
+            s.shutdown(socket.SHUT_RD)
+        except OSError:
+            pass
+        try:
             s.close()
         except OSError:
             pass
