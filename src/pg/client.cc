@@ -331,12 +331,22 @@ Result<std::unique_ptr<PgConnection>> PgPool::Acquire(Deadline deadline) {
   }
   Deadline connect = std::min(deadline, After(options_.connect_timeout));
   ASSIGN_OR_RETURN(auto conn, PgConnection::Connect(options_.conninfo, connect));
-  // Server-side bounds, so that a stopped client never holds locks for long.
+  // Server-side bounds, so that a stopped client never holds locks for long. The timeouts
+  // cover a statement that runs or waits and a transaction left idle; they do not cover a
+  // backend that waits for the rest of a request (a Sync that a partition swallowed after
+  // its Execute ran): only TCP can tell that its client is gone, and with the operating
+  // system's defaults it tells after two hours, the statement's row locks held all along
+  // (a lease row locked that long keeps its shard from every taker). So the server's
+  // side of the connection probes as the client's side does (Connect's keepalives): a
+  // silent peer is dropped after about 9 s, unacknowledged data after 5.
   auto ms = options_.statement_timeout.count();
-  RETURN_IF_ERROR(conn->ExecScript(fmt::format("SET statement_timeout = {}; SET lock_timeout = {}; "
-                                               "SET idle_in_transaction_session_timeout = {}",
-                                               ms, ms, ms * 2),
-                                   connect));
+  RETURN_IF_ERROR(conn->ExecScript(
+      fmt::format("SET statement_timeout = {}; SET lock_timeout = {}; "
+                  "SET idle_in_transaction_session_timeout = {}; SET tcp_keepalives_idle = 5; "
+                  "SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 2; "
+                  "SET tcp_user_timeout = 5000",
+                  ms, ms, ms * 2),
+      connect));
   return conn;
 }
 

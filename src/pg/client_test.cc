@@ -59,6 +59,29 @@ TEST_F(PgTest, StatementsParametersAndSqlStates) {
   EXPECT_STATUS(kInvalidArgument, pool_->Exec("SELECT $1::int", {std::string("x")}));
 }
 
+TEST_F(PgTest, TheServerProbesAndBoundsEveryPooledSession) {
+  // Read on the server, from the session itself: a backend whose client vanished without
+  // closing (a partition) is dropped by TCP keepalives within seconds, not the operating
+  // system's two hours, and statements, lock waits and idle transactions are bounded.
+  ASSERT_OK_AND_ASSIGN(auto r,
+                       pool_->Exec("SELECT current_setting('tcp_keepalives_idle'), "
+                                   "current_setting('tcp_keepalives_interval'), "
+                                   "current_setting('tcp_keepalives_count'), "
+                                   "current_setting('tcp_user_timeout'), "
+                                   "current_setting('statement_timeout'), "
+                                   "current_setting('lock_timeout'), "
+                                   "current_setting('idle_in_transaction_session_timeout')"));
+  ASSERT_EQ(r.rows(), 1u);
+  // (0 would be the operating system's defaults.)
+  EXPECT_EQ(r.text(0, 0), "5");
+  EXPECT_EQ(r.text(0, 1), "2");
+  EXPECT_EQ(r.text(0, 2), "2");
+  EXPECT_EQ(r.text(0, 3), "5000");
+  EXPECT_EQ(r.text(0, 4), "3s");
+  EXPECT_EQ(r.text(0, 5), "3s");
+  EXPECT_EQ(r.text(0, 6), "6s");
+}
+
 TEST_F(PgTest, ADeadlineCancelsALongStatement) {
   auto start = Clock::now();
   // The server's statement_timeout (3 s here) cancels it, as the client's deadline would.
