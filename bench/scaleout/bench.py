@@ -183,9 +183,16 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def minor_faults(pid):
+    """Page faults a live process has taken that needed no I/O (a fresh or mapped page)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[7])
+
+
 def throughput_run(kind, mode, recs, size, shards):
     """(seconds from CreateChannel until everything is delivered, seconds until the channel
-    was ACTIVE, CPU seconds the icestream processes spent in that time)."""
+    was ACTIVE, CPU seconds the icestream processes spent in that time, and per process:
+    its CPU seconds and minor page faults in that time)."""
     tmp = tempfile.mkdtemp(prefix="icestream-bench-scaleout-")
     pg = PgCluster().start() if mode != "single" else None
     workers = []
@@ -220,6 +227,7 @@ def throughput_run(kind, mode, recs, size, shards):
                                         ["-p", ",".join(map(str, procs)), "-o", f"{args.perf}.{kind}-{mode}-{shards}"])
                 time.sleep(0.5)  # perf attaches
             cpu0 = sum(cpu_seconds(p) for p in procs)
+            each0 = [(cpu_seconds(p), minor_faults(p)) for p in procs]
             t0 = time.time()
             st, body = kinesis_call(server, "CreateChannel", req)
             assert st == 200, body
@@ -241,6 +249,7 @@ def throughput_run(kind, mode, recs, size, shards):
                 time.sleep(0.1)
             total = time.time() - t0
             cpu = sum(cpu_seconds(p) for p in procs) - cpu0
+            each = [(cpu_seconds(p) - c0, minor_faults(p) - f0) for p, (c0, f0) in zip(procs, each0)]
             if workers and args.log_level != "warn":
                 # What the workers asked of the source (the server's API counters).
                 with urllib.request.urlopen(server.endpoint + "/metrics", timeout=5) as r:
@@ -251,7 +260,7 @@ def throughput_run(kind, mode, recs, size, shards):
             if perf:
                 perf.send_signal(signal.SIGINT)
                 perf.wait(60)
-            return total, first if first is not None else 0.0, cpu
+            return total, first if first is not None else 0.0, cpu, each
         finally:
             for w in workers:
                 w.stop()
@@ -294,7 +303,7 @@ def throughput_shards(recs, size, n):
         for r in range(args.rounds):
             base = after_base = None
             for mode, label in modes:
-                secs, first, cpu = throughput_run(kind, mode, recs, size, n)
+                secs, first, cpu, each = throughput_run(kind, mode, recs, size, n)
                 mbs = size / 1e6 / secs
                 base = base or mbs
                 # Also the rate from the moment the channel is ACTIVE (its activation excluded;
@@ -309,6 +318,14 @@ def throughput_shards(recs, size, n):
                 print(f"  {kind:5} {label:36} {secs:7.1f} s  {mbs:7.1f} MB/s  {mbs / base:5.2f}x   ACTIVE after "
                       f"{first:4.1f} s, then {after:6.1f} MB/s  {after / after_base:5.2f}x   "
                       f"CPU {cpu / (size / 1e8):5.2f} s/100 MB   (round {r + 1})", flush=True)
+                if len(each) > 1:
+                    # Where a pool's CPU goes: the server (the source, its own shards) and the
+                    # worker (reading the source through GetRecords), with their minor page
+                    # faults (fresh memory taken page by page) per 100 MB of the backlog.
+                    print("      " + ", ".join(
+                        f"{name} CPU {c / (size / 1e8):4.2f} s/100 MB, {fl / (size / 1e8):7.0f} faults/100 MB"
+                        for name, (c, fl) in zip(["server"] + [f"worker {i + 1}" for i in range(len(each) - 1)],
+                                                 each)), flush=True)
         for mode, label in modes:
             goal = "   (goal >= 0.9x)" if mode == "two" else ""
             print(f"  {kind:5} {label:36} median of {args.rounds}: {statistics.median(ratios[mode]):5.2f}x "
