@@ -226,7 +226,6 @@ def throughput_run(kind, mode, recs, size, shards):
                 perf = subprocess.Popen(["perf", "record", "-F", "999", "-q"] + perf_args +
                                         ["-p", ",".join(map(str, procs)), "-o", f"{args.perf}.{kind}-{mode}-{shards}"])
                 time.sleep(0.5)  # perf attaches
-            cpu0 = sum(cpu_seconds(p) for p in procs)
             each0 = [(cpu_seconds(p), minor_faults(p)) for p in procs]
             t0 = time.time()
             st, body = kinesis_call(server, "CreateChannel", req)
@@ -248,8 +247,8 @@ def throughput_run(kind, mode, recs, size, shards):
                     first = time.time() - t0
                 time.sleep(0.1)
             total = time.time() - t0
-            cpu = sum(cpu_seconds(p) for p in procs) - cpu0
             each = [(cpu_seconds(p) - c0, minor_faults(p) - f0) for p, (c0, f0) in zip(procs, each0)]
+            cpu = sum(c for c, _ in each)
             if workers and args.log_level != "warn":
                 # What the workers asked of the source (the server's API counters).
                 with urllib.request.urlopen(server.endpoint + "/metrics", timeout=5) as r:

@@ -7,13 +7,9 @@ std::shared_ptr<void> Watchers::Add(std::string key, std::function<void()> fn) {
   std::lock_guard lock(mu_);
   const uint64_t id = ++next_id_;
   watchers_.emplace(key, std::make_pair(id, std::move(fn)));
-  // The handle's release removes the watcher under the lock watchers run under.
-  struct Handle {
-    std::function<void()> release;
-    ~Handle() { release(); }
-  };
-  auto handle = std::make_shared<Handle>();
-  handle->release = [this, key = std::move(key), id] {
+  // The handle (never null; it points at the set) removes the watcher when released, under
+  // the lock watchers run under.
+  return std::shared_ptr<void>(this, [this, key = std::move(key), id](void*) {
     std::lock_guard released(mu_);
     auto [lo, hi] = watchers_.equal_range(key);
     for (auto it = lo; it != hi; ++it) {
@@ -22,8 +18,7 @@ std::shared_ptr<void> Watchers::Add(std::string key, std::function<void()> fn) {
         break;
       }
     }
-  };
-  return handle;
+  });
 }
 
 void Watchers::Call(const std::string& key) {

@@ -64,10 +64,26 @@ int64_t PgResult::integer(size_t row, size_t col) const {
   return std::strtoll(v->c_str(), nullptr, 10);
 }
 
+namespace {
+
+// TCP keepalives, the same on both sides of a connection (the client's in Connect, the
+// server's in PgPool::Acquire): a silent peer is dropped after idle + interval x count
+// (about 9 s), data left unacknowledged after the user timeout.
+constexpr int kKeepaliveIdleS = 5;
+constexpr int kKeepaliveIntervalS = 2;
+constexpr int kKeepaliveCount = 2;
+constexpr int kTcpUserTimeoutMs = 5000;
+
+}  // namespace
+
 Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& conninfo,
                                                             Deadline deadline) {
   // Defaults first: the caller's connection string (expanded from dbname) comes last and
   // overrides them.
+  const std::string idle = std::to_string(kKeepaliveIdleS);
+  const std::string interval = std::to_string(kKeepaliveIntervalS);
+  const std::string count = std::to_string(kKeepaliveCount);
+  const std::string user_timeout = std::to_string(kTcpUserTimeoutMs);
   const char* keys[] = {"keepalives",
                         "keepalives_idle",
                         "keepalives_interval",
@@ -76,7 +92,9 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& c
                         "application_name",
                         "dbname",
                         nullptr};
-  const char* values[] = {"1", "5", "2", "2", "5000", "icestream", conninfo.c_str(), nullptr};
+  const char* values[] = {
+      "1",         idle.c_str(),     interval.c_str(), count.c_str(), user_timeout.c_str(),
+      "icestream", conninfo.c_str(), nullptr};
   pg_conn* c = PQconnectStartParams(keys, values, /*expand_dbname=*/1);
   if (c == nullptr) return Unavailable("connecting to PostgreSQL: out of memory");
   std::unique_ptr<PgConnection> conn(new PgConnection(c));
@@ -337,15 +355,15 @@ Result<std::unique_ptr<PgConnection>> PgPool::Acquire(Deadline deadline) {
   // its Execute ran): only TCP can tell that its client is gone, and with the operating
   // system's defaults it tells after two hours, the statement's row locks held all along
   // (a lease row locked that long keeps its shard from every taker). So the server's
-  // side of the connection probes as the client's side does (Connect's keepalives): a
-  // silent peer is dropped after about 9 s, unacknowledged data after 5.
+  // side of the connection probes as the client's side does (Connect's keepalives).
   auto ms = options_.statement_timeout.count();
   RETURN_IF_ERROR(conn->ExecScript(
       fmt::format("SET statement_timeout = {}; SET lock_timeout = {}; "
-                  "SET idle_in_transaction_session_timeout = {}; SET tcp_keepalives_idle = 5; "
-                  "SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 2; "
-                  "SET tcp_user_timeout = 5000",
-                  ms, ms, ms * 2),
+                  "SET idle_in_transaction_session_timeout = {}; SET tcp_keepalives_idle = {}; "
+                  "SET tcp_keepalives_interval = {}; SET tcp_keepalives_count = {}; "
+                  "SET tcp_user_timeout = {}",
+                  ms, ms, ms * 2, kKeepaliveIdleS, kKeepaliveIntervalS, kKeepaliveCount,
+                  kTcpUserTimeoutMs),
       connect));
   return conn;
 }

@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <memory>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "common/testing/status_assertions.h"
 #include "pg/migrate.h"
@@ -72,14 +74,10 @@ TEST_F(PgTest, TheServerProbesAndBoundsEveryPooledSession) {
                                    "current_setting('lock_timeout'), "
                                    "current_setting('idle_in_transaction_session_timeout')"));
   ASSERT_EQ(r.rows(), 1u);
+  std::vector<std::string> got;
+  for (size_t c = 0; c < 7; ++c) got.push_back(r.text(0, c));
   // (0 would be the operating system's defaults.)
-  EXPECT_EQ(r.text(0, 0), "5");
-  EXPECT_EQ(r.text(0, 1), "2");
-  EXPECT_EQ(r.text(0, 2), "2");
-  EXPECT_EQ(r.text(0, 3), "5000");
-  EXPECT_EQ(r.text(0, 4), "3s");
-  EXPECT_EQ(r.text(0, 5), "3s");
-  EXPECT_EQ(r.text(0, 6), "6s");
+  EXPECT_EQ(got, (std::vector<std::string>{"5", "2", "2", "5000", "3s", "3s", "6s"}));
 }
 
 TEST_F(PgTest, ADeadlineCancelsALongStatement) {

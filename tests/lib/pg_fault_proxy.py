@@ -18,6 +18,8 @@ import struct
 import threading
 import time
 
+from tcp_proxy import reset
+
 
 class PgFaultProxy:
     def __init__(self, upstream_port, seed=1):
@@ -54,24 +56,9 @@ class PgFaultProxy:
             self.commit_drop_rate = commit_drop_rate
             if mode == "reset":
                 for c in list(self.conns):
-                    self._close(c)
+                    reset(c)
                 self.conns.clear()
                 self.counts["resets"] += 1
-
-    @staticmethod
-    def _close(s):
-        try:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            # close() alone resets nothing while the other direction's thread is blocked in
-            # recv() on this socket (the pending call keeps it open): shutting the receiving
-            # side down wakes that thread first, and the last close then sends the reset.
-            s.shutdown(socket.SHUT_RD)
-        except OSError:
-            pass
-        try:
-            s.close()
-        except OSError:
-            pass
 
     def _accept(self):
         while not self.stopping:
@@ -88,12 +75,12 @@ class PgFaultProxy:
     def _serve(self, client):
         self._wait_while_blackholed()
         if self.mode == "reset" or self.stopping:
-            self._close(client)
+            reset(client)
             return
         try:
             upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
         except OSError:
-            self._close(client)
+            reset(client)
             return
         with self.lock:
             self.conns.update((client, upstream))
@@ -147,8 +134,8 @@ class PgFaultProxy:
         except OSError:
             pass
         finally:
-            self._close(client)
-            self._close(upstream)
+            reset(client)
+            reset(upstream)
 
     def _upstream_to_client(self, upstream, client, state):
         try:
@@ -167,5 +154,5 @@ class PgFaultProxy:
         except OSError:
             pass
         finally:
-            self._close(client)
-            self._close(upstream)
+            reset(client)
+            reset(upstream)

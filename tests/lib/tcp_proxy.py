@@ -9,6 +9,22 @@ import struct
 import threading
 
 
+def reset(s):
+    """Closes a proxied socket with a reset (SO_LINGER 0), also while another thread is blocked
+    in recv() on it: close() alone resets nothing then (the pending call keeps the socket
+    open), so the receiving side is shut down first, which wakes that thread, and the last
+    close sends the reset."""
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.shutdown(socket.SHUT_RD)
+    except OSError:
+        pass
+    try:
+        s.close()
+    except OSError:
+        pass
+
+
 class TcpProxy:
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
@@ -40,23 +56,8 @@ class TcpProxy:
             self.mode = mode
             if mode == "reset":
                 for c in list(self.conns):
-                    self._reset(c)
+                    reset(c)
                 self.conns.clear()
-
-    @staticmethod
-    def _reset(s):
-        try:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            # close() alone resets nothing while the other direction's thread is blocked in
-            # recv() on this socket (the pending call keeps it open): shutting the receiving
-            # side down wakes that thread first, and the last close then sends the reset.
-            s.shutdown(socket.SHUT_RD)
-        except OSError:
-            pass
-        try:
-            s.close()
-        except OSError:
-            pass
 
     def _accept(self):
         while not self.stopping:
@@ -66,12 +67,12 @@ class TcpProxy:
                 return
             with self.lock:
                 if self.mode == "reset" or self.stopping:
-                    self._reset(client)
+                    reset(client)
                     continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
             except OSError:
-                self._reset(client)
+                reset(client)
                 continue
             with self.lock:
                 self.conns.update((client, upstream))
@@ -91,4 +92,4 @@ class TcpProxy:
             for s in (src, dst):
                 with self.lock:
                     self.conns.discard(s)
-                self._reset(s)
+                reset(s)

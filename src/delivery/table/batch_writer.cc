@@ -362,11 +362,10 @@ Status BatchWriter::Run(RecordSource* source, const Decoder& decode, const FileP
   RETURN_IF_ERROR(uploader.Finish());
   spdlog::debug(
       "table batch of {} record(s) written in {:.0f} ms on {} converter thread(s): log reads "
-      "{:.0f} ms, blocks made {:.0f} "
-      "ms, row groups placed {:.0f} ms, converted by {:.0f} ms, last files cut {:.0f} ms, last "
-      "uploads {:.0f} ms; thread-ms: waiting for a block {:.0f}, converting {:.0f}, waiting to "
-      "place {:.0f}, last row groups {:.0f}, idle at the end {:.0f}, {} file buffer(s) kept "
-      "for the next batch",
+      "{:.0f} ms, blocks made {:.0f} ms, row groups placed {:.0f} ms, converted by {:.0f} ms, "
+      "last files cut {:.0f} ms, last uploads {:.0f} ms; thread-ms: waiting for a block "
+      "{:.0f}, converting {:.0f}, waiting to place {:.0f}, last row groups {:.0f}, idle at the "
+      "end {:.0f}, {} file buffer(s) kept for the next batch",
       counts.records_in, ms(Clock::now() - run_start), po_threads, source_ms, times.next, place_ms,
       ms(converted - run_start), ms(finish0 - converted), ms(Clock::now() - finish0),
       times.wait_next, times.convert, times.wait_turn, times.flush, times.idle_end,
